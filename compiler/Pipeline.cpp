@@ -1,0 +1,110 @@
+// The pipeline driver: runs passes in order, verifies between them, keeps and dumps each stage.
+#include "compiler/Pipeline.h"
+
+#include "compiler/codegen/EmitPTX.h"
+#include "compiler/codegen/Lowering.h"
+#include "compiler/gpu/GpuPasses.h"
+#include "compiler/ir/Printer.h"
+#include "compiler/ir/Verifier.h"
+#include "compiler/support/Log.h"
+#include "compiler/transforms/Passes.h"
+
+#include <llvm/IR/LLVMContext.h>
+
+#include <bit>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace tritium {
+
+const char *stageName(Stage s) {
+  switch (s) {
+  case Stage::TIR: return "tir";
+  case Stage::GIR: return "gir";
+  case Stage::LLVM: return "llvm";
+  case Stage::PTX: return "ptx";
+  }
+  return "?";
+}
+
+namespace {
+
+// Writes a stage to $TRITIUM_DUMP_DIR/<kernel>.<ext> when the variable is set.
+void dump(const std::string &kernel, const char *ext, const std::string &text) {
+  const char *dir = std::getenv("TRITIUM_DUMP_DIR");
+  if (!dir || !*dir)
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::path path = std::filesystem::path(dir) / (kernel + "." + ext);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out)
+    log().warn("could not write dump {}", path.string());
+  else
+    log().debug("dumped {}", path.string());
+}
+
+class StageTimer {
+public:
+  explicit StageTimer(const char *name) : name_(name), start_(Clock::now()) {}
+  ~StageTimer() {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_);
+    log().debug("stage {}: {} us", name_, us.count());
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  const char *name_;
+  Clock::time_point start_;
+};
+
+} // namespace
+
+void optimizeTIR(ir::Function &fn) {
+  StageTimer timer("tir");
+  ir::verify(fn, "tracing");
+  eliminateCommonSubexpressions(fn);
+  eliminateDeadCode(fn);
+  ir::verify(fn, "TIR simplification");
+}
+
+Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last) {
+  if (options.numWarps < 1 || options.numWarps > 32 ||
+      !std::has_single_bit(unsigned(options.numWarps)))
+    throw UserError("num_warps must be a power of two from 1 to 32, got " +
+                    std::to_string(options.numWarps));
+  Artifacts out;
+  out.tir = ir::print(fn);
+  dump(fn.name(), "tir", out.tir);
+  if (last == Stage::TIR)
+    return out;
+
+  {
+    StageTimer timer("gir");
+    assignLayouts(fn, options.numWarps);
+    allocateSharedMemory(fn, options.numWarps);
+    ir::verify(fn, "layout assignment", {.requireLayouts = true});
+    out.gir = ir::print(fn);
+    out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
+    dump(fn.name(), "gir", out.gir);
+  }
+  if (last == Stage::GIR)
+    return out;
+
+  StageTimer timer("llvm+ptx");
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod = codegen::lowerToLLVM(fn, ctx, options.numWarps);
+  codegen::TargetOptions target{options.arch, options.ptxVersion};
+  std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
+  dump(fn.name(), "ll", out.llvm);
+  if (last == Stage::LLVM)
+    return out;
+  out.ptx = std::move(ptx);
+  dump(fn.name(), "ptx", out.ptx);
+  return out;
+}
+
+} // namespace tritium

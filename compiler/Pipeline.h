@@ -1,0 +1,37 @@
+// The compiler pipeline, stage by stage:
+//   TIR -> verify -> CSE/DCE -> GIR (layouts, shared memory) -> LLVM IR -> O3 -> PTX
+// Every stage's text is kept; TRITIUM_DUMP_DIR also writes each one as soon as it exists, so a
+// failing compile still leaves the stages before the failure on disk.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+#include <string>
+
+namespace tritium {
+
+enum class Stage { TIR, GIR, LLVM, PTX };
+const char *stageName(Stage s); // "tir", "gir", "llvm", "ptx"
+
+struct CompileOptions {
+  std::string arch = "sm_90";
+  int ptxVersion = 80; // PTX ISA x 10
+  int numWarps = 4;
+  int numStages = 1;
+};
+
+struct Artifacts {
+  std::string tir;  // after TIR optimization, with source locations
+  std::string gir;  // with layouts and shared memory
+  std::string llvm; // after O3
+  std::string ptx;
+  int64_t sharedBytes = 0;
+};
+
+// Verifies the traced kernel and simplifies it; the result is the TIR that is cached and keyed.
+void optimizeTIR(ir::Function &fn);
+
+// Lowers optimized TIR down to `last`; later fields of the result stay empty.
+Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last = Stage::PTX);
+
+} // namespace tritium

@@ -1,0 +1,78 @@
+// The NVPTX back end, initialised once per process: target machine for the requested
+// architecture and PTX version, the new pass manager's O3, then assembly printing.
+#include "compiler/codegen/EmitPTX.h"
+
+#include "compiler/support/Error.h"
+
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <mutex>
+
+namespace tritium::codegen {
+
+static const llvm::Target &nvptxTarget(const llvm::Triple &triple) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    internalError("NVPTX target unavailable in this LLVM: " + err);
+  return *t;
+}
+
+std::string emitPTX(llvm::Module &mod, const TargetOptions &target, std::string *optimizedIR) {
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  const llvm::Target &t = nvptxTarget(triple);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(t.createMCSubtargetInfo(triple, target.arch, ""));
+  if (!sti->isCPUStringValid(target.arch))
+    throw UserError("unknown GPU architecture '" + target.arch +
+                    "' (expected e.g. sm_80, sm_90)");
+  std::string features = "+ptx" + std::to_string(target.ptxVersion);
+  std::unique_ptr<llvm::TargetMachine> tm(t.createTargetMachine(
+      triple, target.arch, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  mod.setTargetTriple(triple);
+  mod.setDataLayout(tm->createDataLayout());
+
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(mod, mam);
+  }
+  if (optimizedIR) {
+    optimizedIR->clear();
+    llvm::raw_string_ostream os(*optimizedIR);
+    mod.print(os, nullptr);
+  }
+
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    internalError("the NVPTX target cannot emit assembly");
+  pm.run(mod);
+  return std::string(ptx.str());
+}
+
+} // namespace tritium::codegen

@@ -1,0 +1,192 @@
+// GIR -> LLVM IR for nvptx64: the kernel function and its arguments, thread indices, shared
+// memory, structured loops, and dispatch of every other op to its family's lowering.
+#include "compiler/codegen/Lowering.h"
+
+#include "compiler/ir/Printer.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace tritium::codegen {
+
+llvm::Type *Lowering::scalarType(ir::ScalarKind k) {
+  switch (k) {
+  case ir::ScalarKind::I1: return b.getInt1Ty();
+  case ir::ScalarKind::I32: return b.getInt32Ty();
+  case ir::ScalarKind::I64: return b.getInt64Ty();
+  case ir::ScalarKind::F16: return b.getHalfTy();
+  case ir::ScalarKind::BF16: return b.getBFloatTy();
+  case ir::ScalarKind::F32: return b.getFloatTy();
+  }
+  internalError("unknown scalar kind");
+}
+
+llvm::Type *Lowering::elementType(const ir::Type &t) {
+  return t.isPtr() ? llvm::PointerType::get(ctx, 1) : scalarType(t.kind());
+}
+
+const Elements &Lowering::get(const ir::Value *v) const {
+  auto it = values.find(v);
+  if (it == values.end())
+    internalError("lowering: value used before it was lowered");
+  return it->second;
+}
+
+int64_t Lowering::elementsPerThread(const ir::Value *v) const {
+  if (!v->type().isBlock())
+    return 1;
+  return std::max<int64_t>(1, v->type().numElements() / threads());
+}
+
+// Blocked 1-D layout: element k = r * spt + j of a thread sits at r * tile + tid * spt + j;
+// blocks smaller than the CTA wrap (tid mod n).
+llvm::Value *Lowering::elementIndex(const ir::Value *v, int64_t k) {
+  const ir::Layout &layout = *v->layout();
+  int64_t n = v->type().shape()[0];
+  int64_t spt = layout.sizePerThread[0];
+  if (n < threads())
+    return b.CreateAnd(tid, b.getInt32(int32_t(n - 1)));
+  int64_t r = k / spt, j = k % spt;
+  llvm::Value *base = b.CreateMul(tid, b.getInt32(int32_t(spt)));
+  return b.CreateAdd(base, b.getInt32(int32_t(r * layout.tile(0) + j)));
+}
+
+llvm::Value *Lowering::ownsElement(const ir::Value *v, int64_t) {
+  int64_t n = v->type().shape()[0];
+  if (n >= threads())
+    return nullptr;
+  return b.CreateICmpULT(tid, b.getInt32(int32_t(n)));
+}
+
+llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
+                                 llvm::ArrayRef<llvm::Value *> args) {
+  llvm::Function *f = llvm::Intrinsic::getOrInsertDeclaration(&mod, id, types);
+  return b.CreateCall(f, args);
+}
+
+void Lowering::barrier() {
+  intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+}
+
+namespace {
+
+class FunctionLowering {
+public:
+  FunctionLowering(Lowering &l) : l_(l) {}
+
+  void run() {
+    auto &b = l_.b;
+    const ir::Block &body = l_.kernel.body();
+    std::vector<llvm::Type *> params;
+    for (auto &arg : body.arguments())
+      params.push_back(l_.elementType(arg->type()));
+    auto *fnType = llvm::FunctionType::get(b.getVoidTy(), params, false);
+    l_.fn = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage, l_.kernel.name(),
+                                   l_.mod);
+    l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    std::string threads = std::to_string(l_.threads());
+    l_.fn->addFnAttr("nvvm.reqntid", threads);
+    for (size_t i = 0; i < params.size(); ++i) {
+      llvm::Argument *a = l_.fn->getArg(unsigned(i));
+      a->setName(body.argument(unsigned(i))->name());
+      l_.set(body.argument(unsigned(i)), {a});
+    }
+    l_.smem = new llvm::GlobalVariable(
+        l_.mod, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
+        llvm::GlobalValue::ExternalLinkage, nullptr, "global_smem", nullptr,
+        llvm::GlobalValue::NotThreadLocal, 3);
+    l_.smem->setAlignment(llvm::Align(16));
+
+    b.SetInsertPoint(llvm::BasicBlock::Create(l_.ctx, "entry", l_.fn));
+    l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+    l_.laneId = b.CreateAnd(l_.tid, b.getInt32(31), "lane");
+    l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
+    lowerBlock(body);
+    b.CreateRetVoid();
+  }
+
+private:
+  void lowerBlock(const ir::Block &block) {
+    for (const auto &op : block.ops()) {
+      if (op->kind() == ir::OpKind::For)
+        lowerFor(*op);
+      else if (op->kind() == ir::OpKind::Yield)
+        yields_.back() = op.get();
+      else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op))
+        internalError(std::string("no lowering for '") + op->name() + "'");
+    }
+  }
+
+  // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. The
+  // num_stages attribute is honoured by the pipelining pass; here the loop is plain.
+  void lowerFor(const ir::Op &op) {
+    auto &b = l_.b;
+    llvm::Value *lb = l_.get(op.operand(0))[0];
+    llvm::Value *ub = l_.get(op.operand(1))[0];
+    llvm::Value *step = l_.get(op.operand(2))[0];
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
+    auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
+    auto *exit = llvm::BasicBlock::Create(l_.ctx, "loop.exit", l_.fn);
+    b.CreateBr(header);
+
+    b.SetInsertPoint(header);
+    const ir::Block &body = *op.body();
+    llvm::PHINode *iv = b.CreatePHI(lb->getType(), 2, "iv");
+    iv->addIncoming(lb, pre);
+    std::vector<std::vector<llvm::PHINode *>> carried;
+    for (unsigned i = 3; i < op.numOperands(); ++i) {
+      std::vector<llvm::PHINode *> phis;
+      Elements elems;
+      for (llvm::Value *init : l_.get(op.operand(i))) {
+        llvm::PHINode *phi = b.CreatePHI(init->getType(), 2);
+        phi->addIncoming(init, pre);
+        phis.push_back(phi);
+        elems.push_back(phi);
+      }
+      l_.set(body.argument(i - 2), elems);
+      carried.push_back(phis);
+    }
+    l_.set(body.argument(0), {iv});
+    b.CreateCondBr(b.CreateICmpSLT(iv, ub), bodyBB, exit);
+
+    b.SetInsertPoint(bodyBB);
+    yields_.push_back(nullptr);
+    lowerBlock(body);
+    const ir::Op *yield = yields_.back();
+    yields_.pop_back();
+    llvm::BasicBlock *latch = b.GetInsertBlock();
+    iv->addIncoming(b.CreateAdd(iv, step, "iv.next"), latch);
+    for (unsigned i = 0; i < carried.size(); ++i) {
+      const Elements &next = l_.get(yield->operand(i));
+      for (size_t e = 0; e < next.size(); ++e)
+        carried[i][e]->addIncoming(next[e], latch);
+    }
+    b.CreateBr(header);
+
+    b.SetInsertPoint(exit);
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
+  }
+
+  Lowering &l_;
+  std::vector<const ir::Op *> yields_;
+};
+
+} // namespace
+
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
+                                          int numWarps) {
+  auto mod = std::make_unique<llvm::Module>(kernel.name(), ctx);
+  Lowering l(*mod, kernel, numWarps);
+  FunctionLowering(l).run();
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyModule(*mod, &os))
+    internalError("lowering produced invalid LLVM IR: " + err + "\n--- GIR ---\n" +
+                  ir::print(kernel));
+  return mod;
+}
+
+} // namespace tritium::codegen

@@ -1,0 +1,65 @@
+// State shared by the GIR -> LLVM IR lowering, which is split by op family (elementwise, memory,
+// reductions, control flow). Each block value becomes the LLVM values of the elements the
+// current thread holds under its layout; a scalar becomes one (uniform) value.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace tritium::codegen {
+
+using Elements = std::vector<llvm::Value *>;
+
+struct Lowering {
+  Lowering(llvm::Module &m, const ir::Function &k, int numWarps)
+      : mod(m), ctx(m.getContext()), b(ctx), kernel(k), numWarps(numWarps) {}
+
+  llvm::Module &mod;
+  llvm::LLVMContext &ctx;
+  llvm::IRBuilder<> b;
+  const ir::Function &kernel;
+  int numWarps;
+  llvm::Function *fn = nullptr;
+  llvm::Value *tid = nullptr;    // thread index in the CTA
+  llvm::Value *laneId = nullptr; // tid % 32
+  llvm::Value *warpId = nullptr; // tid / 32
+  llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
+
+  int threads() const { return 32 * numWarps; }
+
+  // LLVM type of one element (pointers are global-memory pointers).
+  llvm::Type *elementType(const ir::Type &t);
+  llvm::Type *scalarType(ir::ScalarKind k);
+
+  const Elements &get(const ir::Value *v) const;
+  void set(const ir::Value *v, Elements e) { values[v] = std::move(e); }
+
+  // How many elements of `t` this thread holds, and each one's index in the block.
+  int64_t elementsPerThread(const ir::Value *v) const;
+  llvm::Value *elementIndex(const ir::Value *v, int64_t k);
+  // False for threads that hold a copy of an element another thread owns (blocks smaller than
+  // the CTA): stores and reductions must count each element once. Null when every copy is unique.
+  llvm::Value *ownsElement(const ir::Value *v, int64_t k);
+
+  llvm::Value *intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
+                         llvm::ArrayRef<llvm::Value *> args);
+  void barrier();
+
+  std::unordered_map<const ir::Value *, Elements> values;
+};
+
+// One entry per op family; each handles the kinds it knows and returns false otherwise.
+bool lowerElementwise(Lowering &l, const ir::Op &op);
+bool lowerMemory(Lowering &l, const ir::Op &op);
+bool lowerReduction(Lowering &l, const ir::Op &op);
+
+// Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
+                                          int numWarps);
+
+} // namespace tritium::codegen

@@ -1,0 +1,26 @@
+// Shared-memory allocation (GIR): one scratch slot per warp for each cross-warp reduction. Each
+// reduction gets its own region, so consecutive reductions need no barrier between them for
+// buffer reuse.
+#include "compiler/gpu/GpuPasses.h"
+
+#include <algorithm>
+
+namespace tritium {
+
+void allocateSharedMemory(ir::Function &fn, int numWarps) {
+  int64_t offset = 0;
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    if (op.kind() != ir::OpKind::ReduceMax && op.kind() != ir::OpKind::ReduceSum)
+      return;
+    if (numWarps == 1)
+      return; // warp shuffles suffice
+    // Reductions compute in at least 32 bits (16-bit floats widen to f32).
+    int64_t bytes = std::max(4, ir::bitWidth(op.result()->type().kind()) / 8);
+    offset = (offset + bytes - 1) / bytes * bytes;
+    op.setAttr("smem_offset", offset);
+    offset += bytes * numWarps;
+  });
+  fn.setAttr("shared_bytes", (offset + 15) / 16 * 16);
+}
+
+} // namespace tritium

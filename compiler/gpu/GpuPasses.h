@@ -1,0 +1,21 @@
+// The passes that turn TIR into GIR: layouts on every block value and shared-memory buffers.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+namespace tritium {
+
+// Elements one thread may hold of one block before a kernel is refused (Triton would run out of
+// registers or spill far past this).
+inline constexpr int64_t kMaxElementsPerThread = 256;
+
+// Gives every block value a blocked layout over 32 x numWarps threads: contiguous runs of up to
+// 16 bytes per thread, the tile repeated to cover larger blocks, threads wrapping (replicated
+// elements) for blocks smaller than the CTA.
+void assignLayouts(ir::Function &fn, int numWarps);
+
+// Gives each op that needs shared memory (cross-warp reductions) an offset ("smem_offset") and
+// records the kernel's total in the "shared_bytes" function attribute.
+void allocateSharedMemory(ir::Function &fn, int numWarps);
+
+} // namespace tritium

@@ -1,0 +1,124 @@
+// Construction and attribute access for TIR nodes.
+#include "compiler/ir/IR.h"
+
+namespace tritium::ir {
+
+namespace {
+struct OpInfo {
+  const char *mnemonic;
+  OpTrait trait;
+};
+constexpr OpInfo kOpInfo[] = {
+#define OP(kind, mnemonic, trait) {mnemonic, OpTrait::trait},
+#include "compiler/ir/Ops.def"
+};
+} // namespace
+
+const char *mnemonic(OpKind k) { return kOpInfo[static_cast<int>(k)].mnemonic; }
+OpTrait trait(OpKind k) { return kOpInfo[static_cast<int>(k)].trait; }
+
+std::optional<OpKind> parseMnemonic(const std::string &s) {
+  for (size_t i = 0; i < std::size(kOpInfo); ++i)
+    if (s == kOpInfo[i].mnemonic)
+      return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+
+std::string Layout::str() const {
+  auto list = [](const std::vector<int> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
+         ", wpc=" + list(warpsPerCTA) + ">";
+}
+
+Value *Block::addArgument(Type type, std::string name) {
+  args_.push_back(std::make_unique<Value>(std::move(type), nullptr, this,
+                                          static_cast<unsigned>(args_.size())));
+  args_.back()->setName(std::move(name));
+  return args_.back().get();
+}
+
+Op::Op(OpKind kind, std::vector<Value *> operands, const std::vector<Type> &resultTypes,
+       SourceLoc loc)
+    : kind_(kind), operands_(std::move(operands)), loc_(std::move(loc)) {
+  for (const Type &t : resultTypes)
+    results_.push_back(
+        std::make_unique<Value>(t, this, nullptr, static_cast<unsigned>(results_.size())));
+}
+
+static Attr *findAttr(std::vector<std::pair<std::string, Attr>> &attrs, const std::string &name) {
+  for (auto &[n, v] : attrs)
+    if (n == name)
+      return &v;
+  return nullptr;
+}
+
+void Op::setAttr(const std::string &name, Attr value) {
+  if (Attr *a = findAttr(attrs_, name))
+    *a = std::move(value);
+  else
+    attrs_.emplace_back(name, std::move(value));
+}
+
+bool Op::hasAttr(const std::string &name) const {
+  for (auto &[n, v] : attrs_)
+    if (n == name)
+      return true;
+  return false;
+}
+
+const Attr &Op::attr(const std::string &name) const {
+  for (auto &[n, v] : attrs_)
+    if (n == name)
+      return v;
+  internalError(std::string("op '") + this->name() + "' has no attribute '" + name + "'");
+}
+
+int64_t Op::intAttr(const std::string &name) const {
+  const Attr &a = attr(name);
+  if (auto *i = std::get_if<int64_t>(&a))
+    return *i;
+  internalError(std::string("attribute '") + name + "' of '" + this->name() + "' is not an int");
+}
+
+double Op::floatAttr(const std::string &name) const {
+  const Attr &a = attr(name);
+  if (auto *f = std::get_if<double>(&a))
+    return *f;
+  if (auto *i = std::get_if<int64_t>(&a))
+    return static_cast<double>(*i);
+  internalError(std::string("attribute '") + name + "' of '" + this->name() + "' is not a number");
+}
+
+const std::string &Op::strAttr(const std::string &name) const {
+  const Attr &a = attr(name);
+  if (auto *s = std::get_if<std::string>(&a))
+    return *s;
+  internalError(std::string("attribute '") + name + "' of '" + this->name() + "' is not a string");
+}
+
+Block *Op::createBody() {
+  body_ = std::make_unique<Block>(this);
+  return body_.get();
+}
+
+void Function::setAttr(const std::string &name, Attr value) {
+  if (Attr *a = findAttr(attrs_, name))
+    *a = std::move(value);
+  else
+    attrs_.emplace_back(name, std::move(value));
+}
+
+std::optional<int64_t> Function::intAttr(const std::string &name) const {
+  for (auto &[n, v] : attrs_)
+    if (n == name)
+      if (auto *i = std::get_if<int64_t>(&v))
+        return *i;
+  return std::nullopt;
+}
+
+} // namespace tritium::ir

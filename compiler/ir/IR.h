@@ -1,0 +1,151 @@
+// The TIR data structures: SSA values, ops with attributes and single-block regions, and the
+// kernel function. Nodes carry a kind enum (no RTTI); ops are listed once in Ops.def.
+#pragma once
+
+#include "compiler/ir/Layout.h"
+#include "compiler/ir/Types.h"
+#include "compiler/support/Error.h"
+
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tritium::ir {
+
+enum class OpKind {
+#define OP(kind, mnemonic, trait) kind,
+#include "compiler/ir/Ops.def"
+};
+
+enum class OpTrait { Pure, Read, Effect };
+
+const char *mnemonic(OpKind k);
+OpTrait trait(OpKind k);
+std::optional<OpKind> parseMnemonic(const std::string &s);
+
+class Op;
+class Block;
+
+// An SSA value: the result of an op, or an argument of a block (kernel arguments, loop
+// induction variables and loop-carried values).
+class Value {
+public:
+  Value(Type type, Op *def, Block *owner, unsigned index)
+      : type_(std::move(type)), def_(def), owner_(owner), index_(index) {}
+  const Type &type() const { return type_; }
+  void setType(Type t) { type_ = std::move(t); }
+  Op *definingOp() const { return def_; }   // null for block arguments
+  Block *ownerBlock() const { return owner_; } // set for block arguments
+  unsigned index() const { return index_; }
+  // The name a printer uses for block arguments ("input_ptr"); results are numbered.
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+  // Set by the layout pass: which thread holds which element (GIR). Blocks only.
+  const std::optional<Layout> &layout() const { return layout_; }
+  void setLayout(Layout l) { layout_ = std::move(l); }
+
+private:
+  Type type_;
+  Op *def_;
+  Block *owner_;
+  unsigned index_;
+  std::string name_;
+  std::optional<Layout> layout_;
+};
+
+using Attr = std::variant<int64_t, double, std::string>;
+
+class Block {
+public:
+  explicit Block(Op *parent = nullptr) : parent_(parent) {}
+  Value *addArgument(Type type, std::string name = "");
+  const std::vector<std::unique_ptr<Value>> &arguments() const { return args_; }
+  Value *argument(unsigned i) const { return args_.at(i).get(); }
+  std::list<std::unique_ptr<Op>> &ops() { return ops_; }
+  const std::list<std::unique_ptr<Op>> &ops() const { return ops_; }
+  Op *parentOp() const { return parent_; }
+  Op *terminator() const { return ops_.empty() ? nullptr : ops_.back().get(); }
+
+private:
+  Op *parent_;
+  std::vector<std::unique_ptr<Value>> args_;
+  std::list<std::unique_ptr<Op>> ops_;
+};
+
+class Op {
+public:
+  Op(OpKind kind, std::vector<Value *> operands, const std::vector<Type> &resultTypes,
+     SourceLoc loc);
+  OpKind kind() const { return kind_; }
+  const char *name() const { return mnemonic(kind_); }
+  const SourceLoc &loc() const { return loc_; }
+
+  const std::vector<Value *> &operands() const { return operands_; }
+  Value *operand(unsigned i) const { return operands_.at(i); }
+  unsigned numOperands() const { return static_cast<unsigned>(operands_.size()); }
+  void setOperand(unsigned i, Value *v) { operands_.at(i) = v; }
+
+  Value *result(unsigned i = 0) const { return results_.at(i).get(); }
+  unsigned numResults() const { return static_cast<unsigned>(results_.size()); }
+  const std::vector<std::unique_ptr<Value>> &results() const { return results_; }
+
+  // Attributes keep their insertion order so the printed form is stable.
+  void setAttr(const std::string &name, Attr value);
+  bool hasAttr(const std::string &name) const;
+  const Attr &attr(const std::string &name) const;
+  int64_t intAttr(const std::string &name) const;
+  double floatAttr(const std::string &name) const;
+  const std::string &strAttr(const std::string &name) const;
+  const std::vector<std::pair<std::string, Attr>> &attrs() const { return attrs_; }
+
+  // Ops with a body (for) own exactly one block.
+  Block *body() const { return body_.get(); }
+  Block *createBody();
+  Block *parentBlock() const { return parent_; }
+  void setParentBlock(Block *b) { parent_ = b; }
+
+private:
+  OpKind kind_;
+  std::vector<Value *> operands_;
+  std::vector<std::unique_ptr<Value>> results_;
+  std::vector<std::pair<std::string, Attr>> attrs_;
+  std::unique_ptr<Block> body_;
+  Block *parent_ = nullptr;
+  SourceLoc loc_;
+};
+
+// A kernel: its arguments are the body's block arguments.
+class Function {
+public:
+  Function(std::string name, SourceLoc loc) : name_(std::move(name)), loc_(std::move(loc)) {}
+  const std::string &name() const { return name_; }
+  const SourceLoc &loc() const { return loc_; }
+  Block &body() { return body_; }
+  const Block &body() const { return body_; }
+  // Function-level attributes: num_warps, compile-time parameters, shared_bytes (GIR), ...
+  std::vector<std::pair<std::string, Attr>> &attrs() { return attrs_; }
+  const std::vector<std::pair<std::string, Attr>> &attrs() const { return attrs_; }
+  void setAttr(const std::string &name, Attr value);
+  std::optional<int64_t> intAttr(const std::string &name) const;
+
+private:
+  std::string name_;
+  SourceLoc loc_;
+  Block body_;
+  std::vector<std::pair<std::string, Attr>> attrs_;
+};
+
+// Walks every op in program order, entering bodies before continuing.
+template <typename Fn> void walk(Block &block, Fn &&fn) {
+  for (auto &op : block.ops()) {
+    fn(*op);
+    if (op->body())
+      walk(*op->body(), fn);
+  }
+}
+
+} // namespace tritium::ir

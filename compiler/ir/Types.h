@@ -1,0 +1,58 @@
+// TIR types: scalars (i1, i32, i64, f16, bf16, f32), pointers to a scalar type, and blocks of a
+// static shape whose elements are scalars or pointers. Types are small values compared by value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tritium::ir {
+
+enum class ScalarKind { I1, I32, I64, F16, BF16, F32 };
+
+// Triton's spelling ("fp32", "i32", ...), used in signatures; and the IR spelling ("f32").
+std::string dtypeName(ScalarKind k);
+std::string irName(ScalarKind k);
+std::optional<ScalarKind> parseDtype(const std::string &name); // accepts "fp32" and "f32"
+int bitWidth(ScalarKind k);
+bool isFloatKind(ScalarKind k);
+
+class Type {
+public:
+  static Type scalar(ScalarKind k) { return Type(k, false, {}); }
+  static Type pointer(ScalarKind pointee) { return Type(pointee, true, {}); }
+  // A block of `shape` whose elements have the type `elem` (a scalar or pointer type).
+  static Type block(const Type &elem, std::vector<int64_t> shape) {
+    return Type(elem.kind_, elem.isPtr_, std::move(shape));
+  }
+
+  bool isBlock() const { return !shape_.empty(); }
+  bool isPtr() const { return isPtr_; }       // a pointer, or a block of pointers
+  bool isFloat() const { return !isPtr_ && isFloatKind(kind_); }
+  bool isInt() const { return !isPtr_ && !isFloatKind(kind_) && kind_ != ScalarKind::I1; }
+  bool isBool() const { return !isPtr_ && kind_ == ScalarKind::I1; }
+  // The scalar kind, or for pointers the pointee's kind.
+  ScalarKind kind() const { return kind_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t numElements() const;
+
+  Type element() const { return Type(kind_, isPtr_, {}); } // drops the shape
+  Type withShape(std::vector<int64_t> shape) const { return Type(kind_, isPtr_, std::move(shape)); }
+  Type withKind(ScalarKind k) const { return Type(k, false, shape_); } // same shape, new scalar
+  Type pointee() const { return Type(kind_, false, shape_); }          // ptr -> its element
+
+  // "f32", "ptr<f32>", "block<128xf32>", "block<128xptr<f32>>"
+  std::string str() const;
+  bool operator==(const Type &o) const = default;
+
+private:
+  Type(ScalarKind k, bool isPtr, std::vector<int64_t> shape)
+      : kind_(k), isPtr_(isPtr), shape_(std::move(shape)) {}
+  ScalarKind kind_;
+  bool isPtr_;
+  std::vector<int64_t> shape_;
+};
+
+} // namespace tritium::ir

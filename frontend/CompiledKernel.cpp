@@ -1,0 +1,139 @@
+// Loading and launching a compiled kernel.
+#include "frontend/CompiledKernel.h"
+
+#include "compiler/support/Log.h"
+#include "runtime/Cache.h"
+#include "runtime/Device.h"
+#include "runtime/Grid.h"
+#include "runtime/Memory.h"
+
+#include <array>
+#include <limits>
+
+namespace tritium {
+
+KernelArg::KernelArg(const rt::DeviceBuffer &buffer) : kind_(Kind::Pointer), p_(buffer.ptr()) {}
+
+CompiledKernel::CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin)
+    : meta_(std::move(meta)), artifacts_(std::move(artifacts)), cubin_(std::move(cubin)) {}
+
+void CompiledKernel::load() {
+  std::call_once(loadOnce_, [&] {
+    rt::Context::current();
+    if (!cubin_.empty()) {
+      loaded_.emplace(rt::LoadedKernel::fromCubin(cubin_, meta_.name));
+      log().debug("loaded {} from its cubin", meta_.name);
+    } else {
+      std::string cubin;
+      loaded_.emplace(rt::LoadedKernel::fromPTX(artifacts_.ptx, meta_.name, &cubin));
+      cubin_ = std::move(cubin);
+      if (!meta_.cacheKey.empty()) {
+        // The cubin and register counts exist only now: add them to the cache entry.
+        const rt::KernelInfo &info = loaded_->info();
+        rt::CacheEntry e;
+        e.kernelName = meta_.name;
+        e.files[meta_.name + ".cubin"] = cubin_;
+        e.metadata["regs"] = info.numRegs;
+        e.metadata["local_bytes"] = info.localBytes;
+        e.metadata["spill_bytes"] = rt::spillBytesFromLog(info.jitLog);
+        e.metadata["static_shared"] = info.staticSharedBytes;
+        e.metadata["max_threads"] = info.maxThreadsPerBlock;
+        rt::DiskCache().addFiles(meta_.cacheKey, e);
+      }
+    }
+    const rt::KernelInfo &info = loaded_->info();
+    if (info.maxThreadsPerBlock < numThreads())
+      throw UserError("kernel '" + meta_.name + "' needs " + std::to_string(numThreads()) +
+                      " threads per block but the GPU allows " +
+                      std::to_string(info.maxThreadsPerBlock) + " with " +
+                      std::to_string(info.numRegs) + " registers per thread: lower num_warps");
+    loaded_->setDynamicShared(int(meta_.sharedBytes));
+    log().debug("{}: {} registers, {} local bytes, {} shared bytes", meta_.name, info.numRegs,
+                info.localBytes, meta_.sharedBytes);
+  });
+  if (!loaded_)
+    throw UserError("kernel '" + meta_.name + "' failed to load earlier");
+}
+
+const rt::KernelInfo &CompiledKernel::info() {
+  load();
+  return loaded_->info();
+}
+
+int64_t CompiledKernel::persistentGrid(int64_t rows) {
+  const rt::KernelInfo &i = info();
+  const rt::DeviceProps &d = rt::Context::current().props();
+  rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps,
+                                  int(meta_.sharedBytes) + i.staticSharedBytes);
+  return rt::persistentGridSize(d, o, rows);
+}
+
+static const char *describeKind(KernelArg::Kind k) {
+  switch (k) {
+  case KernelArg::Kind::Pointer: return "a pointer";
+  case KernelArg::Kind::Int: return "an integer";
+  case KernelArg::Kind::Float: return "a float";
+  }
+  return "?";
+}
+
+void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args) {
+  const Signature &sig = meta_.signature;
+  const std::string &name = meta_.name;
+  if (args.size() != sig.types.size())
+    throw UserError("launch of '" + name + "': expected " + std::to_string(sig.types.size()) +
+                    " arguments but got " + std::to_string(args.size()));
+  if (grid < 1 || grid > std::numeric_limits<int32_t>::max())
+    throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
+                    " is out of range (1 to 2^31-1)");
+  constexpr size_t kMaxArgs = 64;
+  if (args.size() > kMaxArgs)
+    throw UserError("launch of '" + name + "': more than 64 arguments");
+  // Argument storage lives on the stack: the hot path allocates nothing.
+  union Slot {
+    CUdeviceptr p;
+    int32_t i32;
+    int64_t i64;
+    float f;
+  };
+  std::array<Slot, kMaxArgs> slots;
+  std::array<void *, kMaxArgs> params;
+  size_t i = 0;
+  for (const KernelArg &a : args) {
+    const std::string &t = sig.types[i];
+    auto mismatch = [&] {
+      return UserError("launch of '" + name + "': argument " + std::to_string(i) + " ('" +
+                       sig.names[i] + "') must be " + t + " but " + describeKind(a.kind()) +
+                       " was given");
+    };
+    if (t[0] == '*') {
+      if (a.kind() != KernelArg::Kind::Pointer)
+        throw mismatch();
+      slots[i].p = a.ptr();
+    } else if (t == "i32") {
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      if (a.intValue() < std::numeric_limits<int32_t>::min() ||
+          a.intValue() > std::numeric_limits<int32_t>::max())
+        throw UserError("launch of '" + name + "': argument " + std::to_string(i) + " ('" +
+                        sig.names[i] + "') is i32 but " + std::to_string(a.intValue()) +
+                        " does not fit");
+      slots[i].i32 = int32_t(a.intValue());
+    } else if (t == "i64") {
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      slots[i].i64 = a.intValue();
+    } else {
+      if (a.kind() != KernelArg::Kind::Float)
+        throw mismatch();
+      slots[i].f = a.floatValue();
+    }
+    params[i] = &slots[i];
+    ++i;
+  }
+  load();
+  rt::launchKernel(loaded_->function(), unsigned(grid), unsigned(numThreads()),
+                   unsigned(meta_.sharedBytes), stream, params.data());
+}
+
+} // namespace tritium

@@ -1,0 +1,99 @@
+// A compiled specialization of a kernel: its stages (from the compiler or the disk cache), its
+// metadata, and, once loaded on a GPU, the driver function to launch.
+#pragma once
+
+#include "compiler/Pipeline.h"
+#include "runtime/Module.h"
+
+#include <cuda.h>
+
+#include <filesystem>
+#include <initializer_list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tritium {
+
+namespace rt {
+class DeviceBuffer;
+}
+
+// The runtime parameters' types as Triton writes them: "*fp32", "i32", "i64", "fp32".
+struct Signature {
+  std::vector<std::string> types;
+  std::vector<std::string> names;
+};
+
+// One launch argument, typed so that the launch can be checked against the signature.
+class KernelArg {
+public:
+  enum class Kind { Pointer, Int, Float };
+  KernelArg(int32_t v) : kind_(Kind::Int), i_(v) {}
+  KernelArg(int64_t v) : kind_(Kind::Int), i_(v) {}
+  KernelArg(float v) : kind_(Kind::Float), f_(v) {}
+  KernelArg(const rt::DeviceBuffer &buffer);
+  template <typename T> KernelArg(T *devicePtr) : kind_(Kind::Pointer), p_(CUdeviceptr(devicePtr)) {}
+  static KernelArg pointer(CUdeviceptr p) {
+    KernelArg a(int32_t(0));
+    a.kind_ = Kind::Pointer;
+    a.p_ = p;
+    return a;
+  }
+  Kind kind() const { return kind_; }
+  CUdeviceptr ptr() const { return p_; }
+  int64_t intValue() const { return i_; }
+  float floatValue() const { return f_; }
+
+private:
+  Kind kind_;
+  int64_t i_ = 0;
+  float f_ = 0;
+  CUdeviceptr p_ = 0;
+};
+
+struct KernelMetadata {
+  std::string name;
+  Signature signature;
+  std::vector<std::pair<std::string, int64_t>> constexprs;
+  CompileOptions options;
+  int64_t sharedBytes = 0;
+  std::string cacheKey;
+  std::filesystem::path cacheDir; // empty when the disk cache is not in use
+  bool fromCache = false;
+};
+
+class CompiledKernel {
+public:
+  CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin);
+
+  const KernelMetadata &metadata() const { return meta_; }
+  const Artifacts &artifacts() const { return artifacts_; }
+  const std::string &cubin() const { return cubin_; }
+  int numThreads() const { return 32 * meta_.options.numWarps; }
+
+  // Loads the code on the current GPU (once); throws rt::DriverError without a GPU. The first
+  // load of a PTX-only entry runs the driver's JIT and records the cubin and registers in the
+  // cache entry.
+  void load();
+  bool loaded() const { return loaded_.has_value(); }
+  // Registers, spills and shared memory, as Triton's warmup() reports them (loads if needed).
+  const rt::KernelInfo &info();
+  // The tutorial's persistent grid: SMs x blocks per SM by registers and shared memory, capped
+  // at `rows`.
+  int64_t persistentGrid(int64_t rows);
+
+  // Launches on `stream` after checking the arguments against the signature. No allocation, no
+  // hashing, no file system: the hot path is the argument check and cuLaunchKernel.
+  void launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args);
+
+private:
+  KernelMetadata meta_;
+  Artifacts artifacts_;
+  std::string cubin_;
+  std::once_flag loadOnce_;
+  std::optional<rt::LoadedKernel> loaded_;
+};
+
+} // namespace tritium

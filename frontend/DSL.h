@@ -1,0 +1,139 @@
+// The embedded block-level DSL, as close to Triton's Python as C++ allows:
+//
+//   for (auto row : range(program_id(0), n_rows, num_programs(0), num_stages)) {
+//     auto cols = arange(0, BLOCK_SIZE);
+//     auto x = load(in + row * stride + cols, cols < n_cols, -INFINITY);
+//     ...
+//   }
+//
+// Every call records an op with the caller's std::source_location; mistakes throw
+// tritium::UserError naming the caller's file:line.
+#pragma once
+
+#include "compiler/ir/IR.h"
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+
+namespace tritium::dsl {
+
+using Loc = std::source_location;
+
+// A traced value: a scalar or a block. Kernel parameters use the subtypes Ptr, Int and Float,
+// which say what the launch must pass; the values themselves behave alike.
+class Value {
+public:
+  Value() = default;
+  explicit Value(ir::Value *v) : v_(v) {}
+  ir::Value *ir() const { return v_; }
+  const ir::Type &type() const;
+
+private:
+  ir::Value *v_ = nullptr;
+};
+
+struct Ptr : Value { using Value::Value; };   // a pointer argument ("*fp32" in the signature)
+struct Int : Value { using Value::Value; };   // an integer argument ("i32" or "i64")
+struct Float : Value { using Value::Value; }; // a float argument ("fp32")
+
+// An operand of an overloaded operator: a traced value or a C++ literal. Its constructor's
+// default argument captures where the operator was written.
+struct Operand {
+  enum class Kind { Value, Int, Float } kind;
+  ir::Value *value = nullptr;
+  int64_t i = 0;
+  double f = 0;
+  SourceLoc loc;
+
+  Operand(const Value &v, Loc l = Loc::current()) : kind(Kind::Value), value(v.ir()), loc(l) {}
+  Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  Operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
+  Operand(float v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
+};
+
+// Arithmetic and comparison with broadcasting of scalars over blocks; ints widen to i64 and to
+// floats as Triton's rules do. Pointer + integer is address arithmetic in elements.
+Value operator+(const Operand &a, const Operand &b);
+Value operator-(const Operand &a, const Operand &b);
+Value operator*(const Operand &a, const Operand &b);
+Value operator/(const Operand &a, const Operand &b);
+Value operator%(const Operand &a, const Operand &b);
+Value operator-(const Operand &a);
+Value operator<(const Operand &a, const Operand &b);
+Value operator<=(const Operand &a, const Operand &b);
+Value operator>(const Operand &a, const Operand &b);
+Value operator>=(const Operand &a, const Operand &b);
+Value operator==(const Operand &a, const Operand &b);
+Value operator!=(const Operand &a, const Operand &b);
+Value operator&(const Operand &a, const Operand &b);
+Value operator|(const Operand &a, const Operand &b);
+
+// Grid.
+Value program_id(int axis, Loc loc = Loc::current());
+Value num_programs(int axis, Loc loc = Loc::current());
+
+// Blocks. The size end - start must be a power of two.
+Value arange(int64_t start, int64_t end, Loc loc = Loc::current());
+Value full(int64_t size, const Operand &value, Loc loc = Loc::current());
+
+// Memory. Masked-off lanes of a load give `other`; masked-off lanes of a store write nothing.
+Value load(const Operand &ptrs, Loc loc = Loc::current());
+Value load(const Operand &ptrs, const Operand &mask, const Operand &other = 0.0,
+           Loc loc = Loc::current());
+void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
+void store(const Operand &ptrs, const Operand &value, const Operand &mask,
+           Loc loc = Loc::current());
+
+// Reductions over an axis (Triton's tl.max / tl.sum).
+Value max(const Operand &x, int axis, Loc loc = Loc::current());
+Value sum(const Operand &x, int axis, Loc loc = Loc::current());
+
+// Elementwise math.
+Value exp(const Operand &x, Loc loc = Loc::current());
+Value maximum(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value minimum(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = Loc::current());
+// Converts to "fp32", "fp16", "bf16", "i32", "i64" or "i1", keeping the shape.
+Value cast(const Operand &x, const std::string &dtype, Loc loc = Loc::current());
+
+// range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
+// traced once. `break` and `return` inside it are not supported (the trace reports them).
+class Range {
+public:
+  class Iterator {
+  public:
+    explicit Iterator(Range *r) : r_(r) {}
+    Value operator*() const;
+    Iterator &operator++();
+    bool operator!=(const Iterator &) const;
+
+  private:
+    Range *r_;
+  };
+
+  Range(const Operand &start, const Operand &end, const Operand &step, int numStages, Loc loc);
+  ~Range() noexcept;
+  Range(const Range &) = delete;
+  Range &operator=(const Range &) = delete;
+  Iterator begin();
+  Iterator end() { return Iterator(this); }
+
+private:
+  friend class Iterator;
+  void close();
+  ir::Value *start_, *end_, *step_;
+  int numStages_;
+  SourceLoc loc_;
+  ir::Op *loop_ = nullptr;
+  ir::Block *outer_ = nullptr;
+  bool open_ = false;
+  bool done_ = false;
+  int uncaught_ = 0;
+};
+
+Range range(const Operand &start, const Operand &end, const Operand &step = 1,
+            int num_stages = 0, Loc loc = Loc::current()); // 0: the kernel's num_stages
+
+} // namespace tritium::dsl

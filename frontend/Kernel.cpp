@@ -1,0 +1,193 @@
+// Tracing a kernel for a specialization, and compiling it through the memory and disk caches.
+#include "frontend/Kernel.h"
+
+#include "compiler/ir/Printer.h"
+#include "compiler/support/Log.h"
+#include "frontend/Tracer.h"
+#include "runtime/Cache.h"
+
+#include <chrono>
+
+namespace tritium {
+
+std::string Specialization::str() const {
+  std::string s = "signature=";
+  for (size_t i = 0; i < signature.size(); ++i)
+    s += (i ? "," : "") + signature[i];
+  s += ";constexprs=";
+  for (size_t i = 0; i < constexprs.size(); ++i)
+    s += (i ? "," : "") + std::to_string(constexprs[i]);
+  s += ";num_warps=" + std::to_string(numWarps) + ";num_stages=" + std::to_string(numStages) +
+       ";arch=" + arch + ";ptx=" + std::to_string(ptxVersion);
+  return s;
+}
+
+Kernel::Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,
+               SourceLoc loc)
+    : name_(std::move(name)), kinds_(std::move(kinds)), names_(std::move(names)),
+      loc_(std::move(loc)) {
+  if (!names_.empty() && names_.size() != kinds_.size())
+    userError("kernel '" + name_ + "' has " + std::to_string(kinds_.size()) +
+                  " parameters but " + std::to_string(names_.size()) + " names were given",
+              loc_);
+  for (size_t i = names_.size(); i < kinds_.size(); ++i)
+    names_.push_back("arg" + std::to_string(i));
+}
+
+static bool signatureFits(Kernel::ParamKind kind, const std::string &type) {
+  if (kind == Kernel::ParamKind::Ptr) {
+    if (type.empty() || type[0] != '*')
+      return false;
+    auto k = ir::parseDtype(type.substr(1));
+    return k && *k != ir::ScalarKind::I1;
+  }
+  auto k = ir::parseDtype(type);
+  if (!k || type[0] == '*')
+    return false;
+  if (kind == Kernel::ParamKind::Int)
+    return *k == ir::ScalarKind::I32 || *k == ir::ScalarKind::I64;
+  return *k == ir::ScalarKind::F32;
+}
+
+static const char *kindName(Kernel::ParamKind k) {
+  switch (k) {
+  case Kernel::ParamKind::Ptr: return "a pointer (Ptr)";
+  case Kernel::ParamKind::Int: return "an integer (Int)";
+  case Kernel::ParamKind::Float: return "a float (Float)";
+  case Kernel::ParamKind::Constexpr: return "a compile-time integer";
+  }
+  return "?";
+}
+
+std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
+  size_t runtimeCount = 0, constCount = 0;
+  for (ParamKind k : kinds_)
+    (k == ParamKind::Constexpr ? constCount : runtimeCount)++;
+  if (spec.signature.size() != runtimeCount)
+    userError("kernel '" + name_ + "' has " + std::to_string(runtimeCount) +
+                  " runtime parameters but the signature lists " +
+                  std::to_string(spec.signature.size()) + " types",
+              loc_);
+  if (spec.constexprs.size() != constCount)
+    userError("kernel '" + name_ + "' has " + std::to_string(constCount) +
+                  " compile-time parameters but " + std::to_string(spec.constexprs.size()) +
+                  " values were given",
+              loc_);
+
+  auto fn = std::make_unique<ir::Function>(name_, loc_);
+  fn->setAttr("num_warps", int64_t(spec.numWarps));
+  fn->setAttr("num_stages", int64_t(spec.numStages));
+  std::vector<dsl::Value> runtime;
+  size_t r = 0, c = 0;
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    if (kinds_[i] == ParamKind::Constexpr) {
+      fn->setAttr(names_[i], spec.constexprs[c++]);
+      continue;
+    }
+    const std::string &type = spec.signature[r++];
+    if (!signatureFits(kinds_[i], type))
+      userError("parameter " + std::to_string(i) + " ('" + names_[i] + "') of kernel '" + name_ +
+                    "' is " + kindName(kinds_[i]) + " but the signature gives '" + type + "'",
+                loc_);
+    ir::Type t = type[0] == '*' ? ir::Type::pointer(*ir::parseDtype(type.substr(1)))
+                                : ir::Type::scalar(*ir::parseDtype(type));
+    runtime.emplace_back(fn->body().addArgument(t, names_[i]));
+  }
+  {
+    dsl::Tracer tracer(*fn);
+    invoke(runtime, spec.constexprs);
+    tracer.raiseDeferred();
+  }
+  return fn;
+}
+
+static CompileOptions optionsOf(const Specialization &spec) {
+  return CompileOptions{spec.arch, spec.ptxVersion, spec.numWarps, spec.numStages};
+}
+
+Artifacts Kernel::compileTo(const Specialization &spec, Stage last) const {
+  std::unique_ptr<ir::Function> fn = trace(spec);
+  optimizeTIR(*fn);
+  return compileTIR(*fn, optionsOf(spec), last);
+}
+
+CompiledKernel &Kernel::compile(const Specialization &spec) {
+  std::string specKey = spec.str();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = compiled_.find(specKey); it != compiled_.end())
+    return *it->second;
+
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<ir::Function> fn = trace(spec);
+  optimizeTIR(*fn);
+
+  KernelMetadata meta;
+  meta.name = name_;
+  meta.options = optionsOf(spec);
+  meta.signature.types = spec.signature;
+  for (size_t i = 0, c = 0; i < kinds_.size(); ++i) {
+    if (kinds_[i] == ParamKind::Constexpr)
+      meta.constexprs.emplace_back(names_[i], spec.constexprs[c++]);
+    else
+      meta.signature.names.push_back(names_[i]);
+  }
+  // The key: the kernel's meaning (TIR without source locations) and everything that shapes
+  // the code made from it.
+  meta.cacheKey = rt::cacheKey({{"ir", ir::print(*fn, {.locations = false})},
+                                {"specialization", specKey},
+                                {"tritium_version", TRITIUM_VERSION},
+                                {"llvm_version", TRITIUM_LLVM_VERSION}});
+  rt::DiskCache cache;
+  meta.cacheDir = cache.entryDir(meta.cacheKey);
+
+  std::unique_ptr<CompiledKernel> result;
+  if (auto entry = cache.load(meta.cacheKey, name_)) {
+    Artifacts a;
+    a.tir = entry->files[name_ + ".tir"];
+    a.gir = entry->files[name_ + ".gir"];
+    a.llvm = entry->files[name_ + ".ll"];
+    a.ptx = entry->files[name_ + ".ptx"];
+    a.sharedBytes = entry->metadata.getInteger("shared").value_or(0);
+    std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
+    meta.sharedBytes = a.sharedBytes;
+    meta.fromCache = true;
+    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::move(cubin));
+  } else {
+    Artifacts a = compileTIR(*fn, meta.options);
+    meta.sharedBytes = a.sharedBytes;
+    rt::CacheEntry e;
+    e.kernelName = name_;
+    e.files = {{name_ + ".tir", a.tir}, {name_ + ".gir", a.gir}, {name_ + ".ll", a.llvm},
+               {name_ + ".ptx", a.ptx}};
+    e.metadata["name"] = name_;
+    llvm::json::Array sig, names, consts;
+    for (auto &t : meta.signature.types)
+      sig.push_back(t);
+    for (auto &n : meta.signature.names)
+      names.push_back(n);
+    for (auto &[n, v] : meta.constexprs)
+      consts.push_back(llvm::json::Object{{"name", n}, {"value", v}});
+    e.metadata["signature"] = std::move(sig);
+    e.metadata["arg_names"] = std::move(names);
+    e.metadata["constexprs"] = std::move(consts);
+    e.metadata["specialization"] = specKey;
+    e.metadata["num_warps"] = spec.numWarps;
+    e.metadata["num_stages"] = spec.numStages;
+    e.metadata["arch"] = spec.arch;
+    e.metadata["ptx_version"] = spec.ptxVersion;
+    e.metadata["shared"] = a.sharedBytes;
+    e.metadata["threads"] = 32 * spec.numWarps;
+    e.metadata["tritium_version"] = TRITIUM_VERSION;
+    e.metadata["llvm_version"] = TRITIUM_LLVM_VERSION;
+    cache.store(meta.cacheKey, e);
+    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::string());
+  }
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - start)
+                .count();
+  log().debug("{} {} in {} us ({})", result->metadata().fromCache ? "loaded" : "compiled", name_,
+              us, result->metadata().cacheDir.string());
+  return *compiled_.emplace(specKey, std::move(result)).first->second;
+}
+
+} // namespace tritium

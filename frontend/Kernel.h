@@ -1,0 +1,120 @@
+// Kernels: a C++ function over DSL values, traced once per specialization, compiled through the
+// pipeline, and cached in memory and on disk (TRITIUM_CACHE_DIR).
+//
+//   void add(Ptr out, Ptr x, Int n, int BLOCK) { ... }
+//   auto k = tritium::kernel("add", add, {"out", "x", "n", "BLOCK"});
+//   CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32"}, .constexprs = {1024}});
+//   c.launch(grid, stream, {out, x, n});
+//
+// Parameters of type Ptr, Int and Float are runtime arguments typed by the signature; integer
+// parameters are compile-time constants (Triton's tl.constexpr) taken from `constexprs`.
+#pragma once
+
+#include "frontend/CompiledKernel.h"
+#include "frontend/DSL.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+
+namespace tritium {
+
+struct Specialization {
+  std::vector<std::string> signature; // one per runtime parameter: "*fp32", "i32", ...
+  std::vector<int64_t> constexprs;    // one per integer (compile-time) parameter, in order
+  int numWarps = 4;
+  int numStages = 1; // the depth of range() loops that do not give their own
+  std::string arch = "sm_90";
+  int ptxVersion = 80;
+
+  std::string str() const; // canonical text: the in-memory cache key and the disk key's part
+};
+
+class Kernel {
+public:
+  enum class ParamKind { Ptr, Int, Float, Constexpr };
+
+  virtual ~Kernel() = default;
+  const std::string &name() const { return name_; }
+  const std::vector<ParamKind> &paramKinds() const { return kinds_; }
+
+  // Traces the body for `spec` into fresh TIR (checked against the parameters).
+  std::unique_ptr<ir::Function> trace(const Specialization &spec) const;
+  // Returns the compiled specialization: from memory, else the disk cache, else the compiler.
+  CompiledKernel &compile(const Specialization &spec);
+  // Stops after `last` and returns the stages so far (no cache): for tools and tests.
+  Artifacts compileTo(const Specialization &spec, Stage last) const;
+
+protected:
+  Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,
+         SourceLoc loc);
+  // Calls the user's function with the traced parameters.
+  virtual void invoke(const std::vector<dsl::Value> &runtime,
+                      const std::vector<int64_t> &constexprs) const = 0;
+
+private:
+  std::string name_;
+  std::vector<ParamKind> kinds_;
+  std::vector<std::string> names_;
+  SourceLoc loc_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<CompiledKernel>> compiled_;
+};
+
+namespace detail {
+
+template <typename T> constexpr Kernel::ParamKind paramKindOf() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, dsl::Ptr>)
+    return Kernel::ParamKind::Ptr;
+  else if constexpr (std::is_same_v<U, dsl::Int>)
+    return Kernel::ParamKind::Int;
+  else if constexpr (std::is_same_v<U, dsl::Float>)
+    return Kernel::ParamKind::Float;
+  else {
+    static_assert(std::is_integral_v<U>,
+                  "kernel parameters are dsl::Ptr, dsl::Int, dsl::Float or integers (constexpr)");
+    return Kernel::ParamKind::Constexpr;
+  }
+}
+
+template <typename... P> class FunctionKernel : public Kernel {
+public:
+  FunctionKernel(std::string name, std::function<void(P...)> body,
+                 std::vector<std::string> names, SourceLoc loc)
+      : Kernel(std::move(name), {paramKindOf<P>()...}, std::move(names), std::move(loc)),
+        body_(std::move(body)) {}
+
+protected:
+  void invoke(const std::vector<dsl::Value> &runtime,
+              const std::vector<int64_t> &constexprs) const override {
+    size_t r = 0, c = 0;
+    auto next = [&]<typename T>(std::type_identity<T>) -> std::remove_cvref_t<T> {
+      using U = std::remove_cvref_t<T>;
+      if constexpr (paramKindOf<T>() == ParamKind::Constexpr)
+        return static_cast<U>(constexprs[c++]);
+      else
+        return U(runtime[r++].ir());
+    };
+    // Braced initialisation evaluates the parameters left to right.
+    std::apply(body_, std::tuple<std::remove_cvref_t<P>...>{next(std::type_identity<P>{})...});
+  }
+
+private:
+  std::function<void(P...)> body_;
+};
+
+} // namespace detail
+
+// Declares a kernel from a function; `paramNames` name the parameters in order (runtime and
+// compile-time) for the IR, the metadata and error messages.
+template <typename... P>
+detail::FunctionKernel<P...> kernel(std::string name, void (*body)(P...),
+                                    std::vector<std::string> paramNames = {},
+                                    std::source_location loc = std::source_location::current()) {
+  return detail::FunctionKernel<P...>(std::move(name), body, std::move(paramNames), loc);
+}
+
+} // namespace tritium

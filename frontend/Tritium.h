@@ -1,0 +1,8 @@
+// The one header a kernel author includes: the DSL, kernels and launches, device buffers.
+#pragma once
+
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+#include "runtime/Device.h"
+#include "runtime/Driver.h"
+#include "runtime/Memory.h"

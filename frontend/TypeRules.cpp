@@ -1,0 +1,130 @@
+// Implicit conversions of the DSL (see TypeRules.h).
+#include "frontend/TypeRules.h"
+
+#include "compiler/ir/Printer.h"
+
+namespace tritium::dsl {
+
+using ir::ScalarKind;
+using ir::Type;
+
+std::string describe(const Operand &x) {
+  switch (x.kind) {
+  case Operand::Kind::Value: return x.value ? x.value->type().str() : "an empty Value";
+  case Operand::Kind::Int: return "int literal " + std::to_string(x.i);
+  case Operand::Kind::Float: return "float literal " + ir::formatAttr(x.f);
+  }
+  return "?";
+}
+
+static std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+ir::Value *convert(ir::Builder &b, ir::Value *v, ScalarKind k, const SourceLoc &loc) {
+  const Type &t = v->type();
+  if (t.isPtr())
+    userError("cannot convert a pointer (" + t.str() + ") to " + ir::irName(k), loc);
+  if (t.kind() == k)
+    return v;
+  return b.createValue(ir::OpKind::Cast, {v}, t.withKind(k), loc);
+}
+
+ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> &shape,
+                       const std::string &what, const SourceLoc &loc) {
+  const Type &t = v->type();
+  if (t.shape() == shape)
+    return v;
+  if (!t.isBlock())
+    return b.createValue(ir::OpKind::Splat, {v}, t.withShape(shape), loc);
+  userError("cannot broadcast " + t.str() + " to shape " + shapeStr(shape) + " in " + what, loc);
+}
+
+ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const SourceLoc &loc) {
+  switch (x.kind) {
+  case Operand::Kind::Value: {
+    if (!x.value)
+      userError("use of an empty tritium Value (declared but never assigned)", loc);
+    ir::Value *v = convert(b, x.value, like.kind(), loc);
+    return broadcastTo(b, v, like.shape(), "this operation", loc);
+  }
+  case Operand::Kind::Int:
+  case Operand::Kind::Float: {
+    Type scalar = like.element();
+    ir::Attr value;
+    if (scalar.isFloat())
+      value = x.kind == Operand::Kind::Int ? double(x.i) : x.f;
+    else if (x.kind == Operand::Kind::Float)
+      userError("float literal " + ir::formatAttr(x.f) + " used where " + scalar.str() +
+                    " is expected",
+                loc);
+    else
+      value = x.i;
+    ir::Value *c = b.constant(scalar, value, loc);
+    return broadcastTo(b, c, like.shape(), "this operation", loc);
+  }
+  }
+  internalError("unknown operand kind");
+}
+
+// The element kind two numeric kinds meet at: floats win over ints, wider wins.
+static ScalarKind join(ScalarKind a, ScalarKind c) {
+  if (a == c)
+    return a;
+  bool fa = ir::isFloatKind(a), fc = ir::isFloatKind(c);
+  if (fa && fc)
+    return ScalarKind::F32; // f16 with bf16 or f32: compute in f32
+  if (fa != fc)
+    return fa ? a : c;
+  return ir::bitWidth(a) >= ir::bitWidth(c) ? a : c;
+}
+
+std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, const Operand &c,
+                                          const std::string &opName, const SourceLoc &loc) {
+  bool av = a.kind == Operand::Kind::Value, cv = c.kind == Operand::Kind::Value;
+  if ((av && !a.value) || (cv && !c.value))
+    userError("use of an empty tritium Value in '" + opName + "'", loc);
+  if (!av && !cv)
+    userError("'" + opName + "' needs at least one traced value", loc);
+  for (const Operand *x : {&a, &c})
+    if (x->kind == Operand::Kind::Value && x->value->type().isPtr())
+      userError("'" + opName + "' is not defined on pointers (" + x->value->type().str() +
+                    "); only pointer + integer offsets and comparisons are",
+                loc);
+
+  // Element kind: a float literal next to an int value makes the result f32.
+  auto kindOf = [](const Operand &x) -> std::optional<ScalarKind> {
+    if (x.kind == Operand::Kind::Value)
+      return x.value->type().kind();
+    if (x.kind == Operand::Kind::Float)
+      return ScalarKind::F32;
+    return std::nullopt; // an int literal adopts its partner's kind
+  };
+  auto ka = kindOf(a), kc = kindOf(c);
+  ScalarKind k = ka && kc ? join(*ka, *kc) : (ka ? *ka : *kc);
+  if (k == ScalarKind::I1 && (!ka || !kc))
+    k = ScalarKind::I32; // mask & 1 is integer arithmetic
+  if (av && cv && a.value->type().kind() == ScalarKind::I1 &&
+      c.value->type().kind() == ScalarKind::I1)
+    k = ScalarKind::I1;
+
+  // Shape: blocks must agree; scalars splat.
+  std::vector<int64_t> shape;
+  for (const Operand *x : {&a, &c}) {
+    if (x->kind != Operand::Kind::Value || !x->value->type().isBlock())
+      continue;
+    const auto &s = x->value->type().shape();
+    if (!shape.empty() && shape != s)
+      userError("cannot broadcast " + a.value->type().str() + " with " + c.value->type().str() +
+                    " in '" + opName + "': block shapes must be equal",
+                loc);
+    shape = s;
+  }
+  Type target = Type::scalar(k).withShape(shape);
+  return {materialize(b, a, target, loc), materialize(b, c, target, loc)};
+}
+
+} // namespace tritium::dsl

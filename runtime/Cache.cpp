@@ -1,0 +1,301 @@
+// The on-disk kernel cache. Every file goes through a uniquely named temp file and a rename, and
+// the metadata json (with each file's size and SHA-256) is renamed into place last, so a reader
+// either sees a complete, verifiable entry or a miss. Verification on load also catches what
+// crash-safety alone cannot (a power loss after the rename, disk corruption, manual edits).
+#include "runtime/Cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+#include "compiler/support/Error.h"
+#include "compiler/support/Log.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace fs = std::filesystem;
+
+namespace tritium::rt {
+
+namespace {
+
+constexpr const char *TmpPrefix = ".tmp.";
+// Temp files older than this belong to a writer that died; younger ones may be in flight.
+constexpr auto StaleTmpAge = std::chrono::hours(1);
+
+std::string sha256Hex(llvm::StringRef bytes) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)), /*LowerCase=*/true);
+}
+
+// A plain file name inside the entry folder. Leading dots are refused so that no artifact can
+// collide with a temp file or escape the folder via "..".
+bool isPlainName(const std::string &name) {
+  return !name.empty() && name.front() != '.' && name.find('/') == std::string::npos &&
+         name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+std::string metadataName(const std::string &kernelName) { return kernelName + ".json"; }
+
+void checkEntryNames(const CacheEntry &entry) {
+  if (!isPlainName(entry.kernelName))
+    internalError("cache: invalid kernel name '" + entry.kernelName + "'");
+  for (const auto &[name, bytes] : entry.files)
+    if (!isPlainName(name) || name == metadataName(entry.kernelName))
+      internalError("cache: invalid file name '" + name + "' for kernel " + entry.kernelName);
+}
+
+// Unique per process and per write: pid plus a per-process random seed (pids repeat across
+// containers sharing a cache) plus a counter (threads of one process).
+std::string tmpName(const std::string &name) {
+  static const uint64_t Seed = std::random_device{}();
+  static std::atomic<uint64_t> Counter{0};
+  uint64_t n = (Seed << 20) + Counter.fetch_add(1);
+  return TmpPrefix + std::to_string(::getpid()) + "." + std::to_string(n) + "." + name;
+}
+
+// Writes `bytes` to dir/name via a temp file and a rename. Returns an error description, or an
+// empty string on success. No fsync: a torn file after a power loss fails the hash check instead.
+std::string writeAtomically(const fs::path &dir, const std::string &name,
+                            const std::string &bytes) {
+  fs::path tmp = dir / tmpName(name);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return "cannot create " + tmp.string();
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return "cannot write " + tmp.string();
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, dir / name, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return "cannot rename " + tmp.string() + " into place: " + ec.message();
+  }
+  return "";
+}
+
+std::optional<std::string> readFile(const fs::path &path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad())
+    return std::nullopt;
+  return std::move(buf).str();
+}
+
+// Removes temp files left by writers that crashed long ago; best effort.
+void sweepStaleTmpFiles(const fs::path &dir) {
+  std::error_code ec;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->path().filename().string().starts_with(TmpPrefix))
+      continue;
+    std::error_code timeEc;
+    auto mtime = fs::last_write_time(it->path(), timeEc);
+    if (!timeEc && now - mtime > StaleTmpAge) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
+} // namespace
+
+fs::path defaultCacheDir() {
+  if (const char *dir = std::getenv("TRITIUM_CACHE_DIR"); dir && *dir)
+    return fs::path(dir);
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache" / "tritium";
+  return fs::path("/tmp/tritium-cache");
+}
+
+std::string cacheKey(const std::vector<std::pair<std::string, std::string>> &parts) {
+  // "<len>:<bytes>" per name and value: the digits end at ':', so the split is unambiguous.
+  llvm::SHA256 hasher;
+  hasher.update(llvm::StringRef("tritium-cache-key-v1\n"));
+  auto add = [&](const std::string &s) {
+    hasher.update(llvm::StringRef(std::to_string(s.size()) + ":"));
+    hasher.update(llvm::StringRef(s));
+  };
+  for (const auto &[name, value] : parts) {
+    add(name);
+    add(value);
+  }
+  return llvm::toHex(hasher.final(), /*LowerCase=*/true);
+}
+
+DiskCache::DiskCache(fs::path root) : root_(std::move(root)) {}
+
+fs::path DiskCache::entryDir(const std::string &key) const {
+  if (!isPlainName(key))
+    internalError("cache: invalid key '" + key + "'");
+  return root_ / key;
+}
+
+void DiskCache::discard(const fs::path &dir, const std::string &why) {
+  log().warn("cache: corrupt entry {}: {}; removing it", dir.string(), why);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec)
+    log().warn("cache: cannot remove {}: {}", dir.string(), ec.message());
+}
+
+std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::string &kernelName) {
+  if (!isPlainName(kernelName))
+    internalError("cache: invalid kernel name '" + kernelName + "'");
+  fs::path dir = entryDir(key);
+  fs::path jsonPath = dir / metadataName(kernelName);
+  std::error_code ec;
+  if (!fs::exists(jsonPath, ec)) {
+    log().debug("cache miss: no {} in {}", metadataName(kernelName), dir.string());
+    return std::nullopt;
+  }
+
+  std::optional<std::string> text = readFile(jsonPath);
+  if (!text) {
+    discard(dir, "cannot read " + metadataName(kernelName));
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*text);
+  if (!parsed) {
+    discard(dir, "invalid json: " + llvm::toString(parsed.takeError()));
+    return std::nullopt;
+  }
+  llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    discard(dir, "json is not an object");
+    return std::nullopt;
+  }
+  std::optional<llvm::StringRef> storedKey = root->getString("key");
+  if (!storedKey || *storedKey != key) {
+    discard(dir, "json key does not match " + key);
+    return std::nullopt;
+  }
+  const llvm::json::Object *listed = root->getObject("files");
+  if (!listed) {
+    discard(dir, "json has no \"files\" object");
+    return std::nullopt;
+  }
+
+  CacheEntry entry;
+  entry.kernelName = kernelName;
+  for (const auto &[nameKey, info] : *listed) {
+    std::string name = nameKey.str();
+    const llvm::json::Object *fields = info.getAsObject();
+    std::optional<int64_t> size = fields ? fields->getInteger("bytes") : std::nullopt;
+    std::optional<llvm::StringRef> hash = fields ? fields->getString("sha256") : std::nullopt;
+    if (!isPlainName(name) || !size || !hash) {
+      discard(dir, "bad listing for file '" + name + "'");
+      return std::nullopt;
+    }
+    std::optional<std::string> bytes = readFile(dir / name);
+    if (!bytes) {
+      discard(dir, "missing file " + name);
+      return std::nullopt;
+    }
+    if (static_cast<int64_t>(bytes->size()) != *size) {
+      discard(dir, name + " has " + std::to_string(bytes->size()) + " bytes, expected " +
+                       std::to_string(*size));
+      return std::nullopt;
+    }
+    if (sha256Hex(*bytes) != *hash) {
+      discard(dir, name + " does not match its sha256");
+      return std::nullopt;
+    }
+    entry.files.emplace(std::move(name), std::move(*bytes));
+  }
+
+  root->erase("files");
+  root->erase("key");
+  entry.metadata = std::move(*root);
+  log().debug("cache hit: loaded {} from {}", kernelName, dir.string());
+  return entry;
+}
+
+void DiskCache::commit(const std::string &key, const std::string &kernelName,
+                       const std::map<std::string, std::string> &toWrite,
+                       const std::map<std::string, std::string> &allFiles,
+                       const llvm::json::Object &metadata) {
+  fs::path dir = entryDir(key);
+  // The error_code overloads don't throw, but allocation and path conversion can; the catch
+  // keeps the promise that caching failures never escape.
+  try {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+      log().warn("cache: cannot create {} ({}); continuing without caching", dir.string(),
+                 ec ? ec.message() : "not a directory");
+      return;
+    }
+    for (const auto &[name, bytes] : toWrite) {
+      if (std::string err = writeAtomically(dir, name, bytes); !err.empty()) {
+        log().warn("cache: {}; continuing without caching", err);
+        return;
+      }
+    }
+
+    llvm::json::Object manifest;
+    for (const auto &[name, bytes] : allFiles)
+      manifest[name] = llvm::json::Object{{"bytes", static_cast<int64_t>(bytes.size())},
+                                          {"sha256", sha256Hex(bytes)}};
+    llvm::json::Object record = metadata;
+    record["files"] = std::move(manifest);
+    record["key"] = key;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(record))) << "\n";
+    os.flush();
+
+    // The commit point: until this rename, readers see the old entry or none.
+    if (std::string err = writeAtomically(dir, metadataName(kernelName), text); !err.empty()) {
+      log().warn("cache: {}; continuing without caching", err);
+      return;
+    }
+    sweepStaleTmpFiles(dir);
+    log().debug("cache: stored {} in {}", kernelName, dir.string());
+  } catch (const std::exception &e) {
+    log().warn("cache: cannot store {} in {}: {}; continuing without caching", kernelName,
+               dir.string(), e.what());
+  }
+}
+
+void DiskCache::store(const std::string &key, const CacheEntry &entry) {
+  checkEntryNames(entry);
+  commit(key, entry.kernelName, entry.files, entry.files, entry.metadata);
+}
+
+void DiskCache::addFiles(const std::string &key, const CacheEntry &entry) {
+  checkEntryNames(entry);
+  std::optional<CacheEntry> existing = load(key, entry.kernelName);
+  if (!existing) {
+    commit(key, entry.kernelName, entry.files, entry.files, entry.metadata);
+    return;
+  }
+  // Old files are already on disk and verified; only the new ones need writing.
+  std::map<std::string, std::string> all = entry.files;
+  all.insert(existing->files.begin(), existing->files.end()); // new bytes win on a clash
+  llvm::json::Object metadata = std::move(existing->metadata);
+  for (const auto &[field, value] : entry.metadata)
+    metadata[field] = value;
+  commit(key, entry.kernelName, entry.files, all, metadata);
+}
+
+} // namespace tritium::rt

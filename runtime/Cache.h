@@ -1,0 +1,81 @@
+// The on-disk kernel cache (like Triton's TRITON_CACHE_DIR): one folder per cache key holding the
+// artifacts of one compiled kernel (.tir, .gir, .ll, .ptx, .cubin) plus a JSON metadata file that
+// is written last and serves as the commit record, so a crashed or concurrent writer can never
+// make a half-written entry look valid.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llvm/Support/JSON.h"
+
+namespace tritium::rt {
+
+// The cache root: $TRITIUM_CACHE_DIR if set (and non-empty), else $HOME/.cache/tritium, else
+// /tmp/tritium-cache when HOME is unset.
+std::filesystem::path defaultCacheDir();
+
+// SHA-256 (64 lowercase hex chars) of (name, value) parts such as ir, signature, specialization,
+// arch, ptx_version, num_warps, num_stages, tritium_version and llvm_version. Each name and value
+// is length-prefixed, so no two different part lists hash the same bytes. Order matters.
+std::string cacheKey(const std::vector<std::pair<std::string, std::string>> &parts);
+
+// One compiled kernel's artifacts.
+struct CacheEntry {
+  std::string kernelName;
+  // File name -> contents, excluding the metadata json. Names must be plain file names (no path
+  // separators, not starting with '.', not "<kernelName>.json").
+  std::map<std::string, std::string> files;
+  // Free-form fields from the compiler (num_warps, shared, regs, ...). The keys "files" and "key"
+  // are reserved for the cache's own bookkeeping and are overwritten / stripped.
+  llvm::json::Object metadata;
+};
+
+// A cache rooted at one directory; entries live in <root>/<key>/ and the commit record is
+// <root>/<key>/<kernelName>.json, holding the metadata plus "key" and a "files" object mapping
+// each file name to {"bytes": N, "sha256": "<hex>"}.
+//
+// The cache is only an optimization, so I/O failures never escape: store/addFiles log a warning
+// and return (compilation continues uncached) when the root cannot be created or written, and
+// load treats every problem as a miss. Only misuse (an invalid key or file name) throws, as an
+// InternalError.
+class DiskCache {
+public:
+  explicit DiskCache(std::filesystem::path root = defaultCacheDir());
+
+  const std::filesystem::path &root() const { return root_; }
+  std::filesystem::path entryDir(const std::string &key) const;
+
+  // The verified entry, or nullopt. A missing json is a plain miss (debug log). A json that does
+  // not parse, names another key, or lists a file that is missing or differs in size or SHA-256
+  // makes the entry corrupt: it is logged as a warning and its folder removed so it is rebuilt.
+  std::optional<CacheEntry> load(const std::string &key, const std::string &kernelName);
+
+  // Writes every file atomically (temp file + rename), then the json last. Concurrent stores of
+  // the same key are safe: each file's last rename wins and both writers produce the same bytes.
+  // Never throws on I/O failure (unwritable root, a file in the way, full disk): it logs a
+  // warning and leaves no committed entry behind.
+  void store(const std::string &key, const CacheEntry &entry);
+
+  // Adds entry.files to an existing entry (e.g. the cubin, known only after loading on a GPU) and
+  // rewrites its metadata: existing fields are kept unless entry.metadata overrides them. When no
+  // valid entry exists this behaves like store. Same failure policy as store.
+  void addFiles(const std::string &key, const CacheEntry &entry);
+
+private:
+  // Writes the given files, then the json listing `allFiles` (a superset of `toWrite`).
+  void commit(const std::string &key, const std::string &kernelName,
+              const std::map<std::string, std::string> &toWrite,
+              const std::map<std::string, std::string> &allFiles,
+              const llvm::json::Object &metadata);
+  // Logs why the entry is unusable and removes its folder.
+  void discard(const std::filesystem::path &dir, const std::string &why);
+
+  std::filesystem::path root_;
+};
+
+} // namespace tritium::rt

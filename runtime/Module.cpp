@@ -1,0 +1,214 @@
+// Kernel loading through the driver: the JIT linker turns PTX into a cubin (keeping ptxas'
+// verbose log for register and spill reports), cuModuleLoadData loads it, and the function's
+// attributes are read once.
+#include "runtime/Module.h"
+
+#include "compiler/support/Error.h"
+#include "compiler/support/Log.h"
+#include "runtime/Device.h"
+#include "runtime/Driver.h"
+
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace tritium::rt {
+
+namespace {
+
+constexpr size_t LogBytes = 64 * 1024; // ptxas' verbose log for one kernel fits easily
+
+void *optionValue(size_t v) { return reinterpret_cast<void *>(static_cast<uintptr_t>(v)); }
+
+// A log buffer the driver wrote a NUL-terminated string into (or nothing).
+std::string logText(const std::string &buffer) {
+  return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
+}
+
+// Destroys the link state on every path; the cubin it owns must be copied out before.
+struct LinkState {
+  CUlinkState state = nullptr;
+  ~LinkState() {
+    if (state)
+      Driver::get().cuLinkDestroy(state); // nothing useful to do on failure
+  }
+};
+
+} // namespace
+
+LoadedKernel LoadedKernel::fromPTX(const std::string &ptx, const std::string &entry,
+                                   std::string *cubinOut) {
+  if (ptx.empty())
+    internalError("LoadedKernel::fromPTX: empty PTX for '" + entry + "'");
+  Driver &d = Driver::get();
+  Context::current(); // the JIT targets the current context's device
+
+  std::string infoLog(LogBytes, '\0'), errorLog(LogBytes, '\0');
+  // The option arrays must outlive the link state: the driver writes the logs at completion.
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_LOG_VERBOSE};
+  void *values[] = {infoLog.data(), optionValue(LogBytes - 1), errorLog.data(),
+                    optionValue(LogBytes - 1), optionValue(1)};
+  constexpr unsigned NumOptions = sizeof(options) / sizeof(options[0]);
+
+  std::string cubin;
+  {
+    LinkState link;
+    check(d.cuLinkCreate(NumOptions, options, values, &link.state), "cuLinkCreate");
+    auto failed = [&](CUresult r, const char *call) {
+      std::string log = logText(errorLog);
+      if (log.empty())
+        log = logText(infoLog);
+      return DriverError(std::string(call) + " failed for kernel '" + entry + "': " + describe(r) +
+                             (log.empty() ? "" : "\nJIT log:\n" + log),
+                         r);
+    };
+    // The PTX is passed with its terminating NUL, as the driver expects for text input.
+    CUresult r = d.cuLinkAddData(link.state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
+                                 ptx.size() + 1, (entry + ".ptx").c_str(), 0, nullptr, nullptr);
+    if (r != CUDA_SUCCESS)
+      throw failed(r, "cuLinkAddData");
+    void *image = nullptr;
+    size_t imageBytes = 0;
+    r = d.cuLinkComplete(link.state, &image, &imageBytes);
+    if (r != CUDA_SUCCESS)
+      throw failed(r, "cuLinkComplete");
+    if (!image || imageBytes == 0)
+      throw DriverError("cuLinkComplete produced no cubin for kernel '" + entry + "'");
+    cubin.assign(static_cast<const char *>(image), imageBytes);
+  }
+
+  LoadedKernel k;
+  CUresult r = d.cuModuleLoadData(&k.module_, cubin.data());
+  if (r != CUDA_SUCCESS) {
+    k.module_ = nullptr;
+    check(r, "cuModuleLoadData");
+  }
+  std::string log = logText(infoLog);
+  if (std::string warnings = logText(errorLog); !warnings.empty())
+    log += (log.empty() ? "" : "\n") + warnings;
+  k.bind(entry, std::move(log));
+  if (cubinOut)
+    *cubinOut = std::move(cubin);
+  return k;
+}
+
+LoadedKernel LoadedKernel::fromCubin(const std::string &cubin, const std::string &entry) {
+  if (cubin.empty())
+    internalError("LoadedKernel::fromCubin: empty cubin for '" + entry + "'");
+  Driver &d = Driver::get();
+  Context::current();
+
+  std::string errorLog(LogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog.data(), optionValue(LogBytes - 1)};
+  LoadedKernel k;
+  CUresult r = d.cuModuleLoadDataEx(&k.module_, cubin.data(), 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    k.module_ = nullptr;
+    std::string log = logText(errorLog);
+    throw DriverError("cuModuleLoadDataEx failed for kernel '" + entry + "': " + describe(r) +
+                          (log.empty() ? "" : "\n" + log),
+                      r);
+  }
+  k.bind(entry, "");
+  return k;
+}
+
+void LoadedKernel::bind(const std::string &entry, std::string jitLog) {
+  Driver &d = Driver::get();
+  CUresult r = d.cuModuleGetFunction(&function_, module_, entry.c_str());
+  if (r != CUDA_SUCCESS)
+    throw DriverError("cuModuleGetFunction failed for kernel '" + entry + "': " + describe(r), r);
+  auto attr = [&](CUfunction_attribute a, const char *what) {
+    int v = 0;
+    CUresult res = d.cuFuncGetAttribute(&v, a, function_);
+    if (res != CUDA_SUCCESS)
+      throw DriverError(std::string("cuFuncGetAttribute(") + what + ") failed: " + describe(res),
+                        res);
+    return v;
+  };
+  info_.numRegs = attr(CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS");
+  info_.localBytes = attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
+  info_.staticSharedBytes = attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
+  info_.maxThreadsPerBlock = attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  maxDynamicShared_ =
+      attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "MAX_DYNAMIC_SHARED_SIZE_BYTES");
+  info_.jitLog = std::move(jitLog);
+  tritium::log().debug("loaded kernel '{}': {} registers, {} local bytes, {} static shared bytes, "
+                       "max {} threads/block, spill stores {}",
+                       entry, info_.numRegs, info_.localBytes, info_.staticSharedBytes,
+                       info_.maxThreadsPerBlock, spillBytesFromLog(info_.jitLog));
+}
+
+void LoadedKernel::setDynamicShared(int bytes) {
+  if (bytes <= maxDynamicShared_)
+    return;
+  const DeviceProps &props = Context::current().props();
+  if (bytes + info_.staticSharedBytes > props.sharedPerBlockOptin)
+    throw UserError("kernel needs " + std::to_string(bytes) + " bytes of dynamic shared memory (+" +
+                    std::to_string(info_.staticSharedBytes) + " static), but " + props.arch() +
+                    " allows at most " + std::to_string(props.sharedPerBlockOptin) + " per block");
+  TRITIUM_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+  maxDynamicShared_ = bytes;
+}
+
+LoadedKernel::LoadedKernel(LoadedKernel &&other) noexcept
+    : module_(std::exchange(other.module_, nullptr)),
+      function_(std::exchange(other.function_, nullptr)), info_(std::move(other.info_)),
+      maxDynamicShared_(other.maxDynamicShared_) {}
+
+LoadedKernel &LoadedKernel::operator=(LoadedKernel &&other) noexcept {
+  if (this != &other) {
+    reset();
+    module_ = std::exchange(other.module_, nullptr);
+    function_ = std::exchange(other.function_, nullptr);
+    info_ = std::move(other.info_);
+    maxDynamicShared_ = other.maxDynamicShared_;
+  }
+  return *this;
+}
+
+LoadedKernel::~LoadedKernel() { reset(); }
+
+void LoadedKernel::reset() noexcept {
+  if (!module_)
+    return;
+  // A module only exists if the driver loaded, so get() cannot throw here; failures at process
+  // exit (driver already shut down) are harmless and only logged.
+  Context::makeCurrentQuietly(); // cuModuleUnload acts on the current context
+  CUresult r = Driver::get().cuModuleUnload(module_);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED)
+    tritium::log().debug("cuModuleUnload failed: {}", describe(r));
+  module_ = nullptr;
+  function_ = nullptr;
+}
+
+int spillBytesFromLog(const std::string &jitLog) {
+  static constexpr std::string_view Marker = " bytes spill stores";
+  bool found = false;
+  long total = 0;
+  for (size_t at = jitLog.find(Marker); at != std::string::npos;
+       at = jitLog.find(Marker, at + Marker.size())) {
+    size_t begin = at;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(jitLog[begin - 1])))
+      --begin;
+    if (begin == at)
+      continue; // no number before the marker
+    total += std::stol(jitLog.substr(begin, at - begin));
+    found = true;
+  }
+  return found ? static_cast<int>(total) : -1;
+}
+
+void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
+                  CUstream stream, void **params) {
+  check(Driver::get().cuLaunchKernel(f, grid, 1, 1, block, 1, 1, sharedBytes, stream, params,
+                                     nullptr),
+        "cuLaunchKernel");
+}
+
+} // namespace tritium::rt

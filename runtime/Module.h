@@ -1,0 +1,65 @@
+// Loading compiled kernels into the current context: PTX through the driver's JIT linker (which
+// also yields the cubin for the disk cache) or a cached cubin directly, plus the launch wrapper.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+namespace tritium::rt {
+
+// What the driver reports about a loaded kernel.
+struct KernelInfo {
+  int numRegs = 0;
+  int localBytes = 0; // local memory (spills and stack) per thread
+  int staticSharedBytes = 0;
+  int maxThreadsPerBlock = 0;
+  std::string jitLog; // ptxas' verbose info log (empty when loaded from a cubin)
+};
+
+// One kernel in its own CUmodule; unloads the module when destroyed. Move-only.
+class LoadedKernel {
+public:
+  // JIT-compiles `ptx` for the current device and loads entry point `entry`. When cubinOut is
+  // non-null it receives the linked cubin so later runs can use fromCubin. Throws DriverError
+  // carrying the JIT error log on failure.
+  static LoadedKernel fromPTX(const std::string &ptx, const std::string &entry,
+                              std::string *cubinOut);
+  // Loads a cubin produced earlier for this device. Throws DriverError.
+  static LoadedKernel fromCubin(const std::string &cubin, const std::string &entry);
+
+  LoadedKernel(LoadedKernel &&other) noexcept;
+  LoadedKernel &operator=(LoadedKernel &&other) noexcept;
+  LoadedKernel(const LoadedKernel &) = delete;
+  LoadedKernel &operator=(const LoadedKernel &) = delete;
+  ~LoadedKernel();
+
+  CUfunction function() const { return function_; }
+  const KernelInfo &info() const { return info_; }
+
+  // Allows `bytes` of dynamic shared memory per launch, opting in above the default limit
+  // (48 KiB less static shared). Free when already allowed. Throws UserError past the device's
+  // opt-in limit, DriverError if the driver refuses.
+  void setDynamicShared(int bytes);
+
+private:
+  LoadedKernel() = default;
+  void reset() noexcept;
+  void bind(const std::string &entry, std::string jitLog);
+
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  KernelInfo info_;
+  int maxDynamicShared_ = 0; // what the driver currently allows without another attribute call
+};
+
+// Bytes of spill stores in a ptxas verbose log, summed over every function it reports;
+// -1 when the log has no "N bytes spill stores" line.
+int spillBytesFromLog(const std::string &jitLog);
+
+// cuLaunchKernel with a 1-D grid and block; checked, allocates nothing. The context must be
+// current on this thread (Context::current()).
+void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
+                  CUstream stream, void **params);
+
+} // namespace tritium::rt
