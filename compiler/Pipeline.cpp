@@ -86,6 +86,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     StageTimer timer("gir");
     assignLayouts(fn, options.numWarps);
     allocateSharedMemory(fn, options.numWarps);
+    chooseVectorWidths(fn);
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);

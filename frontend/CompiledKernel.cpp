@@ -14,8 +14,21 @@ namespace tritium {
 
 KernelArg::KernelArg(const rt::DeviceBuffer &buffer) : kind_(Kind::Pointer), p_(buffer.ptr()) {}
 
+ParamType ParamType::parse(const std::string &type) {
+  ParamType p{Kind::F32};
+  std::string base = type.substr(0, type.find(':'));
+  if (base.size() != type.size())
+    p.divisibility = 16;
+  p.kind = base[0] == '*' ? Kind::Ptr : base == "i32" ? Kind::I32 : base == "i64" ? Kind::I64
+                                                                    : Kind::F32;
+  return p;
+}
+
 CompiledKernel::CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin)
-    : meta_(std::move(meta)), artifacts_(std::move(artifacts)), cubin_(std::move(cubin)) {}
+    : meta_(std::move(meta)), artifacts_(std::move(artifacts)), cubin_(std::move(cubin)) {
+  for (const std::string &t : meta_.signature.types)
+    params_.push_back(ParamType::parse(t));
+}
 
 void CompiledKernel::load() {
   std::call_once(loadOnce_, [&] {
@@ -100,34 +113,45 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
   std::array<void *, kMaxArgs> params;
   size_t i = 0;
   for (const KernelArg &a : args) {
-    const std::string &t = sig.types[i];
-    auto mismatch = [&] {
+    const ParamType &p = params_[i];
+    auto fail = [&](const std::string &what) {
       return UserError("launch of '" + name + "': argument " + std::to_string(i) + " ('" +
-                       sig.names[i] + "') must be " + t + " but " + describeKind(a.kind()) +
-                       " was given");
+                       sig.names[i] + "') " + what);
     };
-    if (t[0] == '*') {
+    auto mismatch = [&] {
+      return fail("must be " + sig.types[i] + " but " + describeKind(a.kind()) + " was given");
+    };
+    switch (p.kind) {
+    case ParamType::Kind::Ptr:
       if (a.kind() != KernelArg::Kind::Pointer)
         throw mismatch();
+      if (a.ptr() % uint64_t(p.divisibility) != 0)
+        throw fail("was specialized as 16-byte aligned but the pointer is not; compile a "
+                   "specialization without ':16' for it");
       slots[i].p = a.ptr();
-    } else if (t == "i32") {
+      break;
+    case ParamType::Kind::I32:
       if (a.kind() != KernelArg::Kind::Int)
         throw mismatch();
       if (a.intValue() < std::numeric_limits<int32_t>::min() ||
           a.intValue() > std::numeric_limits<int32_t>::max())
-        throw UserError("launch of '" + name + "': argument " + std::to_string(i) + " ('" +
-                        sig.names[i] + "') is i32 but " + std::to_string(a.intValue()) +
-                        " does not fit");
+        throw fail("is i32 but " + std::to_string(a.intValue()) + " does not fit");
       slots[i].i32 = int32_t(a.intValue());
-    } else if (t == "i64") {
+      break;
+    case ParamType::Kind::I64:
       if (a.kind() != KernelArg::Kind::Int)
         throw mismatch();
       slots[i].i64 = a.intValue();
-    } else {
+      break;
+    case ParamType::Kind::F32:
       if (a.kind() != KernelArg::Kind::Float)
         throw mismatch();
       slots[i].f = a.floatValue();
+      break;
     }
+    if (p.kind != ParamType::Kind::Ptr && a.intValue() % p.divisibility != 0)
+      throw fail("was specialized as divisible by 16 but is " + std::to_string(a.intValue()) +
+                 "; compile a specialization without ':16' for it");
     params[i] = &slots[i];
     ++i;
   }

@@ -64,6 +64,13 @@ struct KernelMetadata {
   bool fromCache = false;
 };
 
+// A signature entry parsed once, for the launch path.
+struct ParamType {
+  enum class Kind { Ptr, I32, I64, F32 } kind;
+  int divisibility = 1; // 16 when specialized as divisible by 16
+  static ParamType parse(const std::string &type);
+};
+
 class CompiledKernel {
 public:
   CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin);
@@ -90,6 +97,7 @@ public:
 
 private:
   KernelMetadata meta_;
+  std::vector<ParamType> params_;
   Artifacts artifacts_;
   std::string cubin_;
   std::once_flag loadOnce_;

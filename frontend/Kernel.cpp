@@ -22,6 +22,24 @@ std::string Specialization::str() const {
   return s;
 }
 
+Specialization Specialization::specializedFor(std::initializer_list<KernelArg> args) const {
+  Specialization s = *this;
+  size_t i = 0;
+  for (const KernelArg &a : args) {
+    if (i >= s.signature.size())
+      break; // the launch reports the count
+    std::string &t = s.signature[i++];
+    if (t.find(':') != std::string::npos || t == "fp32")
+      continue;
+    bool divisible = a.kind() == KernelArg::Kind::Pointer ? a.ptr() % 16 == 0
+                     : a.kind() == KernelArg::Kind::Int    ? a.intValue() % 16 == 0
+                                                           : false;
+    if (divisible)
+      t += ":16";
+  }
+  return s;
+}
+
 Kernel::Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,
                SourceLoc loc)
     : name_(std::move(name)), kinds_(std::move(kinds)), names_(std::move(names)),
@@ -34,7 +52,18 @@ Kernel::Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::
     names_.push_back("arg" + std::to_string(i));
 }
 
-static bool signatureFits(Kernel::ParamKind kind, const std::string &type) {
+// "*fp32:16" / "i32:16": the argument is specialized as divisible by 16 (bytes for pointers).
+static std::pair<std::string, int> splitDivisibility(const std::string &type) {
+  auto colon = type.find(':');
+  if (colon == std::string::npos)
+    return {type, 1};
+  return {type.substr(0, colon), type.substr(colon + 1) == "16" ? 16 : -1};
+}
+
+static bool signatureFits(Kernel::ParamKind kind, const std::string &annotated) {
+  auto [type, divisibility] = splitDivisibility(annotated);
+  if (divisibility < 0 || type.empty() || (divisibility > 1 && kind == Kernel::ParamKind::Float))
+    return false;
   if (kind == Kernel::ParamKind::Ptr) {
     if (type.empty() || type[0] != '*')
       return false;
@@ -89,9 +118,12 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
       userError("parameter " + std::to_string(i) + " ('" + names_[i] + "') of kernel '" + name_ +
                     "' is " + kindName(kinds_[i]) + " but the signature gives '" + type + "'",
                 loc_);
-    ir::Type t = type[0] == '*' ? ir::Type::pointer(*ir::parseDtype(type.substr(1)))
-                                : ir::Type::scalar(*ir::parseDtype(type));
-    runtime.emplace_back(fn->body().addArgument(t, names_[i]));
+    auto [base, divisibility] = splitDivisibility(type);
+    ir::Type t = base[0] == '*' ? ir::Type::pointer(*ir::parseDtype(base.substr(1)))
+                                : ir::Type::scalar(*ir::parseDtype(base));
+    ir::Value *arg = fn->body().addArgument(t, names_[i]);
+    arg->setDivisibility(divisibility);
+    runtime.emplace_back(arg);
   }
   {
     dsl::Tracer tracer(*fn);

@@ -30,6 +30,10 @@ struct Specialization {
   int ptxVersion = 80;
 
   std::string str() const; // canonical text: the in-memory cache key and the disk key's part
+  // Triton's specialization: marks each pointer argument that is 16-byte aligned and each
+  // integer divisible by 16 with ":16", so the compiler may use 16-byte vector accesses. The
+  // launch checks the marks.
+  Specialization specializedFor(std::initializer_list<KernelArg> args) const;
 };
 
 class Kernel {

@@ -34,6 +34,9 @@ options:
   --num-warps=N        override num_warps (1, 2, 4, 8, 16 or 32)
   --num-stages=N       override num_stages
   --dtype=T            element type of the pointers: fp32 (default), fp16, bf16
+  --signature=LIST     the runtime arguments' types, comma separated, with ":16" on those
+                       specialized as divisible by 16 (16-byte vectors), e.g.
+                       *fp32:16,*fp32:16,i32:16,i32:16,i32,i32:16
   --arch=sm_XX         target architecture (default sm_90)
   --ptx-version=N      PTX ISA version x 10 (default 80)
   --no-locations       leave source locations out of tir/gir
@@ -80,7 +83,7 @@ int main(int argc, char **argv) {
       usageError("unknown argument '" + a + "'");
     std::string key = a.substr(2, eq - 2);
     static const char *known[] = {"kernel", "emit", "n-cols", "block-size", "num-warps",
-                                  "num-stages", "dtype", "arch", "ptx-version"};
+                                  "num-stages", "dtype", "arch", "ptx-version", "signature"};
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       usageError("unknown option '--" + key + "'");
     opts[key] = a.substr(eq + 1);
@@ -108,6 +111,17 @@ int main(int argc, char **argv) {
     spec.constexprs[1] = spec.numStages = int(parseInt("--num-stages", opts["num-stages"]));
   if (opts.count("num-warps"))
     spec.numWarps = int(parseInt("--num-warps", opts["num-warps"]));
+  if (opts.count("signature")) {
+    spec.signature.clear();
+    std::string list = opts["signature"];
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos)
+        comma = list.size();
+      spec.signature.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   if (opts.count("arch"))
     spec.arch = opts["arch"];
   if (opts.count("ptx-version"))

@@ -127,7 +127,18 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     perElement([&](int64_t) { return s; });
     return true;
   }
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
+  case OpKind::Div:
+    // A float block divided by a broadcast scalar: one reciprocal per thread, then multiplies
+    // (softmax's normalisation), within an ulp of the division.
+    if (res->type().isFloat() && res->type().isBlock() && op.operand(1)->definingOp() &&
+        op.operand(1)->definingOp()->kind() == OpKind::Splat) {
+      llvm::Value *s = l.get(op.operand(1)->definingOp()->operand(0))[0];
+      llvm::Value *r = b.CreateFDiv(llvm::ConstantFP::get(s->getType(), 1.0), s);
+      perElement([&](int64_t k) { return b.CreateFMul(operand(0, k), r); });
+      return true;
+    }
+    [[fallthrough]];
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Rem:
   case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
     perElement([&](int64_t k) {
       return binary(l, op.kind(), res->type(), operand(0, k), operand(1, k));

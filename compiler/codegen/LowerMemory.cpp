@@ -9,80 +9,148 @@ namespace tritium::codegen {
 
 namespace {
 
-// PTX register class and bit width of an element type in inline asm.
-struct AsmType {
-  llvm::Type *intTy;
-  const char *constraint;
+// A vector of `vec` elements moves as `count` words of `bits` (32-bit words, or one 16-bit word
+// for a lone half), so one PTX instruction carries up to 16 bytes of any element type.
+struct Words {
   int bits;
+  int count;
+  const char *constraint;
+  llvm::Type *type(Lowering &l) const { return l.b.getIntNTy(unsigned(bits)); }
 };
 
-AsmType asmTypeOf(Lowering &l, llvm::Type *t) {
-  unsigned bits = t->getPrimitiveSizeInBits();
-  if (t->isPointerTy())
-    bits = 64;
-  switch (bits) {
-  case 16: return {l.b.getInt16Ty(), "h", 16};
-  case 32: return {l.b.getInt32Ty(), "r", 32};
-  case 64: return {l.b.getInt64Ty(), "l", 64};
-  default: internalError("unsupported memory element width " + std::to_string(bits));
+Words wordsFor(llvm::Type *elem, int64_t vec) {
+  int64_t total = int64_t(elem->isPointerTy() ? 64 : elem->getPrimitiveSizeInBits()) * vec;
+  if (total < 32)
+    return {int(total), 1, "h"};
+  return {32, int(total / 32), "r"};
+}
+
+// Packs elements [k, k+vec) of `elems` into words, and back.
+std::vector<llvm::Value *> pack(Lowering &l, const Elements &elems, size_t k, int64_t vec,
+                                const Words &w) {
+  auto &b = l.b;
+  llvm::Type *elemTy = elems[k]->getType();
+  bool isPtr = elemTy->isPointerTy();
+  llvm::Type *scalarTy = isPtr ? b.getInt64Ty() : elemTy;
+  llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(scalarTy, unsigned(vec)));
+  for (int64_t j = 0; j < vec; ++j) {
+    llvm::Value *e = isPtr ? b.CreatePtrToInt(elems[k + size_t(j)], scalarTy) : elems[k + size_t(j)];
+    v = b.CreateInsertElement(v, e, uint64_t(j));
+  }
+  llvm::Value *words = b.CreateBitCast(v, llvm::FixedVectorType::get(w.type(l), unsigned(w.count)));
+  std::vector<llvm::Value *> out;
+  for (int i = 0; i < w.count; ++i)
+    out.push_back(b.CreateExtractElement(words, uint64_t(i)));
+  return out;
+}
+
+void unpack(Lowering &l, const std::vector<llvm::Value *> &words, llvm::Type *elemTy, int64_t vec,
+            const Words &w, Elements &out) {
+  auto &b = l.b;
+  llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(w.type(l), unsigned(w.count)));
+  for (int i = 0; i < w.count; ++i)
+    v = b.CreateInsertElement(v, words[size_t(i)], uint64_t(i));
+  bool isPtr = elemTy->isPointerTy();
+  llvm::Type *scalarTy = isPtr ? b.getInt64Ty() : elemTy;
+  llvm::Value *elems = b.CreateBitCast(v, llvm::FixedVectorType::get(scalarTy, unsigned(vec)));
+  for (int64_t j = 0; j < vec; ++j) {
+    llvm::Value *e = b.CreateExtractElement(elems, uint64_t(j));
+    out.push_back(isPtr ? b.CreateIntToPtr(e, elemTy) : e);
   }
 }
 
-llvm::Value *toBits(Lowering &l, llvm::Value *v, const AsmType &a) {
-  if (v->getType()->isPointerTy())
-    return l.b.CreatePtrToInt(v, a.intTy);
-  return l.b.CreateBitCast(v, a.intTy);
+std::string wordList(int first, int count) {
+  if (count == 1)
+    return "$" + std::to_string(first);
+  std::string s = "{";
+  for (int i = 0; i < count; ++i)
+    s += (i ? ", $" : "$") + std::to_string(first + i);
+  return s + "}";
 }
 
-llvm::Value *fromBits(Lowering &l, llvm::Value *v, llvm::Type *t) {
-  if (t->isPointerTy())
-    return l.b.CreateIntToPtr(v, t);
-  return l.b.CreateBitCast(v, t);
+std::string vectorSuffix(const Words &w) {
+  return (w.count > 1 ? ".v" + std::to_string(w.count) : std::string()) + ".b" +
+         std::to_string(w.bits);
 }
 
-// @pred ld.global.bN dst, [ptr]; with dst preset to `other`.
-llvm::Value *predicatedLoad(Lowering &l, llvm::Type *ty, llvm::Value *ptr, llvm::Value *pred,
-                            llvm::Value *other) {
-  AsmType a = asmTypeOf(l, ty);
-  std::string bits = std::to_string(a.bits);
-  std::string text = "mov.b" + bits + " $0, $1;\n\t@$2 ld.global.b" + bits + " $0, [$3];";
-  std::string constraints = std::string("=") + a.constraint + "," + a.constraint + ",b,l";
-  auto *fnTy = llvm::FunctionType::get(
-      a.intTy, {a.intTy, l.b.getInt1Ty(), ptr->getType()}, false);
-  auto *asmFn = llvm::InlineAsm::get(fnTy, text, constraints, /*hasSideEffects=*/true);
-  llvm::Value *raw = l.b.CreateCall(asmFn, {toBits(l, other, a), pred, ptr});
-  return fromBits(l, raw, ty);
+// Each output word preset to `other`, then `@pred ld.global[.vN].bW {words}, [ptr]`.
+void predicatedLoad(Lowering &l, llvm::Type *elemTy, llvm::Value *ptr, llvm::Value *pred,
+                    const Elements &others, size_t k, int64_t vec, Elements &out) {
+  auto &b = l.b;
+  Words w = wordsFor(elemTy, vec);
+  std::string text, constraints;
+  for (int i = 0; i < w.count; ++i) {
+    text += "mov.b" + std::to_string(w.bits) + " $" + std::to_string(i) + ", $" +
+            std::to_string(w.count + i) + ";\n\t";
+    constraints += std::string(i ? "," : "") + "=" + w.constraint;
+  }
+  text += "@$" + std::to_string(2 * w.count) + " ld.global" + vectorSuffix(w) + " " +
+          wordList(0, w.count) + ", [$" + std::to_string(2 * w.count + 1) + "];";
+  for (int i = 0; i < w.count; ++i)
+    constraints += std::string(",") + w.constraint;
+  constraints += ",b,l";
+  std::vector<llvm::Type *> outTys(size_t(w.count), w.type(l));
+  llvm::Type *retTy = w.count == 1 ? outTys[0] : llvm::StructType::get(l.ctx, outTys);
+  std::vector<llvm::Value *> args = pack(l, others, k, vec, w);
+  std::vector<llvm::Type *> argTys(size_t(w.count), w.type(l));
+  args.push_back(pred);
+  args.push_back(ptr);
+  argTys.push_back(b.getInt1Ty());
+  argTys.push_back(ptr->getType());
+  auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(retTy, argTys, false), text,
+                                     constraints, /*hasSideEffects=*/true);
+  llvm::Value *ret = b.CreateCall(asmFn, args);
+  std::vector<llvm::Value *> words;
+  for (int i = 0; i < w.count; ++i)
+    words.push_back(w.count == 1 ? ret : b.CreateExtractValue(ret, unsigned(i)));
+  unpack(l, words, elemTy, vec, w, out);
 }
 
-void predicatedStore(Lowering &l, llvm::Value *ptr, llvm::Value *value, llvm::Value *pred) {
-  AsmType a = asmTypeOf(l, value->getType());
-  std::string text = "@$0 st.global.b" + std::to_string(a.bits) + " [$1], $2;";
-  std::string constraints = std::string("b,l,") + a.constraint + ",~{memory}";
-  auto *fnTy = llvm::FunctionType::get(l.b.getVoidTy(),
-                                       {l.b.getInt1Ty(), ptr->getType(), a.intTy}, false);
-  auto *asmFn = llvm::InlineAsm::get(fnTy, text, constraints, /*hasSideEffects=*/true);
-  l.b.CreateCall(asmFn, {pred, ptr, toBits(l, value, a)});
+void predicatedStore(Lowering &l, llvm::Value *ptr, const Elements &vals, size_t k, int64_t vec,
+                     llvm::Value *pred) {
+  auto &b = l.b;
+  Words w = wordsFor(vals[k]->getType(), vec);
+  std::string text = "@$0 st.global" + vectorSuffix(w) + " [$1], " + wordList(2, w.count) + ";";
+  std::string constraints = "b,l";
+  for (int i = 0; i < w.count; ++i)
+    constraints += std::string(",") + w.constraint;
+  constraints += ",~{memory}";
+  std::vector<llvm::Value *> args{pred, ptr};
+  std::vector<llvm::Type *> argTys{b.getInt1Ty(), ptr->getType()};
+  for (llvm::Value *word : pack(l, vals, k, vec, w)) {
+    args.push_back(word);
+    argTys.push_back(w.type(l));
+  }
+  auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), argTys, false), text,
+                                     constraints, /*hasSideEffects=*/true);
+  b.CreateCall(asmFn, args);
 }
 
-llvm::Align alignOf(llvm::Type *t) {
-  return llvm::Align(t->isPointerTy() ? 8 : std::max<uint64_t>(1, t->getPrimitiveSizeInBits() / 8));
+llvm::Align alignOf(llvm::Type *t, int64_t vec) {
+  uint64_t bytes = t->isPointerTy() ? 8 : std::max<uint64_t>(1, t->getPrimitiveSizeInBits() / 8);
+  return llvm::Align(bytes * uint64_t(vec));
 }
 
 } // namespace
 
 bool lowerMemory(Lowering &l, const ir::Op &op) {
   auto &b = l.b;
+  int64_t vec = op.hasAttr("vec") ? op.intAttr("vec") : 1;
   if (op.kind() == ir::OpKind::Load) {
     const ir::Value *res = op.result();
     llvm::Type *ty = l.elementType(res->type());
     const Elements &ptrs = l.get(op.operand(0));
     Elements out;
-    for (size_t k = 0; k < ptrs.size(); ++k) {
+    for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       if (op.numOperands() == 3) {
-        out.push_back(predicatedLoad(l, ty, ptrs[k], l.get(op.operand(1))[k],
-                                     l.get(op.operand(2))[k]));
+        predicatedLoad(l, ty, ptrs[k], l.get(op.operand(1))[k], l.get(op.operand(2)), k, vec, out);
+      } else if (vec == 1) {
+        out.push_back(b.CreateAlignedLoad(ty, ptrs[k], alignOf(ty, 1)));
       } else {
-        out.push_back(b.CreateAlignedLoad(ty, ptrs[k], alignOf(ty)));
+        llvm::Value *v = b.CreateAlignedLoad(llvm::FixedVectorType::get(ty, unsigned(vec)),
+                                             ptrs[k], alignOf(ty, vec));
+        for (int64_t j = 0; j < vec; ++j)
+          out.push_back(b.CreateExtractElement(v, uint64_t(j)));
       }
     }
     l.set(res, std::move(out));
@@ -92,16 +160,23 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     const ir::Value *ptrV = op.operand(0);
     const Elements &ptrs = l.get(ptrV);
     const Elements &vals = l.get(op.operand(1));
-    for (size_t k = 0; k < ptrs.size(); ++k) {
+    for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       llvm::Value *pred = op.numOperands() == 3 ? l.get(op.operand(2))[k] : nullptr;
       // Copies of an element held by several threads are written by its owner only.
       if (ptrV->type().isBlock())
         if (llvm::Value *owns = l.ownsElement(ptrV, int64_t(k)))
           pred = pred ? b.CreateAnd(pred, owns) : owns;
-      if (pred)
-        predicatedStore(l, ptrs[k], vals[k], pred);
-      else
-        b.CreateAlignedStore(vals[k], ptrs[k], alignOf(vals[k]->getType()));
+      if (pred) {
+        predicatedStore(l, ptrs[k], vals, k, vec, pred);
+      } else if (vec == 1) {
+        b.CreateAlignedStore(vals[k], ptrs[k], alignOf(vals[k]->getType(), 1));
+      } else {
+        llvm::Type *ty = vals[k]->getType();
+        llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(vec)));
+        for (int64_t j = 0; j < vec; ++j)
+          v = b.CreateInsertElement(v, vals[k + size_t(j)], uint64_t(j));
+        b.CreateAlignedStore(v, ptrs[k], alignOf(ty, vec));
+      }
     }
     return true;
   }

@@ -18,4 +18,8 @@ void assignLayouts(ir::Function &fn, int numWarps);
 // records the kernel's total in the "shared_bytes" function attribute.
 void allocateSharedMemory(ir::Function &fn, int numWarps);
 
+// Gives each block load and store a "vec" attribute: elements per thread per instruction, from
+// the axis analysis (contiguity, alignment, mask constancy) and the layout.
+void chooseVectorWidths(ir::Function &fn);
+
 } // namespace tritium

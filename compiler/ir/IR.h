@@ -44,6 +44,10 @@ public:
   // The name a printer uses for block arguments ("input_ptr"); results are numbered.
   const std::string &name() const { return name_; }
   void setName(std::string n) { name_ = std::move(n); }
+  // Kernel arguments specialized as divisible by 16 (bytes for pointers, value for integers),
+  // as Triton's specialization does; 1 when nothing is known.
+  int divisibility() const { return divisibility_; }
+  void setDivisibility(int d) { divisibility_ = d; }
   // Set by the layout pass: which thread holds which element (GIR). Blocks only.
   const std::optional<Layout> &layout() const { return layout_; }
   void setLayout(Layout l) { layout_ = std::move(l); }
@@ -54,6 +58,7 @@ private:
   Block *owner_;
   unsigned index_;
   std::string name_;
+  int divisibility_ = 1;
   std::optional<Layout> layout_;
 };
 

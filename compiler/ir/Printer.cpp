@@ -39,6 +39,8 @@ public:
     for (size_t i = 0; i < body.arguments().size(); ++i) {
       Value *arg = body.argument(static_cast<unsigned>(i));
       out_ += (i ? ", " : "") + name(arg) + ": " + type(arg);
+      if (arg->divisibility() > 1)
+        out_ += " {divisibility = " + std::to_string(arg->divisibility()) + "}";
     }
     out_ += ")";
     printAttrs(fn.attrs());

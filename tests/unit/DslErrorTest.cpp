@@ -1,0 +1,430 @@
+// Every kernel author's mistake is a tritium::UserError that names the mistake and points at
+// this file and the exact line of the offending DSL call; launches with wrong arguments are
+// refused before any driver call. Each kernel below records the line of its mistake in gLine,
+// on the same line as the mistake.
+#include "TestSupport.h"
+
+#include "compiler/support/Error.h"
+#include "frontend/Kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace tritium;
+using dsl::Float;
+using dsl::Int;
+using dsl::Ptr;
+
+namespace {
+
+int gLine = 0; // the line of the mistake, set by the code that makes it
+
+const std::vector<std::string> kNames = {"out", "in", "n", "BLOCK"};
+
+Specialization spec(std::vector<std::string> signature = {"*fp32", "*fp32", "i32"},
+                    std::vector<int64_t> constexprs = {128}, int numWarps = 4) {
+  return Specialization{.signature = std::move(signature),
+                        .constexprs = std::move(constexprs),
+                        .numWarps = numWarps};
+}
+
+// Runs `f`, which must throw a UserError at this file's line gLine whose message contains every
+// one of `needles`.
+void expectUserError(const std::function<void()> &f, const std::vector<std::string> &needles) {
+  gLine = 0;
+  try {
+    f();
+    ADD_FAILURE() << "no UserError was thrown";
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    ASSERT_NE(gLine, 0) << "the test did not record the mistake's line; message: " << msg;
+    std::string where = "DslErrorTest.cpp:" + std::to_string(gLine) + ": error: ";
+    EXPECT_EQ(msg.rfind(where, 0), 0u) << "expected the message to start with '" << where
+                                        << "', got: " << msg;
+    EXPECT_EQ(e.where().line, unsigned(gLine)) << msg;
+    EXPECT_NE(e.where().file.find("DslErrorTest.cpp"), std::string::npos) << e.where().file;
+    for (const std::string &needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "missing '" << needle << "' in: " << msg;
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << "expected a tritium::UserError, got another exception: " << e.what();
+  }
+}
+
+// Traces `body` for `s` (TIR stage).
+template <typename... P>
+void traceKernel(void (*body)(P...), const Specialization &s = spec()) {
+  tritium::kernel("bad_kernel", body, kNames).compileTo(s, Stage::TIR);
+}
+
+// --- Kernels with one mistake each -------------------------------------------------------------
+
+void shapesDoNotBroadcast(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto z = dsl::arange(0, 128) + dsl::arange(0, 256);
+  dsl::store(out + dsl::arange(0, 128), z);
+}
+
+void arangeNotPowerOfTwo(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto offs = dsl::arange(0, 1000);
+  dsl::store(out + offs, 0.0);
+}
+
+void maskOfWrongShape(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  auto wide = dsl::arange(0, 2 * BLOCK) < n;
+  gLine = __LINE__; auto x = dsl::load(in + offs, wide, 0.0);
+  dsl::store(out + offs, x);
+}
+
+void maskNotAComparison(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  auto f = dsl::load(in + offs);
+  gLine = __LINE__; auto x = dsl::load(in + offs, f, 0.0);
+  dsl::store(out + offs, x);
+}
+
+void pointerPlusFloatLiteral(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto p = in + 1.5;
+  dsl::store(out, dsl::load(p));
+}
+
+void pointerPlusFloatBlock(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto f = dsl::load(in + dsl::arange(0, BLOCK));
+  gLine = __LINE__; auto p = out + f;
+  dsl::store(p, f);
+}
+
+void loadFromNonPointer(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto x = dsl::load(dsl::arange(0, BLOCK));
+  dsl::store(out + dsl::arange(0, BLOCK), x);
+}
+
+void storeF32ThroughI32(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  auto x = dsl::load(in + offs);
+  gLine = __LINE__; dsl::store(out + offs, x);
+}
+
+void reduceAxisOutOfRange(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, BLOCK));
+  gLine = __LINE__; auto s = dsl::sum(x, 1);
+  dsl::store(out, s);
+}
+
+void expOfInteger(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  gLine = __LINE__; auto e = dsl::exp(offs);
+  dsl::store(out + offs, e);
+}
+
+void breakOutOfRange(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; for (auto i : dsl::range(0, n)) {
+    dsl::store(out + i, 1.0);
+    break;
+  }
+}
+
+void returnFromRangeThenMoreCalls(Ptr out, Ptr in, Int n, int BLOCK) {
+  // The mistake is reported at the next DSL call, still pointing at the loop.
+  auto body = [&] {
+    gLine = __LINE__; for (auto i : dsl::range(0, n, 1)) {
+      dsl::store(out + i, 1.0);
+      return;
+    }
+  };
+  body();
+  dsl::store(out, 2.0);
+}
+
+void tooManyElementsPerThread(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto offs = dsl::arange(0, 1 << 20);
+  dsl::store(out + offs, 0.0);
+}
+
+void copy(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::program_id(0) * BLOCK + dsl::arange(0, BLOCK);
+  auto mask = offs < n;
+  dsl::store(out + offs, dsl::load(in + offs, mask, 0.0), mask);
+}
+
+// A correct kernel for the specialization errors: only the declaration's line is known there.
+void good(Ptr out, Ptr in, Int n, int BLOCK) { copy(out, in, n, BLOCK); }
+
+class DslErrorTest : public tritium::testing::CompilerTest {};
+
+} // namespace
+
+// --- The DSL's own checks ----------------------------------------------------------------------
+
+TEST_F(DslErrorTest, ShapesThatDoNotBroadcast) {
+  expectUserError([] { traceKernel(shapesDoNotBroadcast); },
+                  {"cannot broadcast block<128xi32> with block<256xi32>", "'+'"});
+}
+
+TEST_F(DslErrorTest, ArangeOfNonPowerOfTwo) {
+  expectUserError([] { traceKernel(arangeNotPowerOfTwo); },
+                  {"arange(0, 1000)", "1000 must be a power of two"});
+}
+
+TEST_F(DslErrorTest, LoadMaskOfWrongShape) {
+  expectUserError([] { traceKernel(maskOfWrongShape); },
+                  {"load's mask block<256xi1> does not match the shape of its pointers "
+                   "block<128xptr<f32>>"});
+}
+
+TEST_F(DslErrorTest, MaskThatIsNotAComparison) {
+  expectUserError([] { traceKernel(maskNotAComparison); },
+                  {"load's mask must be a comparison result (i1), got block<128xf32>"});
+}
+
+TEST_F(DslErrorTest, PointerPlusFloatLiteral) {
+  expectUserError([] { traceKernel(pointerPlusFloatLiteral); },
+                  {"cannot add float literal 1.5 to a pointer (ptr<f32>)",
+                   "pointer offsets must be integers"});
+}
+
+TEST_F(DslErrorTest, PointerPlusFloatBlock) {
+  expectUserError([] { traceKernel(pointerPlusFloatBlock); },
+                  {"cannot add block<128xf32> to a pointer (ptr<f32>)"});
+}
+
+TEST_F(DslErrorTest, LoadFromNonPointer) {
+  expectUserError([] { traceKernel(loadFromNonPointer); },
+                  {"load expects a pointer or a block of pointers, got block<128xi32>"});
+}
+
+TEST_F(DslErrorTest, StoreOfF32ThroughI32Pointer) {
+  expectUserError([] { traceKernel(storeF32ThroughI32, spec({"*i32", "*fp32", "i32"})); },
+                  {"store of block<128xf32> through block<128xptr<i32>>",
+                   "element types differ", "cast(x, \"i32\")"});
+}
+
+TEST_F(DslErrorTest, ReduceAxisOutOfRange) {
+  expectUserError([] { traceKernel(reduceAxisOutOfRange); },
+                  {"sum: axis 1 is out of range for block<128xf32>"});
+}
+
+TEST_F(DslErrorTest, ExpOfIntegers) {
+  expectUserError([] { traceKernel(expOfInteger); },
+                  {"exp expects floating-point values, got block<128xi32>"});
+}
+
+TEST_F(DslErrorTest, DslCallOutsideAKernel) {
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto v = dsl::arange(0, 128);
+        (void)v;
+      },
+      {"can only be used inside a kernel body"});
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto v = dsl::program_id(0);
+        (void)v;
+      },
+      {"can only be used inside a kernel body"});
+  // Operators too.
+  expectUserError(
+      [] {
+        dsl::Value empty;
+        gLine = __LINE__; auto v = empty + 1;
+        (void)v;
+      },
+      {"can only be used inside a kernel body"});
+}
+
+TEST_F(DslErrorTest, BreakOutOfRangeLoop) {
+  expectUserError([] { traceKernel(breakOutOfRange); },
+                  {"'break' or 'return' inside a tritium range loop is not supported"});
+}
+
+TEST_F(DslErrorTest, ReturnFromRangeLoopReportedAtNextCall) {
+  expectUserError([] { traceKernel(returnFromRangeThenMoreCalls); },
+                  {"'break' or 'return' inside a tritium range loop is not supported"});
+}
+
+TEST_F(DslErrorTest, TheErrorDoesNotLeakIntoTheNextTrace) {
+  // After a failed trace, the same kernel traces cleanly: no deferred error or open loop is left
+  // behind on this thread.
+  expectUserError([] { traceKernel(breakOutOfRange); }, {"'break' or 'return'"});
+  EXPECT_NO_THROW(traceKernel(good));
+  expectUserError([] { traceKernel(shapesDoNotBroadcast); }, {"cannot broadcast"});
+  EXPECT_NO_THROW(traceKernel(good));
+}
+
+// --- Specializations that do not fit the kernel (reported at the kernel's declaration) ---------
+
+TEST_F(DslErrorTest, SignatureWithWrongCount) {
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32"}));
+      },
+      {"kernel 'sig_kernel' has 3 runtime parameters but the signature lists 2 types"});
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "i32", "i32"}));
+      },
+      {"signature lists 4 types"});
+}
+
+TEST_F(DslErrorTest, SignatureWithWrongKind) {
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"i32", "*fp32", "i32"}));
+      },
+      {"parameter 0 ('out') of kernel 'sig_kernel' is a pointer (Ptr) but the signature gives "
+       "'i32'"});
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "*i32"}));
+      },
+      {"parameter 2 ('n')", "is an integer (Int) but the signature gives '*i32'"});
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "fp32"}));
+      },
+      {"parameter 2 ('n')", "'fp32'"});
+}
+
+TEST_F(DslErrorTest, SignatureWithBadDtype) {
+  for (const char *bad : {"*fp99", "*", "*i1", ""}) {
+    SCOPED_TRACE(bad);
+    expectUserError(
+        [&] {
+          gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+          k.trace(spec({bad, "*fp32", "i32"}));
+        },
+        {"parameter 0 ('out')", std::string("the signature gives '") + bad + "'"});
+  }
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "u32"}));
+      },
+      {"parameter 2 ('n')", "'u32'"});
+}
+
+TEST_F(DslErrorTest, WrongNumberOfConstexprs) {
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("cx_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "i32"}, {}));
+      },
+      {"kernel 'cx_kernel' has 1 compile-time parameters but 0 values were given"});
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("cx_kernel", good, kNames);
+        k.trace(spec({"*fp32", "*fp32", "i32"}, {128, 4}));
+      },
+      {"but 2 values were given"});
+}
+
+TEST_F(DslErrorTest, WrongNumberOfParameterNames) {
+  expectUserError(
+      [] {
+        gLine = __LINE__; auto k = tritium::kernel("names_kernel", good, {"out", "in"});
+        (void)k;
+      },
+      {"kernel 'names_kernel' has 4 parameters but 2 names were given"});
+}
+
+// --- Mistakes found while lowering -------------------------------------------------------------
+
+TEST_F(DslErrorTest, NumWarpsNotAPowerOfTwo) {
+  for (int warps : {3, 0, 64, -4}) {
+    SCOPED_TRACE(warps);
+    auto k = tritium::kernel("warps_kernel", good, kNames);
+    try {
+      k.compileTo(spec({"*fp32", "*fp32", "i32"}, {128}, warps), Stage::GIR);
+      ADD_FAILURE() << "num_warps " << warps << " was accepted";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("num_warps must be a power of two from 1 to 32, got " +
+                                           std::to_string(warps)),
+                std::string::npos)
+          << e.what();
+    }
+    // The TIR stage does not depend on num_warps.
+    EXPECT_NO_THROW(k.compileTo(spec({"*fp32", "*fp32", "i32"}, {128}, warps), Stage::TIR));
+  }
+}
+
+TEST_F(DslErrorTest, TooManyElementsPerThread) {
+  expectUserError(
+      [] {
+        tritium::kernel("big_kernel", tooManyElementsPerThread, kNames)
+            .compileTo(spec({"*fp32", "*fp32", "i32"}, {128}, 1), Stage::GIR);
+      },
+      {"block<1048576xi32> needs 32768 elements per thread with num_warps=1 (at most 256)"});
+  // The same block over 32 warps holds 1024 per thread: still too many.
+  expectUserError(
+      [] {
+        tritium::kernel("big_kernel", tooManyElementsPerThread, kNames)
+            .compileTo(spec({"*fp32", "*fp32", "i32"}, {128}, 32), Stage::GIR);
+      },
+      {"needs 1024 elements per thread with num_warps=32"});
+}
+
+// --- Launch arguments, checked against the signature before any driver call --------------------
+//
+// CompiledKernel::launch checks the count, the grid and every argument before load(), so these
+// run (and must fail the same way) on machines with and without a GPU.
+
+namespace {
+
+void expectLaunchError(CompiledKernel &k, int64_t grid, std::initializer_list<KernelArg> args,
+                       const std::vector<std::string> &needles) {
+  try {
+    k.launch(grid, nullptr, args);
+    ADD_FAILURE() << "the launch was accepted";
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("error: launch of 'copy_kernel': ", 0), 0u) << msg;
+    for (const std::string &needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "missing '" << needle << "' in: " << msg;
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << "expected a UserError before any driver call, got: " << e.what();
+  }
+  EXPECT_FALSE(k.loaded()) << "a refused launch must not load the kernel";
+}
+
+} // namespace
+
+TEST_F(DslErrorTest, LaunchArgumentsAreCheckedAgainstTheSignature) {
+  auto kernel = tritium::kernel("copy_kernel", copy, kNames);
+  CompiledKernel &k = kernel.compile(spec());
+  ASSERT_EQ(k.metadata().signature.names, (std::vector<std::string>{"out", "in", "n"}));
+  const KernelArg p = KernelArg::pointer(0x10000);
+
+  expectLaunchError(k, 1, {p, p}, {"expected 3 arguments but got 2"});
+  expectLaunchError(k, 1, {p, p, 1, 2}, {"expected 3 arguments but got 4"});
+  expectLaunchError(k, 1, {}, {"expected 3 arguments but got 0"});
+  expectLaunchError(k, 1, {p, p, 1.5f}, {"argument 2 ('n') must be i32 but a float was given"});
+  expectLaunchError(k, 1, {int32_t(0), p, 1},
+                    {"argument 0 ('out') must be *fp32 but an integer was given"});
+  expectLaunchError(k, 1, {p, 2.0f, 1},
+                    {"argument 1 ('in') must be *fp32 but a float was given"});
+  expectLaunchError(k, 1, {p, p, p}, {"argument 2 ('n') must be i32 but a pointer was given"});
+  expectLaunchError(k, 1, {p, p, int64_t(1) << 40},
+                    {"argument 2 ('n') is i32 but 1099511627776 does not fit"});
+  expectLaunchError(k, 1, {p, p, int64_t(INT32_MIN) - 1},
+                    {"argument 2 ('n') is i32 but -2147483649 does not fit"});
+  expectLaunchError(k, 0, {p, p, 1}, {"grid size 0 is out of range"});
+  expectLaunchError(k, int64_t(1) << 31, {p, p, 1}, {"grid size 2147483648 is out of range"});
+}
+
+TEST_F(DslErrorTest, LaunchArgumentsOfOtherSignatureTypes) {
+  auto kernel = tritium::kernel("copy_kernel", copy, kNames);
+  CompiledKernel &k = kernel.compile(spec({"*fp16", "*fp16", "i64"}));
+  const KernelArg p = KernelArg::pointer(0x10000);
+  // i64 takes any integer but no float or pointer.
+  expectLaunchError(k, 1, {p, p, 1.0f}, {"argument 2 ('n') must be i64 but a float was given"});
+  expectLaunchError(k, 1, {p, p, p}, {"argument 2 ('n') must be i64 but a pointer was given"});
+  expectLaunchError(k, 1, {3, p, int64_t(1) << 40},
+                    {"argument 0 ('out') must be *fp16 but an integer was given"});
+}

@@ -1,0 +1,157 @@
+// The softmax kernel of Triton's tutorial compiled to PTX for a range of block sizes and warp
+// counts: the PTX has the expected entry, target and instructions, and ptxas assembles it for
+// sm_90 without spilling.
+#include "TestSupport.h"
+
+#include "compiler/support/Error.h"
+#include "examples/kernels/Softmax.h"
+#include "frontend/Kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+using namespace tritium;
+
+namespace {
+
+struct Config {
+  int64_t blockSize;
+  int numWarps;
+};
+
+std::string configName(const ::testing::TestParamInfo<Config> &info) {
+  return "block" + std::to_string(info.param.blockSize) + "_warps" +
+         std::to_string(info.param.numWarps);
+}
+
+Specialization softmaxSpec(int64_t blockSize, int numWarps, int numStages = 4) {
+  return Specialization{.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
+                        .constexprs = {blockSize, numStages},
+                        .numWarps = numWarps,
+                        .numStages = numStages};
+}
+
+size_t count(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// The structural checks every softmax PTX must pass.
+void checkSoftmaxPtx(const std::string &ptx, const std::string &arch, int numWarps) {
+  EXPECT_NE(ptx.find(".entry softmax_kernel("), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".target " + arch + "\n"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".address_size 64"), std::string::npos);
+  // exp(x) as ex2.approx(x * log2 e), like Triton.
+  EXPECT_NE(ptx.find("ex2.approx"), std::string::npos) << ptx;
+  // max and sum: five butterfly steps each across the warp.
+  EXPECT_GE(count(ptx, "shfl.sync.bfly"), 10u) << ptx;
+  // Cross-warp combination needs barriers exactly when there are several warps.
+  bool barrier = ptx.find("bar.sync") != std::string::npos ||
+                 ptx.find("barrier.sync") != std::string::npos;
+  EXPECT_EQ(barrier, numWarps > 1) << ptx;
+  // The masked row load: a predicated global load.
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(@%p\d+\s+ld\.global)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(@%p\d+\s+st\.global)"))) << ptx;
+}
+
+class SoftmaxPtxTest : public tritium::testing::CompilerTest,
+                       public ::testing::WithParamInterface<Config> {};
+
+} // namespace
+
+TEST_P(SoftmaxPtxTest, CompilesAndAssemblesWithoutSpills) {
+  const Config c = GetParam();
+  Artifacts a = kernels::softmaxKernel().compileTo(softmaxSpec(c.blockSize, c.numWarps),
+                                                   Stage::PTX);
+  ASSERT_FALSE(a.ptx.empty());
+  checkSoftmaxPtx(a.ptx, "sm_90", c.numWarps);
+  EXPECT_NE(a.ptx.find(".version 8.0"), std::string::npos);
+  // Every earlier stage is kept, too.
+  EXPECT_NE(a.tir.find("kernel @softmax_kernel("), std::string::npos) << a.tir;
+  EXPECT_NE(a.gir.find("#blocked<"), std::string::npos) << a.gir;
+  EXPECT_NE(a.llvm.find("define"), std::string::npos);
+  // One shared slot per warp for each of the two reductions when warps must combine.
+  if (c.numWarps > 1)
+    EXPECT_GT(a.sharedBytes, 0);
+  else
+    EXPECT_EQ(a.sharedBytes, 0);
+
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90");
+  ASSERT_EQ(r.exitCode, 0) << "ptxas failed:\n" << r.output << "\n--- PTX ---\n" << a.ptx;
+  EXPECT_NE(r.output.find("Compiling entry function 'softmax_kernel' for 'sm_90'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Softmax, SoftmaxPtxTest,
+                         ::testing::Values(Config{1, 4}, Config{4, 4}, Config{32, 1},
+                                           Config{256, 4}, Config{1024, 4}, Config{1024, 8},
+                                           Config{4096, 8}, Config{16384, 16}),
+                         configName);
+
+class PtxTest : public tritium::testing::CompilerTest {};
+
+TEST_F(PtxTest, TutorialSpecializationsAssemble) {
+  for (int64_t nCols : {781, 2048, 12288}) {
+    SCOPED_TRACE(nCols);
+    Specialization s = kernels::softmaxSpecialization(nCols);
+    ASSERT_EQ(s.constexprs[0] >= nCols, true);
+    Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+    checkSoftmaxPtx(a.ptx, "sm_90", s.numWarps);
+    if (tritium::testing::ptxasPath().empty())
+      continue;
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90");
+    EXPECT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  }
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+}
+
+TEST_F(PtxTest, Sm80Target) {
+  Specialization s = softmaxSpec(1024, 4);
+  s.arch = "sm_80";
+  Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+  checkSoftmaxPtx(a.ptx, "sm_80", 4);
+  EXPECT_EQ(a.ptx.find("sm_90"), std::string::npos);
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_80");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
+TEST_F(PtxTest, PtxVersionIsHonoured) {
+  Specialization s = softmaxSpec(256, 4);
+  s.ptxVersion = 83;
+  Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+  EXPECT_NE(a.ptx.find(".version 8.3\n"), std::string::npos) << a.ptx.substr(0, 400);
+}
+
+TEST_F(PtxTest, UnknownArchIsAUserError) {
+  for (const char *arch : {"sm_1", "compute_90", "", "sm_90x"}) {
+    SCOPED_TRACE(arch);
+    Specialization s = softmaxSpec(1024, 4);
+    s.arch = arch;
+    try {
+      kernels::softmaxKernel().compileTo(s, Stage::PTX);
+      ADD_FAILURE() << "arch '" << arch << "' was accepted";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("unknown GPU architecture '") + arch + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Through Kernel::compile too, and nothing is cached for it.
+  Specialization s = softmaxSpec(1024, 4);
+  s.arch = "sm_1";
+  EXPECT_THROW(kernels::softmaxKernel().compile(s), UserError);
+  EXPECT_TRUE(std::filesystem::is_empty(cacheDir()) || !std::filesystem::exists(cacheDir()));
+}
