@@ -40,7 +40,7 @@ void CompiledKernel::load() {
       std::string cubin;
       loaded_.emplace(rt::LoadedKernel::fromPTX(artifacts_.ptx, meta_.name, &cubin));
       cubin_ = std::move(cubin);
-      if (!meta_.cacheKey.empty()) {
+      if (!meta_.cacheDir.empty()) {
         // The cubin and register counts exist only now: add them to the cache entry.
         const rt::KernelInfo &info = loaded_->info();
         rt::CacheEntry e;
@@ -51,7 +51,7 @@ void CompiledKernel::load() {
         e.metadata["spill_bytes"] = rt::spillBytesFromLog(info.jitLog);
         e.metadata["static_shared"] = info.staticSharedBytes;
         e.metadata["max_threads"] = info.maxThreadsPerBlock;
-        rt::DiskCache().addFiles(meta_.cacheKey, e);
+        rt::DiskCache(meta_.cacheDir.parent_path()).addFiles(meta_.cacheKey, e); // its own entry
       }
     }
     const rt::KernelInfo &info = loaded_->info();

@@ -94,12 +94,12 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
     (k == ParamKind::Constexpr ? constCount : runtimeCount)++;
   if (spec.signature.size() != runtimeCount)
     userError("kernel '" + name_ + "' has " + std::to_string(runtimeCount) +
-                  " runtime parameters but the signature lists " +
+                  " runtime parameter(s) but the signature lists " +
                   std::to_string(spec.signature.size()) + " types",
               loc_);
   if (spec.constexprs.size() != constCount)
     userError("kernel '" + name_ + "' has " + std::to_string(constCount) +
-                  " compile-time parameters but " + std::to_string(spec.constexprs.size()) +
+                  " compile-time parameter(s) but " + std::to_string(spec.constexprs.size()) +
                   " values were given",
               loc_);
 

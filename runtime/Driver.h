@@ -56,6 +56,7 @@ private:
   X(cuMemcpyHtoD)                                                                                  \
   X(cuMemcpyDtoH)                                                                                  \
   X(cuMemcpyDtoD)                                                                                  \
+  X(cuMemcpyDtoDAsync)                                                                             \
   X(cuMemsetD8)                                                                                    \
   X(cuMemsetD32)                                                                                   \
   X(cuMemsetD32Async)                                                                              \

@@ -75,8 +75,9 @@ public:
   const rt::DeviceBuffer &out() const { return *out_; }
   const Shape &shape() const { return s_; }
 
-  void launch(CompiledKernel &k, CUstream stream) {
-    k.launch(k.persistentGrid(s_.rows), stream,
+  void launch(CompiledKernel &k, CUstream stream) { launch(k, stream, k.persistentGrid(s_.rows)); }
+  void launch(CompiledKernel &k, CUstream stream, int64_t grid) {
+    k.launch(grid, stream,
              {*out_, *in_, int32_t(s_.inStride), int32_t(s_.outStride), int32_t(s_.rows),
               int32_t(s_.cols)});
   }
@@ -232,7 +233,8 @@ TEST_F(SoftmaxGpuTest, CudaGraphCaptureGivesTheSameResult) {
   std::vector<float> direct = p.check();
 
   p.poison();
-  rt::Graph graph = rt::Graph::capture(stream.get(), [&] { p.launch(k, stream.get()); });
+  const int64_t grid = k.persistentGrid(64);
+  rt::Graph graph = rt::Graph::capture(stream.get(), [&] { p.launch(k, stream.get(), grid); });
   stream.sync();
   // Capture only records: the output is still all poison.
   std::vector<float> untouched = p.download();

@@ -267,7 +267,6 @@ TEST(IRTest, VerifierRejectsReduceAxisOutOfRange) {
 
 TEST(IRTest, VerifierRequiresLayoutsOnlyWhenAsked) {
   Sample s = buildSample(true);
-  EXPECT_EQ(verifyError(*s.fn, {.requireLayouts = true}).find("IR verification failed"), 0u);
   std::string msg = verifyError(*s.fn, {.requireLayouts = true});
   EXPECT_NE(msg.find("'arange' at hand_written.cpp:10"), std::string::npos) << msg;
   EXPECT_NE(msg.find("block value without a layout"), std::string::npos) << msg;

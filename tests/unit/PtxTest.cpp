@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <regex>
 #include <string>
 
@@ -20,6 +21,10 @@ struct Config {
   int64_t blockSize;
   int numWarps;
 };
+
+void PrintTo(const Config &c, std::ostream *os) {
+  *os << "BLOCK_SIZE=" << c.blockSize << " num_warps=" << c.numWarps;
+}
 
 std::string configName(const ::testing::TestParamInfo<Config> &info) {
   return "block" + std::to_string(info.param.blockSize) + "_warps" +
