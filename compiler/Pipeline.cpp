@@ -63,6 +63,17 @@ private:
 
 } // namespace
 
+int64_t maxSharedBytesFor(const std::string &arch) {
+  int sm = arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+  if (sm >= 90)
+    return 232448;
+  if (sm == 80 || sm == 87)
+    return 166912;
+  if (sm >= 86)
+    return 101376;
+  return 49152;
+}
+
 void optimizeTIR(ir::Function &fn) {
   StageTimer timer("tir");
   ir::verify(fn, "tracing");
@@ -87,6 +98,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     assignLayouts(fn, options.numWarps);
     allocateSharedMemory(fn, options.numWarps);
     chooseVectorWidths(fn);
+    pipelineLoads(fn, options.numWarps,
+                  options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);

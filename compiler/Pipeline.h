@@ -18,7 +18,12 @@ struct CompileOptions {
   int ptxVersion = 80; // PTX ISA x 10
   int numWarps = 4;
   int numStages = 1;
+  // Shared memory one CTA may use (the pipelining ring's budget); 0: the architecture's limit.
+  int64_t maxSharedBytes = 0;
 };
+
+// The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
+int64_t maxSharedBytesFor(const std::string &arch);
 
 struct Artifacts {
   std::string tir;  // after TIR optimization, with source locations

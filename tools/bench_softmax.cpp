@@ -26,6 +26,7 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --n=LIST             these N instead (comma separated)
   --rows=M             rows (default 4096)
   --num-warps=LIST     time each of these num_warps (comma separated) instead of the default
+  --num-stages=LIST    time each of these num_stages (1 = no cp.async pipelining)
   --reps=R             timed repetitions per point (default 100)
   --csv=FILE           also write the table as CSV
   --host-overhead      host time per launch of a tiny softmax (1 x 128), plain and graph
@@ -65,7 +66,7 @@ template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
 
 struct Point {
   int64_t n;
-  int warps;
+  int warps, stages;
   double gbps, copyGbps, maxErr;
   int regs;
 };
@@ -89,7 +90,7 @@ double checkRows(const std::vector<float> &x, const std::vector<float> &y, int64
   return maxErr;
 }
 
-Point benchOne(int64_t rows, int64_t cols, int warps, int reps, std::mt19937 &rng) {
+Point benchOne(int64_t rows, int64_t cols, int warps, int stages, int reps, std::mt19937 &rng) {
   size_t n = size_t(rows * cols), bytes = n * sizeof(float);
   std::vector<float> x(n), y(n);
   std::normal_distribution<float> dist(0.f, 2.f);
@@ -102,6 +103,8 @@ Point benchOne(int64_t rows, int64_t cols, int warps, int reps, std::mt19937 &rn
   Specialization spec = kernels::softmaxSpecialization(cols);
   if (warps > 0)
     spec.numWarps = warps;
+  if (stages > 0)
+    spec.constexprs[1] = spec.numStages = stages;
   int32_t c = int32_t(cols), r = int32_t(rows);
   spec = spec.specializedFor({out, in, c, c, r, c});
   CompiledKernel &k = kernels::softmaxKernel().compile(spec);
@@ -115,7 +118,7 @@ Point benchOne(int64_t rows, int64_t cols, int warps, int reps, std::mt19937 &rn
   float copyMs = timeMs(s, reps, [&] {
     TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), in.ptr(), bytes, s.get()));
   });
-  return {cols, k.metadata().options.numWarps, 2.0 * double(bytes) / (ms * 1e-3) / 1e9,
+  return {cols, k.metadata().options.numWarps, k.metadata().options.numStages, 2.0 * double(bytes) / (ms * 1e-3) / 1e9,
           2.0 * double(bytes) / (copyMs * 1e-3) / 1e9, err, k.info().numRegs};
 }
 
@@ -184,7 +187,7 @@ int compileTime(Clock::time_point start) {
 
 int main(int argc, char **argv) {
   auto start = Clock::now();
-  std::vector<int64_t> ns, warps = {0};
+  std::vector<int64_t> ns, warps = {0}, stages = {0};
   int64_t rows = 4096;
   int reps = 100;
   std::string csv;
@@ -204,6 +207,8 @@ int main(int argc, char **argv) {
         rows = std::atoll(value().c_str());
       } else if (a.rfind("--num-warps=", 0) == 0) {
         warps = parseList(value());
+      } else if (a.rfind("--num-stages=", 0) == 0) {
+        stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
         reps = std::atoi(value().c_str());
       } else if (a.rfind("--csv=", 0) == 0) {
@@ -231,34 +236,36 @@ int main(int argc, char **argv) {
     }
     std::mt19937 rng(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * warps.size(), done = 0;
+    size_t total = ns.size() * warps.size() * stages.size(), done = 0;
     for (int64_t n : ns)
-      for (int64_t w : warps) {
-        std::fprintf(stderr, "\r[%zu/%zu] N=%lld warps=%lld   ", ++done, total, (long long)n,
-                     (long long)w);
+      for (int64_t w : warps)
+        for (int64_t st : stages) {
+        std::fprintf(stderr, "\r[%zu/%zu] N=%lld warps=%lld stages=%lld   ", ++done, total,
+                     (long long)n, (long long)w, (long long)st);
         try {
-          points.push_back(benchOne(rows, n, int(w), reps, rng));
+          points.push_back(benchOne(rows, n, int(w), int(st), reps, rng));
         } catch (const UserError &e) { // e.g. too many elements per thread for few warps
           std::fprintf(stderr, "\nskipped N=%lld num_warps=%lld: %s\n", (long long)n,
                        (long long)w, e.what());
         }
       }
     std::fprintf(stderr, "\n");
-    std::printf("%6s %6s %5s %5s %10s %10s %7s %9s\n", "M", "N", "warps", "regs", "GB/s",
+    std::printf("%6s %6s %5s %6s %5s %10s %10s %7s %9s\n", "M", "N", "warps", "stages", "regs",
+                "GB/s",
                 "copy GB/s", "of copy", "max|err|");
     std::ofstream f;
     if (!csv.empty()) {
       f.open(csv);
-      f << "M,N,num_warps,regs,tritium_GBps,copy_GBps,max_err\n";
+      f << "M,N,num_warps,num_stages,regs,tritium_GBps,copy_GBps,max_err\n";
     }
     bool ok = true;
     for (const Point &p : points) {
-      std::printf("%6lld %6lld %5d %5d %10.1f %10.1f %6.1f%% %9.1e%s\n", (long long)rows,
-                  (long long)p.n, p.warps, p.regs, p.gbps, p.copyGbps, 100 * p.gbps / p.copyGbps,
+      std::printf("%6lld %6lld %5d %6d %5d %10.1f %10.1f %6.1f%% %9.1e%s\n", (long long)rows,
+                  (long long)p.n, p.warps, p.stages, p.regs, p.gbps, p.copyGbps, 100 * p.gbps / p.copyGbps,
                   p.maxErr, p.maxErr <= 1e-5 ? "" : "  WRONG");
       ok = ok && p.maxErr <= 1e-5;
       if (f)
-        f << rows << "," << p.n << "," << p.warps << "," << p.regs << "," << p.gbps << ","
+        f << rows << "," << p.n << "," << p.warps << "," << p.stages << "," << p.regs << "," << p.gbps << ","
           << p.copyGbps << "," << p.maxErr << "\n";
     }
     return ok ? 0 : 1;

@@ -2,6 +2,7 @@
 // Triton emits them, so a masked-off lane never touches memory and needs no branch; unmasked
 // ones are plain LLVM loads and stores that the backend is free to schedule.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/codegen/Pipelining.h"
 
 #include <llvm/IR/InlineAsm.h>
 
@@ -136,6 +137,10 @@ llvm::Align alignOf(llvm::Type *t, int64_t vec) {
 bool lowerMemory(Lowering &l, const ir::Op &op) {
   auto &b = l.b;
   int64_t vec = op.hasAttr("vec") ? op.intAttr("vec") : 1;
+  if (op.kind() == ir::OpKind::Load && op.hasAttr("pipelined")) {
+    lowerPipelinedLoad(l, op, l.readStage.at(op.parentBlock()->parentOp()));
+    return true;
+  }
   if (op.kind() == ir::OpKind::Load) {
     const ir::Value *res = op.result();
     llvm::Type *ty = l.elementType(res->type());

@@ -1,6 +1,7 @@
 // GIR -> LLVM IR for nvptx64: the kernel function and its arguments, thread indices, shared
 // memory, structured loops, and dispatch of every other op to its family's lowering.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/codegen/Pipelining.h"
 
 #include "compiler/ir/Printer.h"
 
@@ -118,13 +119,19 @@ private:
     }
   }
 
-  // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. The
-  // num_stages attribute is honoured by the pipelining pass; here the loop is plain.
+  // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. A loop with
+  // a pipelining plan also carries the ring's read and write stages (Pipelining.h).
   void lowerFor(const ir::Op &op) {
     auto &b = l_.b;
     llvm::Value *lb = l_.get(op.operand(0))[0];
     llvm::Value *ub = l_.get(op.operand(1))[0];
     llvm::Value *step = l_.get(op.operand(2))[0];
+    std::optional<PipelinePlan> plan = pipelinePlan(op);
+    if (plan)
+      for (int s = 0; s + 1 < plan->stages; ++s)
+        issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
+                                                                  lb->getType(), s))),
+                   ub, b.getInt32(s));
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
     auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
@@ -149,15 +156,36 @@ private:
       carried.push_back(phis);
     }
     l_.set(body.argument(0), {iv});
+    llvm::PHINode *readStage = nullptr, *writeStage = nullptr;
+    if (plan) {
+      readStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.read");
+      readStage->addIncoming(b.getInt32(0), pre);
+      writeStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.write");
+      writeStage->addIncoming(b.getInt32(plan->stages - 1), pre);
+    }
     b.CreateCondBr(b.CreateICmpSLT(iv, ub), bodyBB, exit);
 
     b.SetInsertPoint(bodyBB);
+    if (plan) {
+      waitForOldestStage(l_, *plan);
+      llvm::Value *ahead = b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->stages - 1));
+      issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage);
+      l_.readStage[&op] = readStage;
+    }
     yields_.push_back(nullptr);
     lowerBlock(body);
     const ir::Op *yield = yields_.back();
     yields_.pop_back();
     llvm::BasicBlock *latch = b.GetInsertBlock();
     iv->addIncoming(b.CreateAdd(iv, step, "iv.next"), latch);
+    if (plan) {
+      auto next = [&](llvm::Value *stage) {
+        llvm::Value *n = b.CreateAdd(stage, b.getInt32(1));
+        return b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(plan->stages)), b.getInt32(0), n);
+      };
+      readStage->addIncoming(next(readStage), latch);
+      writeStage->addIncoming(next(writeStage), latch);
+    }
     for (unsigned i = 0; i < carried.size(); ++i) {
       const Elements &next = l_.get(yield->operand(i));
       for (size_t e = 0; e < next.size(); ++e)
@@ -166,6 +194,8 @@ private:
     b.CreateBr(header);
 
     b.SetInsertPoint(exit);
+    if (plan)
+      drainStages(l_);
     for (unsigned i = 0; i < op.numResults(); ++i)
       l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
   }

@@ -51,6 +51,8 @@ struct Lowering {
   void barrier();
 
   std::unordered_map<const ir::Value *, Elements> values;
+  // For each pipelined loop being lowered, the shared-memory stage its iteration reads.
+  std::unordered_map<const ir::Op *, llvm::Value *> readStage;
 };
 
 // One entry per op family; each handles the kinds it knows and returns false otherwise.

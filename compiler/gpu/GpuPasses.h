@@ -22,4 +22,8 @@ void allocateSharedMemory(ir::Function &fn, int numWarps);
 // the axis analysis (contiguity, alignment, mask constancy) and the layout.
 void chooseVectorWidths(ir::Function &fn);
 
+// Plans cp.async software pipelining of loads in `for` loops with num_stages >= 2 (see
+// PipelineLoads.cpp), within `maxSharedBytes` of shared memory per CTA.
+void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes);
+
 } // namespace tritium

@@ -125,6 +125,11 @@ private:
       if (n == 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "store's mask has the wrong type");
       break;
+    case OpKind::Print:
+      expect(op, n == 1 && op.numResults() == 0 && op.hasAttr("prefix") &&
+                     std::holds_alternative<std::string>(op.attr("prefix")),
+             "print(value) {prefix} takes one value, a string prefix and gives nothing");
+      break;
     case OpKind::ReduceMax: case OpKind::ReduceSum: {
       expect(op, n == 1 && ty(0).isBlock(), "reductions take one block");
       auto shape = ty(0).shape();

@@ -17,6 +17,12 @@ UserError::UserError(const std::string &message, const SourceLoc &loc)
 
 UserError::UserError(const std::string &message) : std::runtime_error("error: " + message) {}
 
+UserError UserError::atColumn(const std::string &message, const SourceLoc &loc) {
+  return UserError(loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) +
+                       ": error: " + message,
+                   loc, true);
+}
+
 void userError(const std::string &message, const SourceLoc &loc) { throw UserError(message, loc); }
 
 void internalError(const std::string &message) {

@@ -26,9 +26,12 @@ class UserError : public std::runtime_error {
 public:
   UserError(const std::string &message, const SourceLoc &loc);
   explicit UserError(const std::string &message); // for mistakes without a DSL location (launch)
+  // For mistakes in text inputs (TIR files): "file:line:column: error: message".
+  static UserError atColumn(const std::string &message, const SourceLoc &loc);
   const SourceLoc &where() const { return loc_; }
 
 private:
+  UserError(const std::string &what, SourceLoc loc, bool) : std::runtime_error(what), loc_(loc) {}
   SourceLoc loc_;
 };
 

@@ -58,8 +58,14 @@ void checkSoftmaxPtx(const std::string &ptx, const std::string &arch, int numWar
   bool barrier = ptx.find("bar.sync") != std::string::npos ||
                  ptx.find("barrier.sync") != std::string::npos;
   EXPECT_EQ(barrier, numWarps > 1) << ptx;
-  // The masked row load: a predicated global load.
-  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(@%p\d+\s+ld\.global)"))) << ptx;
+  // The masked row load: a cp.async copy into the pipeline's shared-memory ring when the loop
+  // is pipelined (num_stages > 1), else a predicated global load.
+  if (ptx.find("cp.async") != std::string::npos) {
+    EXPECT_NE(ptx.find("cp.async.commit_group"), std::string::npos) << ptx;
+    EXPECT_NE(ptx.find("cp.async.wait_group"), std::string::npos) << ptx;
+  } else {
+    EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(@%p\d+\s+ld\.global)"))) << ptx;
+  }
   EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(@%p\d+\s+st\.global)"))) << ptx;
 }
 
@@ -79,8 +85,14 @@ TEST_P(SoftmaxPtxTest, CompilesAndAssemblesWithoutSpills) {
   EXPECT_NE(a.tir.find("kernel @softmax_kernel("), std::string::npos) << a.tir;
   EXPECT_NE(a.gir.find("#blocked<"), std::string::npos) << a.gir;
   EXPECT_NE(a.llvm.find("define"), std::string::npos);
-  // One shared slot per warp for each of the two reductions when warps must combine.
-  if (c.numWarps > 1)
+  // One shared slot per warp for each of the two reductions when warps must combine, plus the
+  // pipeline's ring of row buffers when the loop is pipelined (blocks of at least a CTA).
+  // Without the ':16' specialization the loads are not known to be 16-byte vectors, and only
+  // those are pipelined.
+  bool pipelined = a.gir.find("pipeline_stages") != std::string::npos;
+  EXPECT_FALSE(pipelined) << a.gir;
+  EXPECT_EQ(a.ptx.find("cp.async") != std::string::npos, pipelined) << a.ptx;
+  if (c.numWarps > 1 || pipelined)
     EXPECT_GT(a.sharedBytes, 0);
   else
     EXPECT_EQ(a.sharedBytes, 0);
@@ -159,4 +171,28 @@ TEST_F(PtxTest, UnknownArchIsAUserError) {
   s.arch = "sm_1";
   EXPECT_THROW(kernels::softmaxKernel().compile(s), UserError);
   EXPECT_TRUE(std::filesystem::is_empty(cacheDir()) || !std::filesystem::exists(cacheDir()));
+}
+
+// With pointers and strides specialized as divisible by 16, the row load is a 16-byte vector
+// and the num_stages loop is pipelined through cp.async.cg into a ring of shared buffers.
+TEST_F(PtxTest, AlignedRowsArePipelinedWithCpAsync) {
+  for (auto [block, warps, stages] : {std::tuple{1024, 4, 4}, {4096, 8, 4}, {16384, 16, 3},
+                                      {2048, 4, 2}}) {
+    Specialization s = softmaxSpec(block, warps, stages);
+    s.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16", "i32", "i32:16"};
+    Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+    EXPECT_NE(a.gir.find("pipeline_stages = " + std::to_string(stages)), std::string::npos)
+        << a.gir;
+    EXPECT_NE(a.gir.find("vec = 4, pipelined = 1"), std::string::npos) << a.gir;
+    EXPECT_NE(a.ptx.find("cp.async.cg.shared.global"), std::string::npos);
+    EXPECT_NE(a.ptx.find("cp.async.wait_group \t" + std::to_string(stages - 2) + ";"), std::string::npos);
+    EXPECT_NE(a.ptx.find("st.global.v4"), std::string::npos);
+    // The ring: `stages` buffers of one row each, after the reduction slots.
+    EXPECT_GE(a.sharedBytes, int64_t(stages) * block * 4);
+    if (tritium::testing::ptxasPath().empty())
+      continue;
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90");
+    EXPECT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  }
 }

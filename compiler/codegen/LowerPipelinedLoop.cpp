@@ -1,0 +1,130 @@
+// Lowering of cp.async software pipelining, as planned by gpu/PipelineLoads.cpp. A loop with
+// S stages keeps S shared-memory buffers per pipelined load: the prologue copies iterations
+// 0..S-2 ahead; each iteration waits until its own copy has landed (cp.async.wait_group S-2),
+// starts the copy for iteration + S-1, and reads its data from shared memory. Each thread copies
+// exactly the elements it later reads, so no barrier is needed between copy and use. Lanes that
+// are masked off, and iterations past the end, copy zero bytes (src-size 0); the mask then
+// selects `other` for them.
+#include "compiler/codegen/Pipelining.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace tritium::codegen {
+
+namespace {
+
+int64_t elementBytes(const ir::Type &t) { return std::max(1, ir::bitWidth(t.kind()) / 8); }
+
+void collectSlice(const ir::Value *v, const ir::Block &body,
+                  std::unordered_set<const ir::Op *> &slice) {
+  const ir::Op *def = v->definingOp();
+  if (!def || def->parentBlock() != &body || !slice.insert(def).second)
+    return;
+  for (const ir::Value *o : def->operands())
+    collectSlice(o, body, slice);
+}
+
+// Address of element `k` of this thread in the stage buffer: the element's index in the block,
+// so a thread's vector run lands contiguously.
+llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, int64_t k) {
+  auto &b = l.b;
+  const ir::Value *res = load.result();
+  int64_t offset = load.intAttr("smem_offset"), stageBytes = load.intAttr("stage_bytes");
+  llvm::Value *byte = b.CreateAdd(
+      b.CreateMul(b.CreateZExt(stage, b.getInt64Ty()), b.getInt64(stageBytes)),
+      b.getInt64(offset));
+  llvm::Value *index = b.CreateZExt(l.elementIndex(res, k), b.getInt64Ty());
+  byte = b.CreateAdd(byte, b.CreateMul(index, b.getInt64(elementBytes(res->type()))));
+  return b.CreateGEP(b.getInt8Ty(), l.smem, byte);
+}
+
+} // namespace
+
+std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
+  if (!loop.hasAttr("pipeline_stages"))
+    return std::nullopt;
+  PipelinePlan plan;
+  plan.stages = int(loop.intAttr("pipeline_stages"));
+  const ir::Block &body = *loop.body();
+  std::unordered_set<const ir::Op *> slice;
+  for (const auto &op : body.ops())
+    if (op->hasAttr("pipelined")) {
+      plan.loads.push_back(op.get());
+      for (const ir::Value *o : op->operands())
+        collectSlice(o, body, slice);
+    }
+  for (const auto &op : body.ops()) // program order
+    if (slice.count(op.get()))
+      plan.slice.push_back(op.get());
+  return plan;
+}
+
+void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
+                llvm::Value *ub, llvm::Value *stage) {
+  auto &b = l.b;
+  const ir::Value *ivArg = loop.body()->argument(0);
+  auto it = l.values.find(ivArg);
+  std::optional<Elements> saved; // unset in the prologue, before the loop exists
+  if (it != l.values.end())
+    saved = it->second;
+  l.set(ivArg, {iv});
+  for (const ir::Op *op : plan.slice)
+    if (!lowerElementwise(l, *op))
+      internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
+  llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
+  for (const ir::Op *load : plan.loads) {
+    int64_t vec = load->intAttr("vec");
+    int64_t bytes = elementBytes(load->result()->type()) * vec;
+    if (bytes != 16)
+      internalError("pipelined loads move 16-byte vectors");
+    unsigned id = llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
+    const Elements &ptrs = l.get(load->operand(0));
+    for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
+      llvm::Value *pred = inRange;
+      if (load->numOperands() == 3)
+        pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
+      llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
+      l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
+    }
+  }
+  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  if (saved)
+    l.set(ivArg, *saved);
+  else
+    l.values.erase(ivArg);
+}
+
+void waitForOldestStage(Lowering &l, const PipelinePlan &plan) {
+  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
+}
+
+void drainStages(Lowering &l) { l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); }
+
+void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
+  auto &b = l.b;
+  const ir::Value *res = load.result();
+  llvm::Type *ty = l.elementType(res->type());
+  int64_t vec = load.intAttr("vec");
+  auto *vecTy = llvm::FixedVectorType::get(ty, unsigned(vec));
+  Elements out;
+  for (int64_t k = 0; k < l.elementsPerThread(res); k += vec) {
+    // Volatile: the data arrives behind LLVM's back (cp.async), so the read must stay after the
+    // wait and may not be merged with an earlier one.
+    llvm::LoadInst *v = b.CreateAlignedLoad(vecTy, stageAddress(l, load, stage, k),
+                                            llvm::Align(uint64_t(elementBytes(res->type()) * vec)),
+                                            /*isVolatile=*/true);
+    for (int64_t j = 0; j < vec; ++j) {
+      llvm::Value *e = b.CreateExtractElement(v, uint64_t(j));
+      if (load.numOperands() == 3)
+        e = b.CreateSelect(l.get(load.operand(1))[size_t(k + j)], e,
+                           l.get(load.operand(2))[size_t(k + j)]);
+      out.push_back(e);
+    }
+  }
+  l.set(res, std::move(out));
+}
+
+} // namespace tritium::codegen

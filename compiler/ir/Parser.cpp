@@ -1,0 +1,525 @@
+// A recursive-descent parser of TIR/GIR text, character by character (shapes such as
+// "1024xf32" do not split into tokens cleanly). Whitespace is free except that an op's operands
+// stay on its line, and "//" starts a comment, so lit tests can carry RUN lines in .tir files.
+// Value names are scoped like the verifier's dominance: a loop body's names end with it.
+#include "compiler/ir/Parser.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+namespace tritium::ir {
+
+namespace {
+
+class Parser {
+public:
+  Parser(const std::string &text, const std::string &file) : s_(text), file_(file) {}
+
+  std::unique_ptr<Function> run() {
+    skip();
+    SourceLoc kernelLoc = here();
+    expectWord("kernel");
+    expect('@', "'@' before the kernel's name");
+    std::string name = identifier("the kernel's name");
+    auto fn = std::make_unique<Function>(name, kernelLoc);
+    expect('(', "'(' to open the kernel's arguments");
+    if (!peekIs(')')) {
+      do {
+        std::string arg = valueName();
+        expect(':', "':' after argument " + arg);
+        std::optional<Layout> layout;
+        Value *v = fn->body().addArgument(type(&layout));
+        if (layout)
+          v->setLayout(*layout);
+        define(arg, v);
+        if (peekIs('{') && !opensBody()) {
+          auto attrs = attrDict();
+          for (auto &[k, a] : attrs) {
+            auto *d = std::get_if<int64_t>(&a);
+            if (k != "divisibility" || !d || *d < 1)
+              fail("only {divisibility = N} (N >= 1) may follow an argument's type");
+            v->setDivisibility(int(*d));
+          }
+        }
+      } while (accept(','));
+    }
+    expect(')', "')' or ',' in the kernel's arguments");
+    if (peekIs('{') && !opensBody())
+      for (auto &[k, a] : attrDict())
+        fn->setAttr(k, a);
+    expect('{', "'{' to open the kernel's body");
+    parseOps(fn->body());
+    expect('}', "'}' to close the kernel's body");
+    skip();
+    if (pos_ < s_.size())
+      fail("expected the end of the input after the kernel");
+    return fn;
+  }
+
+private:
+  // --- characters ---------------------------------------------------------------------------
+
+  [[noreturn]] void fail(const std::string &msg) { throw UserError::atColumn(msg, here()); }
+
+  SourceLoc here() const {
+    SourceLoc l;
+    l.file = file_;
+    l.line = line_;
+    l.column = unsigned(pos_ - lineStart_ + 1);
+    return l;
+  }
+
+  char cur() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+
+  void advance() {
+    if (cur() == '\n') {
+      ++line_;
+      lineStart_ = pos_ + 1;
+    }
+    ++pos_;
+  }
+
+  // Skips blanks and comments; newlines too unless `sameLine`.
+  void skip(bool sameLine = false) {
+    while (pos_ < s_.size()) {
+      char c = cur();
+      if (c == '\n' && sameLine)
+        return;
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        advance();
+      } else if (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '/') {
+        while (pos_ < s_.size() && cur() != '\n')
+          advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  bool peekIs(char c, bool sameLine = false) {
+    skip(sameLine);
+    return cur() == c;
+  }
+
+  bool accept(char c) {
+    if (!peekIs(c))
+      return false;
+    advance();
+    return true;
+  }
+
+  void expect(char c, const std::string &what) {
+    if (!accept(c))
+      fail("expected " + what + found());
+  }
+
+  std::string found() {
+    skip();
+    if (pos_ >= s_.size())
+      return ", found the end of the input";
+    size_t end = pos_;
+    while (end < s_.size() && end - pos_ < 16 && !std::isspace(static_cast<unsigned char>(s_[end])))
+      ++end;
+    return ", found '" + s_.substr(pos_, end - pos_) + "'";
+  }
+
+  static bool isIdentChar(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$' ||
+           c == '-';
+  }
+
+  std::string identifier(const std::string &what) {
+    skip();
+    size_t start = pos_;
+    if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_')
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(cur())) || cur() == '_'))
+        advance();
+    if (pos_ == start)
+      fail("expected " + what + found());
+    return s_.substr(start, pos_ - start);
+  }
+
+  void expectWord(const std::string &word) {
+    SourceLoc at = (skip(), here());
+    size_t save = pos_;
+    std::string w = std::isalpha(static_cast<unsigned char>(cur())) ? identifier(word) : "";
+    if (w != word) {
+      pos_ = save;
+      throw UserError::atColumn("expected '" + word + "'" + found(), at);
+    }
+  }
+
+  int64_t integer(const std::string &what) {
+    skip();
+    size_t start = pos_;
+    if (cur() == '-')
+      advance();
+    while (std::isdigit(static_cast<unsigned char>(cur())))
+      advance();
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, v);
+    if (ec != std::errc() || p != s_.data() + pos_) {
+      pos_ = start;
+      fail("expected " + what + found());
+    }
+    return v;
+  }
+
+  // --- values ---------------------------------------------------------------------------------
+
+  std::string valueName() {
+    skip();
+    if (cur() != '%')
+      fail("expected a value name such as %0 or %x" + found());
+    size_t start = pos_;
+    advance();
+    while (pos_ < s_.size() && isIdentChar(cur()))
+      advance();
+    if (pos_ == start + 1)
+      fail("expected a name after '%'");
+    return s_.substr(start, pos_ - start);
+  }
+
+  void define(const std::string &name, Value *v) {
+    if (values_.count(name))
+      fail("value " + name + " is defined twice");
+    values_[name] = v;
+    if (!scopes_.empty())
+      scopes_.back().push_back(name);
+    // Numbered names are the printer's; others ("%input_ptr") are kept.
+    bool numbered = name.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (!numbered)
+      v->setName(name.substr(1));
+  }
+
+  Value *use() {
+    SourceLoc at = (skip(), here());
+    std::string name = valueName();
+    auto it = values_.find(name);
+    if (it == values_.end())
+      throw UserError::atColumn("use of undefined value " + name, at);
+    return it->second;
+  }
+
+  // --- types ----------------------------------------------------------------------------------
+
+  ScalarKind scalarKind() {
+    SourceLoc at = (skip(), here());
+    size_t save = pos_;
+    std::string w = std::isalpha(static_cast<unsigned char>(cur())) ? identifier("a type") : "";
+    auto k = parseDtype(w);
+    if (!k) {
+      pos_ = save;
+      throw UserError::atColumn("expected an element type (i1, i32, i64, f16, bf16, f32)" +
+                                    found(),
+                                at);
+    }
+    return *k;
+  }
+
+  Type elementType() {
+    skip();
+    if (s_.compare(pos_, 4, "ptr<") == 0) {
+      pos_ += 3;
+      expect('<', "'<'");
+      ScalarKind k = scalarKind();
+      expect('>', "'>' to close ptr<...>");
+      return Type::pointer(k);
+    }
+    return Type::scalar(scalarKind());
+  }
+
+  std::vector<int> intList() {
+    std::vector<int> v;
+    expect('[', "'[' to open a list");
+    do
+      v.push_back(int(integer("an integer")));
+    while (accept(','));
+    expect(']', "']' to close a list");
+    return v;
+  }
+
+  Layout layout() {
+    skip();
+    if (s_.compare(pos_, 9, "#blocked<") != 0)
+      fail("expected a layout '#blocked<spt=[..], tpw=[..], wpc=[..]>'" + found());
+    pos_ += 8;
+    expect('<', "'<'");
+    Layout l;
+    using Field = std::pair<const char *, std::vector<int> *>;
+    for (auto [key, field] : {Field{"spt", &l.sizePerThread}, Field{"tpw", &l.threadsPerWarp},
+                              Field{"wpc", &l.warpsPerCTA}}) {
+      if (key != std::string("spt"))
+        expect(',', "',' between the layout's fields");
+      expectWord(key);
+      expect('=', "'=' after " + std::string(key));
+      *field = intList();
+    }
+    expect('>', "'>' to close the layout");
+    if (l.threadsPerWarp.size() != l.sizePerThread.size() ||
+        l.warpsPerCTA.size() != l.sizePerThread.size())
+      fail("the layout's spt, tpw and wpc lists must have one entry per dimension");
+    return l;
+  }
+
+  // A type, and for GIR blocks the layout written inside it.
+  Type type(std::optional<Layout> *layoutOut = nullptr) {
+    skip();
+    if (s_.compare(pos_, 6, "block<") != 0)
+      return elementType();
+    pos_ += 5;
+    expect('<', "'<'");
+    std::vector<int64_t> shape;
+    while (std::isdigit(static_cast<unsigned char>((skip(), cur())))) {
+      int64_t d = integer("a dimension");
+      if (d < 1)
+        fail("block dimensions must be positive");
+      shape.push_back(d);
+      if (cur() != 'x')
+        fail("expected 'x' after a block dimension" + found());
+      advance();
+    }
+    if (shape.empty())
+      fail("expected a block shape such as 1024x" + found());
+    Type t = Type::block(elementType(), shape);
+    if (accept(',')) {
+      Layout l = layout();
+      if (int(l.sizePerThread.size()) != t.rank())
+        fail("the layout's rank differs from the block's");
+      if (layoutOut)
+        *layoutOut = l;
+    }
+    expect('>', "'>' to close block<...>");
+    return t;
+  }
+
+  // --- attributes -----------------------------------------------------------------------------
+
+  // After '{': a body ("^body" or ops) rather than an attribute dictionary?
+  bool opensBody() {
+    size_t save = pos_, saveLine = line_, saveStart = lineStart_;
+    advance(); // '{'
+    skip();
+    bool body = true;
+    if (cur() == '}') {
+      body = false; // "{}": an empty dictionary
+    } else if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(cur())) || cur() == '_'))
+        advance();
+      skip();
+      body = cur() != '=';
+    }
+    pos_ = save;
+    line_ = saveLine;
+    lineStart_ = saveStart;
+    return body;
+  }
+
+  Attr attrValue() {
+    skip();
+    if (cur() == '"') {
+      advance();
+      size_t start = pos_;
+      while (pos_ < s_.size() && cur() != '"' && cur() != '\n')
+        advance();
+      if (cur() != '"')
+        fail("unterminated string");
+      std::string v = s_.substr(start, pos_ - start);
+      advance();
+      return v;
+    }
+    using Special = std::pair<std::string, double>;
+    for (const auto &[word, value] :
+         {Special{"nan", std::numeric_limits<double>::quiet_NaN()}, Special{"inf", INFINITY},
+          Special{"-inf", -INFINITY}}) {
+      size_t end = pos_ + word.size();
+      if (s_.compare(pos_, word.size(), word) == 0 && !(end < s_.size() && isIdentChar(s_[end]))) {
+        pos_ = end;
+        return value;
+      }
+    }
+    size_t start = pos_, end = pos_;
+    bool isFloat = false;
+    while (end < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[end])) ||
+                               std::string("-+.eE").find(s_[end]) != std::string::npos)) {
+      isFloat |= std::string(".eE").find(s_[end]) != std::string::npos;
+      ++end;
+    }
+    if (isFloat) {
+      double d = 0;
+      auto [p, ec] = std::from_chars(s_.data() + start, s_.data() + end, d);
+      if (ec != std::errc() || p != s_.data() + end)
+        fail("expected a number" + found());
+      pos_ = end;
+      return d;
+    }
+    return integer("an attribute value (integer, float or \"string\")");
+  }
+
+  std::vector<std::pair<std::string, Attr>> attrDict() {
+    std::vector<std::pair<std::string, Attr>> attrs;
+    expect('{', "'{'");
+    if (accept('}'))
+      return attrs;
+    do {
+      std::string key = identifier("an attribute name");
+      expect('=', "'=' after attribute " + key);
+      attrs.emplace_back(key, attrValue());
+    } while (accept(','));
+    expect('}', "'}' or ',' in the attribute list");
+    return attrs;
+  }
+
+  // --- ops ------------------------------------------------------------------------------------
+
+  void parseOps(Block &block) {
+    while (!peekIs('}') && pos_ < s_.size())
+      parseOp(block);
+  }
+
+  void parseOp(Block &block) {
+    SourceLoc opStart = (skip(), here());
+    std::vector<std::pair<std::string, SourceLoc>> results;
+    if (cur() == '%') {
+      do {
+        SourceLoc at = (skip(), here());
+        results.emplace_back(valueName(), at);
+      } while (accept(','));
+      expect('=', "'=' after the op's results");
+    }
+    SourceLoc mnemonicLoc = (skip(), here());
+    std::string word;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(cur())) || cur() == '_'))
+      advance(), word.push_back(s_[pos_ - 1]);
+    if (word.empty())
+      fail("expected an op" + found());
+    std::optional<OpKind> kind = parseMnemonic(word);
+    if (!kind)
+      throw UserError::atColumn("unknown op '" + word + "'", mnemonicLoc);
+
+    std::vector<Value *> operands;
+    if (peekIs('%', /*sameLine=*/true)) {
+      do
+        operands.push_back(use());
+      while (accept(','));
+    }
+    std::vector<std::pair<std::string, Attr>> attrs;
+    if (peekIs('{', true) && !opensBody())
+      attrs = attrDict();
+    std::vector<Type> types;
+    std::vector<std::optional<Layout>> layouts;
+    if (!results.empty()) {
+      expect(':', "':' and the result types of '" + word + "'");
+      do {
+        layouts.emplace_back();
+        types.push_back(type(&layouts.back()));
+      } while (accept(','));
+      if (types.size() != results.size())
+        throw UserError::atColumn("'" + word + "' has " + std::to_string(results.size()) +
+                                      " result(s) but " + std::to_string(types.size()) +
+                                      " type(s)",
+                                  opStart);
+    }
+    SourceLoc loc;
+    skip(true);
+    if (s_.compare(pos_, 4, "loc(") == 0)
+      loc = location();
+
+    auto op = std::make_unique<Op>(*kind, operands, types, loc);
+    op->setParentBlock(&block);
+    for (auto &[k, a] : attrs)
+      op->setAttr(k, a);
+    for (size_t i = 0; i < layouts.size(); ++i)
+      if (layouts[i])
+        op->result(unsigned(i))->setLayout(*layouts[i]);
+    Op *raw = op.get();
+    block.ops().push_back(std::move(op));
+
+    if (peekIs('{', true)) {
+      if (*kind != OpKind::For)
+        fail("only 'for' has a body, '" + word + "' does not");
+      parseBody(*raw);
+    } else if (*kind == OpKind::For) {
+      fail("expected '{' and the body of 'for'" + found());
+    }
+    // Results become visible after the op (and its body).
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (values_.count(results[i].first))
+        throw UserError::atColumn("value " + results[i].first + " is defined twice",
+                                  results[i].second);
+      define(results[i].first, raw->result(unsigned(i)));
+    }
+  }
+
+  void parseBody(Op &op) {
+    expect('{', "'{'");
+    skip();
+    if (s_.compare(pos_, 5, "^body") != 0)
+      fail("expected '^body(...):' to open the body" + found());
+    pos_ += 5;
+    Block *body = op.createBody();
+    scopes_.emplace_back();
+    expect('(', "'(' after ^body");
+    if (!peekIs(')')) {
+      do {
+        std::string name = valueName();
+        expect(':', "':' after " + name);
+        std::optional<Layout> layout;
+        Value *v = body->addArgument(type(&layout));
+        if (layout)
+          v->setLayout(*layout);
+        define(name, v);
+      } while (accept(','));
+    }
+    expect(')', "')' or ',' in the body's arguments");
+    expect(':', "':' after the body's arguments");
+    parseOps(*body);
+    expect('}', "'}' to close the body");
+    for (const std::string &name : scopes_.back())
+      values_.erase(name);
+    scopes_.pop_back();
+  }
+
+  SourceLoc location() {
+    pos_ += 3;
+    expect('(', "'('");
+    skip();
+    if (cur() != '"')
+      fail("expected a quoted \"file:line\" in loc(...)" + found());
+    Attr a = attrValue();
+    const std::string &text = std::get<std::string>(a);
+    size_t colon = text.rfind(':');
+    SourceLoc loc;
+    unsigned line = 0;
+    if (colon != std::string::npos) {
+      auto [p, ec] = std::from_chars(text.data() + colon + 1, text.data() + text.size(), line);
+      if (ec != std::errc() || p != text.data() + text.size())
+        line = 0;
+    }
+    if (line == 0)
+      fail("expected \"file:line\" in loc(...), got \"" + text + "\"");
+    loc.file = text.substr(0, colon);
+    loc.line = line;
+    expect(')', "')' to close loc(...)");
+    return loc;
+  }
+
+  const std::string &s_;
+  const std::string &file_;
+  size_t pos_ = 0;
+  unsigned line_ = 1;
+  size_t lineStart_ = 0;
+  std::unordered_map<std::string, Value *> values_;
+  std::vector<std::vector<std::string>> scopes_;
+};
+
+} // namespace
+
+std::unique_ptr<Function> parseTIR(const std::string &text, const std::string &fileName) {
+  return Parser(text, fileName).run();
+}
+
+} // namespace tritium::ir
