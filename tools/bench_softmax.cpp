@@ -90,12 +90,18 @@ double checkRows(const std::vector<float> &x, const std::vector<float> &y, int64
   return maxErr;
 }
 
-Point benchOne(int64_t rows, int64_t cols, int warps, int stages, int reps, std::mt19937 &rng) {
-  size_t n = size_t(rows * cols), bytes = n * sizeof(float);
-  std::vector<float> x(n), y(n);
+std::vector<float> randomMatrix(int64_t rows, int64_t cols, std::mt19937 &rng) {
+  std::vector<float> x(size_t(rows * cols));
   std::normal_distribution<float> dist(0.f, 2.f);
   for (float &v : x)
     v = dist(rng);
+  return x;
+}
+
+Point benchOne(const std::vector<float> &x, int64_t rows, int64_t cols, int warps, int stages,
+               int reps) {
+  size_t n = size_t(rows * cols), bytes = n * sizeof(float);
+  std::vector<float> y(n);
   rt::DeviceBuffer in(bytes), out(bytes);
   in.upload(x.data(), bytes);
   out.fill32(0x7fc00001u);
@@ -115,11 +121,15 @@ Point benchOne(int64_t rows, int64_t cols, int warps, int stages, int reps, std:
   out.download(y.data(), bytes);
   double err = checkRows(x, y, rows, cols);
   float ms = timeMs(s, reps, run);
-  float copyMs = timeMs(s, reps, [&] {
-    TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), in.ptr(), bytes, s.get()));
-  });
-  return {cols, k.metadata().options.numWarps, k.metadata().options.numStages, 2.0 * double(bytes) / (ms * 1e-3) / 1e9,
-          2.0 * double(bytes) / (copyMs * 1e-3) / 1e9, err, k.info().numRegs};
+  float copyMs =
+      timeMs(s, reps, [&] { TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), in.ptr(), bytes, s.get())); });
+  return {cols,
+          k.metadata().options.numWarps,
+          k.metadata().options.numStages,
+          2.0 * double(bytes) / (ms * 1e-3) / 1e9,
+          2.0 * double(bytes) / (copyMs * 1e-3) / 1e9,
+          err,
+          k.info().numRegs};
 }
 
 int hostOverhead() {
@@ -134,14 +144,24 @@ int hostOverhead() {
   for (int i = 0; i < 1000; ++i)
     launch();
   s.sync();
-  const int calls = 20000;
+  // Host time alone: batches short enough never to fill the launch queue, timed around the
+  // launch calls only, synchronising between batches.
+  const int calls = 20000, batch = 200;
+  double hostSeconds = 0;
+  for (int done = 0; done < calls; done += batch) {
+    auto b0 = Clock::now();
+    for (int i = 0; i < batch; ++i)
+      launch();
+    hostSeconds += std::chrono::duration<double>(Clock::now() - b0).count();
+    s.sync();
+  }
+  double hostUs = hostSeconds * 1e6 / calls;
+  // Back to back without synchronising: bounded by the GPU's rate of tiny kernels.
   auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
     launch();
-  auto t1 = Clock::now();
   s.sync();
   auto t2 = Clock::now();
-  double hostUs = std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
   double totalUs = std::chrono::duration<double, std::micro>(t2 - t0).count() / calls;
   // The same launches captured once into a CUDA graph and replayed.
   rt::Graph g = rt::Graph::capture(s.get(), [&] {
@@ -154,9 +174,8 @@ int hostOverhead() {
   for (int i = 0; i < calls / 100; ++i)
     g.launch(s.get());
   s.sync();
-  double graphUs =
-      std::chrono::duration<double, std::micro>(Clock::now() - t3).count() / calls;
-  std::printf("host_us_per_launch %.2f\nhost_plus_sync_us_per_launch %.2f\n"
+  double graphUs = std::chrono::duration<double, std::micro>(Clock::now() - t3).count() / calls;
+  std::printf("host_us_per_launch %.2f\nback_to_back_us_per_launch %.2f\n"
               "graph_replay_us_per_launch %.2f\n",
               hostUs, totalUs, graphUs);
   return 0;
@@ -237,22 +256,23 @@ int main(int argc, char **argv) {
     std::mt19937 rng(std::random_device{}());
     std::vector<Point> points;
     size_t total = ns.size() * warps.size() * stages.size(), done = 0;
-    for (int64_t n : ns)
+    for (int64_t n : ns) {
+      std::vector<float> x = randomMatrix(rows, n, rng); // fresh data for each N
       for (int64_t w : warps)
         for (int64_t st : stages) {
-        std::fprintf(stderr, "\r[%zu/%zu] N=%lld warps=%lld stages=%lld   ", ++done, total,
-                     (long long)n, (long long)w, (long long)st);
-        try {
-          points.push_back(benchOne(rows, n, int(w), int(st), reps, rng));
-        } catch (const UserError &e) { // e.g. too many elements per thread for few warps
-          std::fprintf(stderr, "\nskipped N=%lld num_warps=%lld: %s\n", (long long)n,
-                       (long long)w, e.what());
+          std::fprintf(stderr, "\r[%zu/%zu] N=%lld warps=%lld stages=%lld   ", ++done, total,
+                       (long long)n, (long long)w, (long long)st);
+          try {
+            points.push_back(benchOne(x, rows, n, int(w), int(st), reps));
+          } catch (const UserError &e) { // e.g. too many elements per thread for few warps
+            std::fprintf(stderr, "\nskipped N=%lld num_warps=%lld: %s\n", (long long)n,
+                         (long long)w, e.what());
+          }
         }
-      }
+    }
     std::fprintf(stderr, "\n");
     std::printf("%6s %6s %5s %6s %5s %10s %10s %7s %9s\n", "M", "N", "warps", "stages", "regs",
-                "GB/s",
-                "copy GB/s", "of copy", "max|err|");
+                "GB/s", "copy GB/s", "of copy", "max|err|");
     std::ofstream f;
     if (!csv.empty()) {
       f.open(csv);
@@ -261,12 +281,12 @@ int main(int argc, char **argv) {
     bool ok = true;
     for (const Point &p : points) {
       std::printf("%6lld %6lld %5d %6d %5d %10.1f %10.1f %6.1f%% %9.1e%s\n", (long long)rows,
-                  (long long)p.n, p.warps, p.stages, p.regs, p.gbps, p.copyGbps, 100 * p.gbps / p.copyGbps,
-                  p.maxErr, p.maxErr <= 1e-5 ? "" : "  WRONG");
+                  (long long)p.n, p.warps, p.stages, p.regs, p.gbps, p.copyGbps,
+                  100 * p.gbps / p.copyGbps, p.maxErr, p.maxErr <= 1e-5 ? "" : "  WRONG");
       ok = ok && p.maxErr <= 1e-5;
       if (f)
-        f << rows << "," << p.n << "," << p.warps << "," << p.stages << "," << p.regs << "," << p.gbps << ","
-          << p.copyGbps << "," << p.maxErr << "\n";
+        f << rows << "," << p.n << "," << p.warps << "," << p.stages << "," << p.regs << ","
+          << p.gbps << "," << p.copyGbps << "," << p.maxErr << "\n";
     }
     return ok ? 0 : 1;
   } catch (const std::exception &e) {

@@ -49,9 +49,20 @@ Kernel &softmaxKernel() {
 
 SoftmaxConfig softmaxConfig(int64_t nCols) {
   int64_t block = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, nCols))));
-  // The tutorial's heuristic: more warps for wider rows.
-  int warps = block >= 32768 ? 32 : block >= 8192 ? 16 : block >= 2048 ? 8 : 4;
-  return {block, warps, 4};
+  // Measured on the H200 (docs/PERF.md, 2026-11-21 sweep of num_warps x num_stages): short rows
+  // want a warp or two per row so that many rows are in flight per SM; long rows want many
+  // warps (few registers per thread) and a cp.async ring two or three rows deep.
+  if (block <= 512)
+    return {block, 1, 1};
+  if (block <= 1024)
+    return {block, 2, 1};
+  if (block <= 2048)
+    return {block, 1, 2};
+  if (block <= 4096)
+    return {block, 16, 2};
+  if (block <= 8192)
+    return {block, 16, 1};
+  return {block, 32, 3};
 }
 
 Specialization softmaxSpecialization(int64_t nCols, const std::string &dtype) {
