@@ -19,6 +19,9 @@ namespace tritium {
 namespace rt {
 class DeviceBuffer;
 }
+namespace interpreter {
+class HostBuffer;
+}
 
 // The runtime parameters' types as Triton writes them: "*fp32", "i32", "i64", "fp32".
 struct Signature {
@@ -34,6 +37,7 @@ public:
   KernelArg(int64_t v) : kind_(Kind::Int), i_(v) {}
   KernelArg(float v) : kind_(Kind::Float), f_(v) {}
   KernelArg(const rt::DeviceBuffer &buffer);
+  KernelArg(const interpreter::HostBuffer &buffer); // interpret mode: a host address
   template <typename T> KernelArg(T *devicePtr) : kind_(Kind::Pointer), p_(CUdeviceptr(devicePtr)) {}
   static KernelArg pointer(CUdeviceptr p) {
     KernelArg a(int32_t(0));
@@ -87,21 +91,31 @@ public:
   bool loaded() const { return loaded_.has_value(); }
   // Registers, spills and shared memory, as Triton's warmup() reports them (loads if needed).
   const rt::KernelInfo &info();
+  // The driver function, for callers that launch it themselves (loads if needed).
+  CUfunction function() {
+    load();
+    return loaded_->function();
+  }
   // The tutorial's persistent grid: SMs x blocks per SM by registers and shared memory, capped
-  // at `rows`.
+  // at `rows`. In interpret mode (TRITIUM_INTERPRET=1), min(rows, 4 x CPU threads): no GPU needed.
   int64_t persistentGrid(int64_t rows);
 
   // Launches on `stream` after checking the arguments against the signature. No allocation, no
-  // hashing, no file system: the hot path is the argument check and cuLaunchKernel.
+  // hashing, no file system: the hot path is the argument check and cuLaunchKernel. In interpret
+  // mode the kernel's TIR runs on the CPU instead, synchronously, over host addresses.
   void launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args);
 
 private:
+  void interpret(int64_t grid, std::initializer_list<KernelArg> args);
+
   KernelMetadata meta_;
   std::vector<ParamType> params_;
   Artifacts artifacts_;
   std::string cubin_;
   std::once_flag loadOnce_;
   std::optional<rt::LoadedKernel> loaded_;
+  std::once_flag parseOnce_;
+  std::unique_ptr<ir::Function> tir_; // parsed from artifacts_.tir for the interpreter
 };
 
 } // namespace tritium
