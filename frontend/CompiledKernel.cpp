@@ -1,7 +1,10 @@
 // Loading and launching a compiled kernel.
 #include "frontend/CompiledKernel.h"
 
+#include "compiler/ir/Parser.h"
+#include "compiler/ir/Verifier.h"
 #include "compiler/support/Log.h"
+#include "interpreter/Interpreter.h"
 #include "runtime/Cache.h"
 #include "runtime/Device.h"
 #include "runtime/Grid.h"
@@ -13,6 +16,8 @@
 namespace tritium {
 
 KernelArg::KernelArg(const rt::DeviceBuffer &buffer) : kind_(Kind::Pointer), p_(buffer.ptr()) {}
+KernelArg::KernelArg(const interpreter::HostBuffer &buffer)
+    : kind_(Kind::Pointer), p_(CUdeviceptr(buffer.ptr())) {}
 
 ParamType ParamType::parse(const std::string &type) {
   ParamType p{Kind::F32};
@@ -74,6 +79,8 @@ const rt::KernelInfo &CompiledKernel::info() {
 }
 
 int64_t CompiledKernel::persistentGrid(int64_t rows) {
+  if (interpreting())
+    return interpreter::defaultGrid(rows);
   const rt::KernelInfo &i = info();
   const rt::DeviceProps &d = rt::Context::current().props();
   rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps,
@@ -155,9 +162,35 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
     params[i] = &slots[i];
     ++i;
   }
+  if (interpreting())
+    return interpret(grid, args);
   load();
   rt::launchKernel(loaded_->function(), unsigned(grid), unsigned(numThreads()),
                    unsigned(meta_.sharedBytes), stream, params.data());
+}
+
+// Interpret mode: the cached TIR text (with its source locations) parsed once, then run on the
+// CPU. Parsing rather than keeping the traced Function serves disk-cache hits alike.
+void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> args) {
+  std::call_once(parseOnce_, [&] {
+    auto fn = ir::parseTIR(artifacts_.tir, meta_.name + ".tir");
+    ir::verify(*fn, "parsing the TIR for the interpreter");
+    tir_ = std::move(fn);
+  });
+  if (!tir_)
+    throw UserError("kernel '" + meta_.name + "': its TIR failed to parse earlier");
+  std::vector<interpreter::Arg> values;
+  for (const KernelArg &a : args) {
+    interpreter::Arg v;
+    if (a.kind() == KernelArg::Kind::Pointer)
+      v.i = int64_t(a.ptr());
+    else if (a.kind() == KernelArg::Kind::Int)
+      v.i = a.intValue();
+    else
+      v.f = a.floatValue();
+    values.push_back(v);
+  }
+  interpreter::run(*tir_, grid, values);
 }
 
 } // namespace tritium

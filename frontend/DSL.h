@@ -86,6 +86,10 @@ void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
 void store(const Operand &ptrs, const Operand &value, const Operand &mask,
            Loc loc = Loc::current());
 
+// Debugging: prints `prefix` and each element of `value` with the program id and the element's
+// index (Triton's device_print), in the interpreter and on the GPU (vprintf).
+void print(const std::string &prefix, const Operand &value, Loc loc = Loc::current());
+
 // Reductions over an axis (Triton's tl.max / tl.sum).
 Value max(const Operand &x, int axis, Loc loc = Loc::current());
 Value sum(const Operand &x, int axis, Loc loc = Loc::current());

@@ -270,6 +270,19 @@ Value sum(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceSum, "sum", x, axis, SourceLoc(l));
 }
 
+void print(const std::string &prefix, const Operand &value, Loc l) {
+  SourceLoc loc(l);
+  auto &b = builder(loc);
+  ir::Value *v = value.kind == Operand::Kind::Value
+                     ? requireValue(value, "print's value", loc)
+                     : materialize(b, value,
+                                   ir::Type::scalar(value.kind == Operand::Kind::Float
+                                                        ? ScalarKind::F32
+                                                        : ScalarKind::I32),
+                                   loc);
+  b.create(OpKind::Print, {v}, {}, loc)->setAttr("prefix", prefix);
+}
+
 Value exp(const Operand &x, Loc l) {
   SourceLoc loc(l);
   ir::Value *v = requireValue(x, "exp's input", loc);

@@ -3,6 +3,7 @@
 
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
 #include "runtime/Memory.h"

@@ -76,22 +76,21 @@ struct Pass {
 
 const std::map<std::string, Pass> &passes() {
   static const std::map<std::string, Pass> table = {
-      {"cse", {false, [](ir::Function &f, const CompileOptions &) {
-                 eliminateCommonSubexpressions(f);
-               }}},
+      {"cse",
+       {false, [](ir::Function &f, const CompileOptions &) { eliminateCommonSubexpressions(f); }}},
       {"dce", {false, [](ir::Function &f, const CompileOptions &) { eliminateDeadCode(f); }}},
-      {"layouts", {true, [](ir::Function &f, const CompileOptions &o) {
-                     assignLayouts(f, o.numWarps);
-                   }}},
-      {"shared", {true, [](ir::Function &f, const CompileOptions &o) {
-                    allocateSharedMemory(f, o.numWarps);
-                  }}},
+      {"layouts",
+       {true, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
+      {"shared",
+       {true,
+        [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
       {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
-      {"pipeline", {true, [](ir::Function &f, const CompileOptions &o) {
-                      pipelineLoads(f, o.numWarps,
-                                    o.maxSharedBytes ? o.maxSharedBytes
-                                                     : maxSharedBytesFor(o.arch));
-                    }}},
+      {"pipeline",
+       {true,
+        [](ir::Function &f, const CompileOptions &o) {
+          pipelineLoads(f, o.numWarps,
+                        o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch));
+        }}},
   };
   return table;
 }
@@ -143,7 +142,8 @@ int main(int argc, char **argv) {
     } else if (auto v = value("--pass")) {
       for (const std::string &p : splitList(*v)) {
         if (!passes().count(p))
-          usageError("unknown pass '" + p + "' (passes: cse, dce, layouts, shared, vectorize, "
+          usageError("unknown pass '" + p +
+                     "' (passes: cse, dce, layouts, shared, vectorize, "
                      "pipeline)");
         passList.push_back(p);
       }
@@ -178,7 +178,8 @@ int main(int argc, char **argv) {
     }
     options.numWarps = numWarps.value_or(int(fn->intAttr("num_warps").value_or(4)));
     options.numStages = int(fn->intAttr("num_stages").value_or(1));
-    if (options.numWarps < 1 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
+    if (options.numWarps < 1 || options.numWarps > 32 ||
+        (options.numWarps & (options.numWarps - 1)))
       throw UserError("num_warps must be a power of two from 1 to 32, got " +
                       std::to_string(options.numWarps));
     for (const std::string &p : passList) {
@@ -194,11 +195,13 @@ int main(int argc, char **argv) {
       result = ir::print(*fn, {.locations = locations});
     } else {
       optimizeTIR(*fn);
-      Stage last = emit == "tir" ? Stage::TIR : emit == "gir" ? Stage::GIR
-                   : emit == "llvm" ? Stage::LLVM : Stage::PTX;
+      Stage last = emit == "tir"    ? Stage::TIR
+                   : emit == "gir"  ? Stage::GIR
+                   : emit == "llvm" ? Stage::LLVM
+                                    : Stage::PTX;
       Artifacts a = compileTIR(*fn, options, last);
-      result = last == Stage::TIR   ? ir::print(*fn, {.locations = locations})
-               : last == Stage::GIR ? ir::print(*fn, {.locations = locations})
+      result = last == Stage::TIR    ? ir::print(*fn, {.locations = locations})
+               : last == Stage::GIR  ? ir::print(*fn, {.locations = locations})
                : last == Stage::LLVM ? a.llvm
                                      : a.ptx;
     }

@@ -114,7 +114,8 @@ private:
         lowerFor(*op);
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
-      else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op))
+      else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
+               !lowerPrint(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
   }

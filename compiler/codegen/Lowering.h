@@ -59,6 +59,7 @@ struct Lowering {
 bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
+bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,

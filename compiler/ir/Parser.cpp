@@ -35,7 +35,7 @@ public:
         if (layout)
           v->setLayout(*layout);
         define(arg, v);
-        if (peekIs('{') && !opensBody()) {
+        if (peekIs('{') && !opensBody(true)) {
           auto attrs = attrDict();
           for (auto &[k, a] : attrs) {
             auto *d = std::get_if<int64_t>(&a);
@@ -47,7 +47,7 @@ public:
       } while (accept(','));
     }
     expect(')', "')' or ',' in the kernel's arguments");
-    if (peekIs('{') && !opensBody())
+    if (peekIs('{') && !opensBody(true))
       for (auto &[k, a] : attrDict())
         fn->setAttr(k, a);
     expect('{', "'{' to open the kernel's body");
@@ -213,8 +213,7 @@ private:
     auto k = parseDtype(w);
     if (!k) {
       pos_ = save;
-      throw UserError::atColumn("expected an element type (i1, i32, i64, f16, bf16, f32)" +
-                                    found(),
+      throw UserError::atColumn("expected an element type (i1, i32, i64, f16, bf16, f32)" + found(),
                                 at);
     }
     return *k;
@@ -298,13 +297,16 @@ private:
 
   // --- attributes -----------------------------------------------------------------------------
 
-  // After '{': a body ("^body" or ops) rather than an attribute dictionary?
-  bool opensBody() {
+  // After '{': a body rather than an attribute dictionary? An op's body opens with "^body"; the
+  // kernel's with ops, which never read "name =".
+  bool opensBody(bool kernelBody = false) {
     size_t save = pos_, saveLine = line_, saveStart = lineStart_;
     advance(); // '{'
     skip();
     bool body = true;
-    if (cur() == '}') {
+    if (!kernelBody) {
+      body = cur() == '^';
+    } else if (cur() == '}') {
       body = false; // "{}": an empty dictionary
     } else if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
       while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(cur())) || cur() == '_'))
@@ -332,9 +334,8 @@ private:
       return v;
     }
     using Special = std::pair<std::string, double>;
-    for (const auto &[word, value] :
-         {Special{"nan", std::numeric_limits<double>::quiet_NaN()}, Special{"inf", INFINITY},
-          Special{"-inf", -INFINITY}}) {
+    for (const auto &[word, value] : {Special{"nan", std::numeric_limits<double>::quiet_NaN()},
+                                      Special{"inf", INFINITY}, Special{"-inf", -INFINITY}}) {
       size_t end = pos_ + word.size();
       if (s_.compare(pos_, word.size(), word) == 0 && !(end < s_.size() && isIdentChar(s_[end]))) {
         pos_ = end;
@@ -419,8 +420,7 @@ private:
       } while (accept(','));
       if (types.size() != results.size())
         throw UserError::atColumn("'" + word + "' has " + std::to_string(results.size()) +
-                                      " result(s) but " + std::to_string(types.size()) +
-                                      " type(s)",
+                                      " result(s) but " + std::to_string(types.size()) + " type(s)",
                                   opStart);
     }
     SourceLoc loc;

@@ -1,12 +1,13 @@
 # lit configuration for tritium's FileCheck tests: each .test file runs tritiumc and checks one
-# stage of the pipeline. tests/CMakeLists.txt passes the tools' paths as --param.
+# stage of the pipeline; each .tir file is a hand-written kernel run through tritium-opt (one
+# pass or one lowering family per file). tests/CMakeLists.txt passes the tools' paths as --param.
 import os
 
 import lit.formats
 
 config.name = "tritium"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".test"]
+config.suffixes = [".test", ".tir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = lit_config.params.get("exec_root", config.test_source_root)
 
@@ -20,6 +21,11 @@ path = [os.path.dirname(tritiumc), os.path.dirname(filecheck), config.environmen
 config.environment["PATH"] = os.pathsep.join(path + [os.environ.get("PATH", "")])
 config.environment["TRITIUM_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 config.environment.pop("TRITIUM_DUMP_DIR", None)
+
+tritium_opt = lit_config.params.get("tritium_opt")
+if not tritium_opt:
+    lit_config.fatal("pass --param=tritium_opt=PATH")
+config.substitutions.append(("%tritium-opt", tritium_opt))
 
 ptxas = lit_config.params.get("ptxas", "")
 if ptxas and os.path.exists(ptxas):

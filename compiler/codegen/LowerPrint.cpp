@@ -1,0 +1,100 @@
+// Lowering of print (Triton's device_print) through CUDA's vprintf(format, args): one call per
+// element this thread owns, "pid (P) idx (I) prefix value\n", the interpreter's format. Scalars
+// print once per program (thread 0). The format string is a module constant in the generic
+// address space; the argument buffer is a stack slot of the C layout vprintf expects (each
+// argument aligned to its size, floats promoted to double).
+#include "compiler/codegen/Lowering.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tritium::codegen {
+
+namespace {
+
+llvm::FunctionCallee vprintf(Lowering &l) {
+  auto *ptr = llvm::PointerType::get(l.ctx, 0);
+  return l.mod.getOrInsertFunction("vprintf",
+                                   llvm::FunctionType::get(l.b.getInt32Ty(), {ptr, ptr}, false));
+}
+
+std::string escapePercent(const std::string &s) {
+  std::string out;
+  for (char c : s)
+    out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
+} // namespace
+
+bool lowerPrint(Lowering &l, const ir::Op &op) {
+  if (op.kind() != ir::OpKind::Print)
+    return false;
+  auto &b = l.b;
+  const ir::Value *v = op.operand(0);
+  const ir::Type &t = v->type();
+  bool block = t.isBlock();
+
+  // The printed value's C type and conversion.
+  const char *valueFormat = "%d";
+  llvm::Type *valueTy = b.getInt32Ty();
+  if (t.isFloat()) {
+    valueFormat = "%f";
+    valueTy = b.getDoubleTy();
+  } else if (t.isPtr()) {
+    valueFormat = "0x%llx";
+    valueTy = b.getInt64Ty();
+  } else if (t.kind() == ir::ScalarKind::I64) {
+    valueFormat = "%lld";
+    valueTy = b.getInt64Ty();
+  }
+  const std::string &prefix = op.strAttr("prefix");
+  std::string format = std::string("pid (%d) ") + (block ? "idx (%d) " : "") +
+                       (prefix.empty() ? "" : escapePercent(prefix) + " ") + valueFormat + "\n";
+  llvm::Value *fmt = b.CreateGlobalString(format, "printf.format", 0, &l.mod);
+
+  std::vector<llvm::Type *> fields{b.getInt32Ty()};
+  if (block)
+    fields.push_back(b.getInt32Ty());
+  fields.push_back(valueTy);
+  auto *argsTy = llvm::StructType::get(l.ctx, fields);
+  // One stack slot per print, in the entry block so that loops do not grow the stack.
+  llvm::BasicBlock &entry = l.fn->getEntryBlock();
+  llvm::IRBuilder<> entryBuilder(&entry, entry.getFirstInsertionPt());
+  llvm::AllocaInst *slot = entryBuilder.CreateAlloca(argsTy, nullptr, "printf.args");
+  llvm::Value *args = slot->getType()->getPointerAddressSpace() == 0
+                          ? static_cast<llvm::Value *>(slot)
+                          : b.CreateAddrSpaceCast(slot, llvm::PointerType::get(l.ctx, 0));
+
+  llvm::Value *pid = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
+  const Elements &elems = l.get(v);
+  for (int64_t k = 0; k < (block ? l.elementsPerThread(v) : 1); ++k) {
+    llvm::Value *pred = block ? l.ownsElement(v, k) : b.CreateICmpEQ(l.tid, b.getInt32(0));
+    llvm::BasicBlock *cont = nullptr;
+    if (pred) {
+      auto *then = llvm::BasicBlock::Create(l.ctx, "print", l.fn);
+      cont = llvm::BasicBlock::Create(l.ctx, "print.cont", l.fn);
+      b.CreateCondBr(pred, then, cont);
+      b.SetInsertPoint(then);
+    }
+    llvm::Value *x = elems.at(size_t(k));
+    if (t.isFloat())
+      x = b.CreateFPExt(x, valueTy);
+    else if (t.isPtr())
+      x = b.CreatePtrToInt(x, valueTy);
+    else if (x->getType() != valueTy)
+      x = b.CreateZExt(x, valueTy); // i1
+    unsigned field = 0;
+    b.CreateStore(pid, b.CreateStructGEP(argsTy, slot, field++));
+    if (block)
+      b.CreateStore(l.elementIndex(v, k), b.CreateStructGEP(argsTy, slot, field++));
+    b.CreateStore(x, b.CreateStructGEP(argsTy, slot, field));
+    b.CreateCall(vprintf(l), {fmt, args});
+    if (cont) {
+      b.CreateBr(cont);
+      b.SetInsertPoint(cont);
+    }
+  }
+  return true;
+}
+
+} // namespace tritium::codegen

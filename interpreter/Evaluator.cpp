@@ -1,0 +1,614 @@
+// The interpreter's evaluator of ops, by family: sources (constants, grid queries, arange,
+// splat), elementwise arithmetic, comparisons, select, casts and exp, pointer offsets, loads and
+// stores through the memory model, reductions, and print. Each op runs over whole blocks, so the
+// dispatch costs once per op and not per element.
+//
+// Semantics follow the GPU lowering (compiler/codegen): float math rounds to the element type
+// after each op (f32 +,-,*,/ are then exactly IEEE, as on the GPU); exp is std::exp in double
+// rounded to the type where the GPU uses ex2.approx; reductions accumulate in double; integer
+// arithmetic wraps to the type's width; min/max propagate NaN; float != is unordered.
+#include "interpreter/Evaluator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tritium::interpreter {
+
+using ir::OpKind;
+using ir::ScalarKind;
+
+double roundTo(ScalarKind k, double x) {
+  switch (k) {
+  case ScalarKind::F32:
+    return double(float(x));
+  case ScalarKind::F16:
+    return double(_Float16(x));
+  case ScalarKind::BF16: {
+    // Round to nearest even on the upper 16 bits of the f32 (NaN stays NaN).
+    float f = float(x);
+    if (std::isnan(f))
+      return x;
+    uint32_t u = std::bit_cast<uint32_t>(f);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    return double(std::bit_cast<float>(u));
+  }
+  default:
+    return x;
+  }
+}
+
+int64_t wrapTo(ScalarKind k, int64_t x) {
+  switch (k) {
+  case ScalarKind::I1:
+    return x & 1;
+  case ScalarKind::I32:
+    return int64_t(int32_t(uint32_t(uint64_t(x))));
+  default:
+    return x;
+  }
+}
+
+namespace {
+
+int64_t elementBytes(ScalarKind k) { return std::max(1, ir::bitWidth(k) / 8); }
+
+// Two's-complement arithmetic without signed-overflow UB.
+int64_t addWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t subWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t mulWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// NaN-propagating min/max, as llvm.minimum/llvm.maximum (and -0 < +0).
+double fmaximum(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  if (a == b)
+    return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+double fminimum(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  if (a == b)
+    return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+class OpEvaluator {
+public:
+  OpEvaluator(Machine &m, const ir::Op &op) : m_(m), op_(op) {}
+
+  bool run() {
+    switch (op_.kind()) {
+    case OpKind::Constant:
+      return constant();
+    case OpKind::ProgramId:
+      return scalarInt(m_.pid);
+    case OpKind::NumPrograms:
+      return scalarInt(m_.grid);
+    case OpKind::Arange:
+      return arange();
+    case OpKind::Splat:
+      return splat();
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Rem:
+    case OpKind::Minimum:
+    case OpKind::Maximum:
+    case OpKind::And:
+    case OpKind::Or:
+      return binary();
+    case OpKind::Cmp:
+      return compare();
+    case OpKind::Select:
+      return select();
+    case OpKind::Neg:
+    case OpKind::Exp:
+      return unary();
+    case OpKind::Cast:
+      return cast();
+    case OpKind::AddPtr:
+      return addPtr();
+    case OpKind::Load:
+      return load();
+    case OpKind::Store:
+      return store();
+    case OpKind::ReduceMax:
+    case OpKind::ReduceSum:
+      return reduce();
+    case OpKind::Print:
+      return print();
+    default:
+      return false;
+    }
+  }
+
+private:
+  const ir::Type &resultType() const { return op_.result()->type(); }
+  Tensor &in(unsigned i) { return m_.at(op_.operand(i)); }
+  Tensor &out() { return m_.at(op_.result()); }
+  size_t count(const ir::Type &t) const { return size_t(t.numElements()); }
+
+  // The result's storage, sized, with the other vector emptied.
+  std::vector<double> &outF() {
+    Tensor &t = out();
+    t.f.resize(count(resultType()));
+    return t.f;
+  }
+  std::vector<int64_t> &outI() {
+    Tensor &t = out();
+    t.i.resize(count(resultType()));
+    return t.i;
+  }
+
+  bool scalarInt(int64_t v) {
+    outI()[0] = wrapTo(resultType().kind(), v);
+    return true;
+  }
+
+  bool constant() {
+    const ir::Attr &a = op_.attr("value");
+    const ir::Type &t = resultType();
+    if (t.isFloat()) {
+      double d =
+          std::holds_alternative<double>(a) ? std::get<double>(a) : double(std::get<int64_t>(a));
+      auto &o = outF();
+      std::fill(o.begin(), o.end(), roundTo(t.kind(), d));
+    } else {
+      int64_t v =
+          std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : int64_t(std::get<double>(a));
+      auto &o = outI();
+      std::fill(o.begin(), o.end(), wrapTo(t.kind(), v));
+    }
+    return true;
+  }
+
+  bool arange() {
+    int64_t start = op_.intAttr("start");
+    auto &o = outI();
+    for (size_t k = 0; k < o.size(); ++k)
+      o[k] = wrapTo(ScalarKind::I32, start + int64_t(k));
+    return true;
+  }
+
+  bool splat() {
+    if (resultType().isFloat()) {
+      double v = in(0).f[0];
+      auto &o = outF();
+      std::fill(o.begin(), o.end(), v);
+    } else {
+      int64_t v = in(0).i[0];
+      auto &o = outI();
+      std::fill(o.begin(), o.end(), v);
+    }
+    return true;
+  }
+
+  template <typename Fn> void mapF(Fn fn) {
+    const auto &a = in(0).f, &b = in(1).f;
+    auto &o = outF();
+    ScalarKind k = resultType().kind();
+    for (size_t e = 0; e < o.size(); ++e)
+      o[e] = roundTo(k, fn(a[e], b[e]));
+  }
+  template <typename Fn> void mapI(Fn fn) {
+    const auto &a = in(0).i, &b = in(1).i;
+    auto &o = outI();
+    // Pointers are 64-bit addresses whatever their pointee.
+    ScalarKind k = resultType().isPtr() ? ScalarKind::I64 : resultType().kind();
+    for (size_t e = 0; e < o.size(); ++e)
+      o[e] = wrapTo(k, fn(a[e], b[e]));
+  }
+
+  bool binary() {
+    OpKind kind = op_.kind();
+    if (resultType().isFloat()) {
+      switch (kind) {
+      case OpKind::Add:
+        mapF([](double a, double b) { return a + b; });
+        break;
+      case OpKind::Sub:
+        mapF([](double a, double b) { return a - b; });
+        break;
+      case OpKind::Mul:
+        mapF([](double a, double b) { return a * b; });
+        break;
+      case OpKind::Div:
+        mapF([](double a, double b) { return a / b; });
+        break;
+      case OpKind::Rem:
+        mapF([](double a, double b) { return std::fmod(a, b); });
+        break;
+      case OpKind::Minimum:
+        mapF(fminimum);
+        break;
+      case OpKind::Maximum:
+        mapF(fmaximum);
+        break;
+      default:
+        internalError(std::string("interpreter: '") + op_.name() + "' on floats");
+      }
+      return true;
+    }
+    switch (kind) {
+    case OpKind::Add:
+      mapI(addWrap);
+      break;
+    case OpKind::Sub:
+      mapI(subWrap);
+      break;
+    case OpKind::Mul:
+      mapI(mulWrap);
+      break;
+    case OpKind::Div:
+    case OpKind::Rem: {
+      bool div = kind == OpKind::Div;
+      mapI([&](int64_t a, int64_t b) -> int64_t {
+        if (b == 0)
+          userError(std::string("integer ") + (div ? "division" : "remainder") +
+                        " by zero in program " + std::to_string(m_.pid),
+                    op_.loc());
+        if (b == -1) // INT_MIN / -1 wraps as the hardware does
+          return div ? subWrap(0, a) : 0;
+        return div ? a / b : a % b;
+      });
+      break;
+    }
+    case OpKind::Minimum:
+      mapI([](int64_t a, int64_t b) { return std::min(a, b); });
+      break;
+    case OpKind::Maximum:
+      mapI([](int64_t a, int64_t b) { return std::max(a, b); });
+      break;
+    case OpKind::And:
+      mapI([](int64_t a, int64_t b) { return a & b; });
+      break;
+    case OpKind::Or:
+      mapI([](int64_t a, int64_t b) { return a | b; });
+      break;
+    default:
+      internalError("interpreter: not a binary op");
+    }
+    return true;
+  }
+
+  bool compare() {
+    const std::string &pred = op_.strAttr("pred");
+    auto &o = outI();
+    if (op_.operand(0)->type().isFloat()) {
+      const auto &a = in(0).f, &b = in(1).f;
+      for (size_t e = 0; e < o.size(); ++e) {
+        double x = a[e], y = b[e];
+        o[e] = pred == "lt"   ? x < y
+               : pred == "le" ? x <= y
+               : pred == "gt" ? x > y
+               : pred == "ge" ? x >= y
+               : pred == "eq" ? x == y
+                              : !(x == y); // ne: unordered
+      }
+      return true;
+    }
+    // Pointers compare unsigned; host addresses are below 2^63, so signed order agrees.
+    const auto &a = in(0).i, &b = in(1).i;
+    for (size_t e = 0; e < o.size(); ++e) {
+      int64_t x = a[e], y = b[e];
+      o[e] = pred == "lt"   ? x < y
+             : pred == "le" ? x <= y
+             : pred == "gt" ? x > y
+             : pred == "ge" ? x >= y
+             : pred == "eq" ? x == y
+                            : x != y;
+    }
+    return true;
+  }
+
+  bool select() {
+    const auto &c = in(0).i;
+    if (resultType().isFloat()) {
+      const auto &a = in(1).f, &b = in(2).f;
+      auto &o = outF();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = c[e] ? a[e] : b[e];
+    } else {
+      const auto &a = in(1).i, &b = in(2).i;
+      auto &o = outI();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = c[e] ? a[e] : b[e];
+    }
+    return true;
+  }
+
+  bool unary() {
+    ScalarKind k = resultType().kind();
+    if (resultType().isFloat()) {
+      const auto &a = in(0).f;
+      auto &o = outF();
+      bool isExp = op_.kind() == OpKind::Exp;
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = isExp ? roundTo(k, std::exp(a[e])) : -a[e];
+    } else {
+      const auto &a = in(0).i;
+      auto &o = outI();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = wrapTo(k, subWrap(0, a[e]));
+    }
+    return true;
+  }
+
+  bool cast() {
+    const ir::Type &from = op_.operand(0)->type(), &to = resultType();
+    ScalarKind k = to.kind();
+    if (from.isFloat()) {
+      const auto &a = in(0).f;
+      if (to.isFloat()) {
+        auto &o = outF();
+        for (size_t e = 0; e < o.size(); ++e)
+          o[e] = roundTo(k, a[e]);
+      } else {
+        auto &o = outI();
+        for (size_t e = 0; e < o.size(); ++e) {
+          double x = a[e];
+          if (to.isBool()) {
+            o[e] = x != 0 || std::isnan(x);
+            continue;
+          }
+          // fptosi truncates; out of range is poison on the GPU: saturate here.
+          double lo = k == ScalarKind::I32 ? -2147483648.0 : -9223372036854775808.0;
+          double hi = k == ScalarKind::I32 ? 2147483647.0 : 9223372036854774784.0;
+          o[e] = std::isnan(x) ? 0 : int64_t(std::trunc(std::clamp(x, lo, hi)));
+        }
+      }
+      return true;
+    }
+    const auto &a = in(0).i;
+    if (to.isFloat()) {
+      auto &o = outF();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = roundTo(k, double(a[e]));
+    } else {
+      auto &o = outI();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = to.isBool() ? a[e] != 0 : wrapTo(k, a[e]); // i1 holds 0/1: zext for free
+    }
+    return true;
+  }
+
+  bool addPtr() {
+    int64_t bytes = elementBytes(resultType().kind());
+    mapI([&](int64_t p, int64_t off) { return addWrap(p, mulWrap(off, bytes)); });
+    return true;
+  }
+
+  // --- memory ---------------------------------------------------------------------------------
+
+  void check(const char *what, int64_t addr, int64_t bytes, size_t element, size_t n) {
+    if (uint64_t(addr) % uint64_t(bytes) != 0)
+      userError(std::string(what) + " at a misaligned address " + hex(addr) + " (element " +
+                    std::to_string(element) + " of " + std::to_string(n) + ", program " +
+                    std::to_string(m_.pid) + "): " + std::to_string(bytes) +
+                    "-byte elements need " + std::to_string(bytes) + "-byte alignment",
+                op_.loc());
+    if (!m_.memory.contains(uint64_t(addr), uint64_t(bytes)))
+      userError(std::string(what) + " out of bounds in program " + std::to_string(m_.pid) +
+                    ": element " + std::to_string(element) + " of " + std::to_string(n) +
+                    " accesses " + std::to_string(bytes) + " bytes at " + hex(addr) + ", " +
+                    m_.memory.explain(uint64_t(addr), uint64_t(bytes)) +
+                    "; no mask switches it off (mask the access or fix its offsets)",
+                op_.loc());
+  }
+
+  static std::string hex(int64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, uint64_t(v));
+    return buf;
+  }
+
+  static double readFloat(ScalarKind k, const void *p) {
+    switch (k) {
+    case ScalarKind::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case ScalarKind::F16: {
+      _Float16 h;
+      std::memcpy(&h, p, 2);
+      return double(h);
+    }
+    default: { // bf16: the upper half of an f32
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return double(std::bit_cast<float>(uint32_t(h) << 16));
+    }
+    }
+  }
+  static void writeFloat(ScalarKind k, void *p, double x) {
+    switch (k) {
+    case ScalarKind::F32: {
+      float f = float(x);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case ScalarKind::F16: {
+      _Float16 h = _Float16(x);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    default: {
+      uint16_t h = uint16_t(std::bit_cast<uint32_t>(float(roundTo(ScalarKind::BF16, x))) >> 16);
+      std::memcpy(p, &h, 2);
+    }
+    }
+  }
+  static int64_t readInt(ScalarKind k, const void *p) {
+    switch (k) {
+    case ScalarKind::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case ScalarKind::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return v & 1;
+    }
+    }
+  }
+  static void writeInt(ScalarKind k, void *p, int64_t v) {
+    switch (k) {
+    case ScalarKind::I64:
+      std::memcpy(p, &v, 8);
+      break;
+    case ScalarKind::I32: {
+      int32_t w = int32_t(v);
+      std::memcpy(p, &w, 4);
+      break;
+    }
+    default: {
+      uint8_t b = uint8_t(v & 1);
+      std::memcpy(p, &b, 1);
+    }
+    }
+  }
+
+  bool load() {
+    const ir::Type &t = resultType();
+    ScalarKind k = t.kind();
+    int64_t bytes = elementBytes(k);
+    const auto &ptrs = in(0).i;
+    const std::vector<int64_t> *mask = op_.numOperands() == 3 ? &in(1).i : nullptr;
+    size_t n = count(t);
+    if (t.isFloat()) {
+      const std::vector<double> *other = mask ? &in(2).f : nullptr;
+      auto &o = outF();
+      for (size_t e = 0; e < n; ++e) {
+        if (mask && !(*mask)[e]) {
+          o[e] = (*other)[e];
+          continue;
+        }
+        check("load", ptrs[e], bytes, e, n);
+        o[e] = readFloat(k, reinterpret_cast<const void *>(ptrs[e]));
+      }
+    } else {
+      const std::vector<int64_t> *other = mask ? &in(2).i : nullptr;
+      auto &o = outI();
+      for (size_t e = 0; e < n; ++e) {
+        if (mask && !(*mask)[e]) {
+          o[e] = (*other)[e];
+          continue;
+        }
+        check("load", ptrs[e], bytes, e, n);
+        o[e] = readInt(k, reinterpret_cast<const void *>(ptrs[e]));
+      }
+    }
+    return true;
+  }
+
+  bool store() {
+    const ir::Type &t = op_.operand(1)->type();
+    ScalarKind k = t.kind();
+    int64_t bytes = elementBytes(k);
+    const auto &ptrs = in(0).i;
+    const std::vector<int64_t> *mask = op_.numOperands() == 3 ? &in(2).i : nullptr;
+    size_t n = count(t);
+    // Check every active lane first: a failing store writes nothing.
+    for (size_t e = 0; e < n; ++e)
+      if (!mask || (*mask)[e])
+        check("store", ptrs[e], bytes, e, n);
+    for (size_t e = 0; e < n; ++e) {
+      if (mask && !(*mask)[e])
+        continue;
+      void *p = reinterpret_cast<void *>(ptrs[e]);
+      if (t.isFloat())
+        writeFloat(k, p, in(1).f[e]);
+      else
+        writeInt(k, p, in(1).i[e]);
+    }
+    return true;
+  }
+
+  // --- reductions -----------------------------------------------------------------------------
+
+  bool reduce() {
+    const ir::Type &t = op_.operand(0)->type();
+    int64_t axis = op_.intAttr("axis");
+    // The input as [outer, len, inner] around the reduced axis.
+    int64_t outer = 1, inner = 1, len = t.shape()[size_t(axis)];
+    for (int d = 0; d < t.rank(); ++d) {
+      if (d < axis)
+        outer *= t.shape()[size_t(d)];
+      else if (d > axis)
+        inner *= t.shape()[size_t(d)];
+    }
+    bool isMax = op_.kind() == OpKind::ReduceMax;
+    ScalarKind k = t.kind();
+    auto index = [&](int64_t o, int64_t j, int64_t i) { return size_t((o * len + j) * inner + i); };
+    if (t.isFloat()) {
+      const auto &a = in(0).f;
+      auto &o = outF();
+      for (int64_t x = 0; x < outer; ++x)
+        for (int64_t i = 0; i < inner; ++i) {
+          double acc = isMax ? -INFINITY : 0.0;
+          for (int64_t j = 0; j < len; ++j)
+            acc = isMax ? fmaximum(acc, a[index(x, j, i)]) : acc + a[index(x, j, i)];
+          o[size_t(x * inner + i)] = roundTo(k, acc);
+        }
+    } else {
+      const auto &a = in(0).i;
+      auto &o = outI();
+      for (int64_t x = 0; x < outer; ++x)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t acc = isMax ? std::numeric_limits<int64_t>::min() : 0;
+          for (int64_t j = 0; j < len; ++j)
+            acc = isMax ? std::max(acc, a[index(x, j, i)]) : addWrap(acc, a[index(x, j, i)]);
+          o[size_t(x * inner + i)] = wrapTo(k, acc);
+        }
+    }
+    return true;
+  }
+
+  // --- print ----------------------------------------------------------------------------------
+
+  // The GPU's vprintf formats (compiler/codegen/LowerPrint.cpp), so both print alike.
+  bool print() {
+    const ir::Value *v = op_.operand(0);
+    const ir::Type &t = v->type();
+    const std::string &prefix = op_.strAttr("prefix");
+    const Tensor &x = in(0);
+    std::FILE *f = m_.options.printTo;
+    size_t n = count(t);
+    for (size_t e = 0; e < n; ++e) {
+      std::fprintf(f, "pid (%lld) ", (long long)m_.pid);
+      if (t.isBlock())
+        std::fprintf(f, "idx (%zu) ", e);
+      if (!prefix.empty())
+        std::fprintf(f, "%s ", prefix.c_str());
+      if (t.isFloat())
+        std::fprintf(f, "%f\n", x.f[e]);
+      else if (t.isPtr())
+        std::fprintf(f, "0x%llx\n", (unsigned long long)x.i[e]);
+      else
+        std::fprintf(f, "%lld\n", (long long)x.i[e]);
+    }
+    return true;
+  }
+
+  Machine &m_;
+  const ir::Op &op_;
+};
+
+} // namespace
+
+bool evaluate(Machine &m, const ir::Op &op) { return OpEvaluator(m, op).run(); }
+
+} // namespace tritium::interpreter
