@@ -12,7 +12,9 @@ $B/bench_softmax $sweep --csv="$O/tritium.csv" > "$O/tritium.txt" 2> "$O/tritium
 python3 tools/peers_softmax.py $sweep > "$O/peers.csv" 2> "$O/peers.err"
 {
   $B/bench_softmax --host-overhead
-  rm -rf /tmp/tritium-cold && TRITIUM_CACHE_DIR=/tmp/tritium-cold $B/bench_softmax --compile-time
+  # CUDA_CACHE_DISABLE: the driver keeps its own cache of JIT-compiled PTX, which would make a
+  # second "cold" measurement warm.
+  rm -rf /tmp/tritium-cold && CUDA_CACHE_DISABLE=1 TRITIUM_CACHE_DIR=/tmp/tritium-cold $B/bench_softmax --compile-time
   TRITIUM_CACHE_DIR=/tmp/tritium-cold $B/bench_softmax --compile-time
   python3 tools/peers_softmax.py --compile-time 2>/dev/null
 } > "$O/host.txt" 2>&1

@@ -58,11 +58,15 @@ SoftmaxConfig softmaxConfig(int64_t nCols) {
     return {block, 2, 1};
   if (block <= 2048)
     return {block, 1, 2};
+  // From here rows that are not a power of two matter (the tail of the block is masked): the
+  // choices below are the best on average over N = 2176 ... 12544 (docs/PERF.md, sweep 2).
   if (block <= 4096)
-    return {block, 16, 2};
+    return {block, 4, 2};
   if (block <= 8192)
-    return {block, 16, 1};
-  return {block, 32, 3};
+    return {block, 8, 2};
+  if (nCols < block * 3 / 4)
+    return {block, 16, 2};
+  return {block, 32, 3}; // nearly full 16k blocks: fewer registers per thread, a deeper ring
 }
 
 Specialization softmaxSpecialization(int64_t nCols, const std::string &dtype) {
