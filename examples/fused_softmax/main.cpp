@@ -4,6 +4,7 @@
 // TRITIUM_INTERPRET=1) it runs the same kernel in tritium's CPU interpreter on smaller shapes
 // and checks those instead.
 #include "examples/kernels/Softmax.h"
+#include "examples/kernels/SoftmaxReference.h"
 #include "frontend/Tritium.h"
 #include "runtime/Grid.h"
 
@@ -27,16 +28,8 @@ struct Shape {
 
 std::vector<double> reference(const std::vector<float> &x, int64_t rows, int64_t cols) {
   std::vector<double> y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *in = &x[size_t(r * cols)];
-    double m = -INFINITY, s = 0;
-    for (int64_t c = 0; c < cols; ++c)
-      m = std::max(m, double(in[c]));
-    for (int64_t c = 0; c < cols; ++c)
-      s += std::exp(double(in[c]) - m);
-    for (int64_t c = 0; c < cols; ++c)
-      y[size_t(r * cols + c)] = std::exp(double(in[c]) - m) / s;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::softmaxRowReference(&x[size_t(r * cols)], cols, &y[size_t(r * cols)]);
   return y;
 }
 
