@@ -165,6 +165,13 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
   if (interpreting())
     return interpret(grid, args);
   load();
+  // The driver launches in the calling thread's current context: make the device's primary
+  // context current once per thread, so launches from any thread work.
+  static thread_local bool contextCurrent = false;
+  if (!contextCurrent) {
+    rt::Context::current();
+    contextCurrent = true;
+  }
   rt::launchKernel(loaded_->function(), unsigned(grid), unsigned(numThreads()),
                    unsigned(meta_.sharedBytes), stream, params.data());
 }
