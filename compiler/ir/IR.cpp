@@ -27,8 +27,11 @@ std::optional<OpKind> parseMnemonic(const std::string &s) {
 std::string Layout::str() const {
   auto list = [](const std::vector<int> &v) {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i)
-      s += (i ? "," : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i)
+        s += ',';
+      s += std::to_string(v[i]);
+    }
     return s + "]";
   };
   return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
