@@ -29,6 +29,13 @@ const char *stageName(Stage s) {
   return "?";
 }
 
+std::optional<Stage> parseStage(const std::string &name) {
+  for (Stage s : {Stage::TIR, Stage::GIR, Stage::LLVM, Stage::PTX})
+    if (name == stageName(s))
+      return s;
+  return std::nullopt;
+}
+
 namespace {
 
 // Writes a stage to $TRITIUM_DUMP_DIR/<kernel>.<ext> when the variable is set.
@@ -82,13 +89,14 @@ void optimizeTIR(ir::Function &fn) {
   ir::verify(fn, "TIR simplification");
 }
 
-Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last) {
+Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last,
+                     const ir::PrintOptions &print) {
   if (options.numWarps < 1 || options.numWarps > 32 ||
       !std::has_single_bit(unsigned(options.numWarps)))
     throw UserError("num_warps must be a power of two from 1 to 32, got " +
                     std::to_string(options.numWarps));
   Artifacts out;
-  out.tir = ir::print(fn);
+  out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);
   if (last == Stage::TIR)
     return out;
@@ -101,7 +109,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     pipelineLoads(fn, options.numWarps,
                   options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
-    out.gir = ir::print(fn);
+    out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     dump(fn.name(), "gir", out.gir);
   }

@@ -5,13 +5,16 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
+#include "compiler/ir/Printer.h"
 
+#include <optional>
 #include <string>
 
 namespace tritium {
 
 enum class Stage { TIR, GIR, LLVM, PTX };
 const char *stageName(Stage s); // "tir", "gir", "llvm", "ptx"
+std::optional<Stage> parseStage(const std::string &name);
 
 struct CompileOptions {
   std::string arch = "sm_90";
@@ -31,12 +34,18 @@ struct Artifacts {
   std::string llvm; // after O3
   std::string ptx;
   int64_t sharedBytes = 0;
+
+  const std::string &text(Stage s) const {
+    return s == Stage::TIR ? tir : s == Stage::GIR ? gir : s == Stage::LLVM ? llvm : ptx;
+  }
 };
 
 // Verifies the traced kernel and simplifies it; the result is the TIR that is cached and keyed.
 void optimizeTIR(ir::Function &fn);
 
-// Lowers optimized TIR down to `last`; later fields of the result stay empty.
-Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last = Stage::PTX);
+// Lowers optimized TIR down to `last`; later fields of the result stay empty. `print` shapes the
+// tir and gir texts (tools print them without locations for FileCheck).
+Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last = Stage::PTX,
+                     const ir::PrintOptions &print = {});
 
 } // namespace tritium

@@ -137,10 +137,11 @@ static CompileOptions optionsOf(const Specialization &spec) {
   return CompileOptions{spec.arch, spec.ptxVersion, spec.numWarps, spec.numStages};
 }
 
-Artifacts Kernel::compileTo(const Specialization &spec, Stage last) const {
+Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
+                            const ir::PrintOptions &print) const {
   std::unique_ptr<ir::Function> fn = trace(spec);
   optimizeTIR(*fn);
-  return compileTIR(*fn, optionsOf(spec), last);
+  return compileTIR(*fn, optionsOf(spec), last, print);
 }
 
 CompiledKernel &Kernel::compile(const Specialization &spec) {

@@ -49,7 +49,8 @@ public:
   // Returns the compiled specialization: from memory, else the disk cache, else the compiler.
   CompiledKernel &compile(const Specialization &spec);
   // Stops after `last` and returns the stages so far (no cache): for tools and tests.
-  Artifacts compileTo(const Specialization &spec, Stage last) const;
+  Artifacts compileTo(const Specialization &spec, Stage last,
+                      const ir::PrintOptions &print = {}) const;
 
 protected:
   Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,

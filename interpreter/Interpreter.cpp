@@ -10,18 +10,22 @@
 namespace tritium {
 
 namespace {
-std::atomic<int> gInterpret{-1}; // -1: not set, follow TRITIUM_INTERPRET
-}
+// -1: not decided yet (read TRITIUM_INTERPRET on the next query); 0 or 1 after that. Launches
+// ask on every call, so the environment is read once, not per launch.
+std::atomic<int> gInterpret{-1};
+} // namespace
 
 void setInterpret(bool on) { gInterpret = on ? 1 : 0; }
 void resetInterpret() { gInterpret = -1; }
 
 bool interpreting() {
-  int forced = gInterpret.load();
-  if (forced >= 0)
-    return forced == 1;
-  const char *env = std::getenv("TRITIUM_INTERPRET");
-  return env && (!std::strcmp(env, "1") || !std::strcmp(env, "true") || !std::strcmp(env, "on"));
+  int mode = gInterpret.load(std::memory_order_relaxed);
+  if (mode < 0) {
+    const char *env = std::getenv("TRITIUM_INTERPRET");
+    mode = env && (!std::strcmp(env, "1") || !std::strcmp(env, "true") || !std::strcmp(env, "on"));
+    gInterpret.store(mode, std::memory_order_relaxed);
+  }
+  return mode == 1;
 }
 
 namespace interpreter {

@@ -16,7 +16,7 @@ namespace tritium {
 
 // Interpret mode for launches: setInterpret() wins over TRITIUM_INTERPRET (1/true/on).
 void setInterpret(bool on);
-void resetInterpret(); // back to following TRITIUM_INTERPRET
+void resetInterpret(); // back to following TRITIUM_INTERPRET (read again on the next query)
 bool interpreting();
 
 namespace interpreter {

@@ -7,6 +7,7 @@
 #include "compiler/ir/Printer.h"
 #include "compiler/ir/Verifier.h"
 #include "compiler/transforms/Passes.h"
+#include "tools/CommandLine.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -47,17 +48,10 @@ options:
   --help               show this help
 )";
 
-[[noreturn]] void usageError(const std::string &msg) {
-  std::fprintf(stderr, "tritium-opt: %s\n(run tritium-opt --help for usage)\n", msg.c_str());
-  std::exit(2);
-}
+[[noreturn]] void usageError(const std::string &msg) { tools::usageError("tritium-opt", msg); }
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
-  char *end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end)
-    usageError(flag + " expects an integer, got '" + v + "'");
-  return x;
+  return tools::parseInt("tritium-opt", flag, v);
 }
 
 std::vector<std::string> splitList(const std::string &list) {
@@ -149,7 +143,7 @@ int main(int argc, char **argv) {
       }
     } else if (auto v = value("--emit")) {
       emit = *v;
-      if (emit != "tir" && emit != "gir" && emit != "llvm" && emit != "ptx")
+      if (!parseStage(emit))
         usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
     } else if (auto v = value("--num-warps")) {
       numWarps = int(parseInt("--num-warps", *v));
@@ -195,26 +189,11 @@ int main(int argc, char **argv) {
       result = ir::print(*fn, {.locations = locations});
     } else {
       optimizeTIR(*fn);
-      Stage last = emit == "tir"    ? Stage::TIR
-                   : emit == "gir"  ? Stage::GIR
-                   : emit == "llvm" ? Stage::LLVM
-                                    : Stage::PTX;
-      Artifacts a = compileTIR(*fn, options, last);
-      result = last == Stage::TIR    ? ir::print(*fn, {.locations = locations})
-               : last == Stage::GIR  ? ir::print(*fn, {.locations = locations})
-               : last == Stage::LLVM ? a.llvm
-                                     : a.ptx;
+      Stage last = *parseStage(emit); // checked with the options
+      result = compileTIR(*fn, options, last, {.locations = locations}).text(last);
     }
-    if (output.empty()) {
-      std::fwrite(result.data(), 1, result.size(), stdout);
-    } else {
-      std::ofstream f(output, std::ios::binary);
-      f << result;
-      if (!f) {
-        std::fprintf(stderr, "tritium-opt: cannot write %s\n", output.c_str());
-        return 1;
-      }
-    }
+    if (!tools::writeOutput("tritium-opt", output, result))
+      return 1;
     return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "tritium-opt: %s\n", e.what());

@@ -2,6 +2,7 @@
 // parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does.
 #include "examples/kernels/Softmax.h"
 #include "frontend/Kernel.h"
+#include "tools/CommandLine.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -43,17 +44,10 @@ options:
   --help               show this help
 )";
 
-[[noreturn]] void usageError(const std::string &msg) {
-  std::fprintf(stderr, "tritiumc: %s\n(run tritiumc --help for usage)\n", msg.c_str());
-  std::exit(2);
-}
+[[noreturn]] void usageError(const std::string &msg) { tools::usageError("tritiumc", msg); }
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
-  char *end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end)
-    usageError(flag + " expects an integer, got '" + v + "'");
-  return x;
+  return tools::parseInt("tritiumc", flag, v);
 }
 
 } // namespace
@@ -82,8 +76,8 @@ int main(int argc, char **argv) {
     if (a.rfind("--", 0) != 0 || eq == std::string::npos)
       usageError("unknown argument '" + a + "'");
     std::string key = a.substr(2, eq - 2);
-    static const char *known[] = {"kernel", "emit", "n-cols", "block-size", "num-warps",
-                                  "num-stages", "dtype", "arch", "ptx-version", "signature"};
+    static const char *known[] = {"kernel",     "emit",  "n-cols", "block-size",  "num-warps",
+                                  "num-stages", "dtype", "arch",   "ptx-version", "signature"};
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       usageError("unknown option '--" + key + "'");
     opts[key] = a.substr(eq + 1);
@@ -93,10 +87,7 @@ int main(int argc, char **argv) {
   if (kernelName != "softmax")
     usageError("unknown kernel '" + kernelName + "' (built-in kernels: softmax)");
   std::string emit = opts.count("emit") ? opts["emit"] : "ptx";
-  std::optional<Stage> stage;
-  for (Stage s : {Stage::TIR, Stage::GIR, Stage::LLVM, Stage::PTX})
-    if (emit == stageName(s))
-      stage = s;
+  std::optional<Stage> stage = parseStage(emit);
   if (!stage)
     usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
 
@@ -128,37 +119,10 @@ int main(int argc, char **argv) {
     spec.ptxVersion = int(parseInt("--ptx-version", opts["ptx-version"]));
 
   try {
-    Artifacts a = kernels::softmaxKernel().compileTo(spec, *stage);
-    std::string text = *stage == Stage::TIR ? a.tir
-                       : *stage == Stage::GIR ? a.gir
-                       : *stage == Stage::LLVM ? a.llvm
-                                               : a.ptx;
-    if (!locations) {
-      // Drop the trailing loc("...") of each line.
-      std::string out;
-      size_t pos = 0;
-      while (pos < text.size()) {
-        size_t nl = text.find('\n', pos);
-        std::string line = text.substr(pos, nl == std::string::npos ? nl : nl - pos);
-        if (size_t l = line.find("  loc(\""); l != std::string::npos) {
-          size_t close = line.find("\")", l);
-          line.erase(l, close + 2 - l);
-        }
-        out += line + "\n";
-        pos = nl == std::string::npos ? text.size() : nl + 1;
-      }
-      text = out;
-    }
-    if (output.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      std::ofstream f(output, std::ios::binary);
-      f << text;
-      if (!f) {
-        std::fprintf(stderr, "tritiumc: cannot write %s\n", output.c_str());
-        return 1;
-      }
-    }
+    Artifacts a = kernels::softmaxKernel().compileTo(spec, *stage, {.locations = locations});
+    const std::string &text = a.text(*stage);
+    if (!tools::writeOutput("tritiumc", output, text))
+      return 1;
     return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "tritiumc: %s\n", e.what());

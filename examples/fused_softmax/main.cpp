@@ -26,54 +26,63 @@ struct Shape {
   int64_t rows, cols;
 };
 
-std::vector<double> reference(const std::vector<float> &x, int64_t rows, int64_t cols) {
-  std::vector<double> y(x.size());
-  for (int64_t r = 0; r < rows; ++r)
-    kernels::softmaxRowReference(&x[size_t(r * cols)], cols, &y[size_t(r * cols)]);
-  return y;
+std::vector<float> randomMatrix(const Shape &s, std::mt19937 &rng) {
+  std::vector<float> x(size_t(s.rows * s.cols));
+  std::normal_distribution<float> dist(0.f, 2.f);
+  for (float &v : x)
+    v = dist(rng);
+  return x;
+}
+
+constexpr uint32_t kPoison = 0x7fc00001u; // a NaN that an unwritten element keeps
+constexpr double kTolerance = 1e-5;
+
+struct Check {
+  double maxErr = 0;
+  size_t bad = 0; // elements off by more than kTolerance (NaN included)
+};
+
+// Compares every element of `y` with the double-precision reference of `x`.
+Check check(const std::vector<float> &x, const std::vector<float> &y, const Shape &s) {
+  Check c;
+  std::vector<double> ref(static_cast<size_t>(s.cols));
+  for (int64_t r = 0; r < s.rows; ++r) {
+    kernels::softmaxRowReference(&x[size_t(r * s.cols)], s.cols, ref.data());
+    for (int64_t col = 0; col < s.cols; ++col) {
+      double err = std::fabs(double(y[size_t(r * s.cols + col)]) - ref[size_t(col)]);
+      if (!(err <= kTolerance))
+        ++c.bad;
+      c.maxErr = std::isnan(err) ? INFINITY : std::max(c.maxErr, err);
+    }
+  }
+  if (c.bad)
+    std::printf("  %zu of %zu elements differ from the reference by more than %g\n", c.bad,
+                y.size(), kTolerance);
+  return c;
 }
 
 // Runs one shape; returns false when the result is wrong.
 bool runShape(const Shape &shape, std::mt19937 &rng) {
   auto [rows, cols] = shape;
-  size_t n = size_t(rows * cols), bytes = n * sizeof(float);
-  std::vector<float> x(n);
-  std::normal_distribution<float> dist(0.f, 2.f);
-  for (float &v : x)
-    v = dist(rng);
+  std::vector<float> x = randomMatrix(shape, rng);
+  size_t n = x.size(), bytes = n * sizeof(float);
 
   rt::DeviceBuffer in(bytes), out(bytes);
   // Specialized on the arguments' divisibility by 16, as Triton does at launch.
-  CompiledKernel &k = kernels::softmaxKernel().compile(
-      kernels::softmaxSpecialization(cols).specializedFor(
+  CompiledKernel &k =
+      kernels::softmaxKernel().compile(kernels::softmaxSpecialization(cols).specializedFor(
           {out, in, int32_t(cols), int32_t(cols), int32_t(rows), int32_t(cols)}));
   in.upload(x.data(), bytes);
-  out.fill32(0x7fc00001u); // poison: a NaN that an unwritten element keeps
+  out.fill32(kPoison);
   rt::Stream stream;
   int64_t grid = k.persistentGrid(rows);
-  auto launch = [&] {
-    k.launch(grid, stream.get(),
-             {in, out, int32_t(cols), int32_t(cols), int32_t(rows), int32_t(cols)});
-  };
   // Correctness first, on the poisoned output.
   k.launch(grid, stream.get(),
            {out, in, int32_t(cols), int32_t(cols), int32_t(rows), int32_t(cols)});
   stream.sync();
   std::vector<float> y(n);
   out.download(y.data(), bytes);
-  std::vector<double> ref = reference(x, rows, cols);
-  double maxErr = 0;
-  size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double err = std::fabs(double(y[i]) - ref[i]);
-    if (!(err <= 1e-5)) // also catches NaN
-      ++bad;
-    if (std::isnan(err))
-      maxErr = INFINITY;
-    else
-      maxErr = std::max(maxErr, err);
-  }
-  (void)launch;
+  Check c = check(x, y, shape);
 
   // Bandwidth: median of repetitions with L2 flushed before each.
   auto timed = [&] {
@@ -96,12 +105,10 @@ bool runShape(const Shape &shape, std::mt19937 &rng) {
   const rt::KernelInfo &info = k.info();
   std::printf("%6lld x %-6lld  BLOCK %-6lld warps %-2d grid %-5lld regs %-3d  max|err| %.2e  "
               "%s  %8.1f GB/s  (%.4f ms)\n",
-              (long long)rows, (long long)cols,
-              (long long)kernels::softmaxConfig(cols).blockSize, k.metadata().options.numWarps,
-              (long long)grid, info.numRegs, maxErr, bad ? "FAIL" : "ok", gbps, median);
-  if (bad)
-    std::printf("  %zu of %zu elements differ from the reference by more than 1e-5\n", bad, n);
-  return bad == 0;
+              (long long)rows, (long long)cols, (long long)kernels::softmaxConfig(cols).blockSize,
+              k.metadata().options.numWarps, (long long)grid, info.numRegs, c.maxErr,
+              c.bad ? "FAIL" : "ok", gbps, median);
+  return c.bad == 0;
 }
 
 // --- Without a GPU: the interpreter ----------------------------------------------------------
@@ -109,39 +116,25 @@ bool runShape(const Shape &shape, std::mt19937 &rng) {
 // Runs one shape through the interpreter over host buffers and checks it like runShape does.
 bool runShapeInterpreted(const Shape &shape, std::mt19937 &rng) {
   auto [rows, cols] = shape;
-  size_t n = size_t(rows * cols), bytes = n * sizeof(float);
-  std::vector<float> x(n), y(n);
-  std::normal_distribution<float> dist(0.f, 2.f);
-  for (float &v : x)
-    v = dist(rng);
+  std::vector<float> x = randomMatrix(shape, rng), y(x.size());
+  size_t bytes = x.size() * sizeof(float);
   interpreter::HostBuffer in(bytes), out(bytes);
   in.upload(x.data(), bytes);
-  out.fill32(0x7fc00001u); // poison: a NaN that an unwritten element keeps
-  CompiledKernel &k = kernels::softmaxKernel().compile(
-      kernels::softmaxSpecialization(cols).specializedFor(
+  out.fill32(kPoison);
+  CompiledKernel &k =
+      kernels::softmaxKernel().compile(kernels::softmaxSpecialization(cols).specializedFor(
           {out, in, int32_t(cols), int32_t(cols), int32_t(rows), int32_t(cols)}));
   int64_t grid = k.persistentGrid(rows);
   auto start = std::chrono::steady_clock::now();
   k.launch(grid, nullptr, {out, in, int32_t(cols), int32_t(cols), int32_t(rows), int32_t(cols)});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.download(y.data(), bytes);
-  std::vector<double> ref = reference(x, rows, cols);
-  double maxErr = 0;
-  size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double err = std::fabs(double(y[i]) - ref[i]);
-    if (!(err <= 1e-5))
-      ++bad;
-    maxErr = std::isnan(err) ? INFINITY : std::max(maxErr, err);
-  }
+  Check c = check(x, y, shape);
   std::printf("%6lld x %-6lld  BLOCK %-6lld grid %-4lld  max|err| %.2e  %s  (interpreted in "
               "%.2f s)\n",
-              (long long)rows, (long long)cols,
-              (long long)kernels::softmaxConfig(cols).blockSize, (long long)grid, maxErr,
-              bad ? "FAIL" : "ok", seconds);
-  if (bad)
-    std::printf("  %zu of %zu elements differ from the reference by more than 1e-5\n", bad, n);
-  return bad == 0;
+              (long long)rows, (long long)cols, (long long)kernels::softmaxConfig(cols).blockSize,
+              (long long)grid, c.maxErr, c.bad ? "FAIL" : "ok", seconds);
+  return c.bad == 0;
 }
 
 // The interpreter's run of the main job: smaller shapes, so that it takes seconds on a CPU.
@@ -163,8 +156,7 @@ int runInterpreted(const std::vector<Shape> &requested, bool userShape) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<Shape> shapes = {{1823, 781}, {4096, 256}, {4096, 1024}, {4096, 4096},
-                               {4096, 12288}};
+  std::vector<Shape> shapes = {{1823, 781}, {4096, 256}, {4096, 1024}, {4096, 4096}, {4096, 12288}};
   if (argc == 3)
     shapes = {{std::atoll(argv[1]), std::atoll(argv[2])}};
   else if (argc != 1) {
