@@ -1,6 +1,7 @@
 // The tutorial's softmax on a GPU against a CPU reference in double precision: fresh random
 // inputs every run (the seed is printed on failure), outputs poisoned with a NaN pattern before
 // each launch, every element checked. Each test skips, saying why, when no GPU is usable.
+#include "SoftmaxProblem.h"
 #include "TestSupport.h"
 
 #include "examples/kernels/Softmax.h"
@@ -20,12 +21,13 @@
 #include <vector>
 
 using namespace tritium;
+using tritium::testing::freshSeed;
+using tritium::testing::SoftmaxShape;
+using Shape = SoftmaxShape;
+using tritium::testing::bitsOf;
+using tritium::testing::kPoison;
 
 namespace {
-
-constexpr uint32_t kPoison = 0x7fc00001u;        // a NaN an unwritten output element keeps
-constexpr uint32_t kInputPadding = 0x7fc00002u;  // a NaN in the input between n_cols and the stride
-constexpr double kTolerance = 1e-5;
 
 #define SKIP_WITHOUT_GPU()                                                                         \
   do {                                                                                             \
@@ -34,116 +36,11 @@ constexpr double kTolerance = 1e-5;
       GTEST_SKIP() << "no GPU: " << why;                                                           \
   } while (0)
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-struct Shape {
-  int64_t rows, cols;
-  int64_t inStride = 0, outStride = 0; // 0: cols
-};
-
 // A problem on the host and the device: random rows, padding, and the poisoned output.
-class Problem {
-public:
-  Problem(const Shape &s, uint32_t seed) : s_(s), seed_(seed) {
-    if (!s_.inStride)
-      s_.inStride = s_.cols;
-    if (!s_.outStride)
-      s_.outStride = s_.cols;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> pickStddev(2.0, 4.0);
-    std::normal_distribution<float> dist(0.f, float(pickStddev(rng)));
-    x_.assign(size_t(s_.rows * s_.inStride), floatOf(kInputPadding));
-    for (int64_t r = 0; r < s_.rows; ++r)
-      for (int64_t c = 0; c < s_.cols; ++c)
-        x_[size_t(r * s_.inStride + c)] = dist(rng);
-    in_.emplace(x_.size() * 4);
-    out_.emplace(size_t(s_.rows * s_.outStride) * 4);
-    in_->upload(x_.data(), x_.size() * 4);
-    poison();
-  }
-
-  void poison() { out_->fill32(kPoison); }
-  const rt::DeviceBuffer &in() const { return *in_; }
-  const rt::DeviceBuffer &out() const { return *out_; }
-  const Shape &shape() const { return s_; }
-
-  void launch(CompiledKernel &k, CUstream stream) { launch(k, stream, k.persistentGrid(s_.rows)); }
-  void launch(CompiledKernel &k, CUstream stream, int64_t grid) {
-    k.launch(grid, stream,
-             {*out_, *in_, int32_t(s_.inStride), int32_t(s_.outStride), int32_t(s_.rows),
-              int32_t(s_.cols)});
-  }
-
-  std::vector<float> download() const {
-    std::vector<float> y(size_t(s_.rows * s_.outStride));
-    out_->download(y.data(), y.size() * 4);
-    return y;
-  }
-
-  // Checks every element against the double-precision reference and that the padding of the
-  // output rows still holds the poison. Returns the output for further comparisons.
-  std::vector<float> check() const {
-    std::vector<float> y = download();
-    double maxErr = 0;
-    int64_t bad = 0, nans = 0, padTouched = 0;
-    std::ostringstream firstBad;
-    std::vector<double> e(size_t(s_.cols));
-    for (int64_t r = 0; r < s_.rows; ++r) {
-      kernels::softmaxRowReference(&x_[size_t(r * s_.inStride)], s_.cols, e.data());
-      for (int64_t c = 0; c < s_.cols; ++c) {
-        double ref = e[size_t(c)];
-        float got = y[size_t(r * s_.outStride + c)];
-        double err = std::fabs(double(got) - ref);
-        if (std::isnan(got))
-          ++nans;
-        if (!(err <= kTolerance)) { // NaN fails too
-          if (bad++ < 5)
-            firstBad << "  [" << r << ", " << c << "] got " << got << " expected " << ref
-                     << "\n";
-        } else {
-          maxErr = std::max(maxErr, err);
-        }
-      }
-      for (int64_t c = s_.cols; c < s_.outStride; ++c)
-        if (bitsOf(y[size_t(r * s_.outStride + c)]) != kPoison && padTouched++ < 5)
-          firstBad << "  padding [" << r << ", " << c << "] was overwritten with "
-                   << y[size_t(r * s_.outStride + c)] << "\n";
-    }
-    EXPECT_EQ(bad, 0) << bad << " of " << s_.rows * s_.cols << " elements differ by more than "
-                      << kTolerance << " (" << nans << " NaN); seed " << seed_ << ", shape "
-                      << s_.rows << "x" << s_.cols << ":\n"
-                      << firstBad.str();
-    EXPECT_EQ(padTouched, 0) << "the kernel wrote between n_cols and the row stride; seed "
-                             << seed_ << ":\n"
-                             << firstBad.str();
-    EXPECT_LE(maxErr, kTolerance);
-    return y;
-  }
-
-private:
-  Shape s_;
-  uint32_t seed_;
-  std::vector<float> x_;
-  std::optional<rt::DeviceBuffer> in_, out_;
-};
+using Problem = tritium::testing::SoftmaxProblem<rt::DeviceBuffer>;
 
 class SoftmaxGpuTest : public tritium::testing::CompilerTest {
 protected:
-  static uint32_t freshSeed() {
-    uint32_t seed = std::random_device{}();
-    ::testing::Test::RecordProperty("seed", std::to_string(seed));
-    return seed;
-  }
-
   // The built-in tutorial kernel for rows of `cols`, with the tutorial's configuration.
   static CompiledKernel &kernelFor(int64_t cols) {
     return kernels::softmaxKernel().compile(kernels::softmaxSpecialization(cols));

@@ -2,6 +2,7 @@
 // every softmax test of tests/gpu/SoftmaxGpuTest.cpp again through the interpreter, a property
 // test over random shapes against the double-precision reference, out-of-bounds accesses as
 // UserErrors naming the op's line, loops with carried values, integer ops, and print.
+#include "SoftmaxProblem.h"
 #include "TestSupport.h"
 
 #include "compiler/ir/Parser.h"
@@ -20,121 +21,23 @@
 #include <vector>
 
 using namespace tritium;
+using tritium::testing::freshSeed;
+using tritium::testing::SoftmaxShape;
+using Shape = SoftmaxShape;
 using dsl::Int;
 using dsl::Ptr;
+using tritium::testing::bitsOf;
+using tritium::testing::kPoison;
 
 namespace {
 
-constexpr uint32_t kPoison = 0x7fc00001u;       // a NaN an unwritten output element keeps
-constexpr uint32_t kInputPadding = 0x7fc00002u; // a NaN in the input between n_cols and stride
-// The interpreter's exp is std::exp (the GPU's ex2.approx is within 2 ulp); 1e-5 absolute is
-// the GPU tests' tolerance, and the interpreter meets it with a wide margin.
-constexpr double kTolerance = 1e-5;
-
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-struct Shape {
-  int64_t rows, cols;
-  int64_t inStride = 0, outStride = 0; // 0: cols
-};
-
-// SoftmaxGpuTest's Problem over host buffers: random rows, NaN padding, poisoned output.
-class HostProblem {
-public:
-  HostProblem(const Shape &s, uint32_t seed) : s_(s), seed_(seed) {
-    if (!s_.inStride)
-      s_.inStride = s_.cols;
-    if (!s_.outStride)
-      s_.outStride = s_.cols;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> pickStddev(2.0, 4.0);
-    std::normal_distribution<float> dist(0.f, float(pickStddev(rng)));
-    x_.assign(size_t(s_.rows * s_.inStride), floatOf(kInputPadding));
-    for (int64_t r = 0; r < s_.rows; ++r)
-      for (int64_t c = 0; c < s_.cols; ++c)
-        x_[size_t(r * s_.inStride + c)] = dist(rng);
-    in_.emplace(x_.size() * 4);
-    out_.emplace(size_t(s_.rows * s_.outStride) * 4);
-    in_->upload(x_.data(), x_.size() * 4);
-    poison();
-  }
-
-  void poison() { out_->fill32(kPoison); }
-
-  void launch(CompiledKernel &k) { launch(k, k.persistentGrid(s_.rows)); }
-  void launch(CompiledKernel &k, int64_t grid) {
-    k.launch(grid, nullptr,
-             {*out_, *in_, int32_t(s_.inStride), int32_t(s_.outStride), int32_t(s_.rows),
-              int32_t(s_.cols)});
-  }
-
-  std::vector<float> download() const {
-    std::vector<float> y(size_t(s_.rows * s_.outStride));
-    out_->download(y.data(), y.size() * 4);
-    return y;
-  }
-
-  // Every element against the double-precision reference; the output padding keeps the poison.
-  std::vector<float> check() const {
-    std::vector<float> y = download();
-    int64_t bad = 0, padTouched = 0;
-    double maxErr = 0;
-    std::ostringstream firstBad;
-    std::vector<double> e(size_t(s_.cols));
-    for (int64_t r = 0; r < s_.rows; ++r) {
-      kernels::softmaxRowReference(&x_[size_t(r * s_.inStride)], s_.cols, e.data());
-      for (int64_t c = 0; c < s_.cols; ++c) {
-        double ref = e[size_t(c)];
-        float got = y[size_t(r * s_.outStride + c)];
-        double err = std::fabs(double(got) - ref);
-        if (!(err <= kTolerance)) {
-          if (bad++ < 5)
-            firstBad << "  [" << r << ", " << c << "] got " << got << " expected " << ref << "\n";
-        } else {
-          maxErr = std::max(maxErr, err);
-        }
-      }
-      for (int64_t c = s_.cols; c < s_.outStride; ++c)
-        if (bitsOf(y[size_t(r * s_.outStride + c)]) != kPoison && padTouched++ < 5)
-          firstBad << "  padding [" << r << ", " << c << "] was overwritten\n";
-    }
-    EXPECT_EQ(bad, 0) << bad << " of " << s_.rows * s_.cols << " elements differ by more than "
-                      << kTolerance << "; seed " << seed_ << ", shape " << s_.rows << "x" << s_.cols
-                      << " strides " << s_.inStride << "/" << s_.outStride << ":\n"
-                      << firstBad.str();
-    EXPECT_EQ(padTouched, 0) << "the kernel wrote between n_cols and the row stride; seed " << seed_
-                             << ":\n"
-                             << firstBad.str();
-    return y;
-  }
-
-private:
-  Shape s_;
-  uint32_t seed_;
-  std::vector<float> x_;
-  std::optional<interpreter::HostBuffer> in_, out_;
-};
+using HostProblem = tritium::testing::SoftmaxProblem<interpreter::HostBuffer>;
 
 // Each test runs with interpret mode on and its own cache; the mode is reset afterwards.
 class InterpreterTest : public tritium::testing::CompilerTest {
 protected:
   void SetUp() override { setInterpret(true); }
   void TearDown() override { resetInterpret(); }
-
-  static uint32_t freshSeed() {
-    uint32_t seed = std::random_device{}();
-    ::testing::Test::RecordProperty("seed", std::to_string(seed));
-    return seed;
-  }
 
   static CompiledKernel &kernelFor(int64_t cols) {
     return kernels::softmaxKernel().compile(kernels::softmaxSpecialization(cols));
@@ -143,7 +46,7 @@ protected:
   void runShape(const Shape &s) {
     SCOPED_TRACE("shape " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
     HostProblem p(s, freshSeed());
-    p.launch(kernelFor(s.cols));
+    p.launch(kernelFor(s.cols), nullptr);
     p.check();
   }
 };
@@ -176,10 +79,10 @@ TEST_F(InterpreterTest, SameCompiledKernelLaunchedTwice) {
   // must not load it.
   bool loadedBefore = k.loaded();
   HostProblem p({1823, 781}, seed);
-  p.launch(k);
+  p.launch(k, nullptr);
   std::vector<float> first = p.check();
   p.poison();
-  p.launch(k);
+  p.launch(k, nullptr);
   std::vector<float> second = p.check();
   EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0) << "seed " << seed;
   EXPECT_EQ(k.loaded(), loadedBefore) << "interpret mode must not load the kernel on a GPU";
@@ -192,11 +95,11 @@ TEST_F(InterpreterTest, GridSizeDoesNotChangeTheResult) {
   uint32_t seed = freshSeed();
   CompiledKernel &k = kernelFor(1000);
   HostProblem p({64, 1000}, seed);
-  p.launch(k, 1);
+  p.launch(k, nullptr, 1);
   std::vector<float> one = p.check();
   for (int64_t grid : {int64_t(7), int64_t(64), int64_t(200)}) {
     p.poison();
-    p.launch(k, grid);
+    p.launch(k, nullptr, grid);
     std::vector<float> other = p.check();
     EXPECT_EQ(std::memcmp(one.data(), other.data(), one.size() * 4), 0)
         << "grid " << grid << " differs from grid 1; seed " << seed;
@@ -234,7 +137,7 @@ TEST_F(InterpreterTest, RandomShapesMatchTheReference) {
     HostProblem p(s, seed + uint32_t(trial));
     CompiledKernel &k = kernelFor(cols);
     int64_t grid = std::uniform_int_distribution<int64_t>(1, rows + 3)(rng);
-    p.launch(k, grid);
+    p.launch(k, nullptr, grid);
     p.check();
   }
 }
