@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace tritium::dsl {
 
@@ -30,6 +32,7 @@ public:
   const ir::Type &type() const;
 
 private:
+  friend class Range; // rebinds carried variables to the loop's arguments and results
   ir::Value *v_ = nullptr;
 };
 
@@ -104,6 +107,16 @@ Value cast(const Operand &x, const std::string &dtype, Loc loc = Loc::current())
 
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).
+//
+// Variables updated by the loop (the online softmax's running max and sum) are named with
+// carry(); inside the body they hold the value of the current iteration, after the loop the
+// value of the last one:
+//
+//   auto m = full(1, -INFINITY)...; auto d = ...;
+//   for (auto k : range(0, n, BLOCK).carry(m, d)) { ...; m = m_new; d = d_new; }
+//
+// A carried variable must keep its type and shape. A value made inside a loop body and used
+// after the loop without being carried is reported at the use.
 class Range {
 public:
   class Iterator {
@@ -121,12 +134,24 @@ public:
   ~Range() noexcept;
   Range(const Range &) = delete;
   Range &operator=(const Range &) = delete;
+  Range(Range &&other) noexcept;
+  Range &operator=(Range &&) = delete;
+
+  // Names the loop-carried variables (before the loop starts).
+  template <typename... Vs> Range carry(Vs &...vars) && {
+    static_assert((std::is_base_of_v<Value, Vs> && ...), "carry() takes tritium values");
+    (addCarried(&vars), ...);
+    return std::move(*this);
+  }
+
   Iterator begin();
   Iterator end() { return Iterator(this); }
 
 private:
   friend class Iterator;
+  void addCarried(Value *v);
   void close();
+  std::vector<Value *> carried_;
   ir::Value *start_, *end_, *step_;
   int numStages_;
   SourceLoc loc_;

@@ -128,7 +128,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
   {
     dsl::Tracer tracer(*fn);
     invoke(runtime, spec.constexprs);
-    tracer.raiseDeferred();
+    tracer.finish();
   }
   return fn;
 }

@@ -41,17 +41,45 @@ Range::Range(const Operand &start, const Operand &end, const Operand &step, int 
   uncaught_ = std::uncaught_exceptions();
 }
 
+Range::Range(Range &&o) noexcept
+    : carried_(std::move(o.carried_)), start_(o.start_), end_(o.end_), step_(o.step_),
+      numStages_(o.numStages_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
+      done_(o.done_), uncaught_(o.uncaught_) {
+  o.open_ = false; // the moved-from range owns no loop
+}
+
+void Range::addCarried(Value *v) {
+  if (open_ || done_)
+    userError("carry() must name the loop's variables before the loop starts", loc_);
+  if (!v->ir())
+    userError("carry() of an empty tritium Value: give the variable its initial value first",
+              loc_);
+  for (Value *c : carried_)
+    if (c == v)
+      userError("carry() names the same variable twice", loc_);
+  carried_.push_back(v);
+}
+
 Range::Iterator Range::begin() {
   Tracer &t = Tracer::current(loc_);
   if (open_ || done_)
     userError("a tritium range can be iterated only once", loc_);
   auto &b = t.builder();
   outer_ = b.block();
-  loop_ = b.create(OpKind::For, {start_, end_, step_}, {}, loc_);
+  std::vector<ir::Value *> operands = {start_, end_, step_};
+  std::vector<Type> types;
+  for (Value *c : carried_) {
+    operands.push_back(c->ir());
+    types.push_back(c->ir()->type());
+  }
+  loop_ = b.create(OpKind::For, operands, types, loc_);
   int64_t stages = numStages_ ? numStages_ : t.function().intAttr("num_stages").value_or(1);
   loop_->setAttr("num_stages", stages);
   ir::Block *body = loop_->createBody();
   body->addArgument(start_->type());
+  // Inside the body a carried variable is the value of the current iteration.
+  for (Value *c : carried_)
+    c->v_ = body->addArgument(c->ir()->type());
   t.enterBody(body);
   open_ = true;
   return Iterator(this);
@@ -59,8 +87,25 @@ Range::Iterator Range::begin() {
 
 void Range::close() {
   Tracer &t = Tracer::current(loc_);
-  t.builder().create(OpKind::Yield, {}, {}, loc_);
+  std::vector<ir::Value *> next;
+  for (size_t i = 0; i < carried_.size(); ++i) {
+    ir::Value *v = carried_[i]->ir();
+    const Type &want = loop_->result(unsigned(i))->type();
+    if (!v)
+      userError("carried variable " + std::to_string(i + 1) + " was emptied in the loop body",
+                loc_);
+    if (v->type() != want)
+      userError("carried variable " + std::to_string(i + 1) + " changed type in the loop body, " +
+                    "from " + want.str() + " to " + v->type().str() +
+                    " (a carried variable must keep its type and shape; use cast() or full())",
+                loc_);
+    next.push_back(v);
+  }
+  t.builder().create(OpKind::Yield, next, {}, loc_);
   t.exitBody(outer_);
+  // After the loop a carried variable is the value of the last iteration.
+  for (size_t i = 0; i < carried_.size(); ++i)
+    carried_[i]->v_ = loop_->result(unsigned(i));
   done_ = true;
 }
 

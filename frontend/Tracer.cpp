@@ -1,6 +1,8 @@
 // The thread-local current trace.
 #include "frontend/Tracer.h"
 
+#include <unordered_set>
+
 namespace tritium::dsl {
 
 static thread_local Tracer *gCurrent = nullptr;
@@ -31,6 +33,34 @@ void Tracer::raiseDeferred() {
     deferred_.reset();
     throw e;
   }
+}
+
+// Values are visible in the block that makes them and in the bodies nested inside it, after
+// their definition.
+static void checkScopes(const ir::Block &block, std::unordered_set<const ir::Value *> visible) {
+  for (const auto &arg : block.arguments())
+    visible.insert(arg.get());
+  for (const auto &op : block.ops()) {
+    for (const ir::Value *v : op->operands()) {
+      if (visible.count(v))
+        continue;
+      std::string where = v->definingOp() ? " (made at " + v->definingOp()->loc().str() + ")"
+                                          : "";
+      userError("a value made inside a range loop body" + where +
+                    " is used after that loop has ended; to update a variable inside a range "
+                    "loop, name it in the loop's carry(...)",
+                op->loc());
+    }
+    if (op->body())
+      checkScopes(*op->body(), visible);
+    for (const auto &r : op->results())
+      visible.insert(r.get());
+  }
+}
+
+void Tracer::finish() {
+  raiseDeferred();
+  checkScopes(fn_.body(), {});
 }
 
 } // namespace tritium::dsl

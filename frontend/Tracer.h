@@ -31,6 +31,10 @@ public:
   void deferError(const std::string &message, const SourceLoc &loc);
   void raiseDeferred();
 
+  // Ends the trace: raises a deferred error, then reports any value used outside the loop body
+  // that made it (a variable assigned in a range loop without carry()).
+  void finish();
+
 private:
   ir::Function &fn_;
   ir::Builder builder_;

@@ -143,6 +143,38 @@ void tooManyElementsPerThread(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + offs, 0.0);
 }
 
+void carriedChangesShape(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc)) {
+    acc = dsl::sum(acc + dsl::load(in + i + dsl::arange(0, BLOCK)), 0);
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
+void assignedInLoopWithoutCarry(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  for (auto i : dsl::range(0, n, BLOCK)) {
+    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK));
+  }
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
+void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc, acc)) {
+    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK));
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
+void carriedEmpty(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::Value acc;
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc)) {
+    acc = dsl::load(in + i + dsl::arange(0, BLOCK));
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
 void copy(Ptr out, Ptr in, Int n, int BLOCK) {
   auto offs = dsl::program_id(0) * BLOCK + dsl::arange(0, BLOCK);
   auto mask = offs < n;
@@ -242,6 +274,28 @@ TEST_F(DslErrorTest, BreakOutOfRangeLoop) {
 TEST_F(DslErrorTest, ReturnFromRangeLoopReportedAtNextCall) {
   expectUserError([] { traceKernel(returnFromRangeThenMoreCalls); },
                   {"'break' or 'return' inside a tritium range loop is not supported"});
+}
+
+TEST_F(DslErrorTest, CarriedVariableThatChangesShape) {
+  expectUserError([] { traceKernel(carriedChangesShape); },
+                  {"carried variable 1 changed type in the loop body",
+                   "from block<128xf32> to f32"});
+}
+
+TEST_F(DslErrorTest, VariableAssignedInLoopWithoutCarry) {
+  expectUserError([] { traceKernel(assignedInLoopWithoutCarry); },
+                  {"a value made inside a range loop body (made at ", "DslErrorTest.cpp:",
+                   "is used after that loop has ended", "carry(...)"});
+}
+
+TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
+  expectUserError([] { traceKernel(carriedTwice); },
+                  {"carry() names the same variable twice"});
+}
+
+TEST_F(DslErrorTest, CarryOfAnEmptyVariable) {
+  expectUserError([] { traceKernel(carriedEmpty); },
+                  {"carry() of an empty tritium Value"});
 }
 
 TEST_F(DslErrorTest, TheErrorDoesNotLeakIntoTheNextTrace) {
