@@ -30,6 +30,9 @@ public:
   explicit Value(ir::Value *v) : v_(v) {}
   ir::Value *ir() const { return v_; }
   const ir::Type &type() const;
+  // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
+  // ptr.dtype.element_ty: cast(y, output_ptr.dtype()) stores in the output's type.
+  std::string dtype() const;
 
 private:
   friend class Range; // rebinds carried variables to the loop's arguments and results

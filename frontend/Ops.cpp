@@ -17,6 +17,8 @@ const Type &Value::type() const {
   return v_->type();
 }
 
+std::string Value::dtype() const { return ir::dtypeName(type().kind()); }
+
 namespace {
 
 ir::Builder &builder(const SourceLoc &loc) { return Tracer::current(loc).builder(); }

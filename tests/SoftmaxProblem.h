@@ -5,6 +5,7 @@
 // interpreter::HostBuffer.
 #pragma once
 
+#include "TestSupport.h"
 #include "examples/kernels/SoftmaxReference.h"
 #include "frontend/CompiledKernel.h"
 
@@ -36,12 +37,6 @@ inline float floatOf(uint32_t u) {
   return f;
 }
 
-// A fresh seed, recorded in the test's output so that a failure can be replayed.
-inline uint32_t freshSeed() {
-  uint32_t seed = std::random_device{}();
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
 
 struct SoftmaxShape {
   int64_t rows, cols;

@@ -8,12 +8,21 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace tritium::testing {
+
+// A fresh seed, recorded in the test's output so that a failure can be replayed.
+inline uint32_t freshSeed() {
+  uint32_t seed = std::random_device{}();
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  return seed;
+}
+
 
 // A fresh, empty temporary directory, removed (with its contents) on destruction.
 class ScopedTempDir {

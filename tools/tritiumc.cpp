@@ -1,6 +1,6 @@
 // tritiumc: tritium's command-line compiler. Compiles a built-in kernel for given compile-time
 // parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does.
-#include "examples/kernels/Softmax.h"
+#include "examples/kernels/SoftmaxPlan.h"
 #include "frontend/Kernel.h"
 #include "tools/CommandLine.h"
 
@@ -26,7 +26,9 @@ Compiles a built-in tritium kernel and prints one stage of the pipeline:
   ptx   PTX from LLVM's NVPTX backend
 
 options:
-  --kernel=NAME        built-in kernel: softmax (default)
+  --kernel=NAME        built-in kernel: softmax (default) or softmax_backward; the row length
+                       picks the row-in-registers kernel or the online one, as at run time
+  --online             use the online (two-pass, any length) kernel whatever the row length
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
   --n-cols=N           softmax row length; picks BLOCK_SIZE, num_warps and num_stages as
@@ -72,6 +74,10 @@ int main(int argc, char **argv) {
       locations = false;
       continue;
     }
+    if (a == "--online") {
+      opts["online"] = "1";
+      continue;
+    }
     auto eq = a.find('=');
     if (a.rfind("--", 0) != 0 || eq == std::string::npos)
       usageError("unknown argument '" + a + "'");
@@ -84,8 +90,9 @@ int main(int argc, char **argv) {
   }
 
   std::string kernelName = opts.count("kernel") ? opts["kernel"] : "softmax";
-  if (kernelName != "softmax")
-    usageError("unknown kernel '" + kernelName + "' (built-in kernels: softmax)");
+  if (kernelName != "softmax" && kernelName != "softmax_backward")
+    usageError("unknown kernel '" + kernelName +
+               "' (built-in kernels: softmax, softmax_backward)");
   std::string emit = opts.count("emit") ? opts["emit"] : "ptx";
   std::optional<Stage> stage = parseStage(emit);
   if (!stage)
@@ -94,8 +101,18 @@ int main(int argc, char **argv) {
   int64_t nCols = opts.count("n-cols") ? parseInt("--n-cols", opts["n-cols"]) : 1024;
   if (nCols < 1)
     usageError("--n-cols must be positive");
-  Specialization spec =
-      kernels::softmaxSpecialization(nCols, opts.count("dtype") ? opts["dtype"] : "fp32");
+  std::string dtype = opts.count("dtype") ? opts["dtype"] : "fp32";
+  if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16")
+    usageError("--dtype must be fp32, fp16 or bf16, got '" + dtype + "'");
+  kernels::SoftmaxPlan plan = kernelName == "softmax" ? kernels::planSoftmax(nCols, dtype)
+                                                      : kernels::planSoftmaxBackward(nCols, dtype);
+  if (opts.count("online") && !plan.online) {
+    kernels::SoftmaxPlan longRows = kernelName == "softmax"
+                                        ? kernels::planSoftmax(1 << 24, dtype)
+                                        : kernels::planSoftmaxBackward(1 << 24, dtype);
+    plan = longRows;
+  }
+  Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);
   if (opts.count("num-stages"))
@@ -119,7 +136,7 @@ int main(int argc, char **argv) {
     spec.ptxVersion = int(parseInt("--ptx-version", opts["ptx-version"]));
 
   try {
-    Artifacts a = kernels::softmaxKernel().compileTo(spec, *stage, {.locations = locations});
+    Artifacts a = plan.kernel().compileTo(spec, *stage, {.locations = locations});
     const std::string &text = a.text(*stage);
     if (!tools::writeOutput("tritiumc", output, text))
       return 1;

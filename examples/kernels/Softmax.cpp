@@ -1,6 +1,7 @@
 // Fused softmax, line for line the kernel of Triton's tutorial (03-fused-softmax): each
 // program walks rows with a persistent-grid stride, holds one row in registers, and writes
-// exp(x - max) / sum(exp(x - max)).
+// exp(x - max) / sum(exp(x - max)). fp16 and bf16 rows are computed in fp32 and stored back in
+// the output's type.
 #include "examples/kernels/Softmax.h"
 
 #include "frontend/DSL.h"
@@ -26,7 +27,7 @@ static void softmax_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
     auto input_ptrs = row_start_ptr + col_offsets;
     // Load the row, masking the columns past n_cols with -inf so they do not change the max.
     auto mask = col_offsets < n_cols;
-    auto row = load(input_ptrs, mask, -INFINITY);
+    auto row = cast(load(input_ptrs, mask, -INFINITY), "fp32");
     // Subtract the maximum for numerical stability.
     auto row_minus_max = row - max(row, 0);
     // exp is fast but approximate (like __expf in CUDA).
@@ -36,7 +37,7 @@ static void softmax_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
     // Write the row back.
     auto output_row_start_ptr = output_ptr + row_idx * output_row_stride;
     auto output_ptrs = output_row_start_ptr + col_offsets;
-    store(output_ptrs, softmax_output, mask);
+    store(output_ptrs, cast(softmax_output, output_ptr.dtype()), mask);
   }
 }
 

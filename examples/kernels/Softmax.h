@@ -1,5 +1,7 @@
-// The fused softmax of Triton's tutorial, written in tritium's DSL; shared by the example, the
-// command-line compiler, the benchmark and the tests.
+// The softmax kernels written in tritium's DSL, shared by the example, the command-line
+// compiler, the benchmark and the tests: the fused softmax of Triton's tutorial (the row in
+// registers), the online softmax for rows of any length, and the two backward kernels.
+// SoftmaxPlan.h picks among them by row length.
 #pragma once
 
 #include "frontend/Kernel.h"
@@ -9,7 +11,12 @@
 namespace tritium::kernels {
 
 // softmax(out, in, in_row_stride, out_row_stride, n_rows, n_cols; BLOCK_SIZE, num_stages)
-Kernel &softmaxKernel();
+Kernel &softmaxKernel();       // the row in registers: n_cols <= BLOCK_SIZE
+Kernel &softmaxOnlineKernel(); // any n_cols, in blocks of BLOCK_SIZE, two passes
+// softmax_backward(dx, o, dout, dx_row_stride, o_row_stride, dout_row_stride, n_rows, n_cols;
+//                  BLOCK_SIZE, num_stages)
+Kernel &softmaxBackwardKernel();       // the row in registers: n_cols <= BLOCK_SIZE
+Kernel &softmaxBackwardOnlineKernel(); // any n_cols, two passes
 
 // The launch configuration for a row of n_cols elements: BLOCK_SIZE = next power of two (as in
 // the tutorial); num_warps and num_stages as measured best on the H200 for that block size.

@@ -1,0 +1,111 @@
+// Plans and launches for the softmax kernels. The thresholds and configurations are the best
+// measured on the H200 (docs/PERF.md); a caller can change any field of a plan.
+#include "examples/kernels/SoftmaxPlan.h"
+
+#include <bit>
+#include <limits>
+
+namespace tritium::kernels {
+
+// The row stays in registers up to this block size: beyond it a CTA would need more than 16
+// values per thread at 32 warps, or too few rows would be in flight per SM to hide latency.
+constexpr int64_t kMaxRegisterBlock = 16384;
+constexpr int64_t kMaxRegisterBlockBackward = 8192; // two rows (o and dout) in registers
+
+Kernel &SoftmaxPlan::kernel() const {
+  if (direction == SoftmaxDirection::Forward)
+    return online ? softmaxOnlineKernel() : softmaxKernel();
+  return online ? softmaxBackwardOnlineKernel() : softmaxBackwardKernel();
+}
+
+Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t rows,
+                                           int64_t maxStride) const {
+  bool wide = rows * std::max<int64_t>(maxStride, 1) > std::numeric_limits<int32_t>::max();
+  std::string stride = wide ? "i64" : "i32";
+  std::vector<std::string> sig;
+  int pointers = direction == SoftmaxDirection::Forward ? 2 : 3;
+  for (int i = 0; i < pointers; ++i)
+    sig.push_back("*" + dtype);
+  for (int i = 0; i < pointers; ++i)
+    sig.push_back(stride);
+  sig.push_back("i32"); // n_rows
+  sig.push_back("i32"); // n_cols
+  return Specialization{.signature = sig,
+                        .constexprs = {blockSize, numStages},
+                        .numWarps = numWarps,
+                        .numStages = numStages};
+}
+
+std::string SoftmaxPlan::str() const {
+  return std::string(online ? "online" : "registers") + " BLOCK " + std::to_string(blockSize) +
+         " warps " + std::to_string(numWarps) + " stages " + std::to_string(numStages);
+}
+
+static int64_t blockFor(int64_t cols) {
+  return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, cols))));
+}
+
+// Long rows: blocks of 4096 through a cp.async ring; measured in docs/PERF.md.
+static SoftmaxPlan onlinePlan(SoftmaxDirection dir) {
+  return SoftmaxPlan{.direction = dir, .online = true, .blockSize = 4096, .numWarps = 8,
+                     .numStages = 4};
+}
+
+SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
+  (void)dtype; // the same plans are measured best for fp32, fp16 and bf16 so far
+  if (blockFor(cols) > kMaxRegisterBlock)
+    return onlinePlan(SoftmaxDirection::Forward);
+  SoftmaxConfig c = softmaxConfig(cols);
+  return SoftmaxPlan{.direction = SoftmaxDirection::Forward, .online = false,
+                     .blockSize = c.blockSize, .numWarps = c.numWarps, .numStages = c.numStages};
+}
+
+SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {
+  (void)dtype;
+  if (blockFor(cols) > kMaxRegisterBlockBackward)
+    return onlinePlan(SoftmaxDirection::Backward);
+  SoftmaxConfig c = softmaxConfig(cols);
+  return SoftmaxPlan{.direction = SoftmaxDirection::Backward, .online = false,
+                     .blockSize = c.blockSize, .numWarps = c.numWarps, .numStages = c.numStages};
+}
+
+static void requireDirection(const SoftmaxPlan &plan, SoftmaxDirection want, const char *what) {
+  if (plan.direction != want)
+    throw UserError(std::string(what) + " was given a plan for the other direction (" +
+                    plan.str() + ")");
+}
+
+CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype, KernelArg out,
+                               KernelArg in, SoftmaxShape shape, int64_t inStride,
+                               int64_t outStride, CUstream stream, int64_t grid) {
+  requireDirection(plan, SoftmaxDirection::Forward, "softmaxForward");
+  if (!plan.online && shape.cols > plan.blockSize)
+    throw UserError("softmaxForward: rows of " + std::to_string(shape.cols) +
+                    " columns do not fit the plan's block (" + plan.str() + ")");
+  KernelArg r(shape.rows), c(shape.cols), si(inStride), so(outStride);
+  Specialization spec = plan.specialization(dtype, shape.rows, std::max(inStride, outStride))
+                            .specializedFor({out, in, si, so, r, c});
+  CompiledKernel &k = plan.kernel().compile(spec);
+  k.launch(grid > 0 ? grid : k.persistentGrid(shape.rows), stream, {out, in, si, so, r, c});
+  return k;
+}
+
+CompiledKernel &softmaxBackward(const SoftmaxPlan &plan, const std::string &dtype, KernelArg dx,
+                                KernelArg o, KernelArg dout, SoftmaxShape shape,
+                                int64_t dxStride, int64_t oStride, int64_t doutStride,
+                                CUstream stream, int64_t grid) {
+  requireDirection(plan, SoftmaxDirection::Backward, "softmaxBackward");
+  if (!plan.online && shape.cols > plan.blockSize)
+    throw UserError("softmaxBackward: rows of " + std::to_string(shape.cols) +
+                    " columns do not fit the plan's block (" + plan.str() + ")");
+  KernelArg r(shape.rows), c(shape.cols), sd(dxStride), so(oStride), sg(doutStride);
+  Specialization spec =
+      plan.specialization(dtype, shape.rows, std::max({dxStride, oStride, doutStride}))
+          .specializedFor({dx, o, dout, sd, so, sg, r, c});
+  CompiledKernel &k = plan.kernel().compile(spec);
+  k.launch(grid > 0 ? grid : k.persistentGrid(shape.rows), stream,
+           {dx, o, dout, sd, so, sg, r, c});
+  return k;
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,55 @@
+// How to run a softmax of a given row length and dtype: which kernel (the row in registers, or
+// the online two-pass kernel for rows too long for registers), its block size, num_warps and
+// num_stages, and the launch on the persistent grid. Every choice can be overridden by
+// changing the plan before launching it.
+#pragma once
+
+#include "examples/kernels/Softmax.h"
+#include "frontend/CompiledKernel.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tritium::kernels {
+
+enum class SoftmaxDirection { Forward, Backward };
+
+struct SoftmaxPlan {
+  SoftmaxDirection direction = SoftmaxDirection::Forward;
+  bool online = false; // false: one row per block in registers; true: two passes in blocks
+  int64_t blockSize = 0;
+  int numWarps = 4;
+  int numStages = 1;
+
+  Kernel &kernel() const;
+  // The specialization for `dtype` ("fp32", "fp16", "bf16"). Strides are i32 unless a row
+  // offset could pass 2^31 elements, then i64.
+  Specialization specialization(const std::string &dtype, int64_t rows,
+                                int64_t maxStride) const;
+  std::string str() const; // "registers BLOCK 4096 warps 4 stages 2"
+};
+
+// The measured best plan on the H200 for rows of `cols` elements (docs/PERF.md).
+SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype = "fp32");
+SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype = "fp32");
+
+// A row-major problem: `rows` rows of `cols` elements, each buffer with its own row stride (in
+// elements). Forward reads `in` and writes `out`; backward reads `o` (the forward's output) and
+// `dout` and writes `dx`.
+struct SoftmaxShape {
+  int64_t rows = 0, cols = 0;
+};
+
+// Compiles (or finds) the kernel for these arguments, specialized on their divisibility by 16,
+// and launches it on `stream` over the persistent grid (or `grid` programs when > 0). Returns
+// the compiled kernel for its metadata. Arguments are checked as CompiledKernel::launch does.
+CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype,
+                               KernelArg out, KernelArg in, SoftmaxShape shape,
+                               int64_t inStride, int64_t outStride, CUstream stream,
+                               int64_t grid = 0);
+CompiledKernel &softmaxBackward(const SoftmaxPlan &plan, const std::string &dtype,
+                                KernelArg dx, KernelArg o, KernelArg dout, SoftmaxShape shape,
+                                int64_t dxStride, int64_t oStride, int64_t doutStride,
+                                CUstream stream, int64_t grid = 0);
+
+} // namespace tritium::kernels

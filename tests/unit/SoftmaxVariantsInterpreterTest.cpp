@@ -1,0 +1,157 @@
+// The online, backward, fp16/bf16 and special-value softmax cases of
+// tests/gpu/SoftmaxVariantsGpuTest.cpp, run through the CPU interpreter (so they run in CI) on
+// smaller shapes, with small online blocks so that rows take many iterations, masked tails
+// and loops shorter than their pipeline. Also the planner's choices and its errors.
+#include "SoftmaxCase.h"
+#include "TestSupport.h"
+
+#include "interpreter/Interpreter.h"
+
+#include <gtest/gtest.h>
+
+using namespace tritium;
+using kernels::SoftmaxDirection;
+using kernels::SoftmaxPlan;
+using tritium::testing::SoftmaxCase;
+using tritium::testing::Values;
+
+namespace {
+
+using HostRun = tritium::testing::SoftmaxCaseRun<interpreter::HostBuffer>;
+
+// Online plan with a small block, so that interpreted rows take several iterations.
+std::function<void(SoftmaxPlan &)> online(int64_t block, int stages = 3) {
+  return [=](SoftmaxPlan &p) {
+    p.online = true;
+    p.blockSize = block;
+    p.numWarps = 1;
+    p.numStages = stages;
+  };
+}
+
+class SoftmaxVariantsInterpreterTest : public tritium::testing::CompilerTest {
+protected:
+  void SetUp() override { setInterpret(true); }
+  void TearDown() override { resetInterpret(); }
+
+  void run(const SoftmaxCase &c) {
+    SCOPED_TRACE(c.str());
+    HostRun r(c, tritium::testing::freshSeed());
+    r.launch(nullptr);
+    r.check();
+  }
+};
+
+constexpr auto kFwd = SoftmaxDirection::Forward;
+constexpr auto kBwd = SoftmaxDirection::Backward;
+
+} // namespace
+
+// --- online forward ---------------------------------------------------------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, OnlineForwardWithMaskedTail) {
+  run({.direction = kFwd, .rows = 37, .cols = 1000, .tweak = online(128)}); // 7 blocks + 104
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, OnlineForwardWithRowStride) {
+  run({.direction = kFwd, .rows = 16, .cols = 300, .stride = 333, .tweak = online(64)});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, OnlineForwardShorterThanItsPipeline) {
+  run({.direction = kFwd, .rows = 8, .cols = 100, .tweak = online(64, 4)}); // 2 blocks, 4 stages
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, OnlineForwardOneColumn) {
+  run({.direction = kFwd, .rows = 5, .cols = 1, .tweak = online(64)});
+}
+
+// --- backward ---------------------------------------------------------------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, BackwardInRegisters) {
+  run({.direction = kBwd, .rows = 64, .cols = 781, .stride = 800});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, BackwardOnline) {
+  run({.direction = kBwd, .rows = 16, .cols = 1000, .tweak = online(128)});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, WorkedExampleInRegisters) {
+  tritium::testing::runWorkedExample<interpreter::HostBuffer>(nullptr, [] {});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, WorkedExampleOnline) {
+  tritium::testing::runWorkedExample<interpreter::HostBuffer>(nullptr, [] {}, online(2, 2));
+}
+
+// --- fp16 and bf16 ----------------------------------------------------------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, HalfAndBfloatForward) {
+  for (const char *dtype : {"fp16", "bf16"}) {
+    run({.direction = kFwd, .dtype = dtype, .rows = 32, .cols = 781});
+    run({.direction = kFwd, .dtype = dtype, .rows = 8, .cols = 1000, .tweak = online(128)});
+  }
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, HalfAndBfloatBackward) {
+  for (const char *dtype : {"fp16", "bf16"}) {
+    run({.direction = kBwd, .dtype = dtype, .rows = 32, .cols = 781});
+    run({.direction = kBwd, .dtype = dtype, .rows = 8, .cols = 1000, .tweak = online(128)});
+  }
+}
+
+// --- special values (torch's behaviour) -------------------------------------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesInRegisters) {
+  for (const char *dtype : {"fp32", "fp16", "bf16"})
+    run({.direction = kFwd, .dtype = dtype, .rows = 12, .cols = 300, .values = Values::Special});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesOnline) {
+  // The -inf prefix (row 4) fills whole blocks with -inf before the first finite value.
+  for (const char *dtype : {"fp32", "fp16", "bf16"})
+    run({.direction = kFwd,
+         .dtype = dtype,
+         .rows = 12,
+         .cols = 300,
+         .values = Values::Special,
+         .tweak = online(64)});
+}
+
+// --- the planner --------------------------------------------------------------------------------
+
+TEST(SoftmaxPlanTest, RegistersForShortRowsOnlineForLongOnes) {
+  for (int64_t n : {1, 256, 781, 4096, 16384})
+    EXPECT_FALSE(kernels::planSoftmax(n).online) << n;
+  for (int64_t n : {16385, 32768, 262144, 1 << 22})
+    EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
+  EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
+  EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
+  EXPECT_EQ(kernels::planSoftmax(781).blockSize, 1024);
+}
+
+TEST(SoftmaxPlanTest, WideStridesBecomeI64) {
+  SoftmaxPlan p = kernels::planSoftmax(262144);
+  EXPECT_EQ(p.specialization("fp32", 4096, 262144).signature[2], "i32");
+  EXPECT_EQ(p.specialization("bf16", 16384, 262144).signature[2], "i64");
+  EXPECT_EQ(p.specialization("bf16", 16384, 262144).signature[0], "*bf16");
+  EXPECT_EQ(kernels::planSoftmaxBackward(100).specialization("fp16", 1, 100).signature.size(), 8u);
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, PlanMistakesAreUserErrors) {
+  interpreter::HostBuffer a(4096), b(4096), c(4096);
+  SoftmaxPlan fwd = kernels::planSoftmax(100);
+  try {
+    kernels::softmaxBackward(fwd, "fp32", a, b, c, {1, 100}, 100, 100, 100, nullptr);
+    ADD_FAILURE() << "no error for a forward plan given to softmaxBackward";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("plan for the other direction"), std::string::npos)
+        << e.what();
+  }
+  try {
+    kernels::softmaxForward(fwd, "fp32", a, b, {1, 1000}, 1000, 1000, nullptr);
+    ADD_FAILURE() << "no error for rows longer than the plan's block";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("rows of 1000 columns do not fit"), std::string::npos)
+        << e.what();
+  }
+}
