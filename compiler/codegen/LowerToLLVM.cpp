@@ -128,6 +128,11 @@ private:
     llvm::Value *ub = l_.get(op.operand(1))[0];
     llvm::Value *step = l_.get(op.operand(2))[0];
     std::optional<PipelinePlan> plan = pipelinePlan(op);
+    // Rings of consecutive loops share shared memory (PipelineLoads): no thread may still be
+    // reading an earlier loop's ring when this prologue starts writing. Loop bounds are
+    // CTA-uniform scalars, so every thread reaches this barrier.
+    if (plan)
+      l_.barrier();
     if (plan)
       for (int s = 0; s + 1 < plan->stages; ++s)
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
