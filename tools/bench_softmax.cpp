@@ -1,8 +1,14 @@
-// bench_softmax: tritium's fused softmax over Triton's tutorial sweep (M = 4096, N = 256..16384
-// step 128), in GB/s = 2 * M * N * 4 / time, with the device-to-device copy of the same bytes
-// as the ceiling. CUDA-event timing after warm-up, L2 flushed before every repetition, median
-// of the repetitions. Also: host time per launch, and compile / first-call time.
+// bench_softmax: tritium's fused softmax, forward or backward, fp32/fp16/bf16, in GB/s with the
+// device-to-device copy as the ceiling. Default sweep: Triton's tutorial (M = 4096, N = 256..16384
+// step 128); --long: N = 32768..262144 with 1 GiB inputs, through the online kernel. Forward:
+// GB/s = 2 * M * N * bytes / time (one read, one write); backward: 3 * M * N * bytes / time (o
+// and dout read, dx written). CUDA-event timing after warm-up, L2 flushed before every
+// repetition, median of the repetitions. Each point runs the plan of kernels::planSoftmax /
+// planSoftmaxBackward (overridable from the command line) and is checked against the
+// double-precision reference on a sample of rows. Also: host time per launch, and compile /
+// first-call time.
 #include "examples/kernels/Softmax.h"
+#include "examples/kernels/SoftmaxPlan.h"
 #include "examples/kernels/SoftmaxReference.h"
 #include "frontend/Tritium.h"
 
@@ -11,9 +17,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tritium;
@@ -24,12 +33,21 @@ namespace {
 const char *kUsage = R"(usage: bench_softmax [options]
   --quick              N in {256, 512, 1024, 2048, 4096, 8192, 12288, 16384} (default: the
                        tutorial's sweep, 256 to 16384 in steps of 128)
+  --long               N in {32768, 65536, 131072, 262144}, M = ceil(2^30 / (N x bytes)) rows
+                       so that each input is >= 1 GiB (unless --rows is given)
   --n=LIST             these N instead (comma separated)
-  --rows=M             rows (default 4096)
-  --num-warps=LIST     time each of these num_warps (comma separated) instead of the default
+  --rows=M             rows (default 4096; with --long, see above)
+  --dtype=T            element type of every tensor: fp32 (default), fp16, bf16
+  --backward           time the fused backward dx = o * (dout - sum(o * dout)) instead of the
+                       forward; GB/s = 3 x M x N x bytes / time (forward: 2 x M x N x bytes)
+  --online             force the online (two-pass) kernel; the planner's long-row block size,
+                       num_warps and num_stages unless overridden below
+  --block-size=LIST    time each of these BLOCK_SIZE (comma separated) instead of the plan's
+  --num-warps=LIST     time each of these num_warps (comma separated) instead of the plan's
   --num-stages=LIST    time each of these num_stages (1 = no cp.async pipelining)
   --reps=R             timed repetitions per point (default 100)
-  --csv=FILE           also write the table as CSV
+  --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
+                       tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
   --host-overhead      host time per launch of a tiny softmax (1 x 128), plain and graph
   --compile-time       time from nothing to a finished first launch (compile or cache load)
 )";
@@ -65,68 +83,270 @@ template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
   return median(ms);
 }
 
-struct Point {
-  int64_t n;
-  int warps, stages;
-  double gbps, copyGbps, maxErr;
-  int regs;
+// --- elements of each dtype (round to nearest even, as the GPU's cvt.rn does) -------------------
+
+size_t bytesOf(const std::string &dtype) { return dtype == "fp32" ? 4 : 2; }
+
+void storeElement(const std::string &dtype, float v, unsigned char *p) {
+  if (dtype == "fp32") {
+    std::memcpy(p, &v, 4);
+  } else if (dtype == "fp16") {
+    _Float16 h = _Float16(v);
+    std::memcpy(p, &h, 2);
+  } else { // bf16: the top 16 bits, rounded to nearest even; NaN stays a (quiet) NaN
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    uint16_t b = std::isnan(v) ? uint16_t(0x7fc0)
+                               : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    std::memcpy(p, &b, 2);
+  }
+}
+
+float loadElement(const std::string &dtype, const unsigned char *p) {
+  if (dtype == "fp32") {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  if (dtype == "fp16") {
+    _Float16 h;
+    std::memcpy(&h, p, 2);
+    return float(h);
+  }
+  uint16_t b;
+  std::memcpy(&b, p, 2);
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// |got - ref| <= atol + rtol * |ref|: for halves, the output's rounding to the dtype dominates.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance toleranceFor(const std::string &dtype) {
+  if (dtype == "fp16")
+    return {2e-5, 1.5e-3};
+  if (dtype == "bf16")
+    return {2e-5, 1e-2};
+  return {1e-5, 1e-5};
+}
+
+// A NaN in every dtype: 0x7fc07fc0 as fp32, 0x7fc0 in each half for fp16 and bf16.
+constexpr uint32_t kPoisonBits = 0x7fc07fc0u;
+
+// --- inputs ---------------------------------------------------------------------------------------
+
+enum class Fill {
+  Normal,     // N(0, 2): softmax inputs, and the backward's dout
+  Probability // uniform in (0, 2 / cols): a softmax-like positive row (the backward's o)
 };
 
-// Runs softmax once and compares a sample of rows with a double-precision reference.
-double checkRows(const std::vector<float> &x, const std::vector<float> &y, int64_t rows,
-                 int64_t cols) {
-  double maxErr = 0;
+// A host matrix of rows x cols elements already in the dtype, as uploaded.
+struct HostMatrix {
+  std::unique_ptr<unsigned char[]> data;
+  size_t bytes = 0;
+};
+
+// Random values generated in float and rounded to the dtype, on every CPU thread (the --long
+// inputs are 1 GiB each): thread t fills a contiguous block of rows from its own generator.
+HostMatrix randomMatrix(int64_t rows, int64_t cols, const std::string &dtype, Fill fill,
+                        uint64_t seed) {
+  size_t esize = bytesOf(dtype);
+  HostMatrix m;
+  m.bytes = size_t(rows) * size_t(cols) * esize;
+  m.data = std::make_unique_for_overwrite<unsigned char[]>(m.bytes);
+  int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
+  threads = std::min(threads, std::max<int64_t>(1, rows / 16));
+  auto work = [&](int64_t t) {
+    std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(t)};
+    std::mt19937 rng(seq);
+    std::normal_distribution<float> normal(0.f, 2.f);
+    std::uniform_real_distribution<float> prob(0.f, 2.f / float(cols));
+    int64_t r0 = rows * t / threads, r1 = rows * (t + 1) / threads;
+    unsigned char *p = m.data.get() + size_t(r0) * size_t(cols) * esize;
+    for (int64_t i = 0, n = (r1 - r0) * cols; i < n; ++i, p += esize)
+      storeElement(dtype, fill == Fill::Normal ? normal(rng) : prob(rng), p);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t)
+    pool.emplace_back(work, t);
+  work(0);
+  for (std::thread &th : pool)
+    th.join();
+  return m;
+}
+
+// Row r of a host matrix, back in float: the values the kernel actually read.
+std::vector<float> rowAsFloat(const HostMatrix &m, int64_t r, int64_t cols,
+                              const std::string &dtype) {
+  size_t esize = bytesOf(dtype);
+  std::vector<float> v(static_cast<size_t>(cols));
+  const unsigned char *p = m.data.get() + size_t(r) * size_t(cols) * esize;
+  for (int64_t c = 0; c < cols; ++c)
+    v[size_t(c)] = loadElement(dtype, p + size_t(c) * esize);
+  return v;
+}
+
+// --- one point --------------------------------------------------------------------------------
+
+struct Point {
+  int64_t m, n;
+  int warps, stages;
+  double gbps, copyGbps, maxErr;
+  int64_t bad; // elements outside the tolerance in the checked rows
+  int regs;
+  std::string plan;
+};
+
+struct Check {
+  double maxErr = 0; // largest |got - ref| over the checked rows (inf for a NaN)
+  int64_t bad = 0;   // elements outside atol + rtol * |ref|
+};
+
+// Compares a sample of rows (every rows/64-th and the last) of the output with the
+// double-precision reference of the inputs as stored, in float after converting the output
+// back from the dtype.
+Check checkRows(const std::string &dtype, bool backward, const HostMatrix &a,
+                const HostMatrix *b, const rt::DeviceBuffer &out, int64_t rows, int64_t cols) {
+  Check res;
+  Tolerance tol = toleranceFor(dtype);
+  size_t esize = bytesOf(dtype), rowBytes = size_t(cols) * esize;
   std::vector<double> ref(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 64)) {
-    kernels::softmaxRowReference(&x[size_t(r * cols)], cols, ref.data());
+  std::vector<unsigned char> got(rowBytes);
+  std::vector<int64_t> sample;
+  for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 64))
+    sample.push_back(r);
+  if (sample.back() != rows - 1)
+    sample.push_back(rows - 1);
+  for (int64_t r : sample) {
+    std::vector<float> x = rowAsFloat(a, r, cols, dtype);
+    if (backward)
+      kernels::softmaxBackwardRowReference(x.data(), rowAsFloat(*b, r, cols, dtype).data(), cols,
+                                           ref.data());
+    else
+      kernels::softmaxRowReference(x.data(), cols, ref.data());
+    TRITIUM_CU(cuMemcpyDtoH(got.data(), out.ptr() + CUdeviceptr(size_t(r) * rowBytes), rowBytes));
     for (int64_t c = 0; c < cols; ++c) {
-      double err = std::fabs(ref[size_t(c)] - double(y[size_t(r * cols + c)]));
-      maxErr = std::isnan(err) ? INFINITY : std::max(maxErr, err);
+      double want = ref[size_t(c)];
+      double err = std::fabs(double(loadElement(dtype, &got[size_t(c) * esize])) - want);
+      if (std::isnan(err))
+        err = INFINITY;
+      res.maxErr = std::max(res.maxErr, err);
+      if (!(err <= tol.atol + tol.rtol * std::fabs(want)))
+        ++res.bad;
     }
   }
-  return maxErr;
+  return res;
 }
 
-std::vector<float> randomMatrix(int64_t rows, int64_t cols, std::mt19937 &rng) {
-  std::vector<float> x(size_t(rows * cols));
-  std::normal_distribution<float> dist(0.f, 2.f);
-  for (float &v : x)
-    v = dist(rng);
-  return x;
-}
+struct Options {
+  std::string dtype = "fp32";
+  bool backward = false, online = false;
+  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0};
+  int reps = 100;
+};
 
-Point benchOne(const std::vector<float> &x, int64_t rows, int64_t cols, int warps, int stages,
-               int reps) {
-  size_t n = size_t(rows * cols), bytes = n * sizeof(float);
-  std::vector<float> y(n);
-  rt::DeviceBuffer in(bytes), out(bytes);
-  in.upload(x.data(), bytes);
-  out.fill32(0x7fc00001u);
-  rt::Stream s;
-  Specialization spec = kernels::softmaxSpecialization(cols);
+// The plan for this point: the planner's, then the command line's overrides.
+kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
+                             int64_t stages) {
+  auto plan = [&](int64_t c) {
+    return o.backward ? kernels::planSoftmaxBackward(c, o.dtype) : kernels::planSoftmax(c, o.dtype);
+  };
+  kernels::SoftmaxPlan p = plan(cols);
+  if (o.online && !p.online) {
+    kernels::SoftmaxPlan longRow = plan(int64_t(1) << 24); // the planner's online plan
+    if (longRow.online)
+      p = longRow;
+    p.online = true;
+  }
+  if (block > 0)
+    p.blockSize = block;
   if (warps > 0)
-    spec.numWarps = warps;
+    p.numWarps = int(warps);
   if (stages > 0)
-    spec.constexprs[1] = spec.numStages = stages;
-  int32_t c = int32_t(cols), r = int32_t(rows);
-  spec = spec.specializedFor({out, in, c, c, r, c});
-  CompiledKernel &k = kernels::softmaxKernel().compile(spec);
-  int64_t grid = k.persistentGrid(rows);
-  auto run = [&] { k.launch(grid, s.get(), {out, in, c, c, r, c}); };
-  run();
-  s.sync();
-  out.download(y.data(), bytes);
-  double err = checkRows(x, y, rows, cols);
-  float ms = timeMs(s, reps, run);
+    p.numStages = int(stages);
+  return p;
+}
+
+// Skips a configuration that cannot run (too many elements per thread, a block smaller than the
+// row for the registers kernel, more shared memory than an SM has) rather than ending the sweep.
+bool skippable(const rt::DriverError &e) {
+  return e.result() == CUDA_ERROR_INVALID_VALUE ||
+         e.result() == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+}
+
+// All configurations for one N: the inputs are generated and uploaded once, and every buffer is
+// freed on return (the --long buffers are 1 GiB each).
+void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds,
+            std::vector<Point> &points, size_t &done, size_t total) {
+  const std::string &dt = o.dtype;
+  size_t bytes = size_t(rows) * size_t(cols) * bytesOf(dt);
+  // Forward: a = x. Backward: a = o (softmax-like), b = dout.
+  HostMatrix a = randomMatrix(rows, cols, dt, o.backward ? Fill::Probability : Fill::Normal,
+                              seeds());
+  HostMatrix b;
+  if (o.backward)
+    b = randomMatrix(rows, cols, dt, Fill::Normal, seeds());
+  rt::DeviceBuffer out(bytes), inA(bytes);
+  std::unique_ptr<rt::DeviceBuffer> inB;
+  inA.upload(a.data.get(), bytes);
+  if (o.backward) {
+    inB = std::make_unique<rt::DeviceBuffer>(bytes);
+    inB->upload(b.data.get(), bytes);
+  }
+  rt::Stream s;
+  // The ceiling: a device-to-device copy of one tensor, M * N * bytes read and as many written.
+  // Its GB/s is the bytes it moves (2 * M * N * bytes) over its time, i.e. the copy bandwidth.
+  // The forward kernel moves the same bytes; the backward moves 3 * M * N * bytes, and its GB/s
+  // (3 * M * N * bytes / its time) is compared with that same copy bandwidth, not with the time
+  // of a copy of 3 * M * N * bytes: both are bandwidths, so the ratio stays honest.
   float copyMs =
-      timeMs(s, reps, [&] { TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), in.ptr(), bytes, s.get())); });
-  return {cols,
-          k.metadata().options.numWarps,
-          k.metadata().options.numStages,
-          2.0 * double(bytes) / (ms * 1e-3) / 1e9,
-          2.0 * double(bytes) / (copyMs * 1e-3) / 1e9,
-          err,
-          k.info().numRegs};
+      timeMs(s, o.reps, [&] { TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), inA.ptr(), bytes, s.get())); });
+  double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
+  double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
+  int64_t stride = cols;
+  for (int64_t bs : o.blocks)
+    for (int64_t w : o.warps)
+      for (int64_t st : o.stages) {
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st);
+        std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
+                     plan.str().c_str());
+        try {
+          out.fill32(kPoisonBits);
+          kernels::SoftmaxShape shape{rows, cols};
+          CompiledKernel &k =
+              o.backward ? kernels::softmaxBackward(plan, dt, out, inA, *inB, shape, stride,
+                                                    stride, stride, s.get())
+                         : kernels::softmaxForward(plan, dt, out, inA, shape, stride, stride,
+                                                   s.get());
+          s.sync();
+          Check c = checkRows(dt, o.backward, a, o.backward ? &b : nullptr, out, rows, cols);
+          // The timed loop launches the compiled kernel directly: no planning, no lookup.
+          int64_t grid = k.persistentGrid(rows);
+          float ms = o.backward ? timeMs(s, o.reps,
+                                         [&] {
+                                           k.launch(grid, s.get(),
+                                                    {out, inA, *inB, stride, stride, stride,
+                                                     rows, cols});
+                                         })
+                                : timeMs(s, o.reps, [&] {
+                                    k.launch(grid, s.get(), {out, inA, stride, stride, rows, cols});
+                                  });
+          points.push_back({rows, cols, k.metadata().options.numWarps,
+                            k.metadata().options.numStages, moved / (ms * 1e-3) / 1e9, copyGbps,
+                            c.maxErr, c.bad, k.info().numRegs, plan.str()});
+        } catch (const UserError &e) { // e.g. too many elements per thread for few warps
+          std::fprintf(stderr, "\nskipped N=%lld %s: %s\n", (long long)cols, plan.str().c_str(),
+                       e.what());
+        } catch (const rt::DriverError &e) {
+          if (!skippable(e))
+            throw;
+          std::fprintf(stderr, "\nskipped N=%lld %s: %s\n", (long long)cols, plan.str().c_str(),
+                       e.what());
+        }
+      }
 }
 
 int hostOverhead() {
@@ -220,11 +440,11 @@ int compileTime(Clock::time_point start) {
 
 int main(int argc, char **argv) {
   auto start = Clock::now();
-  std::vector<int64_t> ns, warps = {0}, stages = {0};
-  int64_t rows = 4096;
-  int reps = 100;
+  Options o;
+  std::vector<int64_t> ns;
+  int64_t rows = 0; // 0: 4096, or the --long rule
   std::string csv;
-  bool quick = false;
+  bool quick = false, longRows = false;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -234,16 +454,31 @@ int main(int argc, char **argv) {
         return 0;
       } else if (a == "--quick") {
         quick = true;
+      } else if (a == "--long") {
+        longRows = true;
       } else if (a.rfind("--n=", 0) == 0) {
         ns = parseList(value());
       } else if (a.rfind("--rows=", 0) == 0) {
         rows = std::atoll(value().c_str());
+      } else if (a.rfind("--dtype=", 0) == 0) {
+        o.dtype = value();
+        if (o.dtype != "fp32" && o.dtype != "fp16" && o.dtype != "bf16") {
+          std::fprintf(stderr, "bench_softmax: --dtype must be fp32, fp16 or bf16, got '%s'\n",
+                       o.dtype.c_str());
+          return 2;
+        }
+      } else if (a == "--backward") {
+        o.backward = true;
+      } else if (a == "--online") {
+        o.online = true;
+      } else if (a.rfind("--block-size=", 0) == 0) {
+        o.blocks = parseList(value());
       } else if (a.rfind("--num-warps=", 0) == 0) {
-        warps = parseList(value());
+        o.warps = parseList(value());
       } else if (a.rfind("--num-stages=", 0) == 0) {
-        stages = parseList(value());
+        o.stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
-        reps = std::atoi(value().c_str());
+        o.reps = std::atoi(value().c_str());
       } else if (a.rfind("--csv=", 0) == 0) {
         csv = value();
       } else if (a == "--host-overhead") {
@@ -255,52 +490,62 @@ int main(int argc, char **argv) {
         return 2;
       }
     }
+    if (o.reps < 1 || rows < 0 || o.blocks.empty() || o.warps.empty() || o.stages.empty()) {
+      std::fprintf(stderr, "bench_softmax: --reps, --rows and the lists must be positive\n");
+      return 2;
+    }
     std::string why;
     if (!rt::Driver::available(&why)) {
       std::fprintf(stderr, "bench_softmax: no GPU (%s)\n", why.c_str());
       return 1;
     }
     if (ns.empty()) {
-      if (quick)
+      if (longRows)
+        ns = {32768, 65536, 131072, 262144};
+      else if (quick)
         ns = {256, 512, 1024, 2048, 4096, 8192, 12288, 16384};
       else
         for (int64_t n = 256; n <= 16384; n += 128)
           ns.push_back(n);
     }
-    std::mt19937 rng(std::random_device{}());
+    const std::string direction = o.backward ? "backward" : "forward";
+    // Rows for N: --rows, else 4096, else (--long) enough for a 1 GiB input.
+    auto rowsFor = [&](int64_t n) -> int64_t {
+      if (rows > 0)
+        return rows;
+      if (!longRows)
+        return 4096;
+      int64_t rowBytes = n * int64_t(bytesOf(o.dtype));
+      return ((int64_t(1) << 30) + rowBytes - 1) / rowBytes;
+    };
+    std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * warps.size() * stages.size(), done = 0;
-    for (int64_t n : ns) {
-      std::vector<float> x = randomMatrix(rows, n, rng); // fresh data for each N
-      for (int64_t w : warps)
-        for (int64_t st : stages) {
-          std::fprintf(stderr, "\r[%zu/%zu] N=%lld warps=%lld stages=%lld   ", ++done, total,
-                       (long long)n, (long long)w, (long long)st);
-          try {
-            points.push_back(benchOne(x, rows, n, int(w), int(st), reps));
-          } catch (const UserError &e) { // e.g. too many elements per thread for few warps
-            std::fprintf(stderr, "\nskipped N=%lld num_warps=%lld: %s\n", (long long)n,
-                         (long long)w, e.what());
-          }
-        }
-    }
+    size_t total = ns.size() * o.blocks.size() * o.warps.size() * o.stages.size(), done = 0;
+    for (int64_t n : ns) // fresh data for each N, freed before the next
+      benchN(o, rowsFor(n), n, seeds, points, done, total);
     std::fprintf(stderr, "\n");
-    std::printf("%6s %6s %5s %6s %5s %10s %10s %7s %9s\n", "M", "N", "warps", "stages", "regs",
-                "GB/s", "copy GB/s", "of copy", "max|err|");
+    std::printf("# %s %s, tolerance |err| <= %g + %g |ref|, GB/s = %d x M x N x %zu bytes / "
+                "time\n",
+                o.dtype.c_str(), direction.c_str(), toleranceFor(o.dtype).atol,
+                toleranceFor(o.dtype).rtol, o.backward ? 3 : 2, bytesOf(o.dtype));
+    std::printf("%6s %6s %5s %6s %5s %10s %10s %7s %9s  %s\n", "M", "N", "warps", "stages",
+                "regs", "GB/s", "copy GB/s", "of copy", "max|err|", "plan");
     std::ofstream f;
     if (!csv.empty()) {
       f.open(csv);
-      f << "M,N,num_warps,num_stages,regs,tritium_GBps,copy_GBps,max_err\n";
+      f << "M,N,num_warps,num_stages,regs,tritium_GBps,copy_GBps,max_err,dtype,direction,plan\n";
     }
     bool ok = true;
     for (const Point &p : points) {
-      std::printf("%6lld %6lld %5d %6d %5d %10.1f %10.1f %6.1f%% %9.1e%s\n", (long long)rows,
+      std::printf("%6lld %6lld %5d %6d %5d %10.1f %10.1f %6.1f%% %9.1e  %s%s\n", (long long)p.m,
                   (long long)p.n, p.warps, p.stages, p.regs, p.gbps, p.copyGbps,
-                  100 * p.gbps / p.copyGbps, p.maxErr, p.maxErr <= 1e-5 ? "" : "  WRONG");
-      ok = ok && p.maxErr <= 1e-5;
+                  100 * p.gbps / p.copyGbps, p.maxErr, p.plan.c_str(),
+                  p.bad == 0 ? "" : ("  FAIL (" + std::to_string(p.bad) + " elements)").c_str());
+      ok = ok && p.bad == 0;
       if (f)
-        f << rows << "," << p.n << "," << p.warps << "," << p.stages << "," << p.regs << ","
-          << p.gbps << "," << p.copyGbps << "," << p.maxErr << "\n";
+        f << p.m << "," << p.n << "," << p.warps << "," << p.stages << "," << p.regs << ","
+          << p.gbps << "," << p.copyGbps << "," << p.maxErr << "," << o.dtype << ","
+          << direction << "," << p.plan << "\n";
     }
     return ok ? 0 : 1;
   } catch (const std::exception &e) {

@@ -1,11 +1,22 @@
 """The peers of tritium's softmax benchmark, timed the way bench_softmax times tritium: CUDA
-events, L2 flushed (a memset of twice the L2) before every repetition, median of repetitions,
-GB/s = 2*M*N*4/time. Systems: Triton's tutorial fused-softmax kernel, torch.softmax and
-torch.compile(torch.softmax); also the device-to-device copy of the same bytes, and the host
-time per call and compile time of the Triton kernel.
+events, L2 flushed (a memset of twice the L2) before every repetition, median of repetitions.
+Forward: GB/s = 2*M*N*bytes/time; systems: Triton's tutorial fused-softmax kernel (computing in
+fp32 for fp16/bf16 rows, as tritium does), torch.softmax and torch.compile(torch.softmax).
+Backward (--backward): GB/s = 3*M*N*bytes/time (o and dout read, dx written); systems: a Triton
+kernel in the tutorial's style (the row in registers, persistent grid),
+aten._softmax_backward_data and torch.compile of o * (g - (o * g).sum(-1, keepdim=True)).
+Also the device-to-device copy (y.copy_(x), M*N*bytes copied, GB/s = 2*M*N*bytes/time: the copy
+bandwidth, the ceiling for both directions), and in the default fp32 forward mode the host time
+per call and compile time of the Triton kernel.
 
-usage: python3 tools/peers_softmax.py [--quick | --n=LIST] [--rows=M] [--reps=R] > peers.csv
-       python3 tools/peers_softmax.py --compile-time   (run in a fresh process)"""
+A system that fails (Triton runs out of resources for long rows) leaves its cell empty, with the
+error on stderr; one whose result is off prints wrong(max error).
+
+usage: python3 tools/peers_softmax.py [--quick | --long | --n=LIST] [--rows=M] [--reps=R]
+                                      [--dtype=fp32|fp16|bf16] [--backward] > peers.csv
+       python3 tools/peers_softmax.py --compile-time   (run in a fresh process)
+Unknown arguments are ignored, so bench_softmax's own options may be passed to both tools."""
+import math
 import sys
 import time
 
@@ -24,35 +35,74 @@ def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n
         row_start_ptr = input_ptr + row_idx * input_row_stride
         col_offsets = tl.arange(0, BLOCK_SIZE)
         mask = col_offsets < n_cols
-        row = tl.load(row_start_ptr + col_offsets, mask=mask, other=-float("inf"))
+        # The tutorial's kernel; fp16/bf16 rows are computed in fp32 (tl.exp takes fp32 only)
+        # and stored back in the output's dtype. Both casts are no-ops for fp32.
+        row = tl.load(row_start_ptr + col_offsets, mask=mask, other=-float("inf")).to(tl.float32)
         row_minus_max = row - tl.max(row, axis=0)
         numerator = tl.exp(row_minus_max)
         denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
         tl.store(output_ptr + row_idx * output_row_stride + col_offsets,
-                 numerator / denominator, mask=mask)
+                 softmax_output.to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_backward_kernel(dx_ptr, o_ptr, dout_ptr, dx_row_stride, o_row_stride,
+                            dout_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                            num_stages: tl.constexpr):
+    """dx = o * (dout - sum(o * dout)), one row in registers per iteration, in fp32."""
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        mask = col_offsets < n_cols
+        o = tl.load(o_ptr + row_idx * o_row_stride + col_offsets, mask=mask,
+                    other=0.0).to(tl.float32)
+        g = tl.load(dout_ptr + row_idx * dout_row_stride + col_offsets, mask=mask,
+                    other=0.0).to(tl.float32)
+        dot = tl.sum(o * g, axis=0)
+        dx = o * (g - dot)
+        tl.store(dx_ptr + row_idx * dx_row_stride + col_offsets,
+                 dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 PROPS = driver.active.utils.get_device_properties(torch.cuda.current_device())
 _compiled = {}
 
 
-def triton_softmax(x, y):
-    """The tutorial's launcher: persistent grid from registers and shared memory."""
-    n_rows, n_cols = x.shape
-    block = triton.next_power_of_2(n_cols)
+def _persistent(kernel, key, args, block):
+    """The tutorial's launcher: compile once per (kernel, block, dtype, integer specialization),
+    persistent grid from registers and shared memory. `args` are the kernel's runtime arguments.
+    Triton specializes integer arguments equal to 1 or divisible by 16, so these are part of the
+    key: a kernel compiled for 16-divisible strides must not be launched on other rows."""
     num_warps, num_stages = 8, (4 if PROPS["max_shared_mem"] > 200000 else 2)
-    if block not in _compiled:
-        k = softmax_kernel.warmup(y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-                                  BLOCK_SIZE=block, num_stages=num_stages,
-                                  num_warps=num_warps, grid=(1,))
+    key = key + tuple((a == 1, a % 16 == 0) for a in args if isinstance(a, int))
+    if key not in _compiled:
+        k = kernel.warmup(*args, BLOCK_SIZE=block, num_stages=num_stages, num_warps=num_warps,
+                          grid=(1,))
         k._init_handles()
         occ = PROPS["max_num_regs"] // (k.n_regs * PROPS["warpSize"] * num_warps)
         if k.metadata.shared:
             occ = min(occ, PROPS["max_shared_mem"] // k.metadata.shared)
-        _compiled[block] = (k, PROPS["multiprocessor_count"] * max(occ, 1))
-    k, programs = _compiled[block]
-    k[(min(programs, n_rows), 1, 1)](y, x, x.stride(0), y.stride(0), n_rows, n_cols, block,
-                                      num_stages)
+        _compiled[key] = (k, PROPS["multiprocessor_count"] * max(occ, 1))
+    return _compiled[key], num_stages
+
+
+def triton_softmax(x, y):
+    n_rows, n_cols = x.shape
+    block = triton.next_power_of_2(n_cols)
+    args = (y, x, x.stride(0), y.stride(0), n_rows, n_cols)
+    (k, programs), num_stages = _persistent(softmax_kernel, ("fwd", block, x.dtype), args, block)
+    k[(min(programs, n_rows), 1, 1)](*args, block, num_stages)
+
+
+def triton_softmax_backward(o, g, dx):
+    n_rows, n_cols = o.shape
+    block = triton.next_power_of_2(n_cols)
+    args = (dx, o, g, dx.stride(0), o.stride(0), g.stride(0), n_rows, n_cols)
+    (k, programs), num_stages = _persistent(softmax_backward_kernel, ("bwd", block, o.dtype),
+                                            args, block)
+    k[(min(programs, n_rows), 1, 1)](*args, block, num_stages)
 
 
 def time_ms(fn, reps):
@@ -79,6 +129,34 @@ def arg(name, default):
     return default
 
 
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# |got - ref| <= atol + rtol * |ref|, as bench_softmax checks tritium.
+TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (2e-5, 1.5e-3), "bf16": (2e-5, 1e-2)}
+LONG_NS = [32768, 65536, 131072, 262144]
+
+
+def max_error(out, ref, atol, rtol):
+    """(largest |out - ref|, whether every element is within atol + rtol * |ref|), in row
+    chunks so that the float64 temporaries stay small for the 1 GiB --long tensors."""
+    worst, ok = 0.0, True
+    step = max(1, (1 << 26) // ref.shape[1])
+    for r in range(0, ref.shape[0], step):
+        d = (out[r:r + step].double() - ref[r:r + step]).abs().nan_to_num(nan=math.inf)
+        worst = max(worst, d.max().item())
+        ok = ok and bool((d <= atol + rtol * ref[r:r + step].abs()).all().item())
+    return worst, ok
+
+
+def softmax_backward_reference(o, g):
+    """dx in float64 from the stored o and dout, in row chunks."""
+    out = torch.empty(o.shape, dtype=torch.float64, device=o.device)
+    step = max(1, (1 << 26) // o.shape[1])
+    for r in range(0, o.shape[0], step):
+        od, gd = o[r:r + step].double(), g[r:r + step].double()
+        out[r:r + step] = od * (gd - (od * gd).sum(-1, keepdim=True))
+    return out
+
+
 def main():
     if "--compile-time" in sys.argv:
         x = torch.randn(64, 1000, device="cuda")
@@ -88,34 +166,79 @@ def main():
         torch.cuda.synchronize()
         print(f"triton first_call_ms {(time.perf_counter() - t0) * 1e3:.1f}")
         return
-    rows, reps = int(arg("rows", 4096)), int(arg("reps", 100))
-    if "--quick" in sys.argv:
+    dname = arg("dtype", "fp32")
+    if dname not in DTYPES:
+        sys.exit(f"peers_softmax: --dtype must be fp32, fp16 or bf16, got '{dname}'")
+    dtype, backward, long_rows = DTYPES[dname], "--backward" in sys.argv, "--long" in sys.argv
+    direction = "backward" if backward else "forward"
+    atol, rtol = TOLERANCE[dname]
+    esize = torch.tensor([], dtype=dtype).element_size()
+    reps = int(arg("reps", 100))
+    if arg("n", ""):
+        ns = [int(n) for n in arg("n", "").split(",")]
+    elif long_rows:
+        ns = LONG_NS
+    elif "--quick" in sys.argv:
         ns = [256, 512, 1024, 2048, 4096, 8192, 12288, 16384]
     else:
-        ns = [int(n) for n in arg("n", "").split(",")] if arg("n", "") else list(
-            range(256, 16385, 128))
-    compiled = torch.compile(lambda t: torch.softmax(t, -1))
-    print("M,N,triton_GBps,torch_GBps,torch_compile_GBps,copy_GBps", flush=True)
+        ns = list(range(256, 16385, 128))
+
+    def rows_for(n):  # as bench_softmax: --rows, else 4096, else (--long) a 1 GiB input
+        if arg("rows", ""):
+            return int(arg("rows", ""))
+        return math.ceil(2**30 / (n * esize)) if long_rows else 4096
+
+    if backward:
+        compiled = torch.compile(lambda o, g: o * (g - (o * g).sum(-1, keepdim=True)))
+    else:
+        compiled = torch.compile(lambda t: torch.softmax(t, -1))
+    print("M,N,triton_GBps,torch_GBps,torch_compile_GBps,copy_GBps,dtype,direction", flush=True)
     for n in ns:
-        x = torch.randn(rows, n, device="cuda") * 2
-        y = torch.empty_like(x)
-        ref = torch.softmax(x.double(), -1)
-        gb = 2 * x.numel() * 4 / 1e9
+        rows = rows_for(n)
+        if backward:
+            # o: a softmax-like positive row (mean 1/N); dout: random.
+            x = (torch.rand(rows, n, device="cuda") * (2.0 / n)).to(dtype)
+            g = (torch.randn(rows, n, device="cuda") * 2).to(dtype)
+            ref = softmax_backward_reference(x, g)
+            y = torch.empty_like(x)
+            systems = (
+                ("triton", lambda: triton_softmax_backward(x, g, y) or y),
+                ("torch", lambda: torch.ops.aten._softmax_backward_data(g, x, -1, dtype)),
+                ("compile", lambda: compiled(x, g)))
+        else:
+            x = (torch.randn(rows, n, device="cuda") * 2).to(dtype)
+            ref = torch.softmax(x.double(), -1)
+            y = torch.empty_like(x)
+            systems = (("triton", lambda: triton_softmax(x, y) or y),
+                       ("torch", lambda: torch.softmax(x, -1)),
+                       ("compile", lambda: compiled(x)))
+        nbytes = x.numel() * esize
+        gb = (3 if backward else 2) * nbytes / 1e9
         row = [rows, n]
-        systems = (("triton", lambda: triton_softmax(x, y) or y),
-                   ("torch", lambda: torch.softmax(x, -1)),
-                   ("compile", lambda: compiled(x)))
         for name, fn in systems:
             try:
                 out = fn()
-                err = (out.double() - ref).abs().max().item()
-                g = gb / (time_ms(fn, reps) * 1e-3)
-                row.append(f"{g:.1f}" if err < 1e-5 else f"wrong({err:.1e})")
+                torch.cuda.synchronize()
+                err, ok = max_error(out, ref, atol, rtol)
+                del out
+                g_s = gb / (time_ms(fn, reps) * 1e-3)
+                row.append(f"{g_s:.1f}" if ok else f"wrong({err:.1e})")
             except Exception as e:  # Triton runs out of resources for long rows
-                row.append("fail:" + type(e).__name__)
-        row.append(f"{gb / (time_ms(lambda: y.copy_(x), reps) * 1e-3):.1f}")
+                why = (str(e).strip().splitlines() or [""])[0]
+                print(f"peers_softmax: {name} {dname} {direction} M={rows} N={n} failed: "
+                      f"{type(e).__name__}: {why}", file=sys.stderr, flush=True)
+                row.append("")
+        # The copy of one tensor (M*N*bytes read and written): 2*M*N*bytes moved. For backward
+        # this is the same copy bandwidth the kernel's 3*M*N*bytes/time is compared against.
+        row.append(f"{2 * nbytes / 1e9 / (time_ms(lambda: y.copy_(x), reps) * 1e-3):.1f}")
+        row += [dname, direction]
         print(",".join(str(v) for v in row), flush=True)
-        del x, y, ref
+        del x, y, ref, systems
+        if backward:
+            del g
+        torch.cuda.empty_cache()  # the --long tensors are 1 GiB each: free before the next N
+    if backward or dname != "fp32":
+        return  # host time per call: the tiny fp32 forward only, as bench_softmax measures it
     x = torch.randn(1, 128, device="cuda")
     y = torch.empty_like(x)
     for name, fn in (("triton", lambda: triton_softmax(x, y)),
