@@ -8,9 +8,9 @@
 namespace tritium::kernels {
 
 // The row stays in registers up to this block size: beyond it a CTA would need more than 16
-// values per thread at 32 warps, or too few rows would be in flight per SM to hide latency.
+// values per thread at 32 warps, and one row in flight per SM cannot hide the latency.
 constexpr int64_t kMaxRegisterBlock = 16384;
-constexpr int64_t kMaxRegisterBlockBackward = 8192; // two rows (o and dout) in registers
+constexpr int64_t kMaxRegisterBlockBackward = 16384; // o and dout: 32 values per thread
 
 Kernel &SoftmaxPlan::kernel() const {
   if (direction == SoftmaxDirection::Forward)
@@ -45,28 +45,49 @@ static int64_t blockFor(int64_t cols) {
   return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, cols))));
 }
 
-// Long rows: blocks of 4096 through a cp.async ring; measured in docs/PERF.md.
+// Long rows: blocks of 8192 through a four-deep cp.async ring (the best of a block x warps x
+// stages sweep at N = 32768 ... 262144, docs/PERF.md).
 static SoftmaxPlan onlinePlan(SoftmaxDirection dir) {
-  return SoftmaxPlan{.direction = dir, .online = true, .blockSize = 4096, .numWarps = 8,
+  return SoftmaxPlan{.direction = dir, .online = true, .blockSize = 8192, .numWarps = 16,
                      .numStages = 4};
 }
 
+// {num_warps, num_stages} by block size, 256 ... 16384, from the sweeps of docs/PERF.md
+// (2026-11-21, M = 4096, best median GB/s per N).
+struct WarpsStages {
+  int warps, stages;
+};
+static WarpsStages fromTable(const WarpsStages (&table)[7], int64_t block) {
+  int i = 0;
+  for (int64_t b = 256; b < block && i < 6; b *= 2)
+    ++i;
+  return table[i];
+}
+// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay.
+constexpr WarpsStages kHalfForward[7] = {{2, 1}, {2, 2}, {1, 1}, {2, 1}, {4, 1}, {8, 1}, {16, 2}};
+constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4, 1}, {32, 1}};
+
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
-  (void)dtype; // the same plans are measured best for fp32, fp16 and bf16 so far
   if (blockFor(cols) > kMaxRegisterBlock)
     return onlinePlan(SoftmaxDirection::Forward);
   SoftmaxConfig c = softmaxConfig(cols);
+  if (dtype == "fp16" || dtype == "bf16") {
+    WarpsStages ws = fromTable(kHalfForward, c.blockSize);
+    c.numWarps = ws.warps;
+    c.numStages = ws.stages;
+  }
   return SoftmaxPlan{.direction = SoftmaxDirection::Forward, .online = false,
                      .blockSize = c.blockSize, .numWarps = c.numWarps, .numStages = c.numStages};
 }
 
 SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {
-  (void)dtype;
-  if (blockFor(cols) > kMaxRegisterBlockBackward)
+  (void)dtype; // measured for fp32; 16-bit rows use the same plans for now
+  int64_t block = blockFor(cols);
+  if (block > kMaxRegisterBlockBackward)
     return onlinePlan(SoftmaxDirection::Backward);
-  SoftmaxConfig c = softmaxConfig(cols);
+  WarpsStages ws = fromTable(kBackward, block);
   return SoftmaxPlan{.direction = SoftmaxDirection::Backward, .online = false,
-                     .blockSize = c.blockSize, .numWarps = c.numWarps, .numStages = c.numStages};
+                     .blockSize = block, .numWarps = ws.warps, .numStages = ws.stages};
 }
 
 static void requireDirection(const SoftmaxPlan &plan, SoftmaxDirection want, const char *what) {
