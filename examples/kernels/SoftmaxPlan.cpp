@@ -9,7 +9,7 @@ namespace tritium::kernels {
 
 // The row stays in registers up to this block size: beyond it a CTA would need more than 16
 // values per thread at 32 warps, and one row in flight per SM cannot hide the latency.
-constexpr int64_t kMaxRegisterBlock = 16384;
+constexpr int64_t kMaxRegisterBlock = 32768;
 constexpr int64_t kMaxRegisterBlockBackward = 16384; // o and dout: 32 values per thread
 
 Kernel &SoftmaxPlan::kernel() const {

@@ -120,9 +120,9 @@ TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesOnline) {
 // --- the planner --------------------------------------------------------------------------------
 
 TEST(SoftmaxPlanTest, RegistersForShortRowsOnlineForLongOnes) {
-  for (int64_t n : {1, 256, 781, 4096, 16384})
+  for (int64_t n : {1, 256, 781, 4096, 16384, 32768})
     EXPECT_FALSE(kernels::planSoftmax(n).online) << n;
-  for (int64_t n : {16385, 32768, 262144, 1 << 22})
+  for (int64_t n : {32769, 65536, 262144, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
   EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
