@@ -28,17 +28,9 @@ using kernels::bytesOf;
 using kernels::loadElement;
 using kernels::storeElement;
 
-// |got - ref| <= atol + rtol * |ref|: the output's rounding to the dtype dominates for halves.
-struct Tolerance {
-  double atol, rtol;
-};
-inline Tolerance toleranceFor(const std::string &dtype) {
-  if (dtype == "fp16")
-    return {2e-5, 1.5e-3};
-  if (dtype == "bf16")
-    return {2e-5, 1e-2};
-  return {1e-5, 1e-5};
-}
+using kernels::kPoisonBits;
+using kernels::Tolerance;
+using kernels::toleranceFor;
 
 enum class Values { Normal, Special };
 
@@ -63,8 +55,6 @@ struct SoftmaxCase {
   }
 };
 
-// A NaN in every dtype: 0x7fc07fc0 as fp32, and 0x7fc0 in each half for fp16 and bf16.
-inline constexpr uint32_t kPoisonBits = 0x7fc07fc0u;
 
 // Row r of the special-values pattern: each row exercises one case torch defines.
 inline void specialRow(int64_t r, int64_t cols, std::mt19937 &rng, float *row,

@@ -7,6 +7,7 @@
 // planSoftmaxBackward (overridable from the command line) and is checked against the
 // double-precision reference on a sample of rows. Also: host time per launch, and compile /
 // first-call time.
+#include "examples/kernels/HostDtype.h"
 #include "examples/kernels/Softmax.h"
 #include "examples/kernels/SoftmaxPlan.h"
 #include "examples/kernels/SoftmaxReference.h"
@@ -83,58 +84,12 @@ template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
   return median(ms);
 }
 
-// --- elements of each dtype (round to nearest even, as the GPU's cvt.rn does) -------------------
-
-size_t bytesOf(const std::string &dtype) { return dtype == "fp32" ? 4 : 2; }
-
-void storeElement(const std::string &dtype, float v, unsigned char *p) {
-  if (dtype == "fp32") {
-    std::memcpy(p, &v, 4);
-  } else if (dtype == "fp16") {
-    _Float16 h = _Float16(v);
-    std::memcpy(p, &h, 2);
-  } else { // bf16: the top 16 bits, rounded to nearest even; NaN stays a (quiet) NaN
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    uint16_t b = std::isnan(v) ? uint16_t(0x7fc0)
-                               : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    std::memcpy(p, &b, 2);
-  }
-}
-
-float loadElement(const std::string &dtype, const unsigned char *p) {
-  if (dtype == "fp32") {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  if (dtype == "fp16") {
-    _Float16 h;
-    std::memcpy(&h, p, 2);
-    return float(h);
-  }
-  uint16_t b;
-  std::memcpy(&b, p, 2);
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// |got - ref| <= atol + rtol * |ref|: for halves, the output's rounding to the dtype dominates.
-struct Tolerance {
-  double atol, rtol;
-};
-Tolerance toleranceFor(const std::string &dtype) {
-  if (dtype == "fp16")
-    return {2e-5, 1.5e-3};
-  if (dtype == "bf16")
-    return {2e-5, 1e-2};
-  return {1e-5, 1e-5};
-}
-
-// A NaN in every dtype: 0x7fc07fc0 as fp32, 0x7fc0 in each half for fp16 and bf16.
-constexpr uint32_t kPoisonBits = 0x7fc07fc0u;
+using kernels::bytesOf;
+using kernels::kPoisonBits;
+using kernels::loadElement;
+using kernels::storeElement;
+using kernels::toleranceFor;
+using kernels::Tolerance;
 
 // --- inputs ---------------------------------------------------------------------------------------
 
@@ -251,16 +206,10 @@ struct Options {
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
                              int64_t stages) {
-  auto plan = [&](int64_t c) {
-    return o.backward ? kernels::planSoftmaxBackward(c, o.dtype) : kernels::planSoftmax(c, o.dtype);
-  };
-  kernels::SoftmaxPlan p = plan(cols);
-  if (o.online && !p.online) {
-    kernels::SoftmaxPlan longRow = plan(int64_t(1) << 24); // the planner's online plan
-    if (longRow.online)
-      p = longRow;
-    p.online = true;
-  }
+  kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
+                                      : kernels::planSoftmax(cols, o.dtype);
+  if (o.online)
+    p = kernels::planOnline(p.direction);
   if (block > 0)
     p.blockSize = block;
   if (warps > 0)
@@ -524,7 +473,7 @@ int main(int argc, char **argv) {
     for (int64_t n : ns) // fresh data for each N, freed before the next
       benchN(o, rowsFor(n), n, seeds, points, done, total);
     std::fprintf(stderr, "\n");
-    std::printf("# %s %s, tolerance |err| <= %g + %g |ref|, GB/s = %d x M x N x %zu bytes / "
+    std::printf("# %s %s, tolerance |err| <= %g + %g |ref|, GB/s = %d x M x N x %d bytes / "
                 "time\n",
                 o.dtype.c_str(), direction.c_str(), toleranceFor(o.dtype).atol,
                 toleranceFor(o.dtype).rtol, o.backward ? 3 : 2, bytesOf(o.dtype));

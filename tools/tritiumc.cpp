@@ -106,12 +106,8 @@ int main(int argc, char **argv) {
     usageError("--dtype must be fp32, fp16 or bf16, got '" + dtype + "'");
   kernels::SoftmaxPlan plan = kernelName == "softmax" ? kernels::planSoftmax(nCols, dtype)
                                                       : kernels::planSoftmaxBackward(nCols, dtype);
-  if (opts.count("online") && !plan.online) {
-    kernels::SoftmaxPlan longRows = kernelName == "softmax"
-                                        ? kernels::planSoftmax(1 << 24, dtype)
-                                        : kernels::planSoftmaxBackward(1 << 24, dtype);
-    plan = longRows;
-  }
+  if (opts.count("online"))
+    plan = kernels::planOnline(plan.direction);
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);

@@ -39,18 +39,9 @@ struct Options {
   bool userShape = false;
 };
 
-constexpr uint32_t kPoison = 0x7fc07fc0u; // a NaN in fp32, fp16 and bf16 alike
-
-struct Tolerance {
-  double atol, rtol;
-};
-Tolerance toleranceFor(const std::string &dtype) {
-  if (dtype == "fp16")
-    return {2e-5, 1.5e-3};
-  if (dtype == "bf16")
-    return {2e-5, 1e-2};
-  return {1e-5, 1e-5};
-}
+using kernels::kPoisonBits;
+using kernels::Tolerance;
+using kernels::toleranceFor;
 
 // Host data in the kernel's dtype, with the float values it holds after rounding.
 struct HostMatrix {
@@ -115,7 +106,7 @@ bool runShape(const Options &o, const kernels::SoftmaxShape &s, std::mt19937 &rn
   HostMatrix x = randomMatrix(s, o.dtype, rng, false);
   Buffer in(bytes), out(bytes);
   in.upload(x.raw.data(), bytes);
-  out.fill32(kPoison);
+  out.fill32(kPoisonBits);
   SoftmaxPlan fwd = kernels::planSoftmax(s.cols, o.dtype);
   auto start = std::chrono::steady_clock::now();
   CompiledKernel *k = &kernels::softmaxForward(fwd, o.dtype, out, in, s, s.cols, s.cols, stream);
@@ -140,7 +131,7 @@ bool runShape(const Options &o, const kernels::SoftmaxShape &s, std::mt19937 &rn
     dout = std::make_unique<Buffer>(bytes);
     dx = std::make_unique<Buffer>(bytes);
     dout->upload(g.raw.data(), bytes);
-    dx->fill32(kPoison);
+    dx->fill32(kPoisonBits);
     plan = kernels::planSoftmaxBackward(s.cols, o.dtype);
     start = std::chrono::steady_clock::now();
     k = &kernels::softmaxBackward(plan, o.dtype, *dx, out, *dout, s, s.cols, s.cols, s.cols,

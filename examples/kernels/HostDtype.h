@@ -1,5 +1,6 @@
-// Host-side conversions between float and the kernels' element types (fp32, fp16, bf16), for
-// filling inputs and reading outputs. Rounding is to nearest even, as the GPU's cvt.rn.
+// Host-side helpers for the softmax kernels' element types (fp32, fp16, bf16): conversions from
+// and to float for filling inputs and reading outputs (rounding to nearest even, as the GPU's
+// cvt.rn), the tolerance a check allows per dtype, and a poison that is NaN in every dtype.
 #pragma once
 
 #include <cmath>
@@ -47,6 +48,22 @@ inline float loadElement(const std::string &dtype, const unsigned char *p) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// A NaN in every dtype: 0x7fc07fc0 as fp32, and 0x7fc0 in each half for fp16 and bf16. Outputs
+// are filled with it before a run, so an element the kernel never wrote fails the check.
+inline constexpr uint32_t kPoisonBits = 0x7fc07fc0u;
+
+// |got - ref| <= atol + rtol * |ref|: for 16-bit outputs, the rounding to the dtype dominates.
+struct Tolerance {
+  double atol, rtol;
+};
+inline Tolerance toleranceFor(const std::string &dtype) {
+  if (dtype == "fp16")
+    return {2e-5, 1.5e-3};
+  if (dtype == "bf16")
+    return {2e-5, 1e-2};
+  return {1e-5, 1e-5};
 }
 
 } // namespace tritium::kernels

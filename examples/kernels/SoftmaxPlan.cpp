@@ -47,7 +47,7 @@ static int64_t blockFor(int64_t cols) {
 
 // Long rows: blocks of 8192 through a four-deep cp.async ring (the best of a block x warps x
 // stages sweep at N = 32768 ... 262144, docs/PERF.md).
-static SoftmaxPlan onlinePlan(SoftmaxDirection dir) {
+SoftmaxPlan planOnline(SoftmaxDirection dir) {
   return SoftmaxPlan{.direction = dir, .online = true, .blockSize = 8192, .numWarps = 16,
                      .numStages = 4};
 }
@@ -69,7 +69,7 @@ constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4
 
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
   if (blockFor(cols) > kMaxRegisterBlock)
-    return onlinePlan(SoftmaxDirection::Forward);
+    return planOnline(SoftmaxDirection::Forward);
   SoftmaxConfig c = softmaxConfig(cols);
   if (dtype == "fp16" || dtype == "bf16") {
     WarpsStages ws = fromTable(kHalfForward, c.blockSize);
@@ -84,7 +84,7 @@ SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {
   (void)dtype; // measured for fp32; 16-bit rows use the same plans for now
   int64_t block = blockFor(cols);
   if (block > kMaxRegisterBlockBackward)
-    return onlinePlan(SoftmaxDirection::Backward);
+    return planOnline(SoftmaxDirection::Backward);
   WarpsStages ws = fromTable(kBackward, block);
   return SoftmaxPlan{.direction = SoftmaxDirection::Backward, .online = false,
                      .blockSize = block, .numWarps = ws.warps, .numStages = ws.stages};

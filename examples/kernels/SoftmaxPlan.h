@@ -32,6 +32,8 @@ struct SoftmaxPlan {
 // The measured best plan on the H200 for rows of `cols` elements (docs/PERF.md).
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype = "fp32");
 SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype = "fp32");
+// The online (two-pass) plan the planner gives long rows, to force it on any row length.
+SoftmaxPlan planOnline(SoftmaxDirection direction);
 
 // A row-major problem: `rows` rows of `cols` elements, each buffer with its own row stride (in
 // elements). Forward reads `in` and writes `out`; backward reads `o` (the forward's output) and

@@ -2,6 +2,7 @@
 // element with the program id, the element index and the value.
 #include "frontend/Tritium.h"
 
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include <gtest/gtest.h>
@@ -22,9 +23,7 @@ void printKernel(Ptr x, int BLOCK) {
 class PrintGpuTest : public tritium::testing::CompilerTest {};
 
 TEST_F(PrintGpuTest, EveryElementOfEveryProgramIsPrinted) {
-  std::string why;
-  if (!rt::Driver::available(&why))
-    GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto k = kernel("print_kernel", printKernel, {"x", "BLOCK"});
   CompiledKernel &c = k.compile({.signature = {"*i32"}, .constexprs = {8}, .numWarps = 1});
   std::vector<int32_t> host = {10, 11, 12, 13, 14, 15, 16, 17};

@@ -2,6 +2,7 @@
 // inputs every run (the seed is printed on failure), outputs poisoned with a NaN pattern before
 // each launch, every element checked. Each test skips, saying why, when no GPU is usable.
 #include "SoftmaxProblem.h"
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "examples/kernels/Softmax.h"
@@ -28,13 +29,6 @@ using tritium::testing::bitsOf;
 using tritium::testing::kPoison;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                         \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    if (!tritium::rt::Driver::available(&why))                                                     \
-      GTEST_SKIP() << "no GPU: " << why;                                                           \
-  } while (0)
 
 // A problem on the host and the device: random rows, padding, and the poisoned output.
 using Problem = tritium::testing::SoftmaxProblem<rt::DeviceBuffer>;

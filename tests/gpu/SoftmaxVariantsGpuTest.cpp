@@ -4,6 +4,7 @@
 // time. Each test skips, saying why, when no GPU is usable; their interpreter twins are in
 // tests/unit/SoftmaxVariantsInterpreterTest.cpp.
 #include "SoftmaxCase.h"
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "runtime/Driver.h"
@@ -18,13 +19,6 @@ using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                         \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    if (!tritium::rt::Driver::available(&why))                                                     \
-      GTEST_SKIP() << "no GPU: " << why;                                                           \
-  } while (0)
 
 using DeviceRun = tritium::testing::SoftmaxCaseRun<rt::DeviceBuffer>;
 
@@ -48,11 +42,7 @@ constexpr auto kFwd = SoftmaxDirection::Forward;
 constexpr auto kBwd = SoftmaxDirection::Backward;
 
 std::function<void(SoftmaxPlan &)> forceOnline() {
-  return [](SoftmaxPlan &p) {
-    SoftmaxPlan longRows = p.direction == kFwd ? kernels::planSoftmax(1 << 20)
-                                               : kernels::planSoftmaxBackward(1 << 20);
-    p = longRows;
-  };
+  return [](SoftmaxPlan &p) { p = kernels::planOnline(p.direction); };
 }
 
 } // namespace
