@@ -95,6 +95,18 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
       !std::has_single_bit(unsigned(options.numWarps)))
     throw UserError("num_warps must be a power of two from 1 to 32, got " +
                     std::to_string(options.numWarps));
+  int64_t traced = fn.intAttr("cluster_size").value_or(1);
+  if (options.clusterSize < 1 || options.clusterSize > 8)
+    throw UserError("cluster size must be from 1 to 8 (the portable limit of thread-block "
+                    "clusters), got " + std::to_string(options.clusterSize));
+  if (options.clusterSize != traced)
+    throw UserError("kernel '" + fn.name() + "' was traced for cluster size " +
+                    std::to_string(traced) + " but is compiled for " +
+                    std::to_string(options.clusterSize));
+  if (options.clusterSize > 1 && (options.arch.rfind("sm_", 0) != 0 ||
+                                  std::atoi(options.arch.c_str() + 3) < 90))
+    throw UserError("thread-block clusters (cluster size " + std::to_string(options.clusterSize) +
+                    ") need sm_90 or later, not " + options.arch);
   Artifacts out;
   out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);

@@ -21,6 +21,7 @@ struct CompileOptions {
   int ptxVersion = 80; // PTX ISA x 10
   int numWarps = 4;
   int numStages = 1;
+  int clusterSize = 1; // programs per thread-block cluster; must match the TIR's cluster_size
   // Shared memory one CTA may use (the pipelining ring's budget); 0: the architecture's limit.
   int64_t maxSharedBytes = 0;
 };

@@ -79,9 +79,16 @@ const rt::KernelInfo &CompiledKernel::info() {
 }
 
 int64_t CompiledKernel::persistentGrid(int64_t rows) {
+  int64_t cluster = meta_.options.clusterSize;
   if (interpreting())
-    return interpreter::defaultGrid(rows);
+    return interpreter::defaultGrid(rows) * cluster;
   const rt::KernelInfo &i = info();
+  if (cluster > 1) {
+    // One row per cluster at a time: as many clusters as can be resident, at most one per row.
+    int64_t clusters = rt::driverActiveClusters(loaded_->function(), int(cluster), numThreads(),
+                                                int(meta_.sharedBytes));
+    return std::max<int64_t>(1, std::min(clusters, rows)) * cluster;
+  }
   const rt::DeviceProps &d = rt::Context::current().props();
   rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps,
                                   int(meta_.sharedBytes) + i.staticSharedBytes);
@@ -106,6 +113,9 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
   if (grid < 1 || grid > std::numeric_limits<int32_t>::max())
     throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
                     " is out of range (1 to 2^31-1)");
+  if (int cluster = meta_.options.clusterSize; grid % cluster != 0)
+    throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
+                    " is not a multiple of the cluster size " + std::to_string(cluster));
   constexpr size_t kMaxArgs = 64;
   if (args.size() > kMaxArgs)
     throw UserError("launch of '" + name + "': more than 64 arguments");

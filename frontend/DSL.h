@@ -80,6 +80,22 @@ Value operator|(const Operand &a, const Operand &b);
 Value program_id(int axis, Loc loc = Loc::current());
 Value num_programs(int axis, Loc loc = Loc::current());
 
+// Thread-block clusters (Hopper; Specialization::clusterSize > 1): consecutive programs form a
+// cluster that runs at once and reduces scalars across its programs through distributed
+// shared memory, so one row can be split over several SMs:
+//
+//   auto cluster = program_id(0) / cluster_size();
+//   for (auto row : range(cluster, n_rows, num_programs(0) / cluster_size())) {
+//     auto cols = cluster_rank() * BLOCK + arange(0, BLOCK);   // this program's part
+//     auto m = cluster_max(max(x, 0));                          // the whole row's maximum
+//
+// cluster_max and cluster_sum are barriers: every program of the cluster must reach each of
+// them the same number of times. Without clusters they return their input.
+Value cluster_rank(Loc loc = Loc::current()); // 0 .. cluster_size() - 1
+Value cluster_size(Loc loc = Loc::current()); // the specialization's cluster size (a constant)
+Value cluster_max(const Operand &x, Loc loc = Loc::current());
+Value cluster_sum(const Operand &x, Loc loc = Loc::current());
+
 // Blocks. The size end - start must be a power of two.
 Value arange(int64_t start, int64_t end, Loc loc = Loc::current());
 Value full(int64_t size, const Operand &value, Loc loc = Loc::current());

@@ -19,6 +19,8 @@ std::string Specialization::str() const {
     s += (i ? "," : "") + std::to_string(constexprs[i]);
   s += ";num_warps=" + std::to_string(numWarps) + ";num_stages=" + std::to_string(numStages) +
        ";arch=" + arch + ";ptx=" + std::to_string(ptxVersion);
+  if (clusterSize != 1)
+    s += ";cluster=" + std::to_string(clusterSize);
   return s;
 }
 
@@ -106,6 +108,8 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
   auto fn = std::make_unique<ir::Function>(name_, loc_);
   fn->setAttr("num_warps", int64_t(spec.numWarps));
   fn->setAttr("num_stages", int64_t(spec.numStages));
+  if (spec.clusterSize != 1)
+    fn->setAttr("cluster_size", int64_t(spec.clusterSize));
   std::vector<dsl::Value> runtime;
   size_t r = 0, c = 0;
   for (size_t i = 0; i < kinds_.size(); ++i) {
@@ -134,7 +138,11 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
 }
 
 static CompileOptions optionsOf(const Specialization &spec) {
-  return CompileOptions{spec.arch, spec.ptxVersion, spec.numWarps, spec.numStages};
+  return CompileOptions{.arch = spec.arch,
+                        .ptxVersion = spec.ptxVersion,
+                        .numWarps = spec.numWarps,
+                        .numStages = spec.numStages,
+                        .clusterSize = spec.clusterSize};
 }
 
 Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
@@ -210,6 +218,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     e.metadata["ptx_version"] = spec.ptxVersion;
     e.metadata["shared"] = a.sharedBytes;
     e.metadata["threads"] = 32 * spec.numWarps;
+    e.metadata["cluster_size"] = spec.clusterSize;
     e.metadata["tritium_version"] = TRITIUM_VERSION;
     e.metadata["llvm_version"] = TRITIUM_LLVM_VERSION;
     cache.store(meta.cacheKey, e);

@@ -141,6 +141,37 @@ Value num_programs(int axis, Loc l) {
   return gridQuery(OpKind::NumPrograms, "num_programs", axis, l);
 }
 
+Value cluster_rank(Loc l) {
+  SourceLoc loc(l);
+  return Value(builder(loc).createValue(OpKind::ClusterRank, {}, Type::scalar(ScalarKind::I32), loc));
+}
+
+Value cluster_size(Loc l) {
+  SourceLoc loc(l);
+  int64_t size = Tracer::current(loc).function().intAttr("cluster_size").value_or(1);
+  return Value(materialize(builder(loc), Operand(size, l), Type::scalar(ScalarKind::I32), loc));
+}
+
+static Value clusterReduce(OpKind kind, const char *what, const Operand &x, const SourceLoc &loc) {
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  const Type &t = v->type();
+  if (t.isBlock())
+    userError(std::string(what) + " combines one number per program, got the block " + t.str() +
+                  ": reduce it first, as in " + what + "(" +
+                  (kind == OpKind::ClusterMax ? "max" : "sum") + "(x, 0))",
+              loc);
+  if (t.isPtr() || t.isBool())
+    userError(std::string(what) + " is not defined on " + t.str(), loc);
+  return Value(builder(loc).createValue(kind, {v}, t, loc));
+}
+
+Value cluster_max(const Operand &x, Loc l) {
+  return clusterReduce(OpKind::ClusterMax, "cluster_max", x, SourceLoc(l));
+}
+Value cluster_sum(const Operand &x, Loc l) {
+  return clusterReduce(OpKind::ClusterSum, "cluster_sum", x, SourceLoc(l));
+}
+
 Value arange(int64_t start, int64_t end, Loc l) {
   SourceLoc loc(l);
   int64_t n = end - start;

@@ -74,7 +74,8 @@ private:
   X(cuEventSynchronize)                                                                            \
   X(cuEventElapsedTime)                                                                            \
   X(cuEventDestroy)                                                                                \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                   \
+  X(cuOccupancyMaxActiveClusters)
 
 struct Driver {
 #define TRITIUM_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

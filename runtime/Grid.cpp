@@ -42,4 +42,18 @@ int driverOccupancy(CUfunction f, int blockThreads, int dynamicShared) {
   return blocks;
 }
 
+int driverActiveClusters(CUfunction f, int clusterSize, int blockThreads, int dynamicShared) {
+  Context::current();
+  CUlaunchConfig config{};
+  config.gridDimX = unsigned(clusterSize); // any multiple of the cluster size
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = unsigned(blockThreads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = unsigned(dynamicShared);
+  // No cluster attribute: the kernel's compiled-in .reqnctapercluster gives the size.
+  int clusters = 0;
+  TRITIUM_CU(cuOccupancyMaxActiveClusters(&clusters, f, &config));
+  return std::max(1, clusters);
+}
+
 } // namespace tritium::rt

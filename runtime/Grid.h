@@ -27,4 +27,9 @@ int64_t persistentGridSize(const DeviceProps &d, const Occupancy &o, int64_t row
 // hardware's allocation granularities. Throws DriverError.
 int driverOccupancy(CUfunction f, int blockThreads, int dynamicShared);
 
+// How many clusters of `clusterSize` blocks of a kernel with a compiled-in cluster size can be
+// resident on the whole GPU at once (cuOccupancyMaxActiveClusters: clusters must fit within
+// one GPC, so this is not simply SMs / clusterSize). At least 1. Throws DriverError.
+int driverActiveClusters(CUfunction f, int clusterSize, int blockThreads, int dynamicShared);
+
 } // namespace tritium::rt

@@ -1,6 +1,6 @@
 // bench_softmax: tritium's fused softmax, forward or backward, fp32/fp16/bf16, in GB/s with the
 // device-to-device copy as the ceiling. Default sweep: Triton's tutorial (M = 4096, N = 256..16384
-// step 128); --long: N = 32768..262144 with 1 GiB inputs, through the online kernel. Forward:
+// step 128); --long: N = 32768..262144 with 1 GiB inputs (the planner picks registers, cluster or online). Fwd:
 // GB/s = 2 * M * N * bytes / time (one read, one write); backward: 3 * M * N * bytes / time (o
 // and dout read, dx written). CUDA-event timing after warm-up, L2 flushed before every
 // repetition, median of the repetitions. Each point runs the plan of kernels::planSoftmax /
@@ -14,6 +14,7 @@
 #include "frontend/Tritium.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +47,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --block-size=LIST    time each of these BLOCK_SIZE (comma separated) instead of the plan's
   --num-warps=LIST     time each of these num_warps (comma separated) instead of the plan's
   --num-stages=LIST    time each of these num_stages (1 = no cp.async pipelining)
+  --cluster-size=LIST  split each row over a thread-block cluster of these many programs
+                       (1 to 8), each holding a power-of-two slice of ceil(N / size) columns
   --reps=R             timed repetitions per point (default 100)
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
@@ -199,17 +202,22 @@ Check checkRows(const std::string &dtype, bool backward, const HostMatrix &a,
 struct Options {
   std::string dtype = "fp32";
   bool backward = false, online = false;
-  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0};
+  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0};
   int reps = 100;
 };
 
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
-                             int64_t stages) {
+                             int64_t stages, int64_t cluster) {
   kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
     p = kernels::planOnline(p.direction);
+  if (cluster > 0) { // the row split over `cluster` programs, each a power-of-two slice
+    p.online = false;
+    p.clusterSize = int(cluster);
+    p.blockSize = int64_t(std::bit_ceil(uint64_t((cols + cluster - 1) / cluster)));
+  }
   if (block > 0)
     p.blockSize = block;
   if (warps > 0)
@@ -256,10 +264,11 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
+  for (int64_t cl : o.clusters)
   for (int64_t bs : o.blocks)
     for (int64_t w : o.warps)
       for (int64_t st : o.stages) {
-        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st);
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl);
         std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
                      plan.str().c_str());
         try {
@@ -424,6 +433,8 @@ int main(int argc, char **argv) {
         o.blocks = parseList(value());
       } else if (a.rfind("--num-warps=", 0) == 0) {
         o.warps = parseList(value());
+      } else if (a.rfind("--cluster-size=", 0) == 0) {
+        o.clusters = parseList(value());
       } else if (a.rfind("--num-stages=", 0) == 0) {
         o.stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
@@ -439,7 +450,8 @@ int main(int argc, char **argv) {
         return 2;
       }
     }
-    if (o.reps < 1 || rows < 0 || o.blocks.empty() || o.warps.empty() || o.stages.empty()) {
+    if (o.reps < 1 || rows < 0 || o.blocks.empty() || o.warps.empty() || o.stages.empty() ||
+        o.clusters.empty()) {
       std::fprintf(stderr, "bench_softmax: --reps, --rows and the lists must be positive\n");
       return 2;
     }
@@ -469,7 +481,9 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.blocks.size() * o.warps.size() * o.stages.size(), done = 0;
+    size_t total = ns.size() * o.clusters.size() * o.blocks.size() * o.warps.size() *
+                   o.stages.size(),
+           done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next
       benchN(o, rowsFor(n), n, seeds, points, done, total);
     std::fprintf(stderr, "\n");

@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
       throw UserError(name + " does not verify: " + std::string(e.what()));
     }
     options.numWarps = numWarps.value_or(int(fn->intAttr("num_warps").value_or(4)));
+    options.clusterSize = int(fn->intAttr("cluster_size").value_or(1));
     options.numStages = int(fn->intAttr("num_stages").value_or(1));
     if (options.numWarps < 1 || options.numWarps > 32 ||
         (options.numWarps & (options.numWarps - 1)))

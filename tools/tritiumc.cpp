@@ -5,6 +5,7 @@
 #include "tools/CommandLine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,8 +28,11 @@ Compiles a built-in tritium kernel and prints one stage of the pipeline:
 
 options:
   --kernel=NAME        built-in kernel: softmax (default) or softmax_backward; the row length
-                       picks the row-in-registers kernel or the online one, as at run time
+                       picks the kernel (registers, cluster or online) as at run time
   --online             use the online (two-pass, any length) kernel whatever the row length
+  --cluster-size=C     split the row over a thread-block cluster of C programs (1 to 8), each
+                       holding a power-of-two slice of ceil(n-cols / C) columns; the planner
+                       already does this for rows longer than 32768 (16384 backward)
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
   --n-cols=N           softmax row length; picks BLOCK_SIZE, num_warps and num_stages as
@@ -82,8 +86,9 @@ int main(int argc, char **argv) {
     if (a.rfind("--", 0) != 0 || eq == std::string::npos)
       usageError("unknown argument '" + a + "'");
     std::string key = a.substr(2, eq - 2);
-    static const char *known[] = {"kernel",     "emit",  "n-cols", "block-size",  "num-warps",
-                                  "num-stages", "dtype", "arch",   "ptx-version", "signature"};
+    static const char *known[] = {"kernel",     "emit",  "n-cols",      "block-size",
+                                  "num-warps",  "dtype", "num-stages",  "arch",
+                                  "signature",  "ptx-version", "cluster-size"};
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       usageError("unknown option '--" + key + "'");
     opts[key] = a.substr(eq + 1);
@@ -108,6 +113,14 @@ int main(int argc, char **argv) {
                                                       : kernels::planSoftmaxBackward(nCols, dtype);
   if (opts.count("online"))
     plan = kernels::planOnline(plan.direction);
+  if (opts.count("cluster-size")) {
+    int64_t cluster = parseInt("--cluster-size", opts["cluster-size"]);
+    if (cluster < 1 || cluster > 8)
+      usageError("--cluster-size must be from 1 to 8");
+    plan.online = false;
+    plan.clusterSize = int(cluster);
+    plan.blockSize = int64_t(std::bit_ceil(uint64_t((nCols + cluster - 1) / cluster)));
+  }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);

@@ -88,6 +88,8 @@ public:
     l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
     std::string threads = std::to_string(l_.threads());
     l_.fn->addFnAttr("nvvm.reqntid", threads);
+    if (int64_t cluster = clusterSize(l_.kernel); cluster > 1)
+      l_.fn->addFnAttr("nvvm.cluster_dim", std::to_string(cluster) + ",1,1");
     for (size_t i = 0; i < params.size(); ++i) {
       llvm::Argument *a = l_.fn->getArg(unsigned(i));
       a->setName(body.argument(unsigned(i))->name());
@@ -103,7 +105,9 @@ public:
     l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
     l_.laneId = b.CreateAnd(l_.tid, b.getInt32(31), "lane");
     l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
+    clusterEntry(l_);
     lowerBlock(body);
+    clusterExit(l_);
     b.CreateRetVoid();
   }
 
@@ -115,7 +119,7 @@ private:
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
-               !lowerPrint(l_, *op))
+               !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
   }

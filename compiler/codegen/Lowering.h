@@ -60,6 +60,13 @@ bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
+bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank, cluster_max, cluster_sum
+
+// Thread-block clusters: the kernel's cluster size, and the barrier phases its entry and exit
+// open and close around cluster reductions (LowerCluster.cpp).
+int64_t clusterSize(const ir::Function &fn);
+void clusterEntry(Lowering &l);
+void clusterExit(Lowering &l);
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,

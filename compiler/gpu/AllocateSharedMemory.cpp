@@ -1,4 +1,5 @@
-// Shared-memory allocation (GIR): one scratch slot per warp for each cross-warp reduction. Each
+// Shared-memory allocation (GIR): one scratch slot per warp for each cross-warp reduction, and
+// one slot per program of the cluster for each cluster reduction (its peers write there). Each
 // reduction gets its own region, so consecutive reductions need no barrier between them for
 // buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
@@ -8,17 +9,21 @@
 namespace tritium {
 
 void allocateSharedMemory(ir::Function &fn, int numWarps) {
+  int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
   int64_t offset = 0;
   ir::walk(fn.body(), [&](ir::Op &op) {
-    if (op.kind() != ir::OpKind::ReduceMax && op.kind() != ir::OpKind::ReduceSum)
+    int64_t slots = 0;
+    if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceSum)
+      slots = numWarps > 1 ? numWarps : 0; // one warp needs only shuffles
+    else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum)
+      slots = clusterSize > 1 ? clusterSize : 0;
+    if (!slots)
       return;
-    if (numWarps == 1)
-      return; // warp shuffles suffice
     // Reductions compute in at least 32 bits (16-bit floats widen to f32).
     int64_t bytes = std::max(4, ir::bitWidth(op.result()->type().kind()) / 8);
     offset = (offset + bytes - 1) / bytes * bytes;
     op.setAttr("smem_offset", offset);
-    offset += bytes * numWarps;
+    offset += bytes * slots;
   });
   fn.setAttr("shared_bytes", (offset + 15) / 16 * 16);
 }

@@ -139,6 +139,13 @@ private:
       expect(op, res() == ty(0).withShape(shape), "reduction result type is wrong");
       break;
     }
+    case OpKind::ClusterRank:
+      expect(op, n == 0 && res() == Type::scalar(ScalarKind::I32), "cluster_rank gives i32");
+      break;
+    case OpKind::ClusterMax: case OpKind::ClusterSum:
+      expect(op, n == 1 && !ty(0).isBlock() && !ty(0).isPtr() && !ty(0).isBool() &&
+                     res() == ty(0), "cluster reductions take a number and give its type");
+      break;
     case OpKind::For: {
       expect(op, n >= 3 && op.body(), "for needs lb, ub, step and a body");
       for (unsigned i = 0; i < 3; ++i)

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <limits>
+#include <optional>
 
 namespace tritium::kernels {
 
@@ -12,10 +13,21 @@ namespace tritium::kernels {
 constexpr int64_t kMaxRegisterBlock = 32768;
 constexpr int64_t kMaxRegisterBlockBackward = 16384; // o and dout: 32 values per thread
 
+// A cluster of 8 is the portable maximum: a row of up to 8 x 32768 fp32 (the longest,
+// 262144) is read once; longer rows fall back to the online kernel.
+constexpr int kMaxCluster = 8;
+
 Kernel &SoftmaxPlan::kernel() const {
-  if (direction == SoftmaxDirection::Forward)
-    return online ? softmaxOnlineKernel() : softmaxKernel();
-  return online ? softmaxBackwardOnlineKernel() : softmaxBackwardKernel();
+  bool forward = direction == SoftmaxDirection::Forward;
+  if (online)
+    return forward ? softmaxOnlineKernel() : softmaxBackwardOnlineKernel();
+  if (clusterSize > 1)
+    return forward ? softmaxClusterKernel() : softmaxBackwardClusterKernel();
+  return forward ? softmaxKernel() : softmaxBackwardKernel();
+}
+
+int64_t SoftmaxPlan::maxCols() const {
+  return online ? std::numeric_limits<int32_t>::max() : blockSize * clusterSize;
 }
 
 Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t rows,
@@ -33,12 +45,16 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
   return Specialization{.signature = sig,
                         .constexprs = {blockSize, numStages},
                         .numWarps = numWarps,
-                        .numStages = numStages};
+                        .numStages = numStages,
+                        .clusterSize = online ? 1 : clusterSize};
 }
 
 std::string SoftmaxPlan::str() const {
-  return std::string(online ? "online" : "registers") + " BLOCK " + std::to_string(blockSize) +
-         " warps " + std::to_string(numWarps) + " stages " + std::to_string(numStages);
+  std::string kind = online              ? "online"
+                     : clusterSize > 1 ? "cluster " + std::to_string(clusterSize) + " x"
+                                       : "registers";
+  return kind + " BLOCK " + std::to_string(blockSize) + " warps " + std::to_string(numWarps) +
+         " stages " + std::to_string(numStages);
 }
 
 static int64_t blockFor(int64_t cols) {
@@ -67,9 +83,34 @@ static WarpsStages fromTable(const WarpsStages (&table)[7], int64_t block) {
 constexpr WarpsStages kHalfForward[7] = {{2, 1}, {2, 2}, {1, 1}, {2, 1}, {4, 1}, {8, 1}, {16, 2}};
 constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4, 1}, {32, 1}};
 
+// A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
+// maxBlock or maxBlock / 2 elements: whichever masks off fewer columns (the larger slice on a
+// tie, fewer programs). nullopt when the row is longer than kMaxCluster x maxBlock.
+static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
+                                              int64_t maxBlock) {
+  std::optional<SoftmaxPlan> best;
+  int64_t bestWaste = 0;
+  for (int64_t block : {maxBlock, maxBlock / 2}) {
+    int64_t size = (cols + block - 1) / block;
+    int64_t waste = size * block - cols;
+    if (size > kMaxCluster || (best && waste >= bestWaste))
+      continue;
+    // As the registers tier: 32 values per thread at most (16 of o and 16 of dout backward).
+    int perThread = dir == SoftmaxDirection::Forward ? 32 : 16;
+    int warps = int(std::min<int64_t>(32, block / (32 * perThread)));
+    best = SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
+                       .blockSize = block, .numWarps = warps, .numStages = 1};
+    bestWaste = waste;
+  }
+  return best;
+}
+
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
-  if (blockFor(cols) > kMaxRegisterBlock)
+  if (blockFor(cols) > kMaxRegisterBlock) {
+    if (auto plan = planCluster(SoftmaxDirection::Forward, cols, kMaxRegisterBlock))
+      return *plan;
     return planOnline(SoftmaxDirection::Forward);
+  }
   SoftmaxConfig c = softmaxConfig(cols);
   if (dtype == "fp16" || dtype == "bf16") {
     WarpsStages ws = fromTable(kHalfForward, c.blockSize);
@@ -83,8 +124,11 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
 SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {
   (void)dtype; // measured for fp32; 16-bit rows use the same plans for now
   int64_t block = blockFor(cols);
-  if (block > kMaxRegisterBlockBackward)
+  if (block > kMaxRegisterBlockBackward) {
+    if (auto plan = planCluster(SoftmaxDirection::Backward, cols, kMaxRegisterBlockBackward))
+      return *plan;
     return planOnline(SoftmaxDirection::Backward);
+  }
   WarpsStages ws = fromTable(kBackward, block);
   return SoftmaxPlan{.direction = SoftmaxDirection::Backward, .online = false,
                      .blockSize = block, .numWarps = ws.warps, .numStages = ws.stages};
@@ -100,7 +144,7 @@ CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype
                                KernelArg in, SoftmaxShape shape, int64_t inStride,
                                int64_t outStride, CUstream stream, int64_t grid) {
   requireDirection(plan, SoftmaxDirection::Forward, "softmaxForward");
-  if (!plan.online && shape.cols > plan.blockSize)
+  if (shape.cols > plan.maxCols())
     throw UserError("softmaxForward: rows of " + std::to_string(shape.cols) +
                     " columns do not fit the plan's block (" + plan.str() + ")");
   KernelArg r(shape.rows), c(shape.cols), si(inStride), so(outStride);
@@ -116,7 +160,7 @@ CompiledKernel &softmaxBackward(const SoftmaxPlan &plan, const std::string &dtyp
                                 int64_t dxStride, int64_t oStride, int64_t doutStride,
                                 CUstream stream, int64_t grid) {
   requireDirection(plan, SoftmaxDirection::Backward, "softmaxBackward");
-  if (!plan.online && shape.cols > plan.blockSize)
+  if (shape.cols > plan.maxCols())
     throw UserError("softmaxBackward: rows of " + std::to_string(shape.cols) +
                     " columns do not fit the plan's block (" + plan.str() + ")");
   KernelArg r(shape.rows), c(shape.cols), sd(dxStride), so(oStride), sg(doutStride);

@@ -1,6 +1,7 @@
-// How to run a softmax of a given row length and dtype: which kernel (the row in registers, or
-// the online two-pass kernel for rows too long for registers), its block size, num_warps and
-// num_stages, and the launch on the persistent grid. Every choice can be overridden by
+// How to run a softmax of a given row length and dtype: which kernel (the row in one CTA's
+// registers; the row split over a thread-block cluster's registers; or the online two-pass
+// kernel for rows longer than that), its block size, num_warps and num_stages, and the launch on
+// the persistent grid. Every choice can be overridden by
 // changing the plan before launching it.
 #pragma once
 
@@ -17,16 +18,21 @@ enum class SoftmaxDirection { Forward, Backward };
 struct SoftmaxPlan {
   SoftmaxDirection direction = SoftmaxDirection::Forward;
   bool online = false; // false: one row per block in registers; true: two passes in blocks
+  // Programs per row (registers kernel only): above 1, a thread-block cluster holds the row,
+  // each program a blockSize slice of it.
+  int clusterSize = 1;
   int64_t blockSize = 0;
   int numWarps = 4;
   int numStages = 1;
 
+  bool cluster() const { return !online && clusterSize > 1; }
   Kernel &kernel() const;
   // The specialization for `dtype` ("fp32", "fp16", "bf16"). Strides are i32 unless a row
   // offset could pass 2^31 elements, then i64.
   Specialization specialization(const std::string &dtype, int64_t rows,
                                 int64_t maxStride) const;
-  std::string str() const; // "registers BLOCK 4096 warps 4 stages 2"
+  std::string str() const; // "registers BLOCK 4096 warps 4 stages 2", "cluster 8 x BLOCK ..."
+  int64_t maxCols() const;  // the longest row the plan can run
 };
 
 // The measured best plan on the H200 for rows of `cols` elements (docs/PERF.md).

@@ -1,5 +1,5 @@
-// Softmax beyond the tutorial on the GPU: rows of any length (the online kernel up to 262144
-// columns), the fused backward, fp16 and bf16, and rows of special values, each against the
+// Softmax beyond the tutorial on the GPU: rows of any length (split over a thread-block cluster
+// up to 262144 columns, the online kernel beyond), the fused backward, fp16 and bf16, and rows of special values, each against the
 // double-precision reference (tests/SoftmaxCase.h), with plans chosen by row length as at run
 // time. Each test skips, saying why, when no GPU is usable; their interpreter twins are in
 // tests/unit/SoftmaxVariantsInterpreterTest.cpp.
@@ -24,15 +24,16 @@ using DeviceRun = tritium::testing::SoftmaxCaseRun<rt::DeviceBuffer>;
 
 class SoftmaxVariantsGpuTest : public tritium::testing::CompilerTest {
 protected:
-  // Runs the case; `expectOnline` checks which kernel the planner picked.
-  void run(const SoftmaxCase &c, std::optional<bool> expectOnline = std::nullopt) {
+  // Runs the case; `expectKernel` ("registers", "cluster", "online") checks which kernel the
+  // planner picked.
+  void run(const SoftmaxCase &c, const char *expectKernel = nullptr) {
     SCOPED_TRACE(c.str());
     DeviceRun r(c, tritium::testing::freshSeed());
     rt::Stream stream;
     SoftmaxPlan plan = r.launch(stream.get());
     stream.sync();
-    if (expectOnline) {
-      EXPECT_EQ(plan.online, *expectOnline) << plan.str();
+    if (expectKernel) {
+      EXPECT_EQ(plan.str().rfind(expectKernel, 0), 0u) << plan.str();
     }
     r.check();
   }
@@ -51,18 +52,20 @@ std::function<void(SoftmaxPlan &)> forceOnline() {
 
 TEST_F(SoftmaxVariantsGpuTest, LongRows32768) {
   SKIP_WITHOUT_GPU();
-  run({.direction = kFwd, .rows = 300, .cols = 32768}, false); // 32 values per thread
-  run({.direction = kFwd, .rows = 300, .cols = 40000}, true);
+  run({.direction = kFwd, .rows = 300, .cols = 32768}, "registers"); // 32 values per thread
+  run({.direction = kFwd, .rows = 300, .cols = 40000}, "cluster");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, LongRows262144) {
   SKIP_WITHOUT_GPU();
-  run({.direction = kFwd, .rows = 40, .cols = 262144}, true);
+  run({.direction = kFwd, .rows = 40, .cols = 262144}, "cluster"); // 8 x 32768
+  run({.direction = kFwd, .rows = 5, .cols = 262144 + 1}, "online");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, LongOddRowsWithStride) {
   SKIP_WITHOUT_GPU();
-  run({.direction = kFwd, .rows = 77, .cols = 100003, .stride = 100100}, true);
+  run({.direction = kFwd, .rows = 77, .cols = 100003, .stride = 100100}, "cluster");
+  run({.direction = kFwd, .rows = 77, .cols = 100003, .stride = 100100, .tweak = forceOnline()});
 }
 
 TEST_F(SoftmaxVariantsGpuTest, OnlineKernelOnShortRows) {
@@ -77,15 +80,15 @@ TEST_F(SoftmaxVariantsGpuTest, OnlineKernelOnShortRows) {
 
 TEST_F(SoftmaxVariantsGpuTest, BackwardInRegisters) {
   SKIP_WITHOUT_GPU();
-  run({.direction = kBwd, .rows = 1823, .cols = 781}, false);
-  run({.direction = kBwd, .rows = 512, .cols = 4096, .stride = 4100}, false);
-  run({.direction = kBwd, .rows = 37, .cols = 3}, false);
+  run({.direction = kBwd, .rows = 1823, .cols = 781}, "registers");
+  run({.direction = kBwd, .rows = 512, .cols = 4096, .stride = 4100}, "registers");
+  run({.direction = kBwd, .rows = 37, .cols = 3}, "registers");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, BackwardOnline) {
   SKIP_WITHOUT_GPU();
-  run({.direction = kBwd, .rows = 256, .cols = 20000}, true);
-  run({.direction = kBwd, .rows = 32, .cols = 262144}, true);
+  run({.direction = kBwd, .rows = 256, .cols = 20000, .tweak = forceOnline()});
+  run({.direction = kBwd, .rows = 32, .cols = 262144}, "online");
   run({.direction = kBwd, .rows = 300, .cols = 2000, .tweak = forceOnline()});
 }
 
@@ -102,18 +105,20 @@ TEST_F(SoftmaxVariantsGpuTest, WorkedExample) {
 TEST_F(SoftmaxVariantsGpuTest, HalfAndBfloatForward) {
   SKIP_WITHOUT_GPU();
   for (const char *dtype : {"fp16", "bf16"}) {
-    run({.direction = kFwd, .dtype = dtype, .rows = 1823, .cols = 781}, false);
-    run({.direction = kFwd, .dtype = dtype, .rows = 512, .cols = 16384}, false);
-    run({.direction = kFwd, .dtype = dtype, .rows = 64, .cols = 65536 + 8}, true);
-    run({.direction = kFwd, .dtype = dtype, .rows = 64, .cols = 1001, .stride = 1003}, false);
+    run({.direction = kFwd, .dtype = dtype, .rows = 1823, .cols = 781}, "registers");
+    run({.direction = kFwd, .dtype = dtype, .rows = 512, .cols = 16384}, "registers");
+    run({.direction = kFwd, .dtype = dtype, .rows = 64, .cols = 65536 + 8}, "cluster");
+    run({.direction = kFwd, .dtype = dtype, .rows = 64, .cols = 1001, .stride = 1003},
+        "registers");
   }
 }
 
 TEST_F(SoftmaxVariantsGpuTest, HalfAndBfloatBackward) {
   SKIP_WITHOUT_GPU();
   for (const char *dtype : {"fp16", "bf16"}) {
-    run({.direction = kBwd, .dtype = dtype, .rows = 1823, .cols = 781}, false);
-    run({.direction = kBwd, .dtype = dtype, .rows = 64, .cols = 40000}, true);
+    run({.direction = kBwd, .dtype = dtype, .rows = 1823, .cols = 781}, "registers");
+    run({.direction = kBwd, .dtype = dtype, .rows = 64, .cols = 40000}, "cluster");
+    run({.direction = kBwd, .dtype = dtype, .rows = 8, .cols = 200000}, "online");
   }
 }
 
@@ -123,12 +128,57 @@ TEST_F(SoftmaxVariantsGpuTest, SpecialValuesInRegisters) {
   SKIP_WITHOUT_GPU();
   for (const char *dtype : {"fp32", "fp16", "bf16"})
     run({.direction = kFwd, .dtype = dtype, .rows = 60, .cols = 1000, .values = Values::Special},
-        false);
+        "registers");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, SpecialValuesOnline) {
   SKIP_WITHOUT_GPU();
   for (const char *dtype : {"fp32", "fp16", "bf16"})
+    run({.direction = kFwd, .dtype = dtype, .rows = 60, .cols = 70000, .values = Values::Special,
+         .tweak = forceOnline()});
+}
+
+// --- rows split over a thread-block cluster -----------------------------------------------------
+
+TEST_F(SoftmaxVariantsGpuTest, ClusterForward) {
+  SKIP_WITHOUT_GPU();
+  run({.direction = kFwd, .rows = 1000, .cols = 65536}, "cluster");        // 2 x 32768
+  run({.direction = kFwd, .rows = 333, .cols = 131072 - 5}, "cluster");    // 4 x 32768
+  run({.direction = kFwd, .rows = 2, .cols = 262144 - 37}, "cluster"); // fewer rows than clusters
+  // Every cluster size and small slices (more programs per SM).
+  for (int size : {2, 3, 4, 5, 8})
+    run({.direction = kFwd, .rows = 100, .cols = size * 4096 - 3, .stride = size * 4096 + 4,
+         .tweak = [=](SoftmaxPlan &p) {
+           p.online = false;
+           p.clusterSize = size;
+           p.blockSize = 4096;
+           p.numWarps = 4;
+         }});
+}
+
+TEST_F(SoftmaxVariantsGpuTest, ClusterBackward) {
+  SKIP_WITHOUT_GPU();
+  run({.direction = kBwd, .rows = 500, .cols = 32768}, "cluster");
+  run({.direction = kBwd, .rows = 77, .cols = 131072}, "cluster"); // 8 x 16384
+  run({.direction = kBwd, .rows = 50, .cols = 100003, .stride = 100100}, "cluster");
+}
+
+TEST_F(SoftmaxVariantsGpuTest, ClusterSpecialValues) {
+  SKIP_WITHOUT_GPU();
+  for (const char *dtype : {"fp32", "fp16", "bf16"})
     run({.direction = kFwd, .dtype = dtype, .rows = 60, .cols = 70000, .values = Values::Special},
-        true);
+        "cluster");
+}
+
+TEST_F(SoftmaxVariantsGpuTest, ClusterWorkedExample) {
+  SKIP_WITHOUT_GPU();
+  rt::Stream stream;
+  auto sync = [&] { stream.sync(); };
+  tritium::testing::runWorkedExample<rt::DeviceBuffer>(
+      stream.get(), sync, [](SoftmaxPlan &p) {
+        p.online = false;
+        p.clusterSize = 2;
+        p.blockSize = 2;
+        p.numWarps = 1;
+      });
 }

@@ -181,6 +181,23 @@ void copy(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + offs, dsl::load(in + offs, mask, 0.0), mask);
 }
 
+void clusterMaxOfABlock(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; auto m = dsl::cluster_max(x);
+  dsl::store(out, m);
+}
+
+void clusterSumOfAMask(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto s = dsl::cluster_sum(n < 3);
+  dsl::store(out, dsl::cast(s, "fp32"));
+}
+
+// Stores a cluster-wide sum of per-program values: a correct kernel for the cluster checks.
+void clusterSum(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto s = dsl::cluster_sum(dsl::load(in + dsl::program_id(0)));
+  dsl::store(out + dsl::program_id(0), s);
+}
+
 // A correct kernel for the specialization errors: only the declaration's line is known there.
 void good(Ptr out, Ptr in, Int n, int BLOCK) { copy(out, in, n, BLOCK); }
 
@@ -422,6 +439,44 @@ TEST_F(DslErrorTest, TooManyElementsPerThread) {
       {"needs 1024 elements per thread with num_warps=32"});
 }
 
+TEST_F(DslErrorTest, ClusterReductionOfABlock) {
+  expectUserError([] { traceKernel(clusterMaxOfABlock); },
+                  {"cluster_max combines one number per program, got the block block<128xf32>",
+                   "cluster_max(max(x, 0))"});
+}
+
+TEST_F(DslErrorTest, ClusterReductionOfAMask) {
+  expectUserError([] { traceKernel(clusterSumOfAMask); }, {"cluster_sum is not defined on i1"});
+}
+
+TEST_F(DslErrorTest, ClusterSizeOutOfRange) {
+  for (int size : {0, 9, 16}) {
+    SCOPED_TRACE(size);
+    Specialization s = spec();
+    s.clusterSize = size;
+    try {
+      tritium::kernel("cluster_kernel", clusterSum, kNames).compileTo(s, Stage::GIR);
+      ADD_FAILURE() << "cluster size " << size << " was accepted";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("cluster size must be from 1 to 8 (the portable limit "
+                                           "of thread-block clusters), got " +
+                                           std::to_string(size)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  Specialization old = spec();
+  old.clusterSize = 2;
+  old.arch = "sm_80";
+  try {
+    tritium::kernel("cluster_kernel", clusterSum, kNames).compileTo(old, Stage::GIR);
+    ADD_FAILURE() << "a cluster on sm_80 was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("need sm_90 or later, not sm_80"), std::string::npos)
+        << e.what();
+  }
+}
+
 // --- Launch arguments, checked against the signature before any driver call --------------------
 //
 // CompiledKernel::launch checks the count, the grid and every argument before load(), so these
@@ -468,6 +523,17 @@ TEST_F(DslErrorTest, LaunchArgumentsAreCheckedAgainstTheSignature) {
                     {"argument 2 ('n') is i32 but -2147483649 does not fit"});
   expectLaunchError(k, 0, {p, p, 1}, {"grid size 0 is out of range"});
   expectLaunchError(k, int64_t(1) << 31, {p, p, 1}, {"grid size 2147483648 is out of range"});
+}
+
+TEST_F(DslErrorTest, LaunchOfAClusterKernelNeedsWholeClusters) {
+  auto kernel = tritium::kernel("copy_kernel", clusterSum, kNames); // the checker's name
+  Specialization s = spec();
+  s.clusterSize = 4;
+  CompiledKernel &k = kernel.compile(s);
+  EXPECT_EQ(k.metadata().options.clusterSize, 4);
+  const KernelArg p = KernelArg::pointer(0x10000);
+  expectLaunchError(k, 6, {p, p, 1}, {"grid size 6 is not a multiple of the cluster size 4"});
+  expectLaunchError(k, 1, {p, p, 1}, {"grid size 1 is not a multiple of the cluster size 4"});
 }
 
 TEST_F(DslErrorTest, LaunchArgumentsOfOtherSignatureTypes) {

@@ -19,6 +19,17 @@ namespace {
 
 using HostRun = tritium::testing::SoftmaxCaseRun<interpreter::HostBuffer>;
 
+// Cluster plan with small slices, so that interpreted rows span several programs.
+std::function<void(SoftmaxPlan &)> cluster(int size, int64_t block) {
+  return [=](SoftmaxPlan &p) {
+    p.online = false;
+    p.clusterSize = size;
+    p.blockSize = block;
+    p.numWarps = 1;
+    p.numStages = 1;
+  };
+}
+
 // Online plan with a small block, so that interpreted rows take several iterations.
 std::function<void(SoftmaxPlan &)> online(int64_t block, int stages = 3) {
   return [=](SoftmaxPlan &p) {
@@ -99,6 +110,42 @@ TEST_F(SoftmaxVariantsInterpreterTest, HalfAndBfloatBackward) {
   }
 }
 
+// --- rows split over a thread-block cluster ------------------------------------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterForwardWithMaskedTail) {
+  // 4 slices of 256: the last holds 232 columns; 3 x 256 leaves a slice fully masked off.
+  run({.direction = kFwd, .rows = 13, .cols = 1000, .tweak = cluster(4, 256)});
+  run({.direction = kFwd, .rows = 9, .cols = 700, .stride = 713, .tweak = cluster(4, 256)});
+  run({.direction = kFwd, .rows = 5, .cols = 3, .tweak = cluster(3, 2)});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterBackward) {
+  run({.direction = kBwd, .rows = 11, .cols = 1000, .tweak = cluster(4, 256)});
+  run({.direction = kBwd, .rows = 7, .cols = 999, .stride = 1001, .tweak = cluster(8, 128)});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterHalfAndBfloat) {
+  for (const char *dtype : {"fp16", "bf16"}) {
+    run({.direction = kFwd, .dtype = dtype, .rows = 6, .cols = 1000, .tweak = cluster(2, 512)});
+    run({.direction = kBwd, .dtype = dtype, .rows = 6, .cols = 1000, .tweak = cluster(2, 512)});
+  }
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterSpecialValues) {
+  // The -inf prefix of row 4 fills whole slices with -inf.
+  for (const char *dtype : {"fp32", "bf16"})
+    run({.direction = kFwd,
+         .dtype = dtype,
+         .rows = 12,
+         .cols = 300,
+         .values = Values::Special,
+         .tweak = cluster(4, 128)});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterWorkedExample) {
+  tritium::testing::runWorkedExample<interpreter::HostBuffer>(nullptr, [] {}, cluster(2, 2));
+}
+
 // --- special values (torch's behaviour) -------------------------------------------------------
 
 TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesInRegisters) {
@@ -119,14 +166,32 @@ TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesOnline) {
 
 // --- the planner --------------------------------------------------------------------------------
 
-TEST(SoftmaxPlanTest, RegistersForShortRowsOnlineForLongOnes) {
-  for (int64_t n : {1, 256, 781, 4096, 16384, 32768})
-    EXPECT_FALSE(kernels::planSoftmax(n).online) << n;
-  for (int64_t n : {32769, 65536, 262144, 1 << 22})
+TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
+  for (int64_t n : {1, 256, 781, 4096, 16384, 32768}) {
+    SoftmaxPlan p = kernels::planSoftmax(n);
+    EXPECT_TRUE(!p.online && !p.cluster()) << n << ": " << p.str();
+  }
+  for (int64_t n : {32769, 65536, 100003, 262144}) {
+    SoftmaxPlan p = kernels::planSoftmax(n);
+    EXPECT_TRUE(p.cluster()) << n << ": " << p.str();
+    EXPECT_GE(p.maxCols(), n) << p.str();
+    EXPECT_LE(p.clusterSize, 8) << p.str();
+  }
+  for (int64_t n : {262145, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
+  // The slice that masks off fewer columns: 5 x 16384 rather than 3 x 32768 for 65544.
+  SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
+  EXPECT_EQ(p.clusterSize, 5) << p.str();
+  EXPECT_EQ(p.blockSize, 16384) << p.str();
+  EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 32 stages 1");
+  EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
+  EXPECT_TRUE(kernels::planSoftmaxBackward(131072).cluster());
   EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
   EXPECT_EQ(kernels::planSoftmax(781).blockSize, 1024);
+  EXPECT_EQ(kernels::planSoftmax(262144).specialization("fp32", 10, 262144).clusterSize, 8);
+  EXPECT_EQ(kernels::planOnline(SoftmaxDirection::Forward).specialization("fp32", 1, 1).clusterSize,
+            1);
 }
 
 TEST(SoftmaxPlanTest, WideStridesBecomeI64) {
