@@ -66,6 +66,8 @@ void CompiledKernel::load() {
                       std::to_string(info.maxThreadsPerBlock) + " with " +
                       std::to_string(info.numRegs) + " registers per thread: lower num_warps");
     loaded_->setDynamicShared(int(meta_.sharedBytes));
+    if (meta_.options.clusterSize > 8)
+      loaded_->allowNonPortableClusters();
     log().debug("{}: {} registers, {} local bytes, {} shared bytes", meta_.name, info.numRegs,
                 info.localBytes, meta_.sharedBytes);
   });
@@ -87,6 +89,12 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
     // One row per cluster at a time: as many clusters as can be resident, at most one per row.
     int64_t clusters = rt::driverActiveClusters(loaded_->function(), int(cluster), numThreads(),
                                                 int(meta_.sharedBytes));
+    if (clusters == 0)
+      throw UserError("kernel '" + meta_.name + "': no cluster of " + std::to_string(cluster) +
+                      " programs of " + std::to_string(numThreads()) + " threads and " +
+                      std::to_string(meta_.sharedBytes) +
+                      " bytes of shared memory fits on this GPU at once: use a smaller cluster "
+                      "size, fewer warps or fewer stages");
     return std::max<int64_t>(1, std::min(clusters, rows)) * cluster;
   }
   const rt::DeviceProps &d = rt::Context::current().props();

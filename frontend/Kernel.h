@@ -26,8 +26,9 @@ struct Specialization {
   std::vector<int64_t> constexprs;    // one per integer (compile-time) parameter, in order
   int numWarps = 4;
   int numStages = 1; // the depth of range() loops that do not give their own
-  // Programs per thread-block cluster (Triton's num_ctas), 1 to 8; above 1 the grid must be a
-  // multiple of it, and cluster_max / cluster_sum reduce across the cluster (sm_90 and later).
+  // Programs per thread-block cluster (Triton's num_ctas), 1 to 16 (above 8 is Hopper's
+  // non-portable range); above 1 the grid must be a multiple of it, and cluster_max /
+  // cluster_sum reduce across the cluster (sm_90 and later).
   int clusterSize = 1;
   std::string arch = "sm_90";
   int ptxVersion = 80;

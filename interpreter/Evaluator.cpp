@@ -1,7 +1,7 @@
 // The interpreter's evaluator of ops, by family: sources (constants, grid queries, arange,
 // splat), elementwise arithmetic, comparisons, select, casts and exp, pointer offsets, loads and
-// stores through the memory model, reductions, and print. Each op runs over whole blocks, so the
-// dispatch costs once per op and not per element.
+// stores through the memory model, reductions (within a program and across a cluster), and print.
+// Each op runs over whole blocks, so the dispatch costs once per op and not per element.
 //
 // Semantics follow the GPU lowering (compiler/codegen): float math rounds to the element type
 // after each op (f32 +,-,*,/ are then exactly IEEE, as on the GPU); exp is std::exp in double
@@ -121,6 +121,11 @@ public:
     case OpKind::ReduceMax:
     case OpKind::ReduceSum:
       return reduce();
+    case OpKind::ClusterRank:
+      return scalarInt(m_.pid % m_.clusterSize);
+    case OpKind::ClusterMax:
+    case OpKind::ClusterSum:
+      return clusterReduce();
     case OpKind::Print:
       return print();
     default:
@@ -577,30 +582,68 @@ private:
     return true;
   }
 
-  // --- print ----------------------------------------------------------------------------------
-
-  // The GPU's vprintf formats (compiler/codegen/LowerPrint.cpp), so both print alike.
-  bool print() {
-    const ir::Value *v = op_.operand(0);
-    const ir::Type &t = v->type();
-    const std::string &prefix = op_.strAttr("prefix");
+  // One scalar per program of the cluster, combined in rank order as the GPU does, in double
+  // (ints in int64) and rounded once, as reduce() does. The exchange is the cluster's barrier.
+  bool clusterReduce() {
     const Tensor &x = in(0);
-    std::FILE *f = m_.options.printTo;
-    size_t n = count(t);
-    for (size_t e = 0; e < n; ++e) {
-      std::fprintf(f, "pid (%lld) ", (long long)m_.pid);
-      if (t.isBlock())
-        std::fprintf(f, "idx (%zu) ", e);
-      if (!prefix.empty())
-        std::fprintf(f, "%s ", prefix.c_str());
-      if (t.isFloat())
-        std::fprintf(f, "%f\n", x.f[e]);
-      else if (t.isPtr())
-        std::fprintf(f, "0x%llx\n", (unsigned long long)x.i[e]);
-      else
-        std::fprintf(f, "%lld\n", (long long)x.i[e]);
+    if (!m_.cluster) { // a cluster of one program: the input itself
+      out() = x;
+      return true;
+    }
+    bool isFloat = resultType().isFloat();
+    Cluster::Value mine{isFloat ? x.f[0] : 0.0, isFloat ? 0 : x.i[0]};
+    const std::vector<Cluster::Value> &all =
+        m_.cluster->exchange(m_.pid % m_.clusterSize, op_, mine);
+    bool isMax = op_.kind() == OpKind::ClusterMax;
+    ScalarKind k = resultType().kind();
+    if (isFloat) {
+      double acc = all[0].f;
+      for (size_t r = 1; r < all.size(); ++r)
+        acc = isMax ? fmaximum(acc, all[r].f) : acc + all[r].f;
+      outF()[0] = roundTo(k, acc);
+    } else {
+      int64_t acc = all[0].i;
+      for (size_t r = 1; r < all.size(); ++r)
+        acc = isMax ? std::max(acc, all[r].i) : addWrap(acc, all[r].i);
+      outI()[0] = wrapTo(k, acc);
     }
     return true;
+  }
+
+  // --- print ----------------------------------------------------------------------------------
+
+  // The GPU's vprintf formats (compiler/codegen/LowerPrint.cpp), so both print alike. The op's
+  // lines go out in one write, which stdio locks: the programs of a cluster, running at once,
+  // never interleave within them.
+  bool print() {
+    const ir::Type &t = op_.operand(0)->type();
+    const std::string &prefix = op_.strAttr("prefix");
+    const Tensor &x = in(0);
+    std::string text;
+    for (size_t e = 0; e < count(t); ++e) {
+      appendf(text, "pid (%lld) ", (long long)m_.pid);
+      if (t.isBlock())
+        appendf(text, "idx (%zu) ", e);
+      if (!prefix.empty())
+        appendf(text, "%s ", prefix.c_str());
+      if (t.isFloat())
+        appendf(text, "%f\n", x.f[e]);
+      else if (t.isPtr())
+        appendf(text, "0x%llx\n", (unsigned long long)x.i[e]);
+      else
+        appendf(text, "%lld\n", (long long)x.i[e]);
+    }
+    if (m_.options.printTo)
+      std::fwrite(text.data(), 1, text.size(), m_.options.printTo);
+    return true;
+  }
+
+  template <typename... A> static void appendf(std::string &text, const char *format, A... args) {
+    int size = std::snprintf(nullptr, 0, format, args...);
+    size_t at = text.size();
+    text.resize(at + size_t(size) + 1); // snprintf writes the terminating NUL too
+    std::snprintf(text.data() + at, size_t(size) + 1, format, args...);
+    text.resize(at + size_t(size));
   }
 
   Machine &m_;

@@ -1,10 +1,16 @@
 // The interpreter's driver: the interpret-mode switch, the program loop over the grid, kernel
-// arguments, and structured control flow (for/yield). Every other op goes to the evaluator.
+// arguments, structured control flow (for/yield), and clusters: their threads and the exchange
+// behind cluster reductions. Every other op goes to the evaluator.
 #include "interpreter/Evaluator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 namespace tritium {
@@ -42,6 +48,78 @@ Machine::Machine(const ir::Function &f, int64_t g, const Options &o) : fn(f), gr
         slot(arg.get());
   });
   env.resize(slots.size());
+}
+
+// --- clusters ---------------------------------------------------------------------------------
+//
+// Each reduction is two barrier phases: every present program publishes its seat and arrives
+// (A); all read every seat; all arrive again (B) before any may publish the next one. A program
+// that leaves (finished, failed, or refusing a mismatch) drops out of the barrier instead, so the
+// others never wait for it. Seats are written only before A and read only between A and B, and
+// the barrier orders the two, so they need no lock.
+
+Cluster::Cluster(int64_t index, int64_t size)
+    : index_(index), size_(size), seats_(size_t(size)), dropped_(size_t(size)),
+      copies_(size_t(size)), barrier_(size) {}
+
+const std::vector<Cluster::Value> &Cluster::exchange(int64_t rank, const ir::Op &op, Value mine) {
+  seats_[size_t(rank)] = {State::AtReduction, &op, mine};
+  barrier_.arrive_and_wait(); // A
+  // Every present program sees the same seats, so all of them decide alike.
+  bool peerFailed = std::any_of(seats_.begin(), seats_.end(),
+                                [](const Seat &s) { return s.state == State::Failed; });
+  std::optional<UserError> error = peerFailed ? std::nullopt : mismatch();
+  if (peerFailed || error) {
+    // Leave without touching the seats: peers may still be reading them.
+    dropped_[size_t(rank)] = 1;
+    barrier_.arrive_and_drop();
+    if (peerFailed)
+      throw PeerFailed{};
+    throw *error;
+  }
+  std::vector<Value> &copy = copies_[size_t(rank)];
+  copy.resize(size_t(size_));
+  for (size_t r = 0; r < seats_.size(); ++r)
+    copy[r] = seats_[r].value;
+  barrier_.arrive_and_wait(); // B: the seats may be published again
+  return copy;
+}
+
+void Cluster::leave(int64_t rank, bool failed) {
+  if (dropped_[size_t(rank)])
+    return;
+  seats_[size_t(rank)] = {failed ? State::Failed : State::Finished, nullptr, {}};
+  dropped_[size_t(rank)] = 1;
+  barrier_.arrive_and_drop();
+}
+
+std::string Cluster::describe(int64_t rank) const {
+  return "program " + std::to_string(index_ * size_ + rank) + " (rank " + std::to_string(rank) +
+         " of cluster " + std::to_string(index_) + ")";
+}
+
+// The first program at a reduction against the first program elsewhere: every program that
+// decides builds the same message, so the reported error does not depend on thread timing.
+std::optional<UserError> Cluster::mismatch() const {
+  size_t at = 0;
+  while (seats_[at].state != State::AtReduction)
+    ++at; // the caller itself is at a reduction
+  const ir::Op &op = *seats_[at].op;
+  for (size_t r = 0; r < seats_.size(); ++r) {
+    const Seat &other = seats_[r];
+    if (other.state == State::AtReduction && other.op == &op)
+      continue;
+    std::string elsewhere = other.state == State::Finished
+                                ? "finished without reaching it"
+                                : "reached " + std::string(other.op->name()) + " at " +
+                                      other.op->loc().str() + " instead";
+    return UserError(std::string(op.name()) + ": " + describe(int64_t(at)) + " reached it but " +
+                         describe(int64_t(r)) + " " + elsewhere +
+                         " (every program of a cluster must reach each cluster reduction the "
+                         "same number of times and in the same order; on the GPU this hangs)",
+                     op.loc());
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -100,6 +178,82 @@ private:
   Machine &m_;
 };
 
+void bindArguments(Machine &m, const std::vector<Arg> &args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::Value *arg = m.fn.body().argument(unsigned(i));
+    Tensor &t = m.at(arg);
+    if (arg->type().isFloat())
+      t.f.assign(1, roundTo(arg->type().kind(), args[i].f));
+    else
+      t.i.assign(1, arg->type().isPtr() ? args[i].i : wrapTo(arg->type().kind(), args[i].i));
+  }
+}
+
+// The first exception of a cluster's programs, to rethrow on the calling thread.
+class FirstError {
+public:
+  void record(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!first_)
+      first_ = std::move(e);
+  }
+  void rethrowIfAny() {
+    if (first_)
+      std::rethrow_exception(first_);
+  }
+
+private:
+  std::mutex mutex_;
+  std::exception_ptr first_;
+};
+
+// One program of a running cluster, on its own thread. Whatever happens, it leaves the cluster,
+// so that no peer waits for it forever.
+void runClusterProgram(Machine &m, Cluster &cluster, int64_t rank, FirstError &error) {
+  try {
+    Driver(m).runProgram();
+    cluster.leave(rank, false);
+  } catch (const Cluster::PeerFailed &) {
+    cluster.leave(rank, true); // the peer's own exception is the one reported
+  } catch (...) {
+    error.record(std::current_exception());
+    cluster.leave(rank, true);
+  }
+}
+
+// Clusters one after another; the programs of a cluster at the same time, one thread each, as
+// the GPU runs them, so that cluster reductions can wait for each other.
+void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
+                 const std::vector<Arg> &args, const Options &options) {
+  std::vector<std::unique_ptr<Machine>> machines; // one per rank, reused by every cluster
+  for (int64_t rank = 0; rank < clusterSize; ++rank) {
+    machines.push_back(std::make_unique<Machine>(fn, grid, options));
+    machines.back()->clusterSize = clusterSize;
+    bindArguments(*machines.back(), args);
+  }
+  for (int64_t index = 0; index < grid / clusterSize; ++index) {
+    Cluster cluster(index, clusterSize);
+    FirstError error;
+    std::vector<std::thread> threads;
+    try {
+      for (int64_t rank = 0; rank < clusterSize; ++rank) {
+        Machine &m = *machines[size_t(rank)];
+        m.pid = index * clusterSize + rank;
+        m.cluster = &cluster;
+        threads.emplace_back(runClusterProgram, std::ref(m), std::ref(cluster), rank,
+                             std::ref(error));
+      }
+    } catch (...) { // a thread failed to start: its peers must not wait for it
+      error.record(std::current_exception());
+      for (auto rank = int64_t(threads.size()); rank < clusterSize; ++rank)
+        cluster.leave(rank, true);
+    }
+    for (std::thread &t : threads)
+      t.join();
+    error.rethrowIfAny();
+  }
+}
+
 } // namespace
 
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
@@ -111,18 +265,23 @@ void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
                     std::to_string(args.size()));
   if (grid < 1)
     throw UserError("interpreting '" + fn.name() + "': the grid must have at least one program");
-  Machine m(fn, grid, options);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ir::Value *arg = body.argument(unsigned(i));
-    Tensor &t = m.at(arg);
-    if (arg->type().isFloat())
-      t.f.assign(1, roundTo(arg->type().kind(), args[i].f));
-    else
-      t.i.assign(1, arg->type().isPtr() ? args[i].i : wrapTo(arg->type().kind(), args[i].i));
+  int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
+  if (clusterSize < 1)
+    throw UserError("interpreting '" + fn.name() + "': cluster size " +
+                    std::to_string(clusterSize) + " is not positive");
+  if (grid % clusterSize != 0)
+    throw UserError("interpreting '" + fn.name() + "': the grid of " + std::to_string(grid) +
+                    " programs is not a multiple of the cluster size " +
+                    std::to_string(clusterSize));
+  if (clusterSize > 1) {
+    runClusters(fn, grid, clusterSize, args, options);
+  } else {
+    Machine m(fn, grid, options);
+    bindArguments(m, args);
+    Driver d(m);
+    for (m.pid = 0; m.pid < grid; ++m.pid)
+      d.runProgram();
   }
-  Driver d(m);
-  for (m.pid = 0; m.pid < grid; ++m.pid)
-    d.runProgram();
   if (options.printTo)
     std::fflush(options.printTo);
 }

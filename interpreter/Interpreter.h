@@ -1,8 +1,8 @@
 // Runs a kernel's TIR on the CPU over host memory instead of compiling it: one program instance
-// at a time over the same grid, with the same masks, so that kernels can be run, checked and
-// debugged on machines without a GPU. Switched on by TRITIUM_INTERPRET=1 or setInterpret(true);
-// CompiledKernel::launch then interprets instead of loading and launching. docs/INTERPRETER.md
-// gives the semantics and the tolerance against the GPU.
+// (or one cluster of them) at a time over the same grid, with the same masks, so that kernels can
+// be run, checked and debugged on machines without a GPU. Switched on by TRITIUM_INTERPRET=1 or
+// setInterpret(true); CompiledKernel::launch then interprets instead of loading and launching.
+// docs/INTERPRETER.md gives the semantics and the tolerance against the GPU.
 #pragma once
 
 #include "compiler/ir/IR.h"
@@ -33,7 +33,10 @@ struct Options {
 
 // Interprets `fn` (TIR or GIR; layouts are ignored) for programs 0..grid-1 in order. A load or
 // store outside the registered memory that no mask switches off is a UserError naming the op's
-// source location; nothing is touched by the failing access.
+// source location; nothing is touched by the failing access. With fn's cluster_size C > 1 the
+// grid must be a multiple of C, and the C programs of each cluster run at once, one thread each,
+// clusters in order; the first error of a cluster's programs is rethrown here, and programs that
+// reach different cluster reductions (which would hang a GPU) are a UserError.
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
          const Options &options = {});
 

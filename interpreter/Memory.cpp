@@ -127,7 +127,8 @@ MemoryView::MemoryView() {
 }
 
 bool MemoryView::contains(uint64_t addr, uint64_t bytes) const {
-  if (last_ < ranges_.size() && ranges_[last_].begin <= addr && addr + bytes <= ranges_[last_].end)
+  size_t last = last_.load(std::memory_order_relaxed);
+  if (last < ranges_.size() && ranges_[last].begin <= addr && addr + bytes <= ranges_[last].end)
     return true;
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
                              [](uint64_t a, const Range &r) { return a < r.begin; });
@@ -136,7 +137,7 @@ bool MemoryView::contains(uint64_t addr, uint64_t bytes) const {
   --it;
   if (addr + bytes > it->end || addr + bytes < addr)
     return false;
-  last_ = size_t(it - ranges_.begin());
+  last_.store(size_t(it - ranges_.begin()), std::memory_order_relaxed);
   return true;
 }
 

@@ -4,6 +4,7 @@
 // against them before it happens, so an out-of-bounds access is an error, never a stray write.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,7 +53,9 @@ private:
   uintptr_t begin_;
 };
 
-// The registered ranges at the start of a launch, for fast lookups while it runs.
+// The registered ranges at the start of a launch, for fast lookups while it runs. Safe to use
+// from several threads at once (the programs of a cluster): the ranges are read-only after the
+// snapshot and the one cached index is a relaxed atomic (a hint, any value of it is correct).
 class MemoryView {
 public:
   MemoryView(); // a snapshot of the registry
@@ -66,8 +69,8 @@ private:
   struct Range {
     uint64_t begin, end;
   };
-  std::vector<Range> ranges_; // sorted by begin, disjoint
-  mutable size_t last_ = 0;   // the range of the previous hit: accesses come in runs
+  std::vector<Range> ranges_;           // sorted by begin, disjoint
+  mutable std::atomic<size_t> last_{0}; // the range of the previous hit: accesses come in runs
 };
 
 } // namespace tritium::interpreter

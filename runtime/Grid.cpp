@@ -53,7 +53,7 @@ int driverActiveClusters(CUfunction f, int clusterSize, int blockThreads, int dy
   // No cluster attribute: the kernel's compiled-in .reqnctapercluster gives the size.
   int clusters = 0;
   TRITIUM_CU(cuOccupancyMaxActiveClusters(&clusters, f, &config));
-  return std::max(1, clusters);
+  return clusters;
 }
 
 } // namespace tritium::rt

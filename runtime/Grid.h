@@ -29,7 +29,8 @@ int driverOccupancy(CUfunction f, int blockThreads, int dynamicShared);
 
 // How many clusters of `clusterSize` blocks of a kernel with a compiled-in cluster size can be
 // resident on the whole GPU at once (cuOccupancyMaxActiveClusters: clusters must fit within
-// one GPC, so this is not simply SMs / clusterSize). At least 1. Throws DriverError.
+// one GPC, so this is not simply SMs / clusterSize); 0 when not even one fits. Throws
+// DriverError.
 int driverActiveClusters(CUfunction f, int clusterSize, int blockThreads, int dynamicShared);
 
 } // namespace tritium::rt

@@ -156,6 +156,10 @@ void LoadedKernel::setDynamicShared(int bytes) {
   maxDynamicShared_ = bytes;
 }
 
+void LoadedKernel::allowNonPortableClusters() {
+  TRITIUM_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+}
+
 LoadedKernel::LoadedKernel(LoadedKernel &&other) noexcept
     : module_(std::exchange(other.module_, nullptr)),
       function_(std::exchange(other.function_, nullptr)), info_(std::move(other.info_)),

@@ -41,6 +41,9 @@ public:
   // (48 KiB less static shared). Free when already allowed. Throws UserError past the device's
   // opt-in limit, DriverError if the driver refuses.
   void setDynamicShared(int bytes);
+  // Allows clusters of more than 8 blocks (up to 16 on Hopper): the driver refuses them
+  // otherwise, even when the size is compiled into the kernel. Throws DriverError.
+  void allowNonPortableClusters();
 
 private:
   LoadedKernel() = default;

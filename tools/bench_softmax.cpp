@@ -48,7 +48,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --num-warps=LIST     time each of these num_warps (comma separated) instead of the plan's
   --num-stages=LIST    time each of these num_stages (1 = no cp.async pipelining)
   --cluster-size=LIST  split each row over a thread-block cluster of these many programs
-                       (1 to 8), each holding a power-of-two slice of ceil(N / size) columns
+                       (1 to 16), each holding a power-of-two slice of ceil(N / size) columns
+                       in registers, or with --online streaming its slice in blocks
   --reps=R             timed repetitions per point (default 100)
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
@@ -213,10 +214,10 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
     p = kernels::planOnline(p.direction);
-  if (cluster > 0) { // the row split over `cluster` programs, each a power-of-two slice
-    p.online = false;
+  if (cluster > 0) { // the row split over `cluster` programs
     p.clusterSize = int(cluster);
-    p.blockSize = int64_t(std::bit_ceil(uint64_t((cols + cluster - 1) / cluster)));
+    if (!o.online) // each program holds a power-of-two slice in registers
+      p.blockSize = int64_t(std::bit_ceil(uint64_t((cols + cluster - 1) / cluster)));
   }
   if (block > 0)
     p.blockSize = block;

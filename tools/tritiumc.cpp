@@ -30,9 +30,10 @@ options:
   --kernel=NAME        built-in kernel: softmax (default) or softmax_backward; the row length
                        picks the kernel (registers, cluster or online) as at run time
   --online             use the online (two-pass, any length) kernel whatever the row length
-  --cluster-size=C     split the row over a thread-block cluster of C programs (1 to 8), each
-                       holding a power-of-two slice of ceil(n-cols / C) columns; the planner
-                       already does this for rows longer than 32768 (16384 backward)
+  --cluster-size=C     split the row over a thread-block cluster of C programs (1 to 16), each
+                       holding a power-of-two slice of ceil(n-cols / C) columns (with --online:
+                       streaming its slice); the planner already does this for rows longer
+                       than 32768 (16384 backward)
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
   --n-cols=N           softmax row length; picks BLOCK_SIZE, num_warps and num_stages as
@@ -115,11 +116,11 @@ int main(int argc, char **argv) {
     plan = kernels::planOnline(plan.direction);
   if (opts.count("cluster-size")) {
     int64_t cluster = parseInt("--cluster-size", opts["cluster-size"]);
-    if (cluster < 1 || cluster > 8)
-      usageError("--cluster-size must be from 1 to 8");
-    plan.online = false;
+    if (cluster < 1 || cluster > 16)
+      usageError("--cluster-size must be from 1 to 16");
     plan.clusterSize = int(cluster);
-    plan.blockSize = int64_t(std::bit_ceil(uint64_t((nCols + cluster - 1) / cluster)));
+    if (!plan.online) // a power-of-two slice per program in registers
+      plan.blockSize = int64_t(std::bit_ceil(uint64_t((nCols + cluster - 1) / cluster)));
   }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))

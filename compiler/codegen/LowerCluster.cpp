@@ -1,15 +1,16 @@
 // Lowering of thread-block cluster ops (sm_90). A cluster reduction combines one uniform scalar
 // per program: threads 0..C-1 of each program store its value into slot `rank` of program
-// 0..C-1's shared memory (mapa + st.shared::cluster), a cluster barrier publishes the stores,
-// and every program combines its own C slots in rank order, so all programs of the cluster get
-// bit-identical results.
+// 0..C-1's shared memory (mapa + st.shared::cluster), one cluster barrier (arrive.release,
+// wait.acquire) publishes the stores, and every program combines its own C slots in rank order,
+// so all programs of the cluster get bit-identical results.
 //
-// Barrier phases: the kernel's entry arrives once (clusterEntry), each reduction waits for the
-// previous phase before writing (every program has started, or has finished reading the slots
-// of the previous reduction), arrives and waits around its stores, and arrives again after
-// reading its slots; the kernel's exit waits for that last phase (clusterExit). So each
-// reduction costs one barrier on its critical path, and slot reuse across loop iterations is
-// safe without a second one.
+// One barrier per reduction is enough because each reduction site has two banks of slots and
+// consecutive cluster reductions alternate between them (a counter kept in a local variable,
+// which SROA turns into a register). A bank is written again only two reductions later, and the
+// barrier of the reduction in between orders every program's reads of the old values before
+// any peer's writes of the new ones. The kernel's entry has one barrier so that no program
+// writes into a peer that has not started; no barrier is needed at the exit, because all writes
+// into a program land before its last reduction's barrier completes.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -36,14 +37,13 @@ bool hasClusterReduction(const ir::Function &fn) {
 int64_t clusterSize(const ir::Function &fn) { return fn.intAttr("cluster_size").value_or(1); }
 
 void clusterEntry(Lowering &l) {
-  if (clusterSize(l.kernel) > 1 && hasClusterReduction(l.kernel))
-    l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
-}
-
-void clusterExit(Lowering &l) {
-  // No program may leave while a peer could still write into its shared memory.
-  if (clusterSize(l.kernel) > 1 && hasClusterReduction(l.kernel))
-    l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
+  if (clusterSize(l.kernel) == 1 || !hasClusterReduction(l.kernel))
+    return;
+  auto &b = l.b;
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
+  l.clusterBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.bank");
+  b.CreateStore(b.getInt32(0), l.clusterBank);
 }
 
 bool lowerCluster(Lowering &l, const ir::Op &op) {
@@ -75,10 +75,12 @@ bool lowerCluster(Lowering &l, const ir::Op &op) {
     return isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
   };
 
-  llvm::Value *slots =
-      b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
+  // This reduction's bank of slots, and the next reduction's.
+  llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.clusterBank);
+  b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.clusterBank);
+  llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
+  llvm::Value *slots = b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(int32_t(size))));
   llvm::Value *rank = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
   auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
   auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
   b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), write, join);
@@ -95,8 +97,6 @@ bool lowerCluster(Lowering &l, const ir::Op &op) {
     llvm::Value *part = b.CreateLoad(accTy, b.CreateGEP(accTy, slots, b.getInt32(int32_t(r))));
     total = total ? combine(total, part) : part;
   }
-  // Release: these reads happen before any peer's next store into the slots.
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
   l.set(op.result(), {narrow ? b.CreateFPTrunc(total, resultTy) : total});
   return true;
 }

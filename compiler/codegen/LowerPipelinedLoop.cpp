@@ -72,7 +72,7 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
     saved = it->second;
   l.set(ivArg, {iv});
   for (const ir::Op *op : plan.slice)
-    if (!lowerElementwise(l, *op))
+    if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
   for (const ir::Op *load : plan.loads) {

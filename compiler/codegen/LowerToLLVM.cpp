@@ -107,7 +107,6 @@ public:
     l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
     clusterEntry(l_);
     lowerBlock(body);
-    clusterExit(l_);
     b.CreateRetVoid();
   }
 

@@ -29,6 +29,7 @@ struct Lowering {
   llvm::Value *laneId = nullptr; // tid % 32
   llvm::Value *warpId = nullptr; // tid / 32
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
+  llvm::Value *clusterBank = nullptr;    // which bank of slots the next cluster reduction uses
 
   int threads() const { return 32 * numWarps; }
 
@@ -62,11 +63,10 @@ bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank, cluster_max, cluster_sum
 
-// Thread-block clusters: the kernel's cluster size, and the barrier phases its entry and exit
-// open and close around cluster reductions (LowerCluster.cpp).
+// Thread-block clusters: the kernel's cluster size, and the barrier and bank counter its entry
+// sets up for cluster reductions (LowerCluster.cpp).
 int64_t clusterSize(const ir::Function &fn);
 void clusterEntry(Lowering &l);
-void clusterExit(Lowering &l);
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,

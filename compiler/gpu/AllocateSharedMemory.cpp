@@ -1,5 +1,6 @@
 // Shared-memory allocation (GIR): one scratch slot per warp for each cross-warp reduction, and
-// one slot per program of the cluster for each cluster reduction (its peers write there). Each
+// two banks of one slot per program of the cluster for each cluster reduction (its peers write
+// there; LowerCluster.cpp alternates the banks). Each
 // reduction gets its own region, so consecutive reductions need no barrier between them for
 // buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
@@ -16,7 +17,7 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
     if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceSum)
       slots = numWarps > 1 ? numWarps : 0; // one warp needs only shuffles
     else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum)
-      slots = clusterSize > 1 ? clusterSize : 0;
+      slots = clusterSize > 1 ? 2 * clusterSize : 0;
     if (!slots)
       return;
     // Reductions compute in at least 32 bits (16-bit floats widen to f32).

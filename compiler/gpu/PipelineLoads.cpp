@@ -18,6 +18,7 @@ namespace {
 bool recomputable(ir::OpKind k) {
   switch (k) {
   case ir::OpKind::Constant: case ir::OpKind::ProgramId: case ir::OpKind::NumPrograms:
+  case ir::OpKind::ClusterRank:
   case ir::OpKind::Arange: case ir::OpKind::Splat: case ir::OpKind::Add: case ir::OpKind::Sub:
   case ir::OpKind::Mul: case ir::OpKind::Div: case ir::OpKind::Rem: case ir::OpKind::Minimum:
   case ir::OpKind::Maximum: case ir::OpKind::And: case ir::OpKind::Or: case ir::OpKind::Cmp:

@@ -16,11 +16,14 @@ Kernel &softmaxOnlineKernel(); // any n_cols, in blocks of BLOCK_SIZE, two passe
 // A thread-block cluster per row (Specialization::clusterSize = C): n_cols <= C x BLOCK_SIZE,
 // each program holds one BLOCK_SIZE slice, the row is read once.
 Kernel &softmaxClusterKernel();
+// Any n_cols: a cluster per row, each program streaming its slice in blocks (two passes).
+Kernel &softmaxClusterOnlineKernel();
 // softmax_backward(dx, o, dout, dx_row_stride, o_row_stride, dout_row_stride, n_rows, n_cols;
 //                  BLOCK_SIZE, num_stages)
 Kernel &softmaxBackwardKernel();       // the row in registers: n_cols <= BLOCK_SIZE
 Kernel &softmaxBackwardOnlineKernel(); // any n_cols, two passes
 Kernel &softmaxBackwardClusterKernel(); // n_cols <= C x BLOCK_SIZE, one cluster per row
+Kernel &softmaxBackwardClusterOnlineKernel(); // any n_cols, a cluster per row, two passes
 
 // The launch configuration for a row of n_cols elements: BLOCK_SIZE = next power of two (as in
 // the tutorial); num_warps and num_stages as measured best on the H200 for that block size.

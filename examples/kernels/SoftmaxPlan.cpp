@@ -2,6 +2,7 @@
 // measured on the H200 (docs/PERF.md); a caller can change any field of a plan.
 #include "examples/kernels/SoftmaxPlan.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <optional>
@@ -19,6 +20,8 @@ constexpr int kMaxCluster = 8;
 
 Kernel &SoftmaxPlan::kernel() const {
   bool forward = direction == SoftmaxDirection::Forward;
+  if (online && clusterSize > 1)
+    return forward ? softmaxClusterOnlineKernel() : softmaxBackwardClusterOnlineKernel();
   if (online)
     return forward ? softmaxOnlineKernel() : softmaxBackwardOnlineKernel();
   if (clusterSize > 1)
@@ -46,13 +49,14 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
                         .constexprs = {blockSize, numStages},
                         .numWarps = numWarps,
                         .numStages = numStages,
-                        .clusterSize = online ? 1 : clusterSize};
+                        .clusterSize = clusterSize};
 }
 
 std::string SoftmaxPlan::str() const {
-  std::string kind = online              ? "online"
-                     : clusterSize > 1 ? "cluster " + std::to_string(clusterSize) + " x"
-                                       : "registers";
+  std::string cluster = clusterSize > 1 ? "cluster " + std::to_string(clusterSize) + " x" : "";
+  std::string kind = online      ? (cluster.empty() ? "online" : "online " + cluster)
+                     : !cluster.empty() ? cluster
+                                        : "registers";
   return kind + " BLOCK " + std::to_string(blockSize) + " warps " + std::to_string(numWarps) +
          " stages " + std::to_string(numStages);
 }
@@ -84,25 +88,23 @@ constexpr WarpsStages kHalfForward[7] = {{2, 1}, {2, 2}, {1, 1}, {2, 1}, {4, 1},
 constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4, 1}, {32, 1}};
 
 // A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
-// maxBlock or maxBlock / 2 elements: whichever masks off fewer columns (the larger slice on a
-// tie, fewer programs). nullopt when the row is longer than kMaxCluster x maxBlock.
+// maxBlock / 2 elements, or maxBlock when that takes more than kMaxCluster programs; nullopt
+// when even that does not fit. The smaller slice with 64 values per thread (8 warps forward)
+// leaves room for two CTAs per SM, so one row's loads overlap another's reductions: the best
+// of a cluster size x warps x stages sweep at N = 32768 ... 262144 (docs/PERF.md). Cp.async
+// pipelining does not pay here: its ring would leave room for one CTA per SM.
 static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
                                               int64_t maxBlock) {
-  std::optional<SoftmaxPlan> best;
-  int64_t bestWaste = 0;
-  for (int64_t block : {maxBlock, maxBlock / 2}) {
+  for (int64_t block : {maxBlock / 2, maxBlock}) {
     int64_t size = (cols + block - 1) / block;
-    int64_t waste = size * block - cols;
-    if (size > kMaxCluster || (best && waste >= bestWaste))
+    if (size > kMaxCluster)
       continue;
-    // As the registers tier: 32 values per thread at most (16 of o and 16 of dout backward).
-    int perThread = dir == SoftmaxDirection::Forward ? 32 : 16;
-    int warps = int(std::min<int64_t>(32, block / (32 * perThread)));
-    best = SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
+    int perThread = dir == SoftmaxDirection::Forward ? 64 : 32; // backward holds o and dout
+    int warps = int(std::clamp<int64_t>(block / (32 * perThread), 1, 32));
+    return SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
                        .blockSize = block, .numWarps = warps, .numStages = 1};
-    bestWaste = waste;
   }
-  return best;
+  return std::nullopt;
 }
 
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {

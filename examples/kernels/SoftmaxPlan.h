@@ -18,8 +18,9 @@ enum class SoftmaxDirection { Forward, Backward };
 struct SoftmaxPlan {
   SoftmaxDirection direction = SoftmaxDirection::Forward;
   bool online = false; // false: one row per block in registers; true: two passes in blocks
-  // Programs per row (registers kernel only): above 1, a thread-block cluster holds the row,
-  // each program a blockSize slice of it.
+  // Programs per row: above 1, a thread-block cluster shares each row, each program holding a
+  // blockSize slice of it in registers, or (online) streaming a slice of ceil(cols / size)
+  // columns in blocks of blockSize.
   int clusterSize = 1;
   int64_t blockSize = 0;
   int numWarps = 4;

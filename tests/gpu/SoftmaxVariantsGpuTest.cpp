@@ -156,6 +156,26 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterForward) {
          }});
 }
 
+TEST_F(SoftmaxVariantsGpuTest, ClusterOnline) {
+  SKIP_WITHOUT_GPU();
+  auto clusterOnline = [](int size, int64_t block) {
+    return [=](SoftmaxPlan &p) {
+      p = kernels::planOnline(p.direction);
+      p.clusterSize = size;
+      p.blockSize = block;
+    };
+  };
+  run({.direction = kFwd, .rows = 40, .cols = 262144, .tweak = clusterOnline(8, 4096)});
+  run({.direction = kFwd, .rows = 7, .cols = 1 << 20, .tweak = clusterOnline(4, 8192)});
+  run({.direction = kFwd, .rows = 77, .cols = 100003, .stride = 100100,
+       .tweak = clusterOnline(8, 8192)}); // slices of 16384: the eighth is empty
+  run({.direction = kFwd, .dtype = "bf16", .rows = 60, .cols = 70000, .values = Values::Special,
+       .tweak = clusterOnline(4, 4096)});
+  run({.direction = kBwd, .rows = 32, .cols = 262144, .tweak = clusterOnline(8, 4096)});
+  run({.direction = kBwd, .rows = 50, .cols = 100003, .stride = 100100,
+       .tweak = clusterOnline(16, 2048)});
+}
+
 TEST_F(SoftmaxVariantsGpuTest, ClusterBackward) {
   SKIP_WITHOUT_GPU();
   run({.direction = kBwd, .rows = 500, .cols = 32768}, "cluster");

@@ -30,6 +30,17 @@ std::function<void(SoftmaxPlan &)> cluster(int size, int64_t block) {
   };
 }
 
+// Cluster plan whose programs stream their slices in small blocks.
+std::function<void(SoftmaxPlan &)> clusterOnline(int size, int64_t block, int stages = 2) {
+  return [=](SoftmaxPlan &p) {
+    p.online = true;
+    p.clusterSize = size;
+    p.blockSize = block;
+    p.numWarps = 1;
+    p.numStages = stages;
+  };
+}
+
 // Online plan with a small block, so that interpreted rows take several iterations.
 std::function<void(SoftmaxPlan &)> online(int64_t block, int stages = 3) {
   return [=](SoftmaxPlan &p) {
@@ -144,6 +155,24 @@ TEST_F(SoftmaxVariantsInterpreterTest, ClusterSpecialValues) {
 
 TEST_F(SoftmaxVariantsInterpreterTest, ClusterWorkedExample) {
   tritium::testing::runWorkedExample<interpreter::HostBuffer>(nullptr, [] {}, cluster(2, 2));
+  tritium::testing::runWorkedExample<interpreter::HostBuffer>(nullptr, [] {},
+                                                              clusterOnline(4, 1));
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ClusterOnline) {
+  // 1000 columns over 4 programs: slices of 4 blocks of 64 (the last slice 232 columns, its last
+  // block masked); over 8 programs of 128-column blocks one slice is empty.
+  run({.direction = kFwd, .rows = 9, .cols = 1000, .tweak = clusterOnline(4, 64)});
+  run({.direction = kFwd, .rows = 5, .cols = 900, .stride = 911, .tweak = clusterOnline(8, 128)});
+  run({.direction = kBwd, .rows = 7, .cols = 1000, .tweak = clusterOnline(4, 64)});
+  run({.direction = kBwd, .rows = 5, .cols = 900, .tweak = clusterOnline(8, 128, 1)});
+  for (const char *dtype : {"fp32", "fp16"})
+    run({.direction = kFwd,
+         .dtype = dtype,
+         .rows = 12,
+         .cols = 300,
+         .values = Values::Special,
+         .tweak = clusterOnline(4, 32)});
 }
 
 // --- special values (torch's behaviour) -------------------------------------------------------
@@ -179,11 +208,13 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   }
   for (int64_t n : {262145, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
-  // The slice that masks off fewer columns: 5 x 16384 rather than 3 x 32768 for 65544.
+  // Slices of 16384 while 8 programs suffice, then 32768.
   SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
   EXPECT_EQ(p.clusterSize, 5) << p.str();
   EXPECT_EQ(p.blockSize, 16384) << p.str();
-  EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 32 stages 1");
+  EXPECT_EQ(kernels::planSoftmax(131072).str(), "cluster 8 x BLOCK 16384 warps 8 stages 1");
+  EXPECT_EQ(kernels::planSoftmax(131073).str(), "cluster 5 x BLOCK 32768 warps 16 stages 1");
+  EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 1");
   EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
   EXPECT_TRUE(kernels::planSoftmaxBackward(131072).cluster());
   EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
