@@ -95,6 +95,10 @@ Value cluster_rank(Loc loc = Loc::current()); // 0 .. cluster_size() - 1
 Value cluster_size(Loc loc = Loc::current()); // the specialization's cluster size (a constant)
 Value cluster_max(const Operand &x, Loc loc = Loc::current());
 Value cluster_sum(const Operand &x, Loc loc = Loc::current());
+// Every program's x, as a block of bit_ceil(cluster_size()) elements in rank order; lanes past
+// cluster_size() hold `other`. Adjacent cluster ops that do not use each other's results share
+// one barrier: gathering a row's partial max and sum together costs one exchange, not two.
+Value cluster_gather(const Operand &x, const Operand &other, Loc loc = Loc::current());
 
 // Blocks. The size end - start must be a power of two.
 Value arange(int64_t start, int64_t end, Loc loc = Loc::current());

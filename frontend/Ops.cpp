@@ -172,6 +172,27 @@ Value cluster_sum(const Operand &x, Loc l) {
   return clusterReduce(OpKind::ClusterSum, "cluster_sum", x, SourceLoc(l));
 }
 
+Value cluster_gather(const Operand &x, const Operand &other, Loc l) {
+  SourceLoc loc(l);
+  auto &b = builder(loc);
+  ir::Value *v = requireValue(x, "cluster_gather's input", loc);
+  const Type &t = v->type();
+  if (t.isBlock())
+    userError("cluster_gather gathers one number per program, got the block " + t.str() +
+                  ": reduce it first",
+              loc);
+  if (t.isPtr() || t.isBool())
+    userError("cluster_gather is not defined on " + t.str(), loc);
+  ir::Value *o = materialize(b, other, t, loc);
+  if (o->type() != t)
+    userError("cluster_gather's other value " + o->type().str() + " does not match its input " +
+                  t.str(),
+              loc);
+  int64_t size = Tracer::current(loc).function().intAttr("cluster_size").value_or(1);
+  int64_t lanes = int64_t(std::bit_ceil(uint64_t(size)));
+  return Value(b.createValue(OpKind::ClusterGather, {v, o}, Type::block(t, {lanes}), loc));
+}
+
 Value arange(int64_t start, int64_t end, Loc l) {
   SourceLoc loc(l);
   int64_t n = end - start;

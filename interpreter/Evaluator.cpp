@@ -126,6 +126,8 @@ public:
     case OpKind::ClusterMax:
     case OpKind::ClusterSum:
       return clusterReduce();
+    case OpKind::ClusterGather:
+      return clusterGather();
     case OpKind::Print:
       return print();
     default:
@@ -606,6 +608,25 @@ private:
       for (size_t r = 1; r < all.size(); ++r)
         acc = isMax ? std::max(acc, all[r].i) : addWrap(acc, all[r].i);
       outI()[0] = wrapTo(k, acc);
+    }
+    return true;
+  }
+
+  // Every program's scalar in rank order, `other` in the lanes past the cluster's size.
+  bool clusterGather() {
+    const Tensor &x = in(0), &other = in(1);
+    bool isFloat = resultType().isFloat();
+    std::vector<Cluster::Value> single{{isFloat ? x.f[0] : 0.0, isFloat ? 0 : x.i[0]}};
+    const std::vector<Cluster::Value> &all =
+        m_.cluster ? m_.cluster->exchange(m_.pid % m_.clusterSize, op_, single[0]) : single;
+    if (isFloat) {
+      std::vector<double> &o = outF();
+      for (size_t r = 0; r < o.size(); ++r)
+        o[r] = r < all.size() ? all[r].f : other.f[0];
+    } else {
+      std::vector<int64_t> &o = outI();
+      for (size_t r = 0; r < o.size(); ++r)
+        o[r] = r < all.size() ? all[r].i : other.i[0];
     }
     return true;
   }

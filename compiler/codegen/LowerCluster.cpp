@@ -1,13 +1,14 @@
-// Lowering of thread-block cluster ops (sm_90). A cluster reduction combines one uniform scalar
-// per program: threads 0..C-1 of each program store its value into slot `rank` of program
-// 0..C-1's shared memory (mapa + st.shared::cluster), one cluster barrier (arrive.release,
-// wait.acquire) publishes the stores, and every program combines its own C slots in rank order,
-// so all programs of the cluster get bit-identical results.
+// Lowering of thread-block cluster ops (sm_90). A cluster exchange shares one uniform scalar per
+// program: threads 0..C-1 of each program store its value into slot `rank` of program 0..C-1's
+// shared memory (mapa + st.shared::cluster), one cluster barrier (arrive.release, wait.acquire)
+// publishes the stores, and every program reads its own C slots: a reduction combines them in
+// rank order, so all programs of the cluster get bit-identical results; a gather keeps them.
+// Adjacent exchanges that do not use each other's results form one batch with one barrier.
 //
-// One barrier per reduction is enough because each reduction site has two banks of slots and
-// consecutive cluster reductions alternate between them (a counter kept in a local variable,
-// which SROA turns into a register). A bank is written again only two reductions later, and the
-// barrier of the reduction in between orders every program's reads of the old values before
+// One barrier per batch is enough because each exchange site has two banks of slots and
+// consecutive batches alternate between them (a counter kept in a local variable,
+// which SROA turns into a register). A bank is written again only two batches later, and the
+// barrier of the batch in between orders every program's reads of the old values before
 // any peer's writes of the new ones. The kernel's entry has one barrier so that no program
 // writes into a peer that has not started; no barrier is needed at the exit, because all writes
 // into a program land before its last reduction's barrier completes.
@@ -19,17 +20,39 @@
 
 namespace tritium::codegen {
 
-namespace {
-
-bool isClusterReduction(const ir::Op &op) {
-  return op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum;
+bool isClusterExchange(const ir::Op &op) {
+  return op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
+         op.kind() == ir::OpKind::ClusterGather;
 }
 
-bool hasClusterReduction(const ir::Function &fn) {
+namespace {
+
+bool hasClusterExchange(const ir::Function &fn) {
   bool found = false;
   ir::walk(const_cast<ir::Block &>(fn.body()),
-           [&](ir::Op &op) { found = found || isClusterReduction(op); });
+           [&](ir::Op &op) { found = found || isClusterExchange(op); });
   return found;
+}
+
+// One op of a batch: its value as exchanged (16-bit floats widen to f32) and its slots in the
+// bank this batch uses.
+struct Exchange {
+  const ir::Op *op;
+  llvm::Type *resultTy, *slotTy;
+  llvm::Value *value, *slots;
+  bool isFloat;
+};
+
+llvm::Value *combine(Lowering &l, const Exchange &e, llvm::Value *x, llvm::Value *y) {
+  auto &b = l.b;
+  if (e.op->kind() == ir::OpKind::ClusterMax)
+    return b.CreateBinaryIntrinsic(e.isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax,
+                                   x, y);
+  return e.isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+}
+
+llvm::Value *narrow(Lowering &l, const Exchange &e, llvm::Value *v) {
+  return e.slotTy == e.resultTy ? v : l.b.CreateFPTrunc(v, e.resultTy);
 }
 
 } // namespace
@@ -37,7 +60,7 @@ bool hasClusterReduction(const ir::Function &fn) {
 int64_t clusterSize(const ir::Function &fn) { return fn.intAttr("cluster_size").value_or(1); }
 
 void clusterEntry(Lowering &l) {
-  if (clusterSize(l.kernel) == 1 || !hasClusterReduction(l.kernel))
+  if (clusterSize(l.kernel) == 1 || !hasClusterExchange(l.kernel))
     return;
   auto &b = l.b;
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
@@ -47,58 +70,74 @@ void clusterEntry(Lowering &l) {
 }
 
 bool lowerCluster(Lowering &l, const ir::Op &op) {
+  if (op.kind() != ir::OpKind::ClusterRank)
+    return false;
+  l.set(op.result(), {clusterSize(l.kernel) > 1
+                          ? l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {})
+                          : l.b.getInt32(0)});
+  return true;
+}
+
+void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch) {
   auto &b = l.b;
   int64_t size = clusterSize(l.kernel);
-  if (op.kind() == ir::OpKind::ClusterRank) {
-    l.set(op.result(), {size > 1 ? l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank,
-                                               {}, {})
-                                 : b.getInt32(0)});
-    return true;
+  if (size == 1) { // every value is the program's own
+    for (const ir::Op *op : batch) {
+      llvm::Value *x = l.get(op->operand(0))[0];
+      l.set(op->result(), {x}); // a gather's block<1> holds one element per thread: x
+    }
+    return;
   }
-  if (!isClusterReduction(op))
-    return false;
-  llvm::Value *in = l.get(op.operand(0))[0];
-  if (size == 1) {
-    l.set(op.result(), {in});
-    return true;
-  }
-  llvm::Type *resultTy = in->getType();
-  bool isFloat = op.operand(0)->type().isFloat();
-  bool narrow = isFloat && !resultTy->isFloatTy(); // f16/bf16 combine in f32
-  llvm::Type *accTy = narrow ? b.getFloatTy() : resultTy;
-  llvm::Value *acc = narrow ? b.CreateFPExt(in, accTy) : in;
-  bool isMax = op.kind() == ir::OpKind::ClusterMax;
-  auto combine = [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
-    if (isMax)
-      return b.CreateBinaryIntrinsic(isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax,
-                                     x, y);
-    return isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
-  };
-
-  // This reduction's bank of slots, and the next reduction's.
+  // This batch's bank of slots, and the next batch's.
   llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.clusterBank);
   b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.clusterBank);
-  llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
-  llvm::Value *slots = b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(int32_t(size))));
   llvm::Value *rank = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
+  std::vector<Exchange> exchanges;
+  for (const ir::Op *op : batch) {
+    Exchange e{op};
+    llvm::Value *in = l.get(op->operand(0))[0];
+    e.isFloat = op->operand(0)->type().isFloat();
+    e.resultTy = in->getType();
+    e.slotTy = e.isFloat && !e.resultTy->isFloatTy() ? b.getFloatTy() : e.resultTy;
+    e.value = e.slotTy == e.resultTy ? in : b.CreateFPExt(in, e.slotTy);
+    llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op->intAttr("smem_offset")));
+    e.slots = b.CreateGEP(e.slotTy, site, b.CreateMul(bank, b.getInt32(int32_t(size))));
+    exchanges.push_back(e);
+  }
+
+  // Threads 0..C-1 store every value of the batch into program `tid`'s slot `rank`.
   auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
   auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
   b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), write, join);
   b.SetInsertPoint(write);
-  llvm::Value *mine = b.CreateGEP(accTy, slots, rank);
-  llvm::Value *remote = l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {mine, l.tid});
-  b.CreateStore(acc, remote);
+  for (const Exchange &e : exchanges) {
+    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
+    b.CreateStore(e.value,
+                  l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {mine, l.tid}));
+  }
   b.CreateBr(join);
   b.SetInsertPoint(join);
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {}); // release
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});   // acquire
-  llvm::Value *total = nullptr;
-  for (int64_t r = 0; r < size; ++r) {
-    llvm::Value *part = b.CreateLoad(accTy, b.CreateGEP(accTy, slots, b.getInt32(int32_t(r))));
-    total = total ? combine(total, part) : part;
+
+  for (const Exchange &e : exchanges) {
+    if (e.op->kind() == ir::OpKind::ClusterGather) {
+      // This thread's lane r of the block: program r's value, or `other` past the cluster.
+      llvm::Value *r = l.elementIndex(e.op->result(), 0);
+      llvm::Value *inCluster = b.CreateICmpULT(r, b.getInt32(int32_t(size)));
+      llvm::Value *slot = b.CreateSelect(inCluster, r, b.getInt32(0));
+      llvm::Value *v = narrow(l, e, b.CreateLoad(e.slotTy, b.CreateGEP(e.slotTy, e.slots, slot)));
+      l.set(e.op->result(), {b.CreateSelect(inCluster, v, l.get(e.op->operand(1))[0])});
+      continue;
+    }
+    llvm::Value *total = nullptr;
+    for (int64_t r = 0; r < size; ++r) {
+      llvm::Value *part =
+          b.CreateLoad(e.slotTy, b.CreateGEP(e.slotTy, e.slots, b.getInt32(int32_t(r))));
+      total = total ? combine(l, e, total, part) : part;
+    }
+    l.set(e.op->result(), {narrow(l, e, total)});
   }
-  l.set(op.result(), {narrow ? b.CreateFPTrunc(total, resultTy) : total});
-  return true;
 }
 
 } // namespace tritium::codegen

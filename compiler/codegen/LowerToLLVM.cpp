@@ -112,7 +112,12 @@ public:
 
 private:
   void lowerBlock(const ir::Block &block) {
-    for (const auto &op : block.ops()) {
+    for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
+      const auto &op = *it;
+      if (isClusterExchange(*op)) {
+        lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end()));
+        continue;
+      }
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
       else if (op->kind() == ir::OpKind::Yield)
@@ -121,6 +126,23 @@ private:
                !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
+  }
+
+  // The cluster exchange at `it` and the ones right after it that use none of the batch's
+  // results; leaves `it` at the batch's last op.
+  template <typename It> std::vector<const ir::Op *> exchangeBatch(It &it, It end) {
+    std::vector<const ir::Op *> batch{it->get()};
+    for (auto next = std::next(it); next != end && isClusterExchange(**next); ++next) {
+      bool dependent = false;
+      for (const ir::Value *operand : (*next)->operands())
+        for (const ir::Op *earlier : batch)
+          dependent = dependent || operand->definingOp() == earlier;
+      if (dependent)
+        break;
+      batch.push_back(next->get());
+      it = next;
+    }
+    return batch;
   }
 
   // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. A loop with

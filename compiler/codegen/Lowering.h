@@ -61,7 +61,11 @@ bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
-bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank, cluster_max, cluster_sum
+bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
+// cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using
+// another's result, shares one cluster barrier.
+bool isClusterExchange(const ir::Op &op);
+void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch);
 
 // Thread-block clusters: the kernel's cluster size, and the barrier and bank counter its entry
 // sets up for cluster reductions (LowerCluster.cpp).

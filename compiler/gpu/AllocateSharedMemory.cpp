@@ -16,7 +16,8 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
     int64_t slots = 0;
     if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceSum)
       slots = numWarps > 1 ? numWarps : 0; // one warp needs only shuffles
-    else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum)
+    else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
+             op.kind() == ir::OpKind::ClusterGather)
       slots = clusterSize > 1 ? 2 * clusterSize : 0;
     if (!slots)
       return;

@@ -146,6 +146,11 @@ private:
       expect(op, n == 1 && !ty(0).isBlock() && !ty(0).isPtr() && !ty(0).isBool() &&
                      res() == ty(0), "cluster reductions take a number and give its type");
       break;
+    case OpKind::ClusterGather:
+      expect(op, n == 2 && !ty(0).isBlock() && !ty(0).isPtr() && !ty(0).isBool() &&
+                     ty(1) == ty(0) && res().rank() == 1 && res().element() == ty(0),
+             "cluster_gather(x, other) takes two numbers of one type and gives a block of it");
+      break;
     case OpKind::For: {
       expect(op, n >= 3 && op.body(), "for needs lb, ub, step and a body");
       for (unsigned i = 0; i < 3; ++i)

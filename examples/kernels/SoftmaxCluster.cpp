@@ -29,13 +29,21 @@ static void softmax_cluster_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_
     auto cols = cluster_rank() * BLOCK_SIZE + arange(0, BLOCK_SIZE);
     auto mask = cols < n_cols;
     auto row = cast(load(input_ptr + row_idx * input_row_stride + cols, mask, -INFINITY), "fp32");
-    // Slices past the end of the row are all -inf: they do not change the maximum, and their
-    // exp is 0.
-    auto row_max = cluster_max(max(row, 0));
-    auto numerator = exp(row - row_max);
-    auto denominator = cluster_sum(sum(numerator, 0));
+    // The slice's own max and sum first, so that the cluster exchanges once per row (the two
+    // gathers share one barrier) instead of once for the max and once for the sum. A slice of
+    // only -inf (past the end of the row, or masked attention) has no max: it adds 0.
+    auto slice_max = max(row, 0);
+    auto has_max = slice_max > -INFINITY;
+    auto numerator = exp(row - where(has_max, slice_max, 0.0));
+    auto slice_sum = sum(numerator, 0);
+    auto maxes = cluster_gather(slice_max, -INFINITY);
+    auto sums = cluster_gather(slice_sum, 0.0);
+    auto row_max = max(maxes, 0);
+    // A row of only -inf gives 0 / 0 = NaN, as torch does.
+    auto row_sum = sum(where(maxes > -INFINITY, sums * exp(maxes - row_max), 0.0), 0);
+    auto scale = where(has_max, exp(slice_max - row_max), 0.0) / row_sum;
     store(output_ptr + row_idx * output_row_stride + cols,
-          cast(numerator / denominator, output_ptr.dtype()), mask);
+          cast(numerator * scale, output_ptr.dtype()), mask);
   }
 }
 

@@ -192,6 +192,12 @@ void clusterSumOfAMask(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out, dsl::cast(s, "fp32"));
 }
 
+void clusterGatherOfABlock(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; auto g = dsl::cluster_gather(x, 0.0);
+  dsl::store(out + dsl::arange(0, 1), g);
+}
+
 // Stores a cluster-wide sum of per-program values: a correct kernel for the cluster checks.
 void clusterSum(Ptr out, Ptr in, Int n, int BLOCK) {
   auto s = dsl::cluster_sum(dsl::load(in + dsl::program_id(0)));
@@ -443,6 +449,12 @@ TEST_F(DslErrorTest, ClusterReductionOfABlock) {
   expectUserError([] { traceKernel(clusterMaxOfABlock); },
                   {"cluster_max combines one number per program, got the block block<128xf32>",
                    "cluster_max(max(x, 0))"});
+}
+
+TEST_F(DslErrorTest, ClusterGatherOfABlock) {
+  expectUserError([] { traceKernel(clusterGatherOfABlock); },
+                  {"cluster_gather gathers one number per program, got the block "
+                   "block<128xf32>"});
 }
 
 TEST_F(DslErrorTest, ClusterReductionOfAMask) {
