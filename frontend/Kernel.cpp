@@ -21,6 +21,8 @@ std::string Specialization::str() const {
        ";arch=" + arch + ";ptx=" + std::to_string(ptxVersion);
   if (clusterSize != 1)
     s += ";cluster=" + std::to_string(clusterSize);
+  if (minBlocksPerSM != 1)
+    s += ";min_blocks=" + std::to_string(minBlocksPerSM);
   return s;
 }
 
@@ -110,6 +112,12 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
   fn->setAttr("num_stages", int64_t(spec.numStages));
   if (spec.clusterSize != 1)
     fn->setAttr("cluster_size", int64_t(spec.clusterSize));
+  if (spec.minBlocksPerSM < 1 || spec.minBlocksPerSM > 32)
+    userError("kernel '" + name_ + "': minBlocksPerSM must be from 1 to 32, got " +
+                  std::to_string(spec.minBlocksPerSM),
+              loc_);
+  if (spec.minBlocksPerSM != 1)
+    fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
   std::vector<dsl::Value> runtime;
   size_t r = 0, c = 0;
   for (size_t i = 0; i < kinds_.size(); ++i) {

@@ -30,6 +30,10 @@ struct Specialization {
   // non-portable range); above 1 the grid must be a multiple of it, and cluster_max /
   // cluster_sum reduce across the cluster (sm_90 and later).
   int clusterSize = 1;
+  // CUDA's __launch_bounds__ minimum: ptxas keeps registers low enough for this many blocks per
+  // SM (1: no limit beyond num_warps'). Two blocks per SM let one row's loads overlap another's
+  // reductions.
+  int minBlocksPerSM = 1;
   std::string arch = "sm_90";
   int ptxVersion = 80;
 

@@ -50,6 +50,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --cluster-size=LIST  split each row over a thread-block cluster of these many programs
                        (1 to 16), each holding a power-of-two slice of ceil(N / size) columns
                        in registers, or with --online streaming its slice in blocks
+  --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
+                       1 with --cluster-size)
   --reps=R             timed repetitions per point (default 100)
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
@@ -204,6 +206,7 @@ struct Options {
   std::string dtype = "fp32";
   bool backward = false, online = false;
   std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0};
+  int minBlocks = 0; // 0: the plan's
   int reps = 100;
 };
 
@@ -214,8 +217,11 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
     p = kernels::planOnline(p.direction);
+  if (o.minBlocks > 0)
+    p.minBlocksPerSM = o.minBlocks;
   if (cluster > 0) { // the row split over `cluster` programs
     p.clusterSize = int(cluster);
+    p.minBlocksPerSM = std::max(1, o.minBlocks);
     if (!o.online) // each program holds a power-of-two slice in registers
       p.blockSize = int64_t(std::bit_ceil(uint64_t((cols + cluster - 1) / cluster)));
   }
@@ -434,6 +440,8 @@ int main(int argc, char **argv) {
         o.blocks = parseList(value());
       } else if (a.rfind("--num-warps=", 0) == 0) {
         o.warps = parseList(value());
+      } else if (a.rfind("--min-blocks=", 0) == 0) {
+        o.minBlocks = std::atoi(value().c_str());
       } else if (a.rfind("--cluster-size=", 0) == 0) {
         o.clusters = parseList(value());
       } else if (a.rfind("--num-stages=", 0) == 0) {

@@ -88,6 +88,8 @@ public:
     l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
     std::string threads = std::to_string(l_.threads());
     l_.fn->addFnAttr("nvvm.reqntid", threads);
+    if (auto blocks = l_.kernel.intAttr("min_blocks_per_sm"))
+      l_.fn->addFnAttr("nvvm.minctasm", std::to_string(*blocks)); // ptxas caps registers
     if (int64_t cluster = clusterSize(l_.kernel); cluster > 1)
       l_.fn->addFnAttr("nvvm.cluster_dim", std::to_string(cluster) + ",1,1");
     for (size_t i = 0; i < params.size(); ++i) {

@@ -49,7 +49,8 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
                         .constexprs = {blockSize, numStages},
                         .numWarps = numWarps,
                         .numStages = numStages,
-                        .clusterSize = clusterSize};
+                        .clusterSize = clusterSize,
+                        .minBlocksPerSM = minBlocksPerSM};
 }
 
 std::string SoftmaxPlan::str() const {
@@ -57,8 +58,9 @@ std::string SoftmaxPlan::str() const {
   std::string kind = online      ? (cluster.empty() ? "online" : "online " + cluster)
                      : !cluster.empty() ? cluster
                                         : "registers";
-  return kind + " BLOCK " + std::to_string(blockSize) + " warps " + std::to_string(numWarps) +
-         " stages " + std::to_string(numStages);
+  std::string s = kind + " BLOCK " + std::to_string(blockSize) + " warps " +
+                  std::to_string(numWarps) + " stages " + std::to_string(numStages);
+  return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
 
 static int64_t blockFor(int64_t cols) {
@@ -101,8 +103,11 @@ static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols
       continue;
     int perThread = dir == SoftmaxDirection::Forward ? 64 : 32; // backward holds o and dout
     int warps = int(std::clamp<int64_t>(block / (32 * perThread), 1, 32));
+    // Two CTAs per SM only if ptxas is told to keep registers low enough for them.
+    int perSM = block == maxBlock / 2 ? 2 : 1;
     return SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
-                       .blockSize = block, .numWarps = warps, .numStages = 1};
+                       .minBlocksPerSM = perSM, .blockSize = block, .numWarps = warps,
+                       .numStages = 1};
   }
   return std::nullopt;
 }

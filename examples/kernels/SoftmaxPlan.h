@@ -22,6 +22,7 @@ struct SoftmaxPlan {
   // blockSize slice of it in registers, or (online) streaming a slice of ceil(cols / size)
   // columns in blocks of blockSize.
   int clusterSize = 1;
+  int minBlocksPerSM = 1; // Specialization::minBlocksPerSM
   int64_t blockSize = 0;
   int numWarps = 4;
   int numStages = 1;

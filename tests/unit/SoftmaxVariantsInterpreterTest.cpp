@@ -212,7 +212,9 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
   EXPECT_EQ(p.clusterSize, 5) << p.str();
   EXPECT_EQ(p.blockSize, 16384) << p.str();
-  EXPECT_EQ(kernels::planSoftmax(131072).str(), "cluster 8 x BLOCK 16384 warps 8 stages 1");
+  EXPECT_EQ(kernels::planSoftmax(131072).str(),
+            "cluster 8 x BLOCK 16384 warps 8 stages 1 min-blocks 2");
+  EXPECT_EQ(kernels::planSoftmax(131072).specialization("fp32", 1, 1).minBlocksPerSM, 2);
   EXPECT_EQ(kernels::planSoftmax(131073).str(), "cluster 5 x BLOCK 32768 warps 16 stages 1");
   EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 1");
   EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
