@@ -9,6 +9,8 @@
 // arithmetic wraps to the type's width; min/max propagate NaN; float != is unordered.
 #include "interpreter/Evaluator.h"
 
+#include "interpreter/Cluster.h"
+
 #include <algorithm>
 #include <bit>
 #include <cinttypes>
