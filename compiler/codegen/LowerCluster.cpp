@@ -37,10 +37,10 @@ bool hasClusterExchange(const ir::Function &fn) {
 // One op of a batch: its value as exchanged (16-bit floats widen to f32) and its slots in the
 // bank this batch uses.
 struct Exchange {
-  const ir::Op *op;
-  llvm::Type *resultTy, *slotTy;
-  llvm::Value *value, *slots;
-  bool isFloat;
+  const ir::Op *op = nullptr;
+  llvm::Type *resultTy = nullptr, *slotTy = nullptr;
+  llvm::Value *value = nullptr, *slots = nullptr;
+  bool isFloat = false;
 };
 
 llvm::Value *combine(Lowering &l, const Exchange &e, llvm::Value *x, llvm::Value *y) {
@@ -94,7 +94,8 @@ void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch
   llvm::Value *rank = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
   std::vector<Exchange> exchanges;
   for (const ir::Op *op : batch) {
-    Exchange e{op};
+    Exchange e;
+    e.op = op;
     llvm::Value *in = l.get(op->operand(0))[0];
     e.isFloat = op->operand(0)->type().isFloat();
     e.resultTy = in->getType();
