@@ -87,8 +87,12 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
   const rt::KernelInfo &i = info();
   if (cluster > 1) {
     // One row per cluster at a time: as many clusters as can be resident, at most one per row.
-    int64_t clusters = rt::driverActiveClusters(loaded_->function(), int(cluster), numThreads(),
-                                                int(meta_.sharedBytes));
+    // A driver query: asked once, not on every launch that plans its grid.
+    std::call_once(clustersOnce_, [&] {
+      activeClusters_ = rt::driverActiveClusters(loaded_->function(), int(cluster), numThreads(),
+                                                 int(meta_.sharedBytes));
+    });
+    int64_t clusters = activeClusters_;
     if (clusters == 0)
       throw UserError("kernel '" + meta_.name + "': no cluster of " + std::to_string(cluster) +
                       " programs of " + std::to_string(numThreads()) + " threads and " +

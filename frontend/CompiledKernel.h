@@ -115,6 +115,8 @@ private:
   std::once_flag loadOnce_;
   std::optional<rt::LoadedKernel> loaded_;
   std::once_flag parseOnce_;
+  std::once_flag clustersOnce_;
+  int64_t activeClusters_ = 0; // cuOccupancyMaxActiveClusters, asked once (persistentGrid)
   std::unique_ptr<ir::Function> tir_; // parsed from artifacts_.tir for the interpreter
 };
 

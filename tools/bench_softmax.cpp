@@ -220,10 +220,8 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   if (o.minBlocks > 0)
     p.minBlocksPerSM = o.minBlocks;
   if (cluster > 0) { // the row split over `cluster` programs
-    p.clusterSize = int(cluster);
+    p.splitOver(int(cluster), cols);
     p.minBlocksPerSM = std::max(1, o.minBlocks);
-    if (!o.online) // each program holds a power-of-two slice in registers
-      p.blockSize = int64_t(std::bit_ceil(uint64_t((cols + cluster - 1) / cluster)));
   }
   if (block > 0)
     p.blockSize = block;

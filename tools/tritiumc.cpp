@@ -118,9 +118,7 @@ int main(int argc, char **argv) {
     int64_t cluster = parseInt("--cluster-size", opts["cluster-size"]);
     if (cluster < 1 || cluster > 16)
       usageError("--cluster-size must be from 1 to 16");
-    plan.clusterSize = int(cluster);
-    if (!plan.online) // a power-of-two slice per program in registers
-      plan.blockSize = int64_t(std::bit_ceil(uint64_t((nCols + cluster - 1) / cluster)));
+    plan.splitOver(int(cluster), nCols);
   }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))

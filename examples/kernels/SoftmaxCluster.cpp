@@ -13,18 +13,22 @@
 #include "frontend/DSL.h"
 
 #include <cmath>
+#include <utility>
 
 namespace tritium::kernels {
 
 using namespace tritium::dsl;
 
+// Clusters walk the rows with a persistent-grid stride: this program's cluster's first row, and
+// the number of clusters. Each program of a cluster keeps the same slice of every row.
+static std::pair<Value, Value> clusterRows() {
+  return {program_id(0) / cluster_size(), num_programs(0) / cluster_size()};
+}
+
 static void softmax_cluster_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
                                    Int output_row_stride, Int n_rows, Int n_cols,
                                    int BLOCK_SIZE, int num_stages) {
-  // Clusters walk the rows with a persistent-grid stride; each program of a cluster keeps the
-  // same slice of every row it visits.
-  auto cluster = program_id(0) / cluster_size();
-  auto clusters = num_programs(0) / cluster_size();
+  auto [cluster, clusters] = clusterRows();
   for (auto row_idx : range(cluster, n_rows, clusters, num_stages)) {
     auto cols = cluster_rank() * BLOCK_SIZE + arange(0, BLOCK_SIZE);
     auto mask = cols < n_cols;
@@ -51,8 +55,7 @@ static void softmax_backward_cluster_kernel(Ptr dx_ptr, Ptr o_ptr, Ptr dout_ptr,
                                             Int dx_row_stride, Int o_row_stride,
                                             Int dout_row_stride, Int n_rows, Int n_cols,
                                             int BLOCK_SIZE, int num_stages) {
-  auto cluster = program_id(0) / cluster_size();
-  auto clusters = num_programs(0) / cluster_size();
+  auto [cluster, clusters] = clusterRows();
   for (auto row_idx : range(cluster, n_rows, clusters, num_stages)) {
     auto cols = cluster_rank() * BLOCK_SIZE + arange(0, BLOCK_SIZE);
     auto mask = cols < n_cols;
@@ -78,8 +81,7 @@ static Slice sliceOf(const Int &n_cols, int BLOCK_SIZE) {
 static void softmax_cluster_online_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
                                           Int output_row_stride, Int n_rows, Int n_cols,
                                           int BLOCK_SIZE, int num_stages) {
-  auto cluster = program_id(0) / cluster_size();
-  auto clusters = num_programs(0) / cluster_size();
+  auto [cluster, clusters] = clusterRows();
   auto slice = sliceOf(n_cols, BLOCK_SIZE);
   auto cols = arange(0, BLOCK_SIZE);
   for (auto row_idx : range(cluster, n_rows, clusters, 1)) {
@@ -116,8 +118,7 @@ static void softmax_backward_cluster_online_kernel(Ptr dx_ptr, Ptr o_ptr, Ptr do
                                                    Int dx_row_stride, Int o_row_stride,
                                                    Int dout_row_stride, Int n_rows, Int n_cols,
                                                    int BLOCK_SIZE, int num_stages) {
-  auto cluster = program_id(0) / cluster_size();
-  auto clusters = num_programs(0) / cluster_size();
+  auto [cluster, clusters] = clusterRows();
   auto slice = sliceOf(n_cols, BLOCK_SIZE);
   auto cols = arange(0, BLOCK_SIZE);
   for (auto row_idx : range(cluster, n_rows, clusters, 1)) {

@@ -29,6 +29,12 @@ Kernel &SoftmaxPlan::kernel() const {
   return forward ? softmaxKernel() : softmaxBackwardKernel();
 }
 
+void SoftmaxPlan::splitOver(int size, int64_t cols) {
+  clusterSize = size;
+  if (!online)
+    blockSize = int64_t(std::bit_ceil(uint64_t((cols + size - 1) / size)));
+}
+
 int64_t SoftmaxPlan::maxCols() const {
   return online ? std::numeric_limits<int32_t>::max() : blockSize * clusterSize;
 }

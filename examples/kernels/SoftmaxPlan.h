@@ -28,6 +28,9 @@ struct SoftmaxPlan {
   int numStages = 1;
 
   bool cluster() const { return !online && clusterSize > 1; }
+  // Splits rows of `cols` over `size` programs: each holds a power-of-two slice of
+  // ceil(cols / size) in registers, or (online) streams its slice in blocks of blockSize.
+  void splitOver(int size, int64_t cols);
   Kernel &kernel() const;
   // The specialization for `dtype` ("fp32", "fp16", "bf16"). Strides are i32 unless a row
   // offset could pass 2^31 elements, then i64.
