@@ -50,6 +50,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --cluster-size=LIST  split each row over a thread-block cluster of these many programs
                        (1 to 16), each holding a power-of-two slice of ceil(N / size) columns
                        in registers, or with --online streaming its slice in blocks
+  --prefetch=LIST      forward: 1 loads each program's next row into registers before reducing
+                       this one (no cp.async ring), 0 does not (default: the plan's)
   --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
                        1 with --cluster-size)
   --reps=R             timed repetitions per point (default 100)
@@ -205,14 +207,14 @@ Check checkRows(const std::string &dtype, bool backward, const HostMatrix &a,
 struct Options {
   std::string dtype = "fp32";
   bool backward = false, online = false;
-  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0};
+  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0}, prefetch = {-1};
   int minBlocks = 0; // 0: the plan's
   int reps = 100;
 };
 
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
-                             int64_t stages, int64_t cluster) {
+                             int64_t stages, int64_t cluster, int64_t prefetch) {
   kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
@@ -222,6 +224,11 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   if (cluster > 0) { // the row split over `cluster` programs
     p.splitOver(int(cluster), cols);
     p.minBlocksPerSM = std::max(1, o.minBlocks);
+  }
+  if (prefetch >= 0) {
+    p.prefetch = prefetch > 0;
+    if (p.prefetch)
+      p.numStages = 1;
   }
   if (block > 0)
     p.blockSize = block;
@@ -269,11 +276,12 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
+  for (int64_t pf : o.prefetch)
   for (int64_t cl : o.clusters)
   for (int64_t bs : o.blocks)
     for (int64_t w : o.warps)
       for (int64_t st : o.stages) {
-        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl);
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf);
         std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
                      plan.str().c_str());
         try {
@@ -442,6 +450,8 @@ int main(int argc, char **argv) {
         o.minBlocks = std::atoi(value().c_str());
       } else if (a.rfind("--cluster-size=", 0) == 0) {
         o.clusters = parseList(value());
+      } else if (a.rfind("--prefetch=", 0) == 0) {
+        o.prefetch = parseList(value());
       } else if (a.rfind("--num-stages=", 0) == 0) {
         o.stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
@@ -488,8 +498,8 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.clusters.size() * o.blocks.size() * o.warps.size() *
-                   o.stages.size(),
+    size_t total = ns.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
+                   o.warps.size() * o.stages.size(),
            done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next
       benchN(o, rowsFor(n), n, seeds, points, done, total);

@@ -34,6 +34,8 @@ options:
                        holding a power-of-two slice of ceil(n-cols / C) columns (with --online:
                        streaming its slice); the planner already does this for rows longer
                        than 32768 (16384 backward)
+  --prefetch           load each program's next row into registers before reducing this one
+                       (forward, registers or cluster kernel) instead of a cp.async ring
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
   --n-cols=N           softmax row length; picks BLOCK_SIZE, num_warps and num_stages as
@@ -79,8 +81,8 @@ int main(int argc, char **argv) {
       locations = false;
       continue;
     }
-    if (a == "--online") {
-      opts["online"] = "1";
+    if (a == "--online" || a == "--prefetch") {
+      opts[a.substr(2)] = "1";
       continue;
     }
     auto eq = a.find('=');
@@ -119,6 +121,12 @@ int main(int argc, char **argv) {
     if (cluster < 1 || cluster > 16)
       usageError("--cluster-size must be from 1 to 16");
     plan.splitOver(int(cluster), nCols);
+  }
+  if (opts.count("prefetch")) {
+    if (plan.online || plan.direction != kernels::SoftmaxDirection::Forward)
+      usageError("--prefetch applies to the one-pass forward kernels only");
+    plan.prefetch = true;
+    plan.numStages = 1;
   }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))

@@ -2,6 +2,11 @@
 // combines its lanes with butterfly shuffles, and when there are several warps each warp's
 // lane 0 leaves its partial in shared memory for every thread to combine after a barrier. The
 // result is uniform across the CTA.
+//
+// One barrier per reduction is enough: each reduction has two banks of slots, and successive
+// reductions (of any site) alternate between them. The next write into the bank a reduction
+// just read is then at least two reductions later, so the barrier of the reduction in between
+// orders every thread's reads of the old partials before any warp's write of new ones.
 #include "compiler/codegen/Lowering.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -82,7 +87,10 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
   // 3. Across warps, through shared memory.
   if (l.numWarps > 1) {
     int64_t base = op.intAttr("smem_offset");
-    llvm::Value *slots = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(base));
+    llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.reductionBank);
+    b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.reductionBank);
+    llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(base));
+    llvm::Value *slots = b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(l.numWarps)));
     llvm::Function *fn = l.fn;
     auto *write = llvm::BasicBlock::Create(l.ctx, "reduce.write", fn);
     auto *join = llvm::BasicBlock::Create(l.ctx, "reduce.join", fn);
@@ -98,9 +106,6 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
       total = total ? combine(total, part) : part;
     }
     acc = total;
-    // The next use of these slots (this reduction in the next loop iteration) must not
-    // overwrite them before every thread has read them.
-    l.barrier();
   }
   l.set(op.result(), {narrowFloat ? b.CreateFPTrunc(acc, resultTy) : acc});
   return true;

@@ -107,6 +107,8 @@ public:
     l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
     l_.laneId = b.CreateAnd(l_.tid, b.getInt32(31), "lane");
     l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
+    l_.reductionBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "reduce.bank");
+    b.CreateStore(b.getInt32(0), l_.reductionBank);
     clusterEntry(l_);
     lowerBlock(body);
     b.CreateRetVoid();

@@ -30,6 +30,7 @@ struct Lowering {
   llvm::Value *warpId = nullptr; // tid / 32
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
   llvm::Value *clusterBank = nullptr;    // which bank of slots the next cluster reduction uses
+  llvm::Value *reductionBank = nullptr;  // the same for the next cross-warp reduction
 
   int threads() const { return 32 * numWarps; }
 

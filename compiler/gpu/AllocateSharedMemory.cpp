@@ -1,8 +1,8 @@
-// Shared-memory allocation (GIR): one scratch slot per warp for each cross-warp reduction, and
-// two banks of one slot per program of the cluster for each cluster reduction (its peers write
-// there; LowerCluster.cpp alternates the banks). Each
-// reduction gets its own region, so consecutive reductions need no barrier between them for
-// buffer reuse.
+// Shared-memory allocation (GIR): two banks of one scratch slot per warp for each cross-warp
+// reduction (LowerReduction.cpp alternates them), and two banks of one slot per program of the
+// cluster for each cluster reduction (its peers write there; LowerCluster.cpp alternates the
+// banks). Each reduction gets its own region, so consecutive reductions need no barrier between
+// them for buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
@@ -15,7 +15,7 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
   ir::walk(fn.body(), [&](ir::Op &op) {
     int64_t slots = 0;
     if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceSum)
-      slots = numWarps > 1 ? numWarps : 0; // one warp needs only shuffles
+      slots = numWarps > 1 ? 2 * numWarps : 0; // one warp needs only shuffles
     else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
              op.kind() == ir::OpKind::ClusterGather)
       slots = clusterSize > 1 ? 2 * clusterSize : 0;

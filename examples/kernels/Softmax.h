@@ -18,6 +18,10 @@ Kernel &softmaxOnlineKernel(); // any n_cols, in blocks of BLOCK_SIZE, two passe
 Kernel &softmaxClusterKernel();
 // Any n_cols: a cluster per row, each program streaming its slice in blocks (two passes).
 Kernel &softmaxClusterOnlineKernel();
+// The registers and cluster kernels with each program's next row loaded into registers before
+// this row is reduced (SoftmaxPlan::prefetch): the same arguments, num_stages ignored.
+Kernel &softmaxPrefetchKernel();
+Kernel &softmaxClusterPrefetchKernel();
 // softmax_backward(dx, o, dout, dx_row_stride, o_row_stride, dout_row_stride, n_rows, n_cols;
 //                  BLOCK_SIZE, num_stages)
 Kernel &softmaxBackwardKernel();       // the row in registers: n_cols <= BLOCK_SIZE

@@ -24,6 +24,8 @@ Kernel &SoftmaxPlan::kernel() const {
     return forward ? softmaxClusterOnlineKernel() : softmaxBackwardClusterOnlineKernel();
   if (online)
     return forward ? softmaxOnlineKernel() : softmaxBackwardOnlineKernel();
+  if (forward && prefetch)
+    return clusterSize > 1 ? softmaxClusterPrefetchKernel() : softmaxPrefetchKernel();
   if (clusterSize > 1)
     return forward ? softmaxClusterKernel() : softmaxBackwardClusterKernel();
   return forward ? softmaxKernel() : softmaxBackwardKernel();
@@ -66,6 +68,8 @@ std::string SoftmaxPlan::str() const {
                                         : "registers";
   std::string s = kind + " BLOCK " + std::to_string(blockSize) + " warps " +
                   std::to_string(numWarps) + " stages " + std::to_string(numStages);
+  if (prefetch && !online && direction == SoftmaxDirection::Forward)
+    s += " prefetch";
   return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
 

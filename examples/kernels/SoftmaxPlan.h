@@ -23,6 +23,9 @@ struct SoftmaxPlan {
   // columns in blocks of blockSize.
   int clusterSize = 1;
   int minBlocksPerSM = 1; // Specialization::minBlocksPerSM
+  // Forward, one pass (registers or cluster): load the program's next row into registers
+  // before reducing this one, instead of a cp.async ring (numStages is then 1).
+  bool prefetch = false;
   int64_t blockSize = 0;
   int numWarps = 4;
   int numStages = 1;
@@ -36,7 +39,8 @@ struct SoftmaxPlan {
   // offset could pass 2^31 elements, then i64.
   Specialization specialization(const std::string &dtype, int64_t rows,
                                 int64_t maxStride) const;
-  std::string str() const; // "registers BLOCK 4096 warps 4 stages 2", "cluster 8 x BLOCK ..."
+  std::string str() const; // "registers BLOCK 4096 warps 4 stages 2", "cluster 8 x BLOCK ...",
+                          // ending in " prefetch" and " min-blocks B" where they apply
   int64_t maxCols() const;  // the longest row the plan can run
 };
 
