@@ -100,7 +100,8 @@ Value cluster_sum(const Operand &x, Loc loc = Loc::current());
 // one barrier: gathering a row's partial max and sum together costs one exchange, not two.
 Value cluster_gather(const Operand &x, const Operand &other, Loc loc = Loc::current());
 
-// Blocks. The size end - start must be a power of two.
+// Blocks. The size end - start is a power of two, or a multiple of 32 x num_warps (the same
+// number of elements in every thread).
 Value arange(int64_t start, int64_t end, Loc loc = Loc::current());
 Value full(int64_t size, const Operand &value, Loc loc = Loc::current());
 

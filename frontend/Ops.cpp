@@ -193,6 +193,20 @@ Value cluster_gather(const Operand &x, const Operand &other, Loc l) {
   return Value(b.createValue(OpKind::ClusterGather, {v, o}, Type::block(t, {lanes}), loc));
 }
 
+// A block of n elements is a power of two long, or holds the same number of elements in every
+// thread of the CTA (a multiple of 32 x num_warps): a row of 12288 at 16 warps needs no masked
+// quarter, as its power of two (16384) would.
+static void checkBlockSize(int64_t n, const std::string &what, const SourceLoc &loc) {
+  if (std::has_single_bit(static_cast<uint64_t>(n)))
+    return;
+  int64_t threads = 32 * Tracer::current(loc).function().intAttr("num_warps").value_or(4);
+  if (n % threads != 0)
+    userError(what + ": the block size " + std::to_string(n) +
+                  " must be a power of two or a multiple of 32 x num_warps = " +
+                  std::to_string(threads) + " (round it up and mask the tail)",
+              loc);
+}
+
 Value arange(int64_t start, int64_t end, Loc l) {
   SourceLoc loc(l);
   int64_t n = end - start;
@@ -200,11 +214,7 @@ Value arange(int64_t start, int64_t end, Loc l) {
     userError("arange(" + std::to_string(start) + ", " + std::to_string(end) +
                   "): end must be greater than start",
               loc);
-  if (!std::has_single_bit(static_cast<uint64_t>(n)))
-    userError("arange(" + std::to_string(start) + ", " + std::to_string(end) +
-                  "): the block size " + std::to_string(n) +
-                  " must be a power of two (round it up and mask the tail)",
-              loc);
+  checkBlockSize(n, "arange(" + std::to_string(start) + ", " + std::to_string(end) + ")", loc);
   ir::Op *op = builder(loc).create(
       OpKind::Arange, {}, {Type::block(Type::scalar(ScalarKind::I32), {n})}, loc);
   op->setAttr("start", start);
@@ -214,8 +224,9 @@ Value arange(int64_t start, int64_t end, Loc l) {
 
 Value full(int64_t size, const Operand &value, Loc l) {
   SourceLoc loc(l);
-  if (size <= 0 || !std::has_single_bit(static_cast<uint64_t>(size)))
-    userError("full(" + std::to_string(size) + ", ...): the size must be a power of two", loc);
+  if (size <= 0)
+    userError("full(" + std::to_string(size) + ", ...): the size must be positive", loc);
+  checkBlockSize(size, "full(" + std::to_string(size) + ", ...)", loc);
   auto &b = builder(loc);
   Type elem = value.kind == Operand::Kind::Value ? requireValue(value, "full's value", loc)->type()
               : value.kind == Operand::Kind::Float ? Type::scalar(ScalarKind::F32)

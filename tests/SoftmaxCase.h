@@ -42,6 +42,7 @@ struct SoftmaxCase {
   Values values = Values::Normal;
   // Changes the plan before the launch (a smaller online block, other warps, ...).
   std::function<void(kernels::SoftmaxPlan &)> tweak;
+  int64_t grid = 0; // programs; 0: the persistent grid
 
   std::string str() const {
     std::ostringstream s;
@@ -51,6 +52,8 @@ struct SoftmaxCase {
       s << " stride " << stride;
     if (values == Values::Special)
       s << " special values";
+    if (grid)
+      s << " grid " << grid;
     return s.str();
   }
 };
@@ -128,10 +131,10 @@ public:
     kernels::SoftmaxShape shape{c_.rows, c_.cols};
     if (forward())
       kernels::softmaxForward(plan, c_.dtype, *out_, *inputs_[0], shape, stride_, stride_,
-                              stream);
+                              stream, c_.grid);
     else
       kernels::softmaxBackward(plan, c_.dtype, *out_, *inputs_[0], *inputs_[1], shape, stride_,
-                               stride_, stride_, stream);
+                               stride_, stride_, stream, c_.grid);
     return plan;
   }
 

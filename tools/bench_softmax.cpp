@@ -230,12 +230,17 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
     if (p.prefetch)
       p.numStages = 1;
   }
-  if (block > 0)
-    p.blockSize = block;
   if (warps > 0)
     p.numWarps = int(warps);
-  if (stages > 0)
+  if (block > 0)
+    p.blockSize = block;
+  else if (warps > 0 && !p.online && p.clusterSize == 1)
+    p.fitBlock(cols, o.dtype); // the planner's block was fitted to its own num_warps
+  if (stages > 0) {
     p.numStages = int(stages);
+    if (stages > 1 && prefetch < 0)
+      p.prefetch = false; // a cp.async ring asked for replaces the planner's prefetch
+  }
   return p;
 }
 

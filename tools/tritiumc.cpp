@@ -38,9 +38,9 @@ options:
                        (forward, registers or cluster kernel) instead of a cp.async ring
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
-  --n-cols=N           softmax row length; picks BLOCK_SIZE, num_warps and num_stages as
-                       Triton's tutorial does (default 1024)
-  --block-size=N       override BLOCK_SIZE (a power of two)
+  --n-cols=N           softmax row length; picks the kernel, BLOCK_SIZE, num_warps and
+                       num_stages as the planner does at run time (default 1024)
+  --block-size=N       override BLOCK_SIZE (a power of two, or a multiple of 32 x num_warps)
   --num-warps=N        override num_warps (1, 2, 4, 8, 16 or 32)
   --num-stages=N       override num_stages
   --dtype=T            element type of the pointers: fp32 (default), fp16, bf16
@@ -122,19 +122,27 @@ int main(int argc, char **argv) {
       usageError("--cluster-size must be from 1 to 16");
     plan.splitOver(int(cluster), nCols);
   }
+  if (opts.count("num-stages")) {
+    plan.numStages = int(parseInt("--num-stages", opts["num-stages"]));
+    // A cp.async ring asked for replaces the planner's register prefetch (which has none).
+    if (plan.numStages > 1)
+      plan.prefetch = false;
+  }
   if (opts.count("prefetch")) {
     if (plan.online || plan.direction != kernels::SoftmaxDirection::Forward)
       usageError("--prefetch applies to the one-pass forward kernels only");
+    if (plan.numStages > 1)
+      usageError("--prefetch replaces the cp.async ring: it takes --num-stages=1");
     plan.prefetch = true;
-    plan.numStages = 1;
+  }
+  if (opts.count("num-warps")) {
+    plan.numWarps = int(parseInt("--num-warps", opts["num-warps"]));
+    if (!plan.online && plan.clusterSize == 1)
+      plan.fitBlock(nCols, dtype); // the planner's block was fitted to its own num_warps
   }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);
-  if (opts.count("num-stages"))
-    spec.constexprs[1] = spec.numStages = int(parseInt("--num-stages", opts["num-stages"]));
-  if (opts.count("num-warps"))
-    spec.numWarps = int(parseInt("--num-warps", opts["num-warps"]));
   if (opts.count("signature")) {
     spec.signature.clear();
     std::string list = opts["signature"];

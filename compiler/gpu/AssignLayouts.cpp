@@ -4,6 +4,8 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <bit>
+#include <numeric>
 #include <map>
 
 namespace tritium {
@@ -41,6 +43,12 @@ void assignLayouts(ir::Function &fn, int numWarps) {
                     ") are not supported yet: tritium lowers 1-D blocks",
                 loc);
     int64_t n = t.shape()[0];
+    // Blocks smaller than the CTA wrap around it, which needs a power of two; larger ones give
+    // every thread the same number of elements.
+    if (n < threads ? !std::has_single_bit(uint64_t(n)) : n % threads != 0)
+      userError(t.str() + ": a block size must be a power of two or a multiple of 32 x " +
+                    "num_warps = " + std::to_string(threads),
+                loc);
     int64_t perThread = std::max<int64_t>(1, n / threads);
     if (perThread > kMaxElementsPerThread)
       userError(t.str() + " needs " + std::to_string(perThread) + " elements per thread with " +
@@ -50,7 +58,8 @@ void assignLayouts(ir::Function &fn, int numWarps) {
                 loc);
     auto it = narrowest.find(t.shape());
     int bytes = it != narrowest.end() ? it->second : elementBytes(t);
-    int64_t spt = std::min<int64_t>(perThread, std::max(1, kVectorBytes / bytes));
+    // The run is a power of two that divides the thread's elements (12 fp16 take runs of 4).
+    int64_t spt = std::gcd(perThread, int64_t(std::max(1, kVectorBytes / bytes)));
     return ir::Layout{{int(spt)}, {kWarpSize}, {numWarps}};
   };
 

@@ -6,6 +6,7 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace tritium {
 
@@ -24,7 +25,9 @@ void chooseVectorWidths(ir::Function &fn) {
     unsigned maskIndex = op.kind() == ir::OpKind::Load ? 1 : 2;
     if (op.numOperands() > maskIndex)
       vec = std::min(vec, axes.get(op.operand(maskIndex)).constancy);
-    op.setAttr("vec", std::max<int64_t>(1, vec));
+    // Blocks that are not a power of two long can make a run or constancy like 6: vectors are
+    // 1, 2, 4, 8 or 16 elements.
+    op.setAttr("vec", int64_t(std::bit_floor(uint64_t(std::max<int64_t>(1, vec)))));
   });
 }
 

@@ -37,6 +37,12 @@ void SoftmaxPlan::splitOver(int size, int64_t cols) {
     blockSize = int64_t(std::bit_ceil(uint64_t((cols + size - 1) / size)));
 }
 
+void SoftmaxPlan::fitBlock(int64_t cols, const std::string &dtype) {
+  int64_t pow2 = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, cols))));
+  int64_t tile = 32 * int64_t(numWarps) * (dtype == "fp32" ? 4 : 8);
+  blockSize = std::min(pow2, (cols + tile - 1) / tile * tile);
+}
+
 int64_t SoftmaxPlan::maxCols() const {
   return online ? std::numeric_limits<int32_t>::max() : blockSize * clusterSize;
 }
@@ -84,10 +90,12 @@ SoftmaxPlan planOnline(SoftmaxDirection dir) {
                      .numStages = 4};
 }
 
-// {num_warps, num_stages} by block size, 256 ... 16384, from the sweeps of docs/PERF.md
+// {num_warps, num_stages, prefetch} by power-of-two block size, 256 ... 16384 (rows that are
+// not a power of two take their power of two's entry), from the sweeps of docs/PERF.md
 // (2026-11-21, M = 4096, best median GB/s per N).
 struct WarpsStages {
   int warps, stages;
+  bool prefetch = false;
 };
 static WarpsStages fromTable(const WarpsStages (&table)[7], int64_t block) {
   int i = 0;
@@ -95,8 +103,13 @@ static WarpsStages fromTable(const WarpsStages (&table)[7], int64_t block) {
     ++i;
   return table[i];
 }
-// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay.
-constexpr WarpsStages kHalfForward[7] = {{2, 1}, {2, 2}, {1, 1}, {2, 1}, {4, 1}, {8, 1}, {16, 2}};
+// fp32: the next row prefetched into registers beats the cp.async ring at every size.
+constexpr WarpsStages kForward[7] = {{2, 1, true}, {1, 1, true},  {2, 1, true}, {2, 1, true},
+                                     {4, 1, true}, {16, 1, true}, {16, 1, true}};
+// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay, and the
+// prefetch only for short rows.
+constexpr WarpsStages kHalfForward[7] = {{2, 1, true}, {2, 1, true}, {2, 1, true}, {2, 1},
+                                         {4, 1},       {8, 1},       {16, 3}};
 constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4, 1}, {32, 1}};
 
 // A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
@@ -128,14 +141,12 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
       return *plan;
     return planOnline(SoftmaxDirection::Forward);
   }
-  SoftmaxConfig c = softmaxConfig(cols);
-  if (dtype == "fp16" || dtype == "bf16") {
-    WarpsStages ws = fromTable(kHalfForward, c.blockSize);
-    c.numWarps = ws.warps;
-    c.numStages = ws.stages;
-  }
-  return SoftmaxPlan{.direction = SoftmaxDirection::Forward, .online = false,
-                     .blockSize = c.blockSize, .numWarps = c.numWarps, .numStages = c.numStages};
+  bool half = dtype == "fp16" || dtype == "bf16";
+  WarpsStages ws = fromTable(half ? kHalfForward : kForward, blockFor(cols));
+  SoftmaxPlan plan{.direction = SoftmaxDirection::Forward, .online = false,
+                   .prefetch = ws.prefetch, .numWarps = ws.warps, .numStages = ws.stages};
+  plan.fitBlock(cols, dtype);
+  return plan;
 }
 
 SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {

@@ -34,6 +34,10 @@ struct SoftmaxPlan {
   // Splits rows of `cols` over `size` programs: each holds a power-of-two slice of
   // ceil(cols / size) in registers, or (online) streams its slice in blocks of blockSize.
   void splitOver(int size, int64_t cols);
+  // The registers tier's block for rows of `cols` at this numWarps: the power of two above
+  // cols, or a multiple of the CTA's tile of 16-byte vectors (32 x numWarps x 16 / bytes) when
+  // that is smaller, so a row of 12288 is not a 16384 block with its last quarter masked.
+  void fitBlock(int64_t cols, const std::string &dtype);
   Kernel &kernel() const;
   // The specialization for `dtype` ("fp32", "fp16", "bf16"). Strides are i32 unless a row
   // offset could pass 2^31 elements, then i64.

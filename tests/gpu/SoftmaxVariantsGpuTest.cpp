@@ -46,6 +46,24 @@ std::function<void(SoftmaxPlan &)> forceOnline() {
   return [](SoftmaxPlan &p) { p = kernels::planOnline(p.direction); };
 }
 
+// The registers kernel with or without the prefetch, at the planner's block for its warps.
+std::function<void(SoftmaxPlan &)> prefetch(bool on) {
+  return [=](SoftmaxPlan &p) {
+    p.prefetch = on;
+    p.numStages = 1;
+  };
+}
+
+// The registers kernel with this block (a multiple of 32 x warps), warps, prefetch and stages.
+std::function<void(SoftmaxPlan &)> block(int64_t size, int warps, bool pf, int stages = 1) {
+  return [=](SoftmaxPlan &p) {
+    p.blockSize = size;
+    p.numWarps = warps;
+    p.prefetch = pf;
+    p.numStages = stages;
+  };
+}
+
 } // namespace
 
 // --- long rows (the online kernel) ------------------------------------------------------------
@@ -201,4 +219,38 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterWorkedExample) {
         p.blockSize = 2;
         p.numWarps = 1;
       });
+}
+
+// --- the register prefetch, and blocks that are not a power of two -----------------------------
+
+TEST_F(SoftmaxVariantsGpuTest, PrefetchedRows) {
+  SKIP_WITHOUT_GPU();
+  for (const char *dtype : {"fp32", "fp16"}) {
+    // One row: the prefetch of the next one is masked off.
+    run({.direction = kFwd, .dtype = dtype, .rows = 1, .cols = 1000, .tweak = prefetch(true)});
+    // More programs than rows: some programs have no row at all.
+    run({.direction = kFwd, .dtype = dtype, .rows = 7, .cols = 3000, .tweak = prefetch(true),
+         .grid = 16});
+    // Rows that are not a multiple of the grid, a stride, a masked tail in a 12288 block.
+    run({.direction = kFwd, .dtype = dtype, .rows = 1001, .cols = 12160, .stride = 12300,
+         .tweak = prefetch(true)});
+    run({.direction = kFwd, .dtype = dtype, .rows = 2000, .cols = 12288}, "registers");
+    run({.direction = kFwd, .dtype = dtype, .rows = 64, .cols = 1000, .values = Values::Special,
+         .tweak = prefetch(true)});
+  }
+  // The cluster kernel with the prefetch.
+  run({.direction = kFwd, .rows = 33, .cols = 65536 + 5,
+       .tweak = [](SoftmaxPlan &p) { p.prefetch = true; }},
+      "cluster");
+}
+
+TEST_F(SoftmaxVariantsGpuTest, BlocksThatAreNotAPowerOfTwo) {
+  SKIP_WITHOUT_GPU();
+  // 12 halves per thread: 8-byte runs instead of 16.
+  run({.direction = kFwd, .dtype = "fp16", .rows = 300, .cols = 6000,
+       .tweak = block(6144, 16, false)});
+  // Through the cp.async ring: six tiles of 2048 per stage.
+  run({.direction = kFwd, .rows = 300, .cols = 12288, .tweak = block(12288, 16, false, 3)});
+  run({.direction = kFwd, .dtype = "bf16", .rows = 300, .cols = 3001, .stride = 3008,
+       .tweak = block(3072, 4, true)});
 }

@@ -220,7 +220,22 @@ TEST_F(DslErrorTest, ShapesThatDoNotBroadcast) {
 
 TEST_F(DslErrorTest, ArangeOfNonPowerOfTwo) {
   expectUserError([] { traceKernel(arangeNotPowerOfTwo); },
-                  {"arange(0, 1000)", "1000 must be a power of two"});
+                  {"arange(0, 1000)", "1000 must be a power of two or a multiple of 32 x "
+                                      "num_warps = 128"});
+}
+
+// A block that is not a power of two is fine when every thread holds as many elements.
+void arangeOfThreadMultiple(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto offs = dsl::arange(0, 3 * 128);
+  dsl::store(out + offs, dsl::load(in + offs, offs < n, 0.0));
+}
+
+TEST_F(DslErrorTest, ArangeOfAMultipleOfTheThreads) {
+  EXPECT_NO_THROW(traceKernel(arangeOfThreadMultiple)); // num_warps = 4: 128 threads
+  Specialization eight = spec();
+  eight.numWarps = 8; // 384 is not a multiple of 256
+  expectUserError([&] { traceKernel(arangeOfThreadMultiple, eight); },
+                  {"arange(0, 384)", "multiple of 32 x num_warps = 256"});
 }
 
 TEST_F(DslErrorTest, LoadMaskOfWrongShape) {

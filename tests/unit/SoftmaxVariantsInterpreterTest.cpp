@@ -67,6 +67,24 @@ protected:
 constexpr auto kFwd = SoftmaxDirection::Forward;
 constexpr auto kBwd = SoftmaxDirection::Backward;
 
+// The registers kernel with or without the prefetch, at the planner's block for its warps.
+std::function<void(SoftmaxPlan &)> prefetch(bool on) {
+  return [=](SoftmaxPlan &p) {
+    p.prefetch = on;
+    p.numStages = 1;
+  };
+}
+
+// The registers kernel with this block (a multiple of 32 x warps), warps, prefetch and stages.
+std::function<void(SoftmaxPlan &)> block(int64_t size, int warps, bool pf, int stages = 1) {
+  return [=](SoftmaxPlan &p) {
+    p.blockSize = size;
+    p.numWarps = warps;
+    p.prefetch = pf;
+    p.numStages = stages;
+  };
+}
+
 } // namespace
 
 // --- online forward ---------------------------------------------------------------------------
@@ -193,6 +211,33 @@ TEST_F(SoftmaxVariantsInterpreterTest, SpecialValuesOnline) {
          .tweak = online(64)});
 }
 
+// --- the register prefetch, and blocks that are not a power of two -----------------------------
+
+TEST_F(SoftmaxVariantsInterpreterTest, PrefetchedRows) {
+  for (const char *dtype : {"fp32", "fp16"}) {
+    run({.direction = kFwd, .dtype = dtype, .rows = 1, .cols = 100, .tweak = prefetch(true)});
+    run({.direction = kFwd, .dtype = dtype, .rows = 7, .cols = 300, .tweak = prefetch(true),
+         .grid = 16});
+    run({.direction = kFwd, .dtype = dtype, .rows = 41, .cols = 380, .stride = 400,
+         .tweak = prefetch(true), .grid = 6});
+    run({.direction = kFwd, .dtype = dtype, .rows = 12, .cols = 300, .values = Values::Special,
+         .tweak = prefetch(true), .grid = 5});
+  }
+  run({.direction = kFwd, .rows = 9, .cols = 1000,
+       .tweak = [](SoftmaxPlan &p) {
+         cluster(4, 256)(p);
+         p.prefetch = true;
+       },
+       .grid = 8});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, BlocksThatAreNotAPowerOfTwo) {
+  run({.direction = kFwd, .dtype = "fp16", .rows = 10, .cols = 700, .tweak = block(768, 2, false)});
+  run({.direction = kFwd, .rows = 10, .cols = 384, .tweak = block(384, 4, false, 3), .grid = 3});
+  run({.direction = kFwd, .dtype = "bf16", .rows = 10, .cols = 301, .stride = 310,
+       .tweak = block(384, 1, true), .grid = 4});
+}
+
 // --- the planner --------------------------------------------------------------------------------
 
 TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
@@ -222,6 +267,14 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
   EXPECT_EQ(kernels::planSoftmax(781).blockSize, 1024);
+  // Rows that are not a power of two take a multiple of the CTA's tile when it is smaller.
+  EXPECT_EQ(kernels::planSoftmax(12288).blockSize, 12288);
+  EXPECT_EQ(kernels::planSoftmax(12160).blockSize, 12288);
+  EXPECT_EQ(kernels::planSoftmax(12288, "bf16").blockSize, 12288);
+  EXPECT_EQ(kernels::planSoftmax(3000).blockSize, 3072);
+  EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 6144); // 16 warps: tiles of 2048
+  EXPECT_TRUE(kernels::planSoftmax(4096).prefetch);
+  EXPECT_EQ(kernels::planSoftmax(12288).str(), "registers BLOCK 12288 warps 16 stages 1 prefetch");
   EXPECT_EQ(kernels::planSoftmax(262144).specialization("fp32", 10, 262144).clusterSize, 8);
   EXPECT_EQ(kernels::planOnline(SoftmaxDirection::Forward).specialization("fp32", 1, 1).clusterSize,
             1);
