@@ -90,27 +90,31 @@ SoftmaxPlan planOnline(SoftmaxDirection dir) {
                      .numStages = 4};
 }
 
-// {num_warps, num_stages, prefetch} by power-of-two block size, 256 ... 16384 (rows that are
+// {num_warps, num_stages, prefetch} by power-of-two block size, 256 ... 32768 (rows that are
 // not a power of two take their power of two's entry), from the sweeps of docs/PERF.md
 // (2026-11-21, M = 4096, best median GB/s per N).
 struct WarpsStages {
   int warps, stages;
   bool prefetch = false;
 };
-static WarpsStages fromTable(const WarpsStages (&table)[7], int64_t block) {
+constexpr int kTableSizes = 8;
+static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t block) {
   int i = 0;
-  for (int64_t b = 256; b < block && i < 6; b *= 2)
+  for (int64_t b = 256; b < block && i < kTableSizes - 1; b *= 2)
     ++i;
   return table[i];
 }
-// fp32: the next row prefetched into registers beats the cp.async ring at every size.
-constexpr WarpsStages kForward[7] = {{2, 1, true}, {1, 1, true},  {2, 1, true}, {2, 1, true},
-                                     {4, 1, true}, {16, 1, true}, {16, 1, true}};
+// fp32: the next row prefetched into registers beats the cp.async ring up to 16384. A row of
+// 32768 has no registers to spare for a second one: 32 warps and the ring.
+constexpr WarpsStages kForward[kTableSizes] = {
+    {2, 1, true}, {1, 1, true}, {2, 1, true},  {2, 1, true},
+    {4, 1, true}, {16, 1, true}, {16, 1, true}, {32, 3}};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay, and the
 // prefetch only for short rows.
-constexpr WarpsStages kHalfForward[7] = {{2, 1, true}, {2, 1, true}, {2, 1, true}, {2, 1},
-                                         {4, 1},       {8, 1},       {16, 3}};
-constexpr WarpsStages kBackward[7] = {{2, 1}, {2, 1}, {4, 1}, {1, 1}, {2, 1}, {4, 1}, {32, 1}};
+constexpr WarpsStages kHalfForward[kTableSizes] = {
+    {2, 1, true}, {2, 1, true}, {2, 1, true}, {2, 1}, {4, 1}, {8, 1}, {16, 3}, {16, 2}};
+constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
+                                                 {2, 1}, {4, 1}, {32, 1}, {32, 1}};
 
 // A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
 // maxBlock / 2 elements, or maxBlock when that takes more than kMaxCluster programs; nullopt

@@ -275,6 +275,9 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 6144); // 16 warps: tiles of 2048
   EXPECT_TRUE(kernels::planSoftmax(4096).prefetch);
   EXPECT_EQ(kernels::planSoftmax(12288).str(), "registers BLOCK 12288 warps 16 stages 1 prefetch");
+  // No registers for a second row of 32768: the cp.async ring at 32 warps.
+  EXPECT_EQ(kernels::planSoftmax(32768).str(), "registers BLOCK 32768 warps 32 stages 3");
+  EXPECT_EQ(kernels::planSoftmax(20000).blockSize, 20480);
   EXPECT_EQ(kernels::planSoftmax(262144).specialization("fp32", 10, 262144).clusterSize, 8);
   EXPECT_EQ(kernels::planOnline(SoftmaxDirection::Forward).specialization("fp32", 1, 1).clusterSize,
             1);
