@@ -107,7 +107,7 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
 // fp32: the next row prefetched into registers beats the cp.async ring up to 16384. A row of
 // 32768 has no registers to spare for a second one: 32 warps and the ring.
 constexpr WarpsStages kForward[kTableSizes] = {
-    {2, 1, true}, {1, 1, true}, {2, 1, true},  {2, 1, true},
+    {2, 1, true}, {1, 1, true}, {2, 1, true},  {4, 1, true},
     {4, 1, true}, {16, 1, true}, {16, 1, true}, {32, 3}};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay, and the
 // prefetch only for short rows.

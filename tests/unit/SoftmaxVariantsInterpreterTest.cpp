@@ -273,6 +273,7 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(12288, "bf16").blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(3000).blockSize, 3072);
   EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 6144); // 16 warps: tiles of 2048
+  EXPECT_EQ(kernels::planSoftmax(7680).str(), "registers BLOCK 8192 warps 16 stages 1 prefetch");
   EXPECT_TRUE(kernels::planSoftmax(4096).prefetch);
   EXPECT_EQ(kernels::planSoftmax(12288).str(), "registers BLOCK 12288 warps 16 stages 1 prefetch");
   // No registers for a second row of 32768: the cp.async ring at 32 warps.
