@@ -120,6 +120,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     assignLayouts(fn, options.numWarps);
     allocateSharedMemory(fn, options.numWarps);
     chooseVectorWidths(fn);
+    markConstantRuns(fn);
     pipelineLoads(fn, options.numWarps,
                   options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});

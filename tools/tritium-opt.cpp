@@ -37,6 +37,8 @@ options:
                          layouts    blocked layouts on every block value (TIR -> GIR)
                          shared     shared-memory slots for cross-warp reductions (GIR)
                          vectorize  vector widths of loads and stores (GIR, needs layouts)
+                         runs       constant runs of elementwise values, computed once per
+                                    run (GIR, needs layouts)
                          pipeline   cp.async pipelining plan of loops with num_stages >= 2 (GIR)
   --emit=STAGE         then run the pipeline: tir (verify, cse, dce) | gir | llvm | ptx
   --num-warps=N        warps per program for the GPU passes (default: the kernel's num_warps
@@ -79,6 +81,7 @@ const std::map<std::string, Pass> &passes() {
        {true,
         [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
       {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
+      {"runs", {true, [](ir::Function &f, const CompileOptions &) { markConstantRuns(f); }}},
       {"pipeline",
        {true,
         [](ir::Function &f, const CompileOptions &o) {
@@ -138,7 +141,7 @@ int main(int argc, char **argv) {
         if (!passes().count(p))
           usageError("unknown pass '" + p +
                      "' (passes: cse, dce, layouts, shared, vectorize, "
-                     "pipeline)");
+                     "runs, pipeline)");
         passList.push_back(p);
       }
     } else if (auto v = value("--emit")) {
@@ -179,7 +182,7 @@ int main(int argc, char **argv) {
                       std::to_string(options.numWarps));
     for (const std::string &p : passList) {
       const Pass &pass = passes().at(p);
-      if ((p == "vectorize" || p == "pipeline") && !isGir)
+      if ((p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)
         throw UserError("pass '" + p + "' needs layouts: run 'layouts' before it");
       pass.run(*fn, options);
       isGir = isGir || p == "layouts";

@@ -97,10 +97,13 @@ llvm::Value *exp(Lowering &l, llvm::Value *x) {
 bool lowerElementwise(Lowering &l, const ir::Op &op) {
   auto &b = l.b;
   const ir::Value *res = op.numResults() ? op.result() : nullptr;
+  // Values constant over aligned runs of this thread's elements (MarkConstantRuns.cpp) are
+  // computed once per run.
+  int64_t run = op.hasAttr("constancy") ? op.intAttr("constancy") : 1;
   auto perElement = [&](auto &&fn) {
     Elements out;
     for (int64_t k = 0; k < l.elementsPerThread(res); ++k)
-      out.push_back(fn(k));
+      out.push_back(k % run ? out[size_t(k - k % run)] : fn(k));
     l.set(res, std::move(out));
   };
   auto operand = [&](unsigned i, int64_t k) { return l.get(op.operand(i)).at(size_t(k)); };

@@ -22,6 +22,11 @@ void allocateSharedMemory(ir::Function &fn, int numWarps);
 // the axis analysis (contiguity, alignment, mask constancy) and the layout.
 void chooseVectorWidths(ir::Function &fn);
 
+// Gives each elementwise block op whose value is constant over aligned runs of a thread's
+// elements (masks of whole vectors) a "constancy" attribute: the run length the lowering may
+// compute once.
+void markConstantRuns(ir::Function &fn);
+
 // Plans cp.async software pipelining of loads in `for` loops with num_stages >= 2 (see
 // PipelineLoads.cpp), within `maxSharedBytes` of shared memory per CTA.
 void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes);
