@@ -222,6 +222,10 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   if (o.minBlocks > 0)
     p.minBlocksPerSM = o.minBlocks;
   if (cluster > 0) { // the row split over `cluster` programs
+    if (!o.online && p.online) { // the planner's online plan: slices in registers instead
+      p.online = false;
+      p.numStages = 1;
+    }
     p.splitOver(int(cluster), cols);
     p.minBlocksPerSM = std::max(1, o.minBlocks);
   }

@@ -15,8 +15,11 @@ constexpr int64_t kMaxRegisterBlock = 32768;
 constexpr int64_t kMaxRegisterBlockBackward = 16384; // o and dout: 32 values per thread
 
 // A cluster of 8 is the portable maximum: a row of up to 8 x 32768 fp32 (the longest,
-// 262144) is read once; longer rows fall back to the online kernel.
+// 262144) is read once; longer rows fall back to the online kernel. The backward, whose slices
+// stop at 16384, goes on to Hopper's non-portable 16 (262144 backward: 0.86 of copy against 0.61
+// for the online kernel, docs/PERF.md); the forward measured slower at 16 than at 8.
 constexpr int kMaxCluster = 8;
+constexpr int kMaxClusterBackward = 16;
 
 Kernel &SoftmaxPlan::kernel() const {
   bool forward = direction == SoftmaxDirection::Forward;
@@ -117,23 +120,30 @@ constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
                                                  {2, 1}, {4, 1}, {32, 1}, {32, 1}};
 
 // A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
-// maxBlock / 2 elements, or maxBlock when that takes more than kMaxCluster programs; nullopt
-// when even that does not fit. The smaller slice with 64 values per thread (8 warps forward)
-// leaves room for two CTAs per SM, so one row's loads overlap another's reductions: the best
-// of a cluster size x warps x stages sweep at N = 32768 ... 262144 (docs/PERF.md). Cp.async
-// pipelining does not pay here: its ring would leave room for one CTA per SM.
+// maxBlock / 2 elements, or maxBlock when that takes more than kMaxCluster programs (the
+// backward then up to kMaxClusterBackward); nullopt when even that does not fit. The smaller
+// slice with 64 values per thread (8 warps forward) leaves room for two CTAs per SM, so one
+// row's loads overlap another's reductions: the best of a cluster size x warps x stages sweep
+// at N = 32768 ... 262144 (docs/PERF.md). Cp.async pipelining does not pay here: its ring
+// would leave room for one CTA per SM.
 static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
                                               int64_t maxBlock) {
-  for (int64_t block : {maxBlock / 2, maxBlock}) {
-    int64_t size = (cols + block - 1) / block;
-    if (size > kMaxCluster)
+  bool forward = dir == SoftmaxDirection::Forward;
+  struct Option {
+    int64_t block;
+    int maxSize;
+  };
+  for (Option o : {Option{maxBlock / 2, kMaxCluster}, Option{maxBlock, kMaxCluster},
+                   Option{maxBlock, forward ? kMaxCluster : kMaxClusterBackward}}) {
+    int64_t size = (cols + o.block - 1) / o.block;
+    if (size > o.maxSize)
       continue;
-    int perThread = dir == SoftmaxDirection::Forward ? 64 : 32; // backward holds o and dout
-    int warps = int(std::clamp<int64_t>(block / (32 * perThread), 1, 32));
+    int perThread = forward ? 64 : 32; // backward holds o and dout
+    int warps = int(std::clamp<int64_t>(o.block / (32 * perThread), 1, 32));
     // Two CTAs per SM only if ptxas is told to keep registers low enough for them.
-    int perSM = block == maxBlock / 2 ? 2 : 1;
+    int perSM = o.block == maxBlock / 2 ? 2 : 1;
     return SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
-                       .minBlocksPerSM = perSM, .blockSize = block, .numWarps = warps,
+                       .minBlocksPerSM = perSM, .blockSize = o.block, .numWarps = warps,
                        .numStages = 1};
   }
   return std::nullopt;

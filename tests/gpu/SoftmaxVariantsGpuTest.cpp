@@ -106,7 +106,7 @@ TEST_F(SoftmaxVariantsGpuTest, BackwardInRegisters) {
 TEST_F(SoftmaxVariantsGpuTest, BackwardOnline) {
   SKIP_WITHOUT_GPU();
   run({.direction = kBwd, .rows = 256, .cols = 20000, .tweak = forceOnline()});
-  run({.direction = kBwd, .rows = 32, .cols = 262144}, "online");
+  run({.direction = kBwd, .rows = 32, .cols = 262144 + 5}, "online");
   run({.direction = kBwd, .rows = 300, .cols = 2000, .tweak = forceOnline()});
 }
 
@@ -199,6 +199,10 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterBackward) {
   run({.direction = kBwd, .rows = 500, .cols = 32768}, "cluster");
   run({.direction = kBwd, .rows = 77, .cols = 131072}, "cluster"); // 8 x 16384
   run({.direction = kBwd, .rows = 50, .cols = 100003, .stride = 100100}, "cluster");
+  // Clusters of 16 (Hopper's non-portable size): 16 x 16384, and a row that leaves the last
+  // programs of the cluster with nothing but masked lanes.
+  run({.direction = kBwd, .rows = 40, .cols = 262144}, "cluster 16");
+  run({.direction = kBwd, .dtype = "bf16", .rows = 21, .cols = 250001}, "cluster 16");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, ClusterSpecialValues) {

@@ -151,6 +151,7 @@ TEST_F(SoftmaxVariantsInterpreterTest, ClusterForwardWithMaskedTail) {
 TEST_F(SoftmaxVariantsInterpreterTest, ClusterBackward) {
   run({.direction = kBwd, .rows = 11, .cols = 1000, .tweak = cluster(4, 256)});
   run({.direction = kBwd, .rows = 7, .cols = 999, .stride = 1001, .tweak = cluster(8, 128)});
+  run({.direction = kBwd, .rows = 5, .cols = 1900, .tweak = cluster(16, 128)}); // last slice empty
 }
 
 TEST_F(SoftmaxVariantsInterpreterTest, ClusterHalfAndBfloat) {
@@ -264,7 +265,11 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 1");
   EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
   EXPECT_TRUE(kernels::planSoftmaxBackward(131072).cluster());
-  EXPECT_TRUE(kernels::planSoftmaxBackward(262144).online);
+  // The backward goes on to clusters of 16 x 16384 (Hopper's non-portable size), then online.
+  EXPECT_EQ(kernels::planSoftmaxBackward(262144).str(), "cluster 16 x BLOCK 16384 warps 16 stages 1");
+  EXPECT_EQ(kernels::planSoftmaxBackward(131072).clusterSize, 8);
+  EXPECT_TRUE(kernels::planSoftmaxBackward(262145).online);
+  EXPECT_EQ(kernels::planSoftmax(262144 + 1).clusterSize, 1); // the forward stops at 8
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
   EXPECT_EQ(kernels::planSoftmax(781).blockSize, 1024);
   // Rows that are not a power of two take a multiple of the CTA's tile when it is smaller.
