@@ -3,6 +3,8 @@
 #include "frontend/Tracer.h"
 #include "frontend/TypeRules.h"
 
+#include "compiler/ir/Layout.h"
+
 #include <bit>
 
 namespace tritium::dsl {
@@ -197,10 +199,8 @@ Value cluster_gather(const Operand &x, const Operand &other, Loc l) {
 // thread of the CTA (a multiple of 32 x num_warps): a row of 12288 at 16 warps needs no masked
 // quarter, as its power of two (16384) would.
 static void checkBlockSize(int64_t n, const std::string &what, const SourceLoc &loc) {
-  if (std::has_single_bit(static_cast<uint64_t>(n)))
-    return;
   int64_t threads = 32 * Tracer::current(loc).function().intAttr("num_warps").value_or(4);
-  if (n % threads != 0)
+  if (!ir::hasBlockedLayout(n, threads))
     userError(what + ": the block size " + std::to_string(n) +
                   " must be a power of two or a multiple of 32 x num_warps = " +
                   std::to_string(threads) + " (round it up and mask the tail)",

@@ -250,4 +250,24 @@ void runWorkedExample(CUstream stream, const std::function<void()> &sync,
     EXPECT_NEAR(got[i], WorkedExample::dx[i], 5.2e-5) << "dX[" << i / 3 << "][" << i % 3 << "]";
 }
 
+// Plan tweaks shared by the GPU tests and their interpreter twins.
+// The registers kernel with or without the prefetch, at the planner's block for its warps.
+inline std::function<void(kernels::SoftmaxPlan &)> prefetch(bool on) {
+  return [=](kernels::SoftmaxPlan &p) {
+    p.prefetch = on;
+    p.numStages = 1;
+  };
+}
+
+// The registers kernel with this block (a multiple of 32 x warps), warps, prefetch and stages.
+inline std::function<void(kernels::SoftmaxPlan &)> withBlock(int64_t size, int warps, bool pf,
+                                                            int stages = 1) {
+  return [=](kernels::SoftmaxPlan &p) {
+    p.blockSize = size;
+    p.numWarps = warps;
+    p.prefetch = pf;
+    p.numStages = stages;
+  };
+}
+
 } // namespace tritium::testing

@@ -226,6 +226,7 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
       p.online = false;
       p.numStages = 1;
     }
+    p.prefetch = false; // the plain cluster kernel unless --prefetch=1 says otherwise
     p.splitOver(int(cluster), cols);
     p.minBlocksPerSM = std::max(1, o.minBlocks);
   }

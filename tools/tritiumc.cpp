@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
     int64_t cluster = parseInt("--cluster-size", opts["cluster-size"]);
     if (cluster < 1 || cluster > 16)
       usageError("--cluster-size must be from 1 to 16");
+    plan.prefetch = false; // the plain cluster kernel unless --prefetch says otherwise
     plan.splitOver(int(cluster), nCols);
   }
   if (opts.count("num-stages")) {

@@ -4,7 +4,6 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
-#include <bit>
 #include <numeric>
 #include <map>
 
@@ -43,9 +42,7 @@ void assignLayouts(ir::Function &fn, int numWarps) {
                     ") are not supported yet: tritium lowers 1-D blocks",
                 loc);
     int64_t n = t.shape()[0];
-    // Blocks smaller than the CTA wrap around it, which needs a power of two; larger ones give
-    // every thread the same number of elements.
-    if (n < threads ? !std::has_single_bit(uint64_t(n)) : n % threads != 0)
+    if (!ir::hasBlockedLayout(n, threads))
       userError(t.str() + ": a block size must be a power of two or a multiple of 32 x " +
                     "num_warps = " + std::to_string(threads),
                 loc);

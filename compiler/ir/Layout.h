@@ -22,4 +22,10 @@ struct Layout {
   bool operator==(const Layout &o) const = default;
 };
 
+// Whether a 1-D block of n elements has a blocked layout over `threads` threads: a power of two
+// (smaller blocks wrap around the CTA), or the same number of elements in every thread.
+inline bool hasBlockedLayout(int64_t n, int64_t threads) {
+  return n > 0 && ((n & (n - 1)) == 0 || n % threads == 0);
+}
+
 } // namespace tritium::ir

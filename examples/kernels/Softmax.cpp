@@ -43,8 +43,7 @@ static void softmax_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
 
 Kernel &softmaxKernel() {
   static auto k = kernel("softmax_kernel", softmax_kernel,
-                         {"output_ptr", "input_ptr", "input_row_stride", "output_row_stride",
-                          "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+                         kSoftmaxParams);
   return k;
 }
 

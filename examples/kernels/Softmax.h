@@ -7,10 +7,15 @@
 #include "frontend/Kernel.h"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace tritium::kernels {
 
 // softmax(out, in, in_row_stride, out_row_stride, n_rows, n_cols; BLOCK_SIZE, num_stages)
+inline const std::vector<std::string> kSoftmaxParams = {
+    "output_ptr", "input_ptr", "input_row_stride", "output_row_stride",
+    "n_rows",     "n_cols",    "BLOCK_SIZE",       "num_stages"};
 Kernel &softmaxKernel();       // the row in registers: n_cols <= BLOCK_SIZE
 Kernel &softmaxOnlineKernel(); // any n_cols, in blocks of BLOCK_SIZE, two passes
 // A thread-block cluster per row (Specialization::clusterSize = C): n_cols <= C x BLOCK_SIZE,
@@ -24,6 +29,9 @@ Kernel &softmaxPrefetchKernel();
 Kernel &softmaxClusterPrefetchKernel();
 // softmax_backward(dx, o, dout, dx_row_stride, o_row_stride, dout_row_stride, n_rows, n_cols;
 //                  BLOCK_SIZE, num_stages)
+inline const std::vector<std::string> kSoftmaxBackwardParams = {
+    "dx_ptr", "o_ptr",  "dout_ptr",   "dx_row_stride", "o_row_stride", "dout_row_stride",
+    "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"};
 Kernel &softmaxBackwardKernel();       // the row in registers: n_cols <= BLOCK_SIZE
 Kernel &softmaxBackwardOnlineKernel(); // any n_cols, two passes
 Kernel &softmaxBackwardClusterKernel(); // n_cols <= C x BLOCK_SIZE, one cluster per row

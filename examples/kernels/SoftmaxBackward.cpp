@@ -51,18 +51,14 @@ static void softmax_backward_online_kernel(Ptr dx_ptr, Ptr o_ptr, Ptr dout_ptr,
   }
 }
 
-static const std::vector<std::string> kBackwardParams = {
-    "dx_ptr",  "o_ptr",  "dout_ptr",   "dx_row_stride", "o_row_stride", "dout_row_stride",
-    "n_rows",  "n_cols", "BLOCK_SIZE", "num_stages"};
-
 Kernel &softmaxBackwardKernel() {
-  static auto k = kernel("softmax_backward_kernel", softmax_backward_kernel, kBackwardParams);
+  static auto k = kernel("softmax_backward_kernel", softmax_backward_kernel, kSoftmaxBackwardParams);
   return k;
 }
 
 Kernel &softmaxBackwardOnlineKernel() {
   static auto k = kernel("softmax_backward_online_kernel", softmax_backward_online_kernel,
-                         kBackwardParams);
+                         kSoftmaxBackwardParams);
   return k;
 }
 

@@ -13,6 +13,7 @@
 #include "frontend/DSL.h"
 
 #include <cmath>
+#include <string>
 #include <utility>
 
 namespace tritium::kernels {
@@ -25,6 +26,25 @@ static std::pair<Value, Value> clusterRows() {
   return {program_id(0) / cluster_size(), num_programs(0) / cluster_size()};
 }
 
+// Softmax of one row slice held in registers (fp32), stored through `out_ptrs`. The slice's own
+// max and sum come first, so that the cluster exchanges once per row (the two gathers share one
+// barrier) instead of once for the max and once for the sum. A slice of only -inf (past the end
+// of the row, or masked attention) has no max: it adds 0.
+static void storeSoftmaxSlice(const Value &row, const Value &out_ptrs, const Value &mask,
+                              const std::string &out_dtype) {
+  auto slice_max = max(row, 0);
+  auto has_max = slice_max > -INFINITY;
+  auto numerator = exp(row - where(has_max, slice_max, 0.0));
+  auto slice_sum = sum(numerator, 0);
+  auto maxes = cluster_gather(slice_max, -INFINITY);
+  auto sums = cluster_gather(slice_sum, 0.0);
+  auto row_max = max(maxes, 0);
+  // A row of only -inf gives 0 / 0 = NaN, as torch does.
+  auto row_sum = sum(where(maxes > -INFINITY, sums * exp(maxes - row_max), 0.0), 0);
+  auto scale = where(has_max, exp(slice_max - row_max), 0.0) / row_sum;
+  store(out_ptrs, cast(numerator * scale, out_dtype), mask);
+}
+
 static void softmax_cluster_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
                                    Int output_row_stride, Int n_rows, Int n_cols,
                                    int BLOCK_SIZE, int num_stages) {
@@ -33,21 +53,29 @@ static void softmax_cluster_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_
     auto cols = cluster_rank() * BLOCK_SIZE + arange(0, BLOCK_SIZE);
     auto mask = cols < n_cols;
     auto row = cast(load(input_ptr + row_idx * input_row_stride + cols, mask, -INFINITY), "fp32");
-    // The slice's own max and sum first, so that the cluster exchanges once per row (the two
-    // gathers share one barrier) instead of once for the max and once for the sum. A slice of
-    // only -inf (past the end of the row, or masked attention) has no max: it adds 0.
-    auto slice_max = max(row, 0);
-    auto has_max = slice_max > -INFINITY;
-    auto numerator = exp(row - where(has_max, slice_max, 0.0));
-    auto slice_sum = sum(numerator, 0);
-    auto maxes = cluster_gather(slice_max, -INFINITY);
-    auto sums = cluster_gather(slice_sum, 0.0);
-    auto row_max = max(maxes, 0);
-    // A row of only -inf gives 0 / 0 = NaN, as torch does.
-    auto row_sum = sum(where(maxes > -INFINITY, sums * exp(maxes - row_max), 0.0), 0);
-    auto scale = where(has_max, exp(slice_max - row_max), 0.0) / row_sum;
-    store(output_ptr + row_idx * output_row_stride + cols,
-          cast(numerator * scale, output_ptr.dtype()), mask);
+    storeSoftmaxSlice(row, output_ptr + row_idx * output_row_stride + cols, mask,
+                      output_ptr.dtype());
+  }
+}
+
+// The same with each program's slice of the cluster's next row loaded into registers before
+// this row's exchange (SoftmaxPlan::prefetch; SoftmaxPrefetch.cpp explains the idea).
+static void softmax_cluster_prefetch_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride,
+                                            Int output_row_stride, Int n_rows, Int n_cols,
+                                            int BLOCK_SIZE, int num_stages) {
+  (void)num_stages; // the prefetch replaces the cp.async ring: always 1
+  auto [cluster, clusters] = clusterRows();
+  auto cols = cluster_rank() * BLOCK_SIZE + arange(0, BLOCK_SIZE);
+  auto mask = cols < n_cols;
+  auto next = load(input_ptr + cluster * input_row_stride + cols, mask & (cluster < n_rows),
+                   -INFINITY);
+  for (auto row_idx : range(cluster, n_rows, clusters).carry(next)) {
+    auto row = cast(next, "fp32");
+    auto next_idx = row_idx + clusters;
+    next = load(input_ptr + next_idx * input_row_stride + cols, mask & (next_idx < n_rows),
+                -INFINITY);
+    storeSoftmaxSlice(row, output_ptr + row_idx * output_row_stride + cols, mask,
+                      output_ptr.dtype());
   }
 }
 
@@ -145,30 +173,32 @@ static void softmax_backward_cluster_online_kernel(Ptr dx_ptr, Ptr o_ptr, Ptr do
 
 Kernel &softmaxClusterOnlineKernel() {
   static auto k = kernel("softmax_cluster_online_kernel", softmax_cluster_online_kernel,
-                         {"output_ptr", "input_ptr", "input_row_stride", "output_row_stride",
-                          "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+                         kSoftmaxParams);
   return k;
 }
 
 Kernel &softmaxBackwardClusterOnlineKernel() {
   static auto k =
       kernel("softmax_backward_cluster_online_kernel", softmax_backward_cluster_online_kernel,
-             {"dx_ptr", "o_ptr", "dout_ptr", "dx_row_stride", "o_row_stride", "dout_row_stride",
-              "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+             kSoftmaxBackwardParams);
+  return k;
+}
+
+Kernel &softmaxClusterPrefetchKernel() {
+  static auto k =
+      kernel("softmax_cluster_prefetch_kernel", softmax_cluster_prefetch_kernel, kSoftmaxParams);
   return k;
 }
 
 Kernel &softmaxClusterKernel() {
   static auto k = kernel("softmax_cluster_kernel", softmax_cluster_kernel,
-                         {"output_ptr", "input_ptr", "input_row_stride", "output_row_stride",
-                          "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+                         kSoftmaxParams);
   return k;
 }
 
 Kernel &softmaxBackwardClusterKernel() {
   static auto k = kernel("softmax_backward_cluster_kernel", softmax_backward_cluster_kernel,
-                         {"dx_ptr", "o_ptr", "dout_ptr", "dx_row_stride", "o_row_stride",
-                          "dout_row_stride", "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+                         kSoftmaxBackwardParams);
   return k;
 }
 

@@ -48,8 +48,7 @@ static void softmax_online_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_s
 
 Kernel &softmaxOnlineKernel() {
   static auto k = kernel("softmax_online_kernel", softmax_online_kernel,
-                         {"output_ptr", "input_ptr", "input_row_stride", "output_row_stride",
-                          "n_rows", "n_cols", "BLOCK_SIZE", "num_stages"});
+                         kSoftmaxParams);
   return k;
 }
 

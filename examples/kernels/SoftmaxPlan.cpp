@@ -2,6 +2,8 @@
 // measured on the H200 (docs/PERF.md); a caller can change any field of a plan.
 #include "examples/kernels/SoftmaxPlan.h"
 
+#include "examples/kernels/HostDtype.h"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -42,7 +44,7 @@ void SoftmaxPlan::splitOver(int size, int64_t cols) {
 
 void SoftmaxPlan::fitBlock(int64_t cols, const std::string &dtype) {
   int64_t pow2 = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, cols))));
-  int64_t tile = 32 * int64_t(numWarps) * (dtype == "fp32" ? 4 : 8);
+  int64_t tile = 32 * int64_t(numWarps) * (16 / bytesOf(dtype)); // 16-byte vectors
   blockSize = std::min(pow2, (cols + tile - 1) / tile * tile);
 }
 
@@ -77,7 +79,7 @@ std::string SoftmaxPlan::str() const {
                                         : "registers";
   std::string s = kind + " BLOCK " + std::to_string(blockSize) + " warps " +
                   std::to_string(numWarps) + " stages " + std::to_string(numStages);
-  if (prefetch && !online && direction == SoftmaxDirection::Forward)
+  if (prefetch)
     s += " prefetch";
   return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
@@ -176,16 +178,20 @@ SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype) {
                      .blockSize = block, .numWarps = ws.warps, .numStages = ws.stages};
 }
 
-static void requireDirection(const SoftmaxPlan &plan, SoftmaxDirection want, const char *what) {
+// A plan the kernels can run as written: nothing in it is silently ignored.
+static void requireRunnable(const SoftmaxPlan &plan, SoftmaxDirection want, const char *what) {
   if (plan.direction != want)
     throw UserError(std::string(what) + " was given a plan for the other direction (" +
                     plan.str() + ")");
+  if (plan.prefetch && (plan.online || want != SoftmaxDirection::Forward || plan.numStages != 1))
+    throw UserError(std::string(what) + ": the prefetch applies to the one-pass forward kernels "
+                    "and replaces the cp.async ring (num_stages 1), but the plan is " + plan.str());
 }
 
 CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype, KernelArg out,
                                KernelArg in, SoftmaxShape shape, int64_t inStride,
                                int64_t outStride, CUstream stream, int64_t grid) {
-  requireDirection(plan, SoftmaxDirection::Forward, "softmaxForward");
+  requireRunnable(plan, SoftmaxDirection::Forward, "softmaxForward");
   if (shape.cols > plan.maxCols())
     throw UserError("softmaxForward: rows of " + std::to_string(shape.cols) +
                     " columns do not fit the plan's block (" + plan.str() + ")");
@@ -201,7 +207,7 @@ CompiledKernel &softmaxBackward(const SoftmaxPlan &plan, const std::string &dtyp
                                 KernelArg o, KernelArg dout, SoftmaxShape shape,
                                 int64_t dxStride, int64_t oStride, int64_t doutStride,
                                 CUstream stream, int64_t grid) {
-  requireDirection(plan, SoftmaxDirection::Backward, "softmaxBackward");
+  requireRunnable(plan, SoftmaxDirection::Backward, "softmaxBackward");
   if (shape.cols > plan.maxCols())
     throw UserError("softmaxBackward: rows of " + std::to_string(shape.cols) +
                     " columns do not fit the plan's block (" + plan.str() + ")");

@@ -17,6 +17,8 @@ using kernels::SoftmaxDirection;
 using kernels::SoftmaxPlan;
 using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
+using tritium::testing::prefetch;
+using tritium::testing::withBlock;
 
 namespace {
 
@@ -44,24 +46,6 @@ constexpr auto kBwd = SoftmaxDirection::Backward;
 
 std::function<void(SoftmaxPlan &)> forceOnline() {
   return [](SoftmaxPlan &p) { p = kernels::planOnline(p.direction); };
-}
-
-// The registers kernel with or without the prefetch, at the planner's block for its warps.
-std::function<void(SoftmaxPlan &)> prefetch(bool on) {
-  return [=](SoftmaxPlan &p) {
-    p.prefetch = on;
-    p.numStages = 1;
-  };
-}
-
-// The registers kernel with this block (a multiple of 32 x warps), warps, prefetch and stages.
-std::function<void(SoftmaxPlan &)> block(int64_t size, int warps, bool pf, int stages = 1) {
-  return [=](SoftmaxPlan &p) {
-    p.blockSize = size;
-    p.numWarps = warps;
-    p.prefetch = pf;
-    p.numStages = stages;
-  };
 }
 
 } // namespace
@@ -169,6 +153,7 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterForward) {
     run({.direction = kFwd, .rows = 100, .cols = size * 4096 - 3, .stride = size * 4096 + 4,
          .tweak = [=](SoftmaxPlan &p) {
            p.online = false;
+           p.prefetch = false; // the plain cluster kernel (the planner prefetches short rows)
            p.clusterSize = size;
            p.blockSize = 4096;
            p.numWarps = 4;
@@ -220,6 +205,7 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterWorkedExample) {
   tritium::testing::runWorkedExample<rt::DeviceBuffer>(
       stream.get(), sync, [](SoftmaxPlan &p) {
         p.online = false;
+        p.prefetch = false;
         p.clusterSize = 2;
         p.blockSize = 2;
         p.numWarps = 1;
@@ -253,9 +239,9 @@ TEST_F(SoftmaxVariantsGpuTest, BlocksThatAreNotAPowerOfTwo) {
   SKIP_WITHOUT_GPU();
   // 12 halves per thread: 8-byte runs instead of 16.
   run({.direction = kFwd, .dtype = "fp16", .rows = 300, .cols = 6000,
-       .tweak = block(6144, 16, false)});
+       .tweak = withBlock(6144, 16, false)});
   // Through the cp.async ring: six tiles of 2048 per stage.
-  run({.direction = kFwd, .rows = 300, .cols = 12288, .tweak = block(12288, 16, false, 3)});
+  run({.direction = kFwd, .rows = 300, .cols = 12288, .tweak = withBlock(12288, 16, false, 3)});
   run({.direction = kFwd, .dtype = "bf16", .rows = 300, .cols = 3001, .stride = 3008,
-       .tweak = block(3072, 4, true)});
+       .tweak = withBlock(3072, 4, true)});
 }

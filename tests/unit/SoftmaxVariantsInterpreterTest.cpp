@@ -14,6 +14,8 @@ using kernels::SoftmaxDirection;
 using kernels::SoftmaxPlan;
 using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
+using tritium::testing::prefetch;
+using tritium::testing::withBlock;
 
 namespace {
 
@@ -22,6 +24,7 @@ using HostRun = tritium::testing::SoftmaxCaseRun<interpreter::HostBuffer>;
 // Cluster plan with small slices, so that interpreted rows span several programs.
 std::function<void(SoftmaxPlan &)> cluster(int size, int64_t block) {
   return [=](SoftmaxPlan &p) {
+    p.prefetch = false; // the planner's choice for short fp32 rows
     p.online = false;
     p.clusterSize = size;
     p.blockSize = block;
@@ -33,6 +36,7 @@ std::function<void(SoftmaxPlan &)> cluster(int size, int64_t block) {
 // Cluster plan whose programs stream their slices in small blocks.
 std::function<void(SoftmaxPlan &)> clusterOnline(int size, int64_t block, int stages = 2) {
   return [=](SoftmaxPlan &p) {
+    p.prefetch = false; // the planner's choice for short fp32 rows
     p.online = true;
     p.clusterSize = size;
     p.blockSize = block;
@@ -44,6 +48,7 @@ std::function<void(SoftmaxPlan &)> clusterOnline(int size, int64_t block, int st
 // Online plan with a small block, so that interpreted rows take several iterations.
 std::function<void(SoftmaxPlan &)> online(int64_t block, int stages = 3) {
   return [=](SoftmaxPlan &p) {
+    p.prefetch = false; // the planner's choice for short fp32 rows
     p.online = true;
     p.blockSize = block;
     p.numWarps = 1;
@@ -66,24 +71,6 @@ protected:
 
 constexpr auto kFwd = SoftmaxDirection::Forward;
 constexpr auto kBwd = SoftmaxDirection::Backward;
-
-// The registers kernel with or without the prefetch, at the planner's block for its warps.
-std::function<void(SoftmaxPlan &)> prefetch(bool on) {
-  return [=](SoftmaxPlan &p) {
-    p.prefetch = on;
-    p.numStages = 1;
-  };
-}
-
-// The registers kernel with this block (a multiple of 32 x warps), warps, prefetch and stages.
-std::function<void(SoftmaxPlan &)> block(int64_t size, int warps, bool pf, int stages = 1) {
-  return [=](SoftmaxPlan &p) {
-    p.blockSize = size;
-    p.numWarps = warps;
-    p.prefetch = pf;
-    p.numStages = stages;
-  };
-}
 
 } // namespace
 
@@ -233,10 +220,10 @@ TEST_F(SoftmaxVariantsInterpreterTest, PrefetchedRows) {
 }
 
 TEST_F(SoftmaxVariantsInterpreterTest, BlocksThatAreNotAPowerOfTwo) {
-  run({.direction = kFwd, .dtype = "fp16", .rows = 10, .cols = 700, .tweak = block(768, 2, false)});
-  run({.direction = kFwd, .rows = 10, .cols = 384, .tweak = block(384, 4, false, 3), .grid = 3});
+  run({.direction = kFwd, .dtype = "fp16", .rows = 10, .cols = 700, .tweak = withBlock(768, 2, false)});
+  run({.direction = kFwd, .rows = 10, .cols = 384, .tweak = withBlock(384, 4, false, 3), .grid = 3});
   run({.direction = kFwd, .dtype = "bf16", .rows = 10, .cols = 301, .stride = 310,
-       .tweak = block(384, 1, true), .grid = 4});
+       .tweak = withBlock(384, 1, true), .grid = 4});
 }
 
 // --- the planner --------------------------------------------------------------------------------
@@ -313,5 +300,26 @@ TEST_F(SoftmaxVariantsInterpreterTest, PlanMistakesAreUserErrors) {
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("rows of 1000 columns do not fit"), std::string::npos)
         << e.what();
+  }
+  // The prefetch replaces the ring and exists for the one-pass forward only: a plan that asks
+  // for more is refused rather than half obeyed.
+  SoftmaxPlan ring = kernels::planSoftmax(100);
+  ring.prefetch = true;
+  ring.numStages = 3;
+  SoftmaxPlan backward = kernels::planSoftmaxBackward(100);
+  backward.prefetch = true;
+  for (auto [plan, launch] :
+       {std::pair{ring, true}, std::pair{backward, false}}) {
+    try {
+      if (launch)
+        kernels::softmaxForward(plan, "fp32", a, b, {1, 100}, 100, 100, nullptr);
+      else
+        kernels::softmaxBackward(plan, "fp32", a, b, c, {1, 100}, 100, 100, 100, nullptr);
+      ADD_FAILURE() << "no error for " << plan.str();
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("the prefetch applies to the one-pass forward"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
