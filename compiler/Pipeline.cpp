@@ -81,6 +81,11 @@ int64_t maxSharedBytesFor(const std::string &arch) {
   return 49152;
 }
 
+bool bulkCopiesAllowed(const CompileOptions &options) {
+  const std::string &arch = options.arch;
+  return options.bulkCopies && arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
+}
+
 void optimizeTIR(ir::Function &fn) {
   StageTimer timer("tir");
   ir::verify(fn, "tracing");
@@ -122,7 +127,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     chooseVectorWidths(fn);
     markConstantRuns(fn);
     pipelineLoads(fn, options.numWarps,
-                  options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch));
+                  options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch),
+                  bulkCopiesAllowed(options));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);

@@ -24,10 +24,15 @@ struct CompileOptions {
   int clusterSize = 1; // programs per thread-block cluster; must match the TIR's cluster_size
   // Shared memory one CTA may use (the pipelining ring's budget); 0: the architecture's limit.
   int64_t maxSharedBytes = 0;
+  // Pipelined loads of whole contiguous rows as one bulk copy per stage (TMA, sm_90 and later),
+  // where they qualify; false: one 16-byte cp.async per thread and vector everywhere.
+  bool bulkCopies = true;
 };
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
 int64_t maxSharedBytesFor(const std::string &arch);
+// Whether `options` lets the pipeliner use bulk copies: asked for, and sm_90 or later.
+bool bulkCopiesAllowed(const CompileOptions &options);
 
 struct Artifacts {
   std::string tir;  // after TIR optimization, with source locations

@@ -23,6 +23,8 @@ std::string Specialization::str() const {
     s += ";cluster=" + std::to_string(clusterSize);
   if (minBlocksPerSM != 1)
     s += ";min_blocks=" + std::to_string(minBlocksPerSM);
+  if (!bulkCopies)
+    s += ";bulk=0";
   return s;
 }
 
@@ -150,7 +152,8 @@ static CompileOptions optionsOf(const Specialization &spec) {
                         .ptxVersion = spec.ptxVersion,
                         .numWarps = spec.numWarps,
                         .numStages = spec.numStages,
-                        .clusterSize = spec.clusterSize};
+                        .clusterSize = spec.clusterSize,
+                        .bulkCopies = spec.bulkCopies};
 }
 
 Artifacts Kernel::compileTo(const Specialization &spec, Stage last,

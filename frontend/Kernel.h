@@ -34,6 +34,9 @@ struct Specialization {
   // SM (1: no limit beyond num_warps'). Two blocks per SM let one row's loads overlap another's
   // reductions.
   int minBlocksPerSM = 1;
+  // Pipelined loads that read whole contiguous rows become one bulk copy (TMA) per stage on
+  // sm_90; false keeps one 16-byte cp.async per thread and vector (CompileOptions::bulkCopies).
+  bool bulkCopies = true;
   std::string arch = "sm_90";
   int ptxVersion = 80;
 

@@ -270,4 +270,14 @@ inline std::function<void(kernels::SoftmaxPlan &)> withBlock(int64_t size, int w
   };
 }
 
+// A cp.async ring of `stages` instead of the plan's prefetch: bulk copies (TMA) where the rows
+// qualify, or 16-byte copies per thread.
+inline std::function<void(kernels::SoftmaxPlan &)> ring(int stages, bool bulk) {
+  return [=](kernels::SoftmaxPlan &p) {
+    p.prefetch = false;
+    p.numStages = stages;
+    p.bulkCopies = bulk;
+  };
+}
+
 } // namespace tritium::testing

@@ -52,6 +52,9 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        in registers, or with --online streaming its slice in blocks
   --prefetch=LIST      forward: 1 loads each program's next row into registers before reducing
                        this one (no cp.async ring), 0 does not (default: the plan's)
+  --bulk=LIST          cp.async rings (num_stages > 1): 1 moves whole rows as one bulk copy (TMA)
+                       per stage where they qualify, 0 one 16-byte cp.async per thread
+                       (default 1)
   --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
                        1 with --cluster-size)
   --reps=R             timed repetitions per point (default 100)
@@ -207,20 +210,22 @@ Check checkRows(const std::string &dtype, bool backward, const HostMatrix &a,
 struct Options {
   std::string dtype = "fp32";
   bool backward = false, online = false;
-  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0}, prefetch = {-1};
+  std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0}, prefetch = {-1},
+                       bulk = {1};
   int minBlocks = 0; // 0: the plan's
   int reps = 100;
 };
 
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
-                             int64_t stages, int64_t cluster, int64_t prefetch) {
+                             int64_t stages, int64_t cluster, int64_t prefetch, int64_t bulk) {
   kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
     p = kernels::planOnline(p.direction);
   if (o.minBlocks > 0)
     p.minBlocksPerSM = o.minBlocks;
+  p.bulkCopies = bulk != 0;
   if (cluster > 0) { // the row split over `cluster` programs
     if (!o.online && p.online) { // the planner's online plan: slices in registers instead
       p.online = false;
@@ -286,12 +291,13 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
+  for (int64_t bk : o.bulk)
   for (int64_t pf : o.prefetch)
   for (int64_t cl : o.clusters)
   for (int64_t bs : o.blocks)
     for (int64_t w : o.warps)
       for (int64_t st : o.stages) {
-        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf);
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf, bk);
         std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
                      plan.str().c_str());
         try {
@@ -462,6 +468,8 @@ int main(int argc, char **argv) {
         o.clusters = parseList(value());
       } else if (a.rfind("--prefetch=", 0) == 0) {
         o.prefetch = parseList(value());
+      } else if (a.rfind("--bulk=", 0) == 0) {
+        o.bulk = parseList(value());
       } else if (a.rfind("--num-stages=", 0) == 0) {
         o.stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
@@ -508,7 +516,7 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
+    size_t total = ns.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
                    o.warps.size() * o.stages.size(),
            done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next

@@ -39,11 +39,13 @@ options:
                          vectorize  vector widths of loads and stores (GIR, needs layouts)
                          runs       constant runs of elementwise values, computed once per
                                     run (GIR, needs layouts)
-                         pipeline   cp.async pipelining plan of loops with num_stages >= 2 (GIR)
+                         pipeline   software pipelining plan of loops with num_stages >= 2:
+                                    bulk copies (TMA) or cp.async per thread (GIR)
   --emit=STAGE         then run the pipeline: tir (verify, cse, dce) | gir | llvm | ptx
   --num-warps=N        warps per program for the GPU passes (default: the kernel's num_warps
                        attribute, else 4)
-  --arch=sm_XX         target architecture for llvm/ptx (default sm_90)
+  --arch=sm_XX         target architecture (default sm_90); bulk copies need sm_90
+  --no-bulk-copies     pipeline with cp.async per thread even where a bulk copy would do
   --ptx-version=N      PTX ISA version x 10 (default 80)
   --no-locations       print without loc(...)
   -o FILE              write to FILE instead of standard output
@@ -86,7 +88,8 @@ const std::map<std::string, Pass> &passes() {
        {true,
         [](ir::Function &f, const CompileOptions &o) {
           pipelineLoads(f, o.numWarps,
-                        o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch));
+                        o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch),
+                        bulkCopiesAllowed(o));
         }}},
   };
   return table;
@@ -136,6 +139,8 @@ int main(int argc, char **argv) {
       output = argv[++i];
     } else if (a == "--no-locations") {
       locations = false;
+    } else if (a == "--no-bulk-copies") {
+      options.bulkCopies = false;
     } else if (auto v = value("--pass")) {
       for (const std::string &p : splitList(*v)) {
         if (!passes().count(p))

@@ -36,6 +36,8 @@ options:
                        than 32768 (16384 backward)
   --prefetch           load each program's next row into registers before reducing this one
                        (forward, registers or cluster kernel) instead of a cp.async ring
+  --no-bulk-copies     cp.async rings copy 16 bytes per thread even where one bulk copy (TMA)
+                       per row would do
   --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
   -o FILE              write to FILE instead of standard output
   --n-cols=N           softmax row length; picks the kernel, BLOCK_SIZE, num_warps and
@@ -81,7 +83,7 @@ int main(int argc, char **argv) {
       locations = false;
       continue;
     }
-    if (a == "--online" || a == "--prefetch") {
+    if (a == "--online" || a == "--prefetch" || a == "--no-bulk-copies") {
       opts[a.substr(2)] = "1";
       continue;
     }
@@ -129,6 +131,8 @@ int main(int argc, char **argv) {
     if (plan.numStages > 1)
       plan.prefetch = false;
   }
+  if (opts.count("no-bulk-copies"))
+    plan.bulkCopies = false;
   if (opts.count("prefetch")) {
     if (plan.online || plan.direction != kernels::SoftmaxDirection::Forward)
       usageError("--prefetch applies to the one-pass forward kernels only");

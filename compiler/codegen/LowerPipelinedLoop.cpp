@@ -4,7 +4,8 @@
 // starts the copy for iteration + S-1, and reads its data from shared memory. Each thread copies
 // exactly the elements it later reads, so no barrier is needed between copy and use. Lanes that
 // are masked off, and iterations past the end, copy zero bytes (src-size 0); the mask then
-// selects `other` for them.
+// selects `other` for them. Rings of bulk copies (LowerBulkCopy.cpp) keep the same buffers and
+// reads but move whole blocks, one instruction each, and synchronise through mbarriers.
 #include "compiler/codegen/Pipelining.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -48,6 +49,8 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
     return std::nullopt;
   PipelinePlan plan;
   plan.stages = int(loop.intAttr("pipeline_stages"));
+  if (loop.hasAttr("bulk_barriers"))
+    plan.bulkBarriers = loop.intAttr("bulk_barriers");
   const ir::Block &body = *loop.body();
   std::unordered_set<const ir::Op *> slice;
   for (const auto &op : body.ops())
@@ -62,8 +65,15 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   return plan;
 }
 
+void startRing(Lowering &l, const PipelinePlan &plan) {
+  if (plan.bulk())
+    initBulkBarriers(l, plan);
+  else
+    l.barrier();
+}
+
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage) {
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *iteration) {
   auto &b = l.b;
   const ir::Value *ivArg = loop.body()->argument(0);
   auto it = l.values.find(ivArg);
@@ -75,7 +85,11 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
     if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
+  if (plan.bulk())
+    issueBulkStage(l, plan, inRange, stage, iteration);
   for (const ir::Op *load : plan.loads) {
+    if (plan.bulk())
+      break;
     int64_t vec = load->intAttr("vec");
     int64_t bytes = elementBytes(load->result()->type()) * vec;
     if (bytes != 16)
@@ -90,18 +104,28 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
       l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
     }
   }
-  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  if (!plan.bulk())
+    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
   if (saved)
     l.set(ivArg, *saved);
   else
     l.values.erase(ivArg);
 }
 
-void waitForOldestStage(Lowering &l, const PipelinePlan &plan) {
-  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
+void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                  llvm::Value *iteration) {
+  if (plan.bulk())
+    waitForBulkStage(l, plan, stage, iteration);
+  else // the oldest outstanding group is this iteration's
+    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
 }
 
-void drainStages(Lowering &l) { l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); }
+void finishRing(Lowering &l, const PipelinePlan &plan) {
+  if (plan.bulk())
+    invalidateBulkBarriers(l, plan);
+  else
+    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+}
 
 void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
   auto &b = l.b;
@@ -125,6 +149,21 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
     }
   }
   l.set(res, std::move(out));
+  // A bulk ring's buffer is free once every thread has read it: after the body's last
+  // pipelined load (the reads above are volatile, so they stay before the arrival).
+  const ir::Op &loop = *load.parentBlock()->parentOp();
+  if (loop.hasAttr("bulk_barriers")) {
+    const ir::Op *last = nullptr;
+    for (const auto &op : load.parentBlock()->ops())
+      if (op->hasAttr("pipelined"))
+        last = op.get();
+    if (last == &load) {
+      PipelinePlan plan;
+      plan.stages = int(loop.intAttr("pipeline_stages"));
+      plan.bulkBarriers = loop.intAttr("bulk_barriers");
+      releaseBulkStage(l, plan, stage);
+    }
+  }
 }
 
 } // namespace tritium::codegen

@@ -159,14 +159,14 @@ private:
     std::optional<PipelinePlan> plan = pipelinePlan(op);
     // Rings of consecutive loops share shared memory (PipelineLoads): no thread may still be
     // reading an earlier loop's ring when this prologue starts writing. Loop bounds are
-    // CTA-uniform scalars, so every thread reaches this barrier.
+    // CTA-uniform scalars, so every thread reaches its barriers.
     if (plan)
-      l_.barrier();
+      startRing(l_, *plan);
     if (plan)
       for (int s = 0; s + 1 < plan->stages; ++s)
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
                                                                   lb->getType(), s))),
-                   ub, b.getInt32(s));
+                   ub, b.getInt32(s), nullptr);
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
     auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
@@ -191,20 +191,26 @@ private:
       carried.push_back(phis);
     }
     l_.set(body.argument(0), {iv});
-    llvm::PHINode *readStage = nullptr, *writeStage = nullptr;
+    llvm::PHINode *readStage = nullptr, *writeStage = nullptr, *iteration = nullptr;
     if (plan) {
       readStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.read");
       readStage->addIncoming(b.getInt32(0), pre);
       writeStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.write");
       writeStage->addIncoming(b.getInt32(plan->stages - 1), pre);
+      iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
+      iteration->addIncoming(b.getInt32(0), pre);
     }
     b.CreateCondBr(b.CreateICmpSLT(iv, ub), bodyBB, exit);
 
     b.SetInsertPoint(bodyBB);
     if (plan) {
-      waitForOldestStage(l_, *plan);
+      // Bulk rings issue first, so the copy starts while the threads wait for this stage.
       llvm::Value *ahead = b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->stages - 1));
-      issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage);
+      if (plan->bulk())
+        issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage, iteration);
+      waitForStage(l_, *plan, readStage, iteration);
+      if (!plan->bulk())
+        issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage, iteration);
       l_.readStage[&op] = readStage;
     }
     yields_.push_back(nullptr);
@@ -220,6 +226,7 @@ private:
       };
       readStage->addIncoming(next(readStage), latch);
       writeStage->addIncoming(next(writeStage), latch);
+      iteration->addIncoming(b.CreateAdd(iteration, b.getInt32(1)), latch);
     }
     for (unsigned i = 0; i < carried.size(); ++i) {
       const Elements &next = l_.get(yield->operand(i));
@@ -230,7 +237,7 @@ private:
 
     b.SetInsertPoint(exit);
     if (plan)
-      drainStages(l_);
+      finishRing(l_, *plan);
     for (unsigned i = 0; i < op.numResults(); ++i)
       l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
   }

@@ -27,8 +27,9 @@ void chooseVectorWidths(ir::Function &fn);
 // compute once.
 void markConstantRuns(ir::Function &fn);
 
-// Plans cp.async software pipelining of loads in `for` loops with num_stages >= 2 (see
-// PipelineLoads.cpp), within `maxSharedBytes` of shared memory per CTA.
-void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes);
+// Plans software pipelining of loads in `for` loops with num_stages >= 2 (see
+// PipelineLoads.cpp), within `maxSharedBytes` of shared memory per CTA: bulk copies (TMA, sm_90)
+// where `bulkCopies` allows and the loads read whole contiguous rows, else cp.async per thread.
+void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool bulkCopies);
 
 } // namespace tritium

@@ -1,10 +1,16 @@
 // Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads whose addresses, mask
 // and `other` depend only on the induction variable and values from outside the loop are
-// issued num_stages - 1 iterations ahead as cp.async copies into shared memory. This pass picks
-// those loads, sizes the ring of stages to fit the shared memory left, and records the plan as
-// attributes that the lowering follows:
+// issued num_stages - 1 iterations ahead as asynchronous copies into shared memory. This pass
+// picks those loads, sizes the ring of stages to fit the shared memory left, and records the
+// plan as attributes that the lowering follows:
 //   for  {pipeline_stages = S}
 //   load {pipelined = 1, smem_offset = B, stage_bytes = N}
+// Where every such load reads one contiguous, 16-byte aligned run whose valid lanes are a
+// prefix of the block (no mask, or `index < bound` on a contiguous index), the whole block is
+// one bulk copy (Hopper's TMA, cp.async.bulk) issued by one thread and tracked by mbarriers,
+// instead of a 16-byte cp.async per thread and vector:
+//   for  {pipeline_stages = S, bulk_barriers = O}   (2 x S mbarriers from byte O)
+#include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
@@ -48,9 +54,30 @@ bool dependsOnlyOnInductionVariable(const ir::Value *v, const ir::Block &body,
   return true;
 }
 
+// True when `load` can be one bulk copy per stage: its addresses are one contiguous run over the
+// whole block, 16-byte aligned, and the lanes it reads are a prefix whose length in bytes is a
+// multiple of 16 (the copy's granule): no mask, or `index < bound` with `index` contiguous and
+// both sides divisible by 16 bytes' worth of elements.
+bool bulkCopyable(const ir::Op &load, const AxisAnalysis &axis) {
+  const ir::Type &t = load.result()->type();
+  int64_t n = t.numElements(), bytes = std::max(1, ir::bitWidth(t.kind()) / 8);
+  const AxisInfo &ptr = axis.get(load.operand(0));
+  if (ptr.contiguity < n || ptr.divisibility < 16 || n * bytes % 16 != 0)
+    return false;
+  if (load.numOperands() == 1)
+    return true;
+  const ir::Op *cmp = load.operand(1)->definingOp();
+  if (!cmp || cmp->kind() != ir::OpKind::Cmp || cmp->strAttr("pred") != "lt")
+    return false;
+  const AxisInfo &index = axis.get(cmp->operand(0)), &bound = axis.get(cmp->operand(1));
+  int64_t granule = 16 / std::min<int64_t>(bytes, 16);
+  return index.contiguity >= n && bound.constancy >= n && index.divisibility % granule == 0 &&
+         bound.divisibility % granule == 0;
+}
+
 // Plans one loop whose rings may start at `base`; returns the bytes its rings take.
-int64_t planLoop(ir::Function &fn, ir::Op &loop, int64_t threads, int64_t base,
-                 int64_t maxSharedBytes) {
+int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool bulk,
+                 int64_t threads, int64_t base, int64_t maxSharedBytes) {
   if (loop.intAttr("num_stages") < 2)
     return 0;
   const ir::Block &body = *loop.body();
@@ -78,7 +105,11 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, int64_t threads, int64_t base,
   }
   if (loads.empty())
     return 0;
-  int64_t fit = bytesPerStage ? (maxSharedBytes - base) / bytesPerStage : 0;
+  bulk = bulk && std::all_of(loads.begin(), loads.end(),
+                             [&](const ir::Op *load) { return bulkCopyable(*load, axis); });
+  // Bulk rings end with one "full" and one "empty" mbarrier (8 bytes each) per stage.
+  int64_t barrierBytesPerStage = bulk ? 16 : 0;
+  int64_t fit = (maxSharedBytes - base) / (bytesPerStage + barrierBytesPerStage);
   int64_t stages = std::min<int64_t>(loop.intAttr("num_stages"), fit);
   if (stages < 2)
     return 0; // not even double buffering fits: the loop stays plain
@@ -92,31 +123,36 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, int64_t threads, int64_t base,
     load->setAttr("stage_bytes", bytes);
     offset += bytes * stages;
   }
+  if (bulk) {
+    loop.setAttr("bulk_barriers", offset);
+    offset += barrierBytesPerStage * stages;
+  }
   return offset - base;
 }
 
 // Loops of one block run one after another, so their rings share the space from `base` (the
 // lowering puts a barrier before each prologue); a nested loop's rings go after its parent's.
 // Returns the end of the highest ring.
-int64_t planBlock(ir::Function &fn, ir::Block &block, int64_t threads, int64_t base,
-                  int64_t maxSharedBytes) {
+int64_t planBlock(ir::Function &fn, ir::Block &block, const AxisAnalysis &axis, bool bulk,
+                  int64_t threads, int64_t base, int64_t maxSharedBytes) {
   int64_t end = base;
   for (auto &op : block.ops()) {
     if (op->kind() != ir::OpKind::For)
       continue;
-    int64_t own = planLoop(fn, *op, threads, base, maxSharedBytes);
+    int64_t own = planLoop(fn, *op, axis, bulk, threads, base, maxSharedBytes);
     end = std::max({end, base + own,
-                    planBlock(fn, *op->body(), threads, base + own, maxSharedBytes)});
+                    planBlock(fn, *op->body(), axis, bulk, threads, base + own, maxSharedBytes)});
   }
   return end;
 }
 
 } // namespace
 
-void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes) {
+void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool bulkCopies) {
   int64_t used = fn.intAttr("shared_bytes").value_or(0);
-  int64_t end = planBlock(fn, fn.body(), 32 * int64_t(numWarps), (used + 15) / 16 * 16,
-                          maxSharedBytes);
+  AxisAnalysis axis(fn);
+  int64_t end = planBlock(fn, fn.body(), axis, bulkCopies, 32 * int64_t(numWarps),
+                          (used + 15) / 16 * 16, maxSharedBytes);
   if (end > used)
     fn.setAttr("shared_bytes", end);
 }

@@ -69,7 +69,8 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
                         .numWarps = numWarps,
                         .numStages = numStages,
                         .clusterSize = clusterSize,
-                        .minBlocksPerSM = minBlocksPerSM};
+                        .minBlocksPerSM = minBlocksPerSM,
+                        .bulkCopies = bulkCopies};
 }
 
 std::string SoftmaxPlan::str() const {
@@ -81,6 +82,8 @@ std::string SoftmaxPlan::str() const {
                   std::to_string(numWarps) + " stages " + std::to_string(numStages);
   if (prefetch)
     s += " prefetch";
+  if (!bulkCopies && numStages > 1)
+    s += " per-thread-copies";
   return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
 

@@ -29,6 +29,8 @@ struct SoftmaxPlan {
   int64_t blockSize = 0;
   int numWarps = 4;
   int numStages = 1;
+  // A cp.async ring (numStages > 1) of whole rows may be bulk copies (Specialization::bulkCopies).
+  bool bulkCopies = true;
 
   bool cluster() const { return !online && clusterSize > 1; }
   // Splits rows of `cols` over `size` programs: each holds a power-of-two slice of
@@ -44,7 +46,8 @@ struct SoftmaxPlan {
   Specialization specialization(const std::string &dtype, int64_t rows,
                                 int64_t maxStride) const;
   std::string str() const; // "registers BLOCK 4096 warps 4 stages 2", "cluster 8 x BLOCK ...",
-                          // ending in " prefetch" and " min-blocks B" where they apply
+                          // ending in " prefetch", " per-thread-copies" and " min-blocks B"
+                          // where they apply
   int64_t maxCols() const;  // the longest row the plan can run
 };
 

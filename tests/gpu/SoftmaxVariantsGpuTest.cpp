@@ -18,6 +18,7 @@ using kernels::SoftmaxPlan;
 using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
 using tritium::testing::prefetch;
+using tritium::testing::ring;
 using tritium::testing::withBlock;
 
 namespace {
@@ -244,4 +245,53 @@ TEST_F(SoftmaxVariantsGpuTest, BlocksThatAreNotAPowerOfTwo) {
   run({.direction = kFwd, .rows = 300, .cols = 12288, .tweak = withBlock(12288, 16, false, 3)});
   run({.direction = kFwd, .dtype = "bf16", .rows = 300, .cols = 3001, .stride = 3008,
        .tweak = withBlock(3072, 4, true)});
+}
+
+// Rings of bulk copies (TMA). Rows of a multiple of 16 elements with 16-aligned strides qualify;
+// the others fall back to cp.async per thread, which runs next to them.
+TEST_F(SoftmaxVariantsGpuTest, BulkCopyRings) {
+  SKIP_WITHOUT_GPU();
+  for (bool bulk : {true, false}) {
+    SCOPED_TRACE(bulk ? "bulk copies" : "cp.async per thread");
+    // One row, three stages: the prologue's second copy is past the end.
+    run({.direction = kFwd, .rows = 1, .cols = 1008, .tweak = ring(3, bulk)});
+    // More programs than rows: programs that copy nothing still set up and retire the ring.
+    run({.direction = kFwd, .rows = 7, .cols = 3072, .tweak = ring(3, bulk), .grid = 16});
+    // A masked tail in a 12288 block, with a stride: each copy stops at the row's end.
+    run({.direction = kFwd, .rows = 1001, .cols = 12160, .stride = 12304,
+         .tweak = [bulk](SoftmaxPlan &p) {
+           withBlock(12288, 16, false, 3)(p);
+           p.bulkCopies = bulk;
+         }});
+    run({.direction = kFwd, .dtype = "fp16", .rows = 1001, .cols = 2960, .stride = 3008,
+         .tweak = ring(4, bulk)});
+    run({.direction = kFwd, .dtype = "bf16", .rows = 2000, .cols = 2048, .tweak = ring(2, bulk)});
+    run({.direction = kFwd, .rows = 64, .cols = 4096, .values = Values::Special,
+         .tweak = ring(3, bulk)});
+    // Two loads per stage: one mbarrier counts both copies' bytes.
+    run({.direction = kBwd, .rows = 500, .cols = 4096, .tweak = ring(3, bulk)});
+    run({.direction = kBwd, .dtype = "bf16", .rows = 500, .cols = 8000, .stride = 8016,
+         .tweak = ring(2, bulk)});
+    // The online kernel: an inner ring per row, set up and retired once per row, and a row of
+    // fewer blocks than stages.
+    auto online = [bulk](SoftmaxPlan &p) {
+      p = kernels::planOnline(p.direction);
+      p.bulkCopies = bulk;
+    };
+    run({.direction = kFwd, .rows = 20, .cols = 100000, .tweak = online});
+    run({.direction = kFwd, .rows = 100, .cols = 800, .tweak = online});
+    run({.direction = kBwd, .rows = 20, .cols = 70000, .tweak = online});
+    // A cluster of 4 slices of 16384 through a two-stage ring; the last slice is partly masked.
+    run({.direction = kFwd, .rows = 33, .cols = 60000,
+         .tweak = [bulk](SoftmaxPlan &p) {
+           p.prefetch = false;
+           p.online = false;
+           p.splitOver(4, 60000);
+           p.numStages = 2;
+           p.bulkCopies = bulk;
+         }},
+        "cluster");
+    // Odd rows: no 16-byte vectors, so no ring of either kind.
+    run({.direction = kFwd, .rows = 300, .cols = 1001, .tweak = ring(3, bulk)});
+  }
 }

@@ -175,12 +175,54 @@ TEST_F(PtxTest, UnknownArchIsAUserError) {
 
 // With pointers and strides specialized as divisible by 16, the row load is a 16-byte vector
 // and the num_stages loop is pipelined through cp.async.cg into a ring of shared buffers.
-TEST_F(PtxTest, AlignedRowsArePipelinedWithCpAsync) {
+TEST_F(PtxTest, AlignedRowsArePipelinedWithBulkCopies) {
   for (auto [block, warps, stages] : {std::tuple{1024, 4, 4}, {4096, 8, 4}, {16384, 16, 3},
                                       {2048, 4, 2}}) {
     Specialization s = softmaxSpec(block, warps, stages);
     s.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16", "i32", "i32:16"};
     Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+    EXPECT_NE(a.gir.find("pipeline_stages = " + std::to_string(stages) + ", bulk_barriers"),
+              std::string::npos)
+        << a.gir;
+    // One copy instruction in the prologue per stage ahead and one in the loop, no cp.async.
+    size_t copies = 0;
+    for (size_t at = a.ptx.find("cp.async.bulk.shared::cluster.global"); at != std::string::npos;
+         at = a.ptx.find("cp.async.bulk.shared::cluster.global", at + 1))
+      ++copies;
+    EXPECT_EQ(copies, size_t(stages)) << a.ptx;
+    EXPECT_EQ(a.ptx.find("cp.async.cg"), std::string::npos);
+    EXPECT_NE(a.ptx.find("mbarrier.try_wait.parity"), std::string::npos);
+    // The ring and its 2 x stages mbarriers.
+    EXPECT_GE(a.sharedBytes, int64_t(stages) * (block * 4 + 16));
+    if (tritium::testing::ptxasPath().empty())
+      continue;
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90");
+    EXPECT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  }
+}
+
+// Bulk copies are Hopper's: on sm_80 the same ring copies 16 bytes per thread.
+TEST_F(PtxTest, AmpereRingsUseCpAsync) {
+  Specialization s = softmaxSpec(1024, 4, 3);
+  s.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16", "i32", "i32:16"};
+  s.arch = "sm_80";
+  s.ptxVersion = 78;
+  Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+  EXPECT_NE(a.gir.find("pipeline_stages = 3"), std::string::npos) << a.gir;
+  EXPECT_EQ(a.gir.find("bulk_barriers"), std::string::npos) << a.gir;
+  EXPECT_NE(a.ptx.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_EQ(a.ptx.find("mbarrier"), std::string::npos);
+}
+
+TEST_F(PtxTest, AlignedRowsArePipelinedWithCpAsyncWithoutBulkCopies) {
+  for (auto [block, warps, stages] : {std::tuple{1024, 4, 4}, {4096, 8, 4}, {16384, 16, 3},
+                                      {2048, 4, 2}}) {
+    Specialization s = softmaxSpec(block, warps, stages);
+    s.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16", "i32", "i32:16"};
+    s.bulkCopies = false;
+    Artifacts a = kernels::softmaxKernel().compileTo(s, Stage::PTX);
+    EXPECT_EQ(a.gir.find("bulk_barriers"), std::string::npos) << a.gir;
     EXPECT_NE(a.gir.find("pipeline_stages = " + std::to_string(stages)), std::string::npos)
         << a.gir;
     EXPECT_NE(a.gir.find("vec = 4, pipelined = 1"), std::string::npos) << a.gir;

@@ -1,0 +1,177 @@
+// Lowering of bulk-copy rings (Hopper's TMA, cp.async.bulk), the pipelining scheme that
+// gpu/PipelineLoads.cpp picks when each pipelined load reads one contiguous run. Thread 0 is the
+// producer: it copies iteration i's whole block into stage i % S with one instruction per load,
+// and the stage's "full" mbarrier counts the bytes in (expect_tx / complete_tx). Every thread
+// waits on "full" before reading the stage, and arrives on the stage's "empty" mbarrier once it
+// has read it; the producer waits on "empty" before copying the next block into that stage.
+// Lanes past the prefix the mask allows are not copied: the read's mask selects `other` there.
+#include "compiler/codegen/Pipelining.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+#include <algorithm>
+
+namespace tritium::codegen {
+
+namespace {
+
+int64_t elementBytes(const ir::Type &t) { return std::max(1, ir::bitWidth(t.kind()) / 8); }
+
+void emitAsm(Lowering &l, const std::string &text, const std::string &constraints,
+             llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *a : args)
+    types.push_back(a->getType());
+  auto *fnTy = llvm::FunctionType::get(l.b.getVoidTy(), types, false);
+  l.b.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints + ",~{memory}",
+                                      /*hasSideEffects=*/true),
+                 args);
+}
+
+// The 32-bit shared-memory address of byte `offset` of the kernel's dynamic shared memory.
+llvm::Value *sharedAddress(Lowering &l, llvm::Value *offset) {
+  auto &b = l.b;
+  llvm::Value *p = b.CreateGEP(b.getInt8Ty(), l.smem, b.CreateZExt(offset, b.getInt64Ty()));
+  return b.CreateTrunc(b.CreatePtrToInt(p, b.getInt64Ty()), b.getInt32Ty());
+}
+
+// mbarriers: "full" of stage s at barriers + 8 s, "empty" at barriers + 8 (S + s).
+llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, bool empty,
+                            llvm::Value *stage) {
+  auto &b = l.b;
+  llvm::Value *index = empty ? b.CreateAdd(stage, b.getInt32(plan.stages)) : stage;
+  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(plan.bulkBarriers)),
+                                      b.CreateMul(index, b.getInt32(8))));
+}
+
+// Runs `body` on thread 0 only, when `cond` (if any) holds.
+template <typename F> void onProducer(Lowering &l, llvm::Value *cond, F body) {
+  auto &b = l.b;
+  llvm::Value *isProducer = b.CreateICmpEQ(l.tid, b.getInt32(0));
+  if (cond)
+    isProducer = b.CreateAnd(isProducer, cond);
+  auto *then = llvm::BasicBlock::Create(l.ctx, "producer", l.fn);
+  auto *done = llvm::BasicBlock::Create(l.ctx, "producer.done", l.fn);
+  b.CreateCondBr(isProducer, then, done);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity) {
+  // The label is local to the braces, so every copy of this text may use the same one.
+  emitAsm(l,
+          "{\n\t.reg .pred ready;\n\twait:\n\t"
+          "mbarrier.try_wait.parity.shared::cta.b64 ready, [$0], $1;\n\t"
+          "@!ready bra wait;\n\t}",
+          "r,r", {barrier, parity});
+}
+
+// Bytes that `load` copies from the thread-0 element values of its operands: the whole block,
+// or the prefix where `index < bound` holds (gpu/PipelineLoads.cpp checked the pattern).
+llvm::Value *copiedBytes(Lowering &l, const ir::Op &load) {
+  auto &b = l.b;
+  const ir::Type &t = load.result()->type();
+  int64_t n = t.numElements(), bytes = elementBytes(t);
+  if (load.numOperands() == 1)
+    return b.getInt32(int32_t(n * bytes));
+  const ir::Op &cmp = *load.operand(1)->definingOp();
+  llvm::Value *index = l.get(cmp.operand(0))[0], *bound = l.get(cmp.operand(1))[0];
+  llvm::Value *count = b.CreateSub(bound, index);
+  llvm::Type *ty = count->getType();
+  count = b.CreateSelect(b.CreateICmpSLT(count, llvm::ConstantInt::get(ty, 0)),
+                         llvm::ConstantInt::get(ty, 0), count);
+  count = b.CreateSelect(b.CreateICmpSGT(count, llvm::ConstantInt::get(ty, n)),
+                         llvm::ConstantInt::get(ty, n), count);
+  return b.CreateMul(b.CreateTrunc(count, b.getInt32Ty()), b.getInt32(int32_t(bytes)));
+}
+
+} // namespace
+
+void initBulkBarriers(Lowering &l, const PipelinePlan &plan) {
+  auto &b = l.b;
+  // The ring may reuse bytes that threads wrote through the generic proxy (an earlier loop's
+  // ring); the copies write through the async proxy.
+  emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
+  l.barrier();
+  onProducer(l, nullptr, [&] {
+    for (int s = 0; s < plan.stages; ++s) {
+      emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+              {barrierAddress(l, plan, false, b.getInt32(s))});
+      emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+              {barrierAddress(l, plan, true, b.getInt32(s)), b.getInt32(l.threads())});
+    }
+    emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
+  });
+  l.barrier();
+}
+
+void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
+                    llvm::Value *stage, llvm::Value *iteration) {
+  auto &b = l.b;
+  // Elements 0 of the recomputed operands: thread 0 holds element 0 of every block.
+  std::vector<llvm::Value *> sizes, sources;
+  for (const ir::Op *load : plan.loads) {
+    sizes.push_back(copiedBytes(l, *load));
+    sources.push_back(l.get(load->operand(0))[0]);
+  }
+  onProducer(l, inRange, [&] {
+    if (iteration) { // the stage was read by the previous iteration: wait until all have
+      llvm::Value *previous = b.CreateSub(iteration, b.getInt32(1));
+      auto *wait = llvm::BasicBlock::Create(l.ctx, "producer.wait", l.fn);
+      auto *copy = llvm::BasicBlock::Create(l.ctx, "producer.copy", l.fn);
+      b.CreateCondBr(b.CreateICmpSGE(previous, b.getInt32(0)), wait, copy);
+      b.SetInsertPoint(wait);
+      llvm::Value *parity =
+          b.CreateAnd(b.CreateUDiv(previous, b.getInt32(plan.stages)), b.getInt32(1));
+      waitParity(l, barrierAddress(l, plan, true, stage), parity);
+      b.CreateBr(copy);
+      b.SetInsertPoint(copy);
+    }
+    llvm::Value *total = b.getInt32(0);
+    for (llvm::Value *size : sizes)
+      total = b.CreateAdd(total, size);
+    llvm::Value *full = barrierAddress(l, plan, false, stage);
+    emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {full, total});
+    for (size_t i = 0; i < plan.loads.size(); ++i) {
+      const ir::Op &load = *plan.loads[i];
+      llvm::Value *dst = b.CreateAdd(
+          b.getInt32(int32_t(load.intAttr("smem_offset"))),
+          b.CreateMul(stage, b.getInt32(int32_t(load.intAttr("stage_bytes")))));
+      emitAsm(l,
+              "{\n\t.reg .pred some;\n\tsetp.ne.u32 some, $2, 0;\n\t"
+              "@some cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+              "[$0], [$1], $2, [$3];\n\t}",
+              "r,l,r,r", {sharedAddress(l, dst), sources[i], sizes[i], full});
+    }
+  });
+}
+
+void waitForBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                      llvm::Value *iteration) {
+  auto &b = l.b;
+  llvm::Value *parity = b.CreateAnd(b.CreateUDiv(iteration, b.getInt32(plan.stages)),
+                                    b.getInt32(1));
+  waitParity(l, barrierAddress(l, plan, false, stage), parity);
+}
+
+void releaseBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
+  // Release semantics (the default): this thread's reads of the stage come before the arrival.
+  emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+          {barrierAddress(l, plan, true, stage)});
+}
+
+void invalidateBulkBarriers(Lowering &l, const PipelinePlan &plan) {
+  auto &b = l.b;
+  // Every copy issued was for an iteration that ran and waited for it; the barrier makes sure
+  // no thread still waits on or arrives at an mbarrier that thread 0 invalidates.
+  l.barrier();
+  onProducer(l, nullptr, [&] {
+    for (int s = 0; s < 2 * plan.stages; ++s)
+      emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
+              {sharedAddress(l, b.getInt32(int32_t(plan.bulkBarriers + 8 * s)))});
+  });
+}
+
+} // namespace tritium::codegen
