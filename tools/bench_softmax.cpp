@@ -57,6 +57,9 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        (default 1)
   --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
                        1 with --cluster-size)
+  --program-per-row=LIST
+                       1 launches one program (cluster) per row, as Triton does, 0 the
+                       persistent grid of resident programs (default: the plan's)
   --reps=R             timed repetitions per point (default 100)
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
@@ -213,12 +216,14 @@ struct Options {
   std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0}, prefetch = {-1},
                        bulk = {1};
   int minBlocks = 0; // 0: the plan's
+  std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
   int reps = 100;
 };
 
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
-                             int64_t stages, int64_t cluster, int64_t prefetch, int64_t bulk) {
+                             int64_t stages, int64_t cluster, int64_t prefetch, int64_t bulk,
+                             int64_t perRow) {
   kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
@@ -226,6 +231,8 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   if (o.minBlocks > 0)
     p.minBlocksPerSM = o.minBlocks;
   p.bulkCopies = bulk != 0;
+  if (perRow >= 0)
+    p.programPerRow = perRow > 0;
   if (cluster > 0) { // the row split over `cluster` programs
     if (!o.online && p.online) { // the planner's online plan: slices in registers instead
       p.online = false;
@@ -291,13 +298,14 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
+  for (int64_t ppr : o.programPerRow)
   for (int64_t bk : o.bulk)
   for (int64_t pf : o.prefetch)
   for (int64_t cl : o.clusters)
   for (int64_t bs : o.blocks)
     for (int64_t w : o.warps)
       for (int64_t st : o.stages) {
-        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf, bk);
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf, bk, ppr);
         std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
                      plan.str().c_str());
         try {
@@ -311,7 +319,7 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
           s.sync();
           Check c = checkRows(dt, o.backward, a, o.backward ? &b : nullptr, out, rows, cols);
           // The timed loop launches the compiled kernel directly: no planning, no lookup.
-          int64_t grid = k.persistentGrid(rows);
+          int64_t grid = plan.grid(k, rows);
           float ms = o.backward ? timeMs(s, o.reps,
                                          [&] {
                                            k.launch(grid, s.get(),
@@ -462,6 +470,8 @@ int main(int argc, char **argv) {
         o.blocks = parseList(value());
       } else if (a.rfind("--num-warps=", 0) == 0) {
         o.warps = parseList(value());
+      } else if (a.rfind("--program-per-row=", 0) == 0) {
+        o.programPerRow = parseList(value());
       } else if (a.rfind("--min-blocks=", 0) == 0) {
         o.minBlocks = std::atoi(value().c_str());
       } else if (a.rfind("--cluster-size=", 0) == 0) {
@@ -516,7 +526,7 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
+    size_t total = ns.size() * o.programPerRow.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
                    o.warps.size() * o.stages.size(),
            done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next

@@ -116,7 +116,7 @@ bool runShape(const Options &o, const kernels::SoftmaxShape &s, std::mt19937 &rn
   SoftmaxPlan plan = fwd;
   Check c;
   std::function<void()> again;
-  int64_t grid = k->persistentGrid(s.rows);
+  int64_t grid = fwd.grid(*k, s.rows);
   KernelArg rows(s.rows), cols(s.cols);
   std::unique_ptr<Buffer> dout, dx;
   if (!o.backward) {
@@ -139,7 +139,7 @@ bool runShape(const Options &o, const kernels::SoftmaxShape &s, std::mt19937 &rn
     sync();
     dx->download(y.data(), bytes);
     c = check(o, s, ov, &g.values, y);
-    grid = k->persistentGrid(s.rows);
+    grid = plan.grid(*k, s.rows);
     again = [&] { k->launch(grid, stream, {*dx, out, *dout, cols, cols, cols, rows, cols}); };
   }
   double firstMs =

@@ -84,6 +84,8 @@ std::string SoftmaxPlan::str() const {
     s += " prefetch";
   if (!bulkCopies && numStages > 1)
     s += " per-thread-copies";
+  if (programPerRow)
+    s += " program-per-row";
   return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
 
@@ -98,12 +100,13 @@ SoftmaxPlan planOnline(SoftmaxDirection dir) {
                      .numStages = 4};
 }
 
-// {num_warps, num_stages, prefetch} by power-of-two block size, 256 ... 32768 (rows that are
-// not a power of two take their power of two's entry), from the sweeps of docs/PERF.md
-// (2026-11-21, M = 4096, best median GB/s per N).
+// {num_warps, num_stages, prefetch, program per row} by power-of-two block size, 256 ... 32768
+// (rows that are not a power of two take their power of two's entry), from the sweeps of
+// docs/PERF.md (2026-11-21, M = 4096, best median GB/s per N).
 struct WarpsStages {
   int warps, stages;
   bool prefetch = false;
+  bool programPerRow = false;
 };
 constexpr int kTableSizes = 8;
 static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t block) {
@@ -112,28 +115,52 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
     ++i;
   return table[i];
 }
-// fp32: the next row prefetched into registers beats the cp.async ring up to 16384. A row of
-// 32768 has no registers to spare for a second one: 32 warps and the ring.
+// fp32: from 2048 to 12288 columns, a program per row, with several programs resident per SM
+// (the hardware starts the next row's program as one finishes, so one's loads overlap
+// another's reductions), and above 2048 the row moved by one bulk copy (a one-stage-ahead
+// ring). Short rows, and rows above 12288 (kForwardBeyond12288), keep the persistent grid
+// with the next row prefetched into registers. A row of 32768 has no registers to spare for a
+// second one: 32 warps and the ring.
 constexpr WarpsStages kForward[kTableSizes] = {
-    {2, 1, true}, {1, 1, true}, {2, 1, true},  {4, 1, true},
-    {4, 1, true}, {16, 1, true}, {16, 1, true}, {32, 3}};
-// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay, and the
-// prefetch only for short rows.
+    {2, 1, true},         {1, 1, true},         {2, 1, true},         {4, 1, false, true},
+    {8, 2, false, true},  {8, 2, false, true},  {8, 2, false, true},  {32, 3}};
+// Rows of 12289-16384 fp32: one CTA per SM at most, so the persistent grid and the prefetch.
+constexpr WarpsStages kForwardBeyond12288{16, 1, true};
+// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. A program
+// per row from 513 to 8192 columns; the prefetch for short rows; the ring above 8192.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
-    {2, 1, true}, {2, 1, true}, {2, 1, true}, {2, 1}, {4, 1}, {8, 1}, {16, 3}, {16, 2}};
+    {2, 1, true},        {2, 1, true},        {1, 1, false, true}, {2, 1, false, true},
+    {4, 1, false, true}, {8, 1, false, true}, {16, 3},             {16, 2}};
 constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
                                                  {2, 1}, {4, 1}, {32, 1}, {32, 1}};
 
-// A row of `cols` split over a cluster of at most kMaxCluster programs, each holding a slice of
-// maxBlock / 2 elements, or maxBlock when that takes more than kMaxCluster programs (the
-// backward then up to kMaxClusterBackward); nullopt when even that does not fit. The smaller
-// slice with 64 values per thread (8 warps forward) leaves room for two CTAs per SM, so one
-// row's loads overlap another's reductions: the best of a cluster size x warps x stages sweep
-// at N = 32768 ... 262144 (docs/PERF.md). Cp.async pipelining does not pay here: its ring
-// would leave room for one CTA per SM.
+// A row of `cols` split over a thread-block cluster; nullopt when no cluster holds it. The
+// backward: at most kMaxCluster programs, each holding a slice of maxBlock / 2 elements, or
+// maxBlock when that takes more than kMaxCluster programs, then up to kMaxClusterBackward
+// programs of maxBlock. The smaller slice with 32 values per thread leaves room for two CTAs per
+// SM, so one row's loads overlap another's reductions: the best of a cluster size x warps x
+// stages sweep at N = 32768 ... 262144 (docs/PERF.md).
 static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
                                               int64_t maxBlock) {
   bool forward = dir == SoftmaxDirection::Forward;
+  // The forward, from a cluster size x warps x stages sweep with bulk-copy rings (docs/PERF.md,
+  // fifth session): slices of 8192 with 4 warps and a ring one row ahead (several CTAs per SM)
+  // up to 8 x 8192; slices of 16384 with 16 warps and a three-stage ring (one CTA per SM) up to
+  // 8 x 16384; then slices of 32768, whose ring would not fit, with 16 warps.
+  if (forward) {
+    struct Slice {
+      int64_t block;
+      int warps, stages;
+    };
+    for (Slice s : {Slice{8192, 4, 2}, Slice{16384, 16, 3}, Slice{32768, 16, 1}}) {
+      int64_t size = (cols + s.block - 1) / s.block;
+      if (s.block > maxBlock || size > kMaxCluster)
+        continue;
+      return SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
+                         .blockSize = s.block, .numWarps = s.warps, .numStages = s.stages};
+    }
+    return std::nullopt;
+  }
   struct Option {
     int64_t block;
     int maxSize;
@@ -162,8 +189,11 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
   }
   bool half = dtype == "fp16" || dtype == "bf16";
   WarpsStages ws = fromTable(half ? kHalfForward : kForward, blockFor(cols));
+  if (!half && cols > 12288 && cols <= 16384)
+    ws = kForwardBeyond12288;
   SoftmaxPlan plan{.direction = SoftmaxDirection::Forward, .online = false,
-                   .prefetch = ws.prefetch, .numWarps = ws.warps, .numStages = ws.stages};
+                   .prefetch = ws.prefetch, .numWarps = ws.warps, .numStages = ws.stages,
+                   .programPerRow = ws.programPerRow};
   plan.fitBlock(cols, dtype);
   return plan;
 }
@@ -191,6 +221,10 @@ static void requireRunnable(const SoftmaxPlan &plan, SoftmaxDirection want, cons
                     "and replaces the cp.async ring (num_stages 1), but the plan is " + plan.str());
 }
 
+int64_t SoftmaxPlan::grid(CompiledKernel &k, int64_t rows) const {
+  return programPerRow ? std::max<int64_t>(rows, 1) * clusterSize : k.persistentGrid(rows);
+}
+
 CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype, KernelArg out,
                                KernelArg in, SoftmaxShape shape, int64_t inStride,
                                int64_t outStride, CUstream stream, int64_t grid) {
@@ -202,7 +236,7 @@ CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype
   Specialization spec = plan.specialization(dtype, shape.rows, std::max(inStride, outStride))
                             .specializedFor({out, in, si, so, r, c});
   CompiledKernel &k = plan.kernel().compile(spec);
-  k.launch(grid > 0 ? grid : k.persistentGrid(shape.rows), stream, {out, in, si, so, r, c});
+  k.launch(grid > 0 ? grid : plan.grid(k, shape.rows), stream, {out, in, si, so, r, c});
   return k;
 }
 
@@ -219,7 +253,7 @@ CompiledKernel &softmaxBackward(const SoftmaxPlan &plan, const std::string &dtyp
       plan.specialization(dtype, shape.rows, std::max({dxStride, oStride, doutStride}))
           .specializedFor({dx, o, dout, sd, so, sg, r, c});
   CompiledKernel &k = plan.kernel().compile(spec);
-  k.launch(grid > 0 ? grid : k.persistentGrid(shape.rows), stream,
+  k.launch(grid > 0 ? grid : plan.grid(k, shape.rows), stream,
            {dx, o, dout, sd, so, sg, r, c});
   return k;
 }

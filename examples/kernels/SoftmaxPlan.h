@@ -31,6 +31,10 @@ struct SoftmaxPlan {
   int numStages = 1;
   // A cp.async ring (numStages > 1) of whole rows may be bulk copies (Specialization::bulkCopies).
   bool bulkCopies = true;
+  // The launch: one program (cluster) per row, which the hardware schedules as programs finish,
+  // so one program's loads overlap another's reductions on the same SM; or (false) the
+  // persistent grid of resident programs, each walking rows with a stride.
+  bool programPerRow = false;
 
   bool cluster() const { return !online && clusterSize > 1; }
   // Splits rows of `cols` over `size` programs: each holds a power-of-two slice of
@@ -49,6 +53,8 @@ struct SoftmaxPlan {
                           // ending in " prefetch", " per-thread-copies" and " min-blocks B"
                           // where they apply
   int64_t maxCols() const;  // the longest row the plan can run
+  // Programs to launch `k` (compiled from this plan) with over `rows` rows.
+  int64_t grid(CompiledKernel &k, int64_t rows) const;
 };
 
 // The measured best plan on the H200 for rows of `cols` elements (docs/PERF.md).

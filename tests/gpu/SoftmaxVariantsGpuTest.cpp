@@ -295,3 +295,15 @@ TEST_F(SoftmaxVariantsGpuTest, BulkCopyRings) {
     run({.direction = kFwd, .rows = 300, .cols = 1001, .tweak = ring(3, bulk)});
   }
 }
+
+// One program (cluster) per row instead of the persistent grid, for kernels the planner runs on
+// the persistent grid.
+TEST_F(SoftmaxVariantsGpuTest, ProgramPerRow) {
+  SKIP_WITHOUT_GPU();
+  auto perRow = [](SoftmaxPlan &p) { p.programPerRow = true; };
+  run({.direction = kFwd, .rows = 1001, .cols = 16384, .tweak = perRow});
+  run({.direction = kFwd, .rows = 3, .cols = 256, .tweak = perRow});
+  run({.direction = kFwd, .rows = 33, .cols = 100003, .tweak = perRow}, "cluster");
+  run({.direction = kBwd, .dtype = "bf16", .rows = 500, .cols = 3000, .tweak = perRow});
+  run({.direction = kBwd, .rows = 20, .cols = 70000, .tweak = perRow}, "cluster");
+}

@@ -241,13 +241,13 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   }
   for (int64_t n : {262145, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
-  // Slices of 16384 while 8 programs suffice, then 32768.
+  // Slices of 8192 through a ring while 8 programs suffice, then 16384, then 32768.
+  EXPECT_EQ(kernels::planSoftmax(40000).str(), "cluster 5 x BLOCK 8192 warps 4 stages 2");
+  EXPECT_EQ(kernels::planSoftmax(65536).str(), "cluster 8 x BLOCK 8192 warps 4 stages 2");
   SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
   EXPECT_EQ(p.clusterSize, 5) << p.str();
   EXPECT_EQ(p.blockSize, 16384) << p.str();
-  EXPECT_EQ(kernels::planSoftmax(131072).str(),
-            "cluster 8 x BLOCK 16384 warps 8 stages 1 min-blocks 2");
-  EXPECT_EQ(kernels::planSoftmax(131072).specialization("fp32", 1, 1).minBlocksPerSM, 2);
+  EXPECT_EQ(kernels::planSoftmax(131072).str(), "cluster 8 x BLOCK 16384 warps 16 stages 3");
   EXPECT_EQ(kernels::planSoftmax(131073).str(), "cluster 5 x BLOCK 32768 warps 16 stages 1");
   EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 1");
   EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
@@ -264,10 +264,20 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(12160).blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(12288, "bf16").blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(3000).blockSize, 3072);
-  EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 6144); // 16 warps: tiles of 2048
-  EXPECT_EQ(kernels::planSoftmax(7680).str(), "registers BLOCK 8192 warps 16 stages 1 prefetch");
-  EXPECT_TRUE(kernels::planSoftmax(4096).prefetch);
-  EXPECT_EQ(kernels::planSoftmax(12288).str(), "registers BLOCK 12288 warps 16 stages 1 prefetch");
+  EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 5120); // 8 warps: tiles of 1024
+  EXPECT_EQ(kernels::planSoftmax(7680).str(),
+            "registers BLOCK 8192 warps 8 stages 2 program-per-row");
+  // A program per row from 2048 to 12288 columns; short rows and rows above 12288 keep the
+  // persistent grid and the prefetch.
+  EXPECT_TRUE(kernels::planSoftmax(1024).prefetch);
+  EXPECT_FALSE(kernels::planSoftmax(1024).programPerRow);
+  EXPECT_TRUE(kernels::planSoftmax(2048).programPerRow);
+  EXPECT_EQ(kernels::planSoftmax(12288).str(),
+            "registers BLOCK 12288 warps 8 stages 2 program-per-row");
+  EXPECT_EQ(kernels::planSoftmax(12289).str(), "registers BLOCK 14336 warps 16 stages 1 prefetch");
+  EXPECT_EQ(kernels::planSoftmax(16384).str(), "registers BLOCK 16384 warps 16 stages 1 prefetch");
+  EXPECT_TRUE(kernels::planSoftmax(4096, "bf16").programPerRow);
+  EXPECT_FALSE(kernels::planSoftmax(16384, "fp16").programPerRow);
   // No registers for a second row of 32768: the cp.async ring at 32 warps.
   EXPECT_EQ(kernels::planSoftmax(32768).str(), "registers BLOCK 32768 warps 32 stages 3");
   EXPECT_EQ(kernels::planSoftmax(20000).blockSize, 20480);
