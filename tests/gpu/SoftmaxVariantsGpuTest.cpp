@@ -231,9 +231,7 @@ TEST_F(SoftmaxVariantsGpuTest, PrefetchedRows) {
          .tweak = prefetch(true)});
   }
   // The cluster kernel with the prefetch.
-  run({.direction = kFwd, .rows = 33, .cols = 65536 + 5,
-       .tweak = [](SoftmaxPlan &p) { p.prefetch = true; }},
-      "cluster");
+  run({.direction = kFwd, .rows = 33, .cols = 65536 + 5, .tweak = prefetch(true)}, "cluster");
 }
 
 TEST_F(SoftmaxVariantsGpuTest, BlocksThatAreNotAPowerOfTwo) {
