@@ -100,13 +100,15 @@ SoftmaxPlan planOnline(SoftmaxDirection dir) {
                      .numStages = 4};
 }
 
-// {num_warps, num_stages, prefetch, program per row} by power-of-two block size, 256 ... 32768
+// {num_warps, num_stages, prefetch, program per row, min blocks per SM} by power-of-two block
+// size, 256 ... 32768
 // (rows that are not a power of two take their power of two's entry), from the sweeps of
 // docs/PERF.md (2026-11-21, M = 4096, best median GB/s per N).
 struct WarpsStages {
   int warps, stages;
   bool prefetch = false;
   bool programPerRow = false;
+  int minBlocks = 1;
 };
 constexpr int kTableSizes = 8;
 static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t block) {
@@ -118,19 +120,21 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
 // fp32: from 2048 to 12288 columns, a program per row, with several programs resident per SM
 // (the hardware starts the next row's program as one finishes, so one's loads overlap
 // another's reductions), and above 2048 the row moved by one bulk copy (a one-stage-ahead
-// ring). Short rows, and rows above 12288 (kForwardBeyond12288), keep the persistent grid
-// with the next row prefetched into registers. A row of 32768 has no registers to spare for a
-// second one: 32 warps and the ring.
+// ring). Short rows keep the persistent grid with the next row prefetched into registers. A
+// row of 32768 has no registers to spare for a second one: 32 warps and the ring.
 constexpr WarpsStages kForward[kTableSizes] = {
     {2, 1, true},         {1, 1, true},         {2, 1, true},         {4, 1, false, true},
     {8, 2, false, true},  {8, 2, false, true},  {8, 2, false, true},  {32, 3}};
-// Rows of 12289-16384 fp32: one CTA per SM at most, so the persistent grid and the prefetch.
-constexpr WarpsStages kForwardBeyond12288{16, 1, true};
+// Rows of 12289-16384: a program per row too, with registers capped for two CTAs per SM
+// (64 per thread at 16 warps; the persistent prefetch needs 114).
+constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. A program
-// per row from 513 to 8192 columns; the prefetch for short rows; the ring above 8192.
+// per row from 513 columns; the prefetch for short rows; three CTAs per SM up to 12288 columns
+// and two above (kHalfForwardBeyond12288); the ring above 16384.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
-    {2, 1, true},        {2, 1, true},        {1, 1, false, true}, {2, 1, false, true},
-    {4, 1, false, true}, {8, 1, false, true}, {16, 3},             {16, 2}};
+    {2, 1, true},        {2, 1, true},        {1, 1, false, true},    {2, 1, false, true},
+    {4, 1, false, true}, {8, 1, false, true}, {8, 1, false, true, 3}, {16, 2}};
+constexpr WarpsStages kHalfForwardBeyond12288{16, 1, false, true, 2};
 constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
                                                  {2, 1}, {4, 1}, {32, 1}, {32, 1}};
 
@@ -189,11 +193,11 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
   }
   bool half = dtype == "fp16" || dtype == "bf16";
   WarpsStages ws = fromTable(half ? kHalfForward : kForward, blockFor(cols));
-  if (!half && cols > 12288 && cols <= 16384)
-    ws = kForwardBeyond12288;
+  if (cols > 12288 && cols <= 16384)
+    ws = half ? kHalfForwardBeyond12288 : kForwardBeyond12288;
   SoftmaxPlan plan{.direction = SoftmaxDirection::Forward, .online = false,
-                   .prefetch = ws.prefetch, .numWarps = ws.warps, .numStages = ws.stages,
-                   .programPerRow = ws.programPerRow};
+                   .minBlocksPerSM = ws.minBlocks, .prefetch = ws.prefetch, .numWarps = ws.warps,
+                   .numStages = ws.stages, .programPerRow = ws.programPerRow};
   plan.fitBlock(cols, dtype);
   return plan;
 }

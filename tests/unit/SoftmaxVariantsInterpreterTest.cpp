@@ -274,10 +274,15 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_TRUE(kernels::planSoftmax(2048).programPerRow);
   EXPECT_EQ(kernels::planSoftmax(12288).str(),
             "registers BLOCK 12288 warps 8 stages 2 program-per-row");
-  EXPECT_EQ(kernels::planSoftmax(12289).str(), "registers BLOCK 14336 warps 16 stages 1 prefetch");
-  EXPECT_EQ(kernels::planSoftmax(16384).str(), "registers BLOCK 16384 warps 16 stages 1 prefetch");
+  EXPECT_EQ(kernels::planSoftmax(12289).str(),
+            "registers BLOCK 14336 warps 16 stages 1 program-per-row min-blocks 2");
+  EXPECT_EQ(kernels::planSoftmax(16384).str(),
+            "registers BLOCK 16384 warps 16 stages 1 program-per-row min-blocks 2");
   EXPECT_TRUE(kernels::planSoftmax(4096, "bf16").programPerRow);
-  EXPECT_FALSE(kernels::planSoftmax(16384, "fp16").programPerRow);
+  EXPECT_EQ(kernels::planSoftmax(12288, "fp16").str(),
+            "registers BLOCK 12288 warps 8 stages 1 program-per-row min-blocks 3");
+  EXPECT_EQ(kernels::planSoftmax(16384, "bf16").str(),
+            "registers BLOCK 16384 warps 16 stages 1 program-per-row min-blocks 2");
   // No registers for a second row of 32768: the cp.async ring at 32 warps.
   EXPECT_EQ(kernels::planSoftmax(32768).str(), "registers BLOCK 32768 warps 32 stages 3");
   EXPECT_EQ(kernels::planSoftmax(20000).blockSize, 20480);
