@@ -264,9 +264,13 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(12160).blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(12288, "bf16").blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(3000).blockSize, 3072);
-  EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 5120); // 8 warps: tiles of 1024
+  EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 4608); // 4 warps: tiles of 512, not 1024
+  EXPECT_EQ(kernels::planSoftmax(2304).str(),
+            "registers BLOCK 2560 warps 4 stages 2 program-per-row");
+  EXPECT_EQ(kernels::planSoftmax(3072).str(),
+            "registers BLOCK 3072 warps 8 stages 2 program-per-row");
   EXPECT_EQ(kernels::planSoftmax(7680).str(),
-            "registers BLOCK 8192 warps 8 stages 2 program-per-row");
+            "registers BLOCK 7680 warps 4 stages 2 program-per-row");
   // A program per row from 2048 to 12288 columns; short rows and rows above 12288 keep the
   // persistent grid and the prefetch.
   EXPECT_TRUE(kernels::planSoftmax(1024).prefetch);
