@@ -22,7 +22,7 @@ int64_t extent(const ir::Value *v) {
   return v->type().isBlock() ? v->type().numElements() : 1;
 }
 
-int64_t elementBytes(const ir::Type &t) { return std::max(1, ir::bitWidth(t.kind()) / 8); }
+int64_t elementBytes(const ir::Type &t) { return ir::byteWidth(t.kind()); }
 
 } // namespace
 

@@ -15,7 +15,7 @@ namespace tritium::codegen {
 
 namespace {
 
-int64_t elementBytes(const ir::Type &t) { return std::max(1, ir::bitWidth(t.kind()) / 8); }
+int64_t elementBytes(const ir::Type &t) { return ir::byteWidth(t.kind()); }
 
 void emitAsm(Lowering &l, const std::string &text, const std::string &constraints,
              llvm::ArrayRef<llvm::Value *> args) {
@@ -57,6 +57,12 @@ template <typename F> void onProducer(Lowering &l, llvm::Value *cond, F body) {
   body();
   b.CreateBr(done);
   b.SetInsertPoint(done);
+}
+
+// The parity of the phase an mbarrier of the ring completes for iteration `i`: stage i % S is
+// used for the (i / S)-th time.
+llvm::Value *phaseParity(Lowering &l, const PipelinePlan &plan, llvm::Value *i) {
+  return l.b.CreateAnd(l.b.CreateUDiv(i, l.b.getInt32(plan.stages)), l.b.getInt32(1));
 }
 
 void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity) {
@@ -123,9 +129,7 @@ void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
       auto *copy = llvm::BasicBlock::Create(l.ctx, "producer.copy", l.fn);
       b.CreateCondBr(b.CreateICmpSGE(previous, b.getInt32(0)), wait, copy);
       b.SetInsertPoint(wait);
-      llvm::Value *parity =
-          b.CreateAnd(b.CreateUDiv(previous, b.getInt32(plan.stages)), b.getInt32(1));
-      waitParity(l, barrierAddress(l, plan, true, stage), parity);
+      waitParity(l, barrierAddress(l, plan, true, stage), phaseParity(l, plan, previous));
       b.CreateBr(copy);
       b.SetInsertPoint(copy);
     }
@@ -150,10 +154,7 @@ void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
 
 void waitForBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                       llvm::Value *iteration) {
-  auto &b = l.b;
-  llvm::Value *parity = b.CreateAnd(b.CreateUDiv(iteration, b.getInt32(plan.stages)),
-                                    b.getInt32(1));
-  waitParity(l, barrierAddress(l, plan, false, stage), parity);
+  waitParity(l, barrierAddress(l, plan, false, stage), phaseParity(l, plan, iteration));
 }
 
 void releaseBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {

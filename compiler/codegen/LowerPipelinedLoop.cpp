@@ -17,7 +17,7 @@ namespace tritium::codegen {
 
 namespace {
 
-int64_t elementBytes(const ir::Type &t) { return std::max(1, ir::bitWidth(t.kind()) / 8); }
+int64_t elementBytes(const ir::Type &t) { return ir::byteWidth(t.kind()); }
 
 void collectSlice(const ir::Value *v, const ir::Block &body,
                   std::unordered_set<const ir::Op *> &slice) {
@@ -40,6 +40,28 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
   llvm::Value *index = b.CreateZExt(l.elementIndex(res, k), b.getInt64Ty());
   byte = b.CreateAdd(byte, b.CreateMul(index, b.getInt64(elementBytes(res->type()))));
   return b.CreateGEP(b.getInt8Ty(), l.smem, byte);
+}
+
+// Each thread copies its own 16-byte vectors of every pipelined load, as one commit group.
+void issueThreadCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
+                       llvm::Value *stage) {
+  auto &b = l.b;
+  for (const ir::Op *load : plan.loads) {
+    int64_t vec = load->intAttr("vec");
+    int64_t bytes = elementBytes(load->result()->type()) * vec;
+    if (bytes != 16)
+      internalError("pipelined loads move 16-byte vectors");
+    unsigned id = llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
+    const Elements &ptrs = l.get(load->operand(0));
+    for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
+      llvm::Value *pred = inRange;
+      if (load->numOperands() == 3)
+        pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
+      llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
+      l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
+    }
+  }
+  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
 }
 
 } // namespace
@@ -87,25 +109,9 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
   llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
   if (plan.bulk())
     issueBulkStage(l, plan, inRange, stage, iteration);
-  for (const ir::Op *load : plan.loads) {
-    if (plan.bulk())
-      break;
-    int64_t vec = load->intAttr("vec");
-    int64_t bytes = elementBytes(load->result()->type()) * vec;
-    if (bytes != 16)
-      internalError("pipelined loads move 16-byte vectors");
-    unsigned id = llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
-    const Elements &ptrs = l.get(load->operand(0));
-    for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
-      llvm::Value *pred = inRange;
-      if (load->numOperands() == 3)
-        pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
-      llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
-      l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
-    }
-  }
-  if (!plan.bulk())
-    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  else
+    issueThreadCopies(l, plan, inRange, stage);
+  // Back to the loop's own induction variable (or none, in the prologue).
   if (saved)
     l.set(ivArg, *saved);
   else
@@ -151,19 +157,9 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
   l.set(res, std::move(out));
   // A bulk ring's buffer is free once every thread has read it: after the body's last
   // pipelined load (the reads above are volatile, so they stay before the arrival).
-  const ir::Op &loop = *load.parentBlock()->parentOp();
-  if (loop.hasAttr("bulk_barriers")) {
-    const ir::Op *last = nullptr;
-    for (const auto &op : load.parentBlock()->ops())
-      if (op->hasAttr("pipelined"))
-        last = op.get();
-    if (last == &load) {
-      PipelinePlan plan;
-      plan.stages = int(loop.intAttr("pipeline_stages"));
-      plan.bulkBarriers = loop.intAttr("bulk_barriers");
-      releaseBulkStage(l, plan, stage);
-    }
-  }
+  std::optional<PipelinePlan> plan = pipelinePlan(*load.parentBlock()->parentOp());
+  if (plan->bulk() && plan->loads.back() == &load)
+    releaseBulkStage(l, *plan, stage);
 }
 
 } // namespace tritium::codegen

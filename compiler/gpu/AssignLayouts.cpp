@@ -29,7 +29,7 @@ void assignLayouts(ir::Function &fn, int numWarps) {
     const ir::Type &ptr = op.operand(0)->type();
     if (!ptr.isBlock())
       return;
-    int bytes = std::max(1, ir::bitWidth(ptr.kind()) / 8);
+    int bytes = ir::byteWidth(ptr.kind());
     auto [it, inserted] = narrowest.emplace(ptr.shape(), bytes);
     if (!inserted)
       it->second = std::min(it->second, bytes);

@@ -18,7 +18,7 @@ void chooseVectorWidths(ir::Function &fn) {
     const ir::Value *ptr = op.operand(0);
     if (!ptr->type().isBlock())
       return;
-    int64_t bytes = std::max(1, ir::bitWidth(ptr->type().kind()) / 8);
+    int64_t bytes = ir::byteWidth(ptr->type().kind());
     const AxisInfo &p = axes.get(ptr);
     int64_t vec = std::min<int64_t>({int64_t(ptr->layout()->sizePerThread[0]), p.contiguity,
                                      std::max<int64_t>(1, p.divisibility / bytes), 16 / bytes});

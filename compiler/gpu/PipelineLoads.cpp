@@ -60,7 +60,7 @@ bool dependsOnlyOnInductionVariable(const ir::Value *v, const ir::Block &body,
 // both sides divisible by 16 bytes' worth of elements.
 bool bulkCopyable(const ir::Op &load, const AxisAnalysis &axis) {
   const ir::Type &t = load.result()->type();
-  int64_t n = t.numElements(), bytes = std::max(1, ir::bitWidth(t.kind()) / 8);
+  int64_t n = t.numElements(), bytes = ir::byteWidth(t.kind());
   const AxisInfo &ptr = axis.get(load.operand(0));
   if (ptr.contiguity < n || ptr.divisibility < 16 || n * bytes % 16 != 0)
     return false;
@@ -89,7 +89,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     const ir::Type &t = op->result()->type();
     if (t.numElements() < threads) // copies held by several threads: not worth a ring
       continue;
-    int64_t bytes = std::max(1, ir::bitWidth(t.kind()) / 8);
+    int64_t bytes = ir::byteWidth(t.kind());
     // Only whole 16-byte vectors (cp.async.cg): narrower copies cost as many instructions as
     // plain loads and push register pressure into spills.
     if (bytes * op->intAttr("vec") != 16)
@@ -117,7 +117,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   int64_t offset = base;
   for (ir::Op *load : loads) {
     const ir::Type &t = load->result()->type();
-    int64_t bytes = (t.numElements() * std::max(1, ir::bitWidth(t.kind()) / 8) + 15) / 16 * 16;
+    int64_t bytes = (t.numElements() * ir::byteWidth(t.kind()) + 15) / 16 * 16;
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("smem_offset", offset);
     load->setAttr("stage_bytes", bytes);

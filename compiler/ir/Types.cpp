@@ -1,4 +1,5 @@
 // Names and printing of TIR types.
+#include <algorithm>
 #include "compiler/ir/Types.h"
 
 namespace tritium::ir {
@@ -40,6 +41,8 @@ int bitWidth(ScalarKind k) {
   }
   return 0;
 }
+
+int byteWidth(ScalarKind k) { return std::max(1, bitWidth(k) / 8); }
 
 bool isFloatKind(ScalarKind k) {
   return k == ScalarKind::F16 || k == ScalarKind::BF16 || k == ScalarKind::F32;

@@ -16,6 +16,7 @@ std::string dtypeName(ScalarKind k);
 std::string irName(ScalarKind k);
 std::optional<ScalarKind> parseDtype(const std::string &name); // accepts "fp32" and "f32"
 int bitWidth(ScalarKind k);
+int byteWidth(ScalarKind k); // bytes an element takes in memory (an i1 takes one)
 bool isFloatKind(ScalarKind k);
 
 class Type {
