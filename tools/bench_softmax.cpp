@@ -56,7 +56,7 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        per stage where they qualify, 0 one 16-byte cp.async per thread
                        (default 1)
   --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
-                       1 with --cluster-size)
+                       1 with --cluster-size or a num_warps other than the plan's)
   --program-per-row=LIST
                        1 launches one program (cluster) per row, as Triton does, 0 the
                        persistent grid of resident programs (default: the plan's)
@@ -247,8 +247,12 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
     if (p.prefetch)
       p.numStages = 1;
   }
-  if (warps > 0)
+  if (warps > 0) {
+    // The plan's CTAs-per-SM register cap was chosen for its own num_warps (unless given).
+    if (warps != p.numWarps && o.minBlocks == 0)
+      p.minBlocksPerSM = 1;
     p.numWarps = int(warps);
+  }
   if (block > 0)
     p.blockSize = block;
   else if (warps > 0 && !p.online && p.clusterSize == 1)

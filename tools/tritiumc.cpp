@@ -43,7 +43,8 @@ options:
   --n-cols=N           softmax row length; picks the kernel, BLOCK_SIZE, num_warps and
                        num_stages as the planner does at run time (default 1024)
   --block-size=N       override BLOCK_SIZE (a power of two, or a multiple of 32 x num_warps)
-  --num-warps=N        override num_warps (1, 2, 4, 8, 16 or 32)
+  --num-warps=N        override num_warps (1, 2, 4, 8, 16 or 32); the planner's register cap
+                       for several CTAs per SM is dropped when N differs from its num_warps
   --num-stages=N       override num_stages
   --dtype=T            element type of the pointers: fp32 (default), fp16, bf16
   --signature=LIST     the runtime arguments' types, comma separated, with ":16" on those
@@ -141,9 +142,14 @@ int main(int argc, char **argv) {
     plan.prefetch = true;
   }
   if (opts.count("num-warps")) {
-    plan.numWarps = int(parseInt("--num-warps", opts["num-warps"]));
+    int warps = int(parseInt("--num-warps", opts["num-warps"]));
+    // The planner's block and its CTAs-per-SM register cap were chosen for its own num_warps:
+    // a cap meant for 8 warps would make 16 spill.
+    if (warps != plan.numWarps)
+      plan.minBlocksPerSM = 1;
+    plan.numWarps = warps;
     if (!plan.online && plan.clusterSize == 1)
-      plan.fitBlock(nCols, dtype); // the planner's block was fitted to its own num_warps
+      plan.fitBlock(nCols, dtype);
   }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))

@@ -1,9 +1,10 @@
 // Lowering of bulk-copy rings (Hopper's TMA, cp.async.bulk), the pipelining scheme that
-// gpu/PipelineLoads.cpp picks when each pipelined load reads one contiguous run. Thread 0 is the
-// producer: it copies iteration i's whole block into stage i % S with one instruction per load,
-// and the stage's "full" mbarrier counts the bytes in (expect_tx / complete_tx). Every thread
-// waits on "full" before reading the stage, and arrives on the stage's "empty" mbarrier once it
-// has read it; the producer waits on "empty" before copying the next block into that stage.
+// gpu/PipelineLoads.cpp picks when each pipelined load reads one contiguous run. The ring has
+// B = num_stages - 1 buffers. Thread 0 is the producer: it copies iteration i's whole block into
+// buffer i % B with one instruction per load, and the buffer's "full" mbarrier counts the bytes
+// in (expect_tx / complete_tx). Every thread waits on "full" before reading the buffer, and
+// arrives on its "empty" mbarrier once it has read it; the producer then waits on "empty" and
+// at once copies iteration i + B into the same buffer, while the threads compute on iteration i.
 // Lanes past the prefix the mask allows are not copied: the read's mask selects `other` there.
 #include "compiler/codegen/Pipelining.h"
 
@@ -35,11 +36,11 @@ llvm::Value *sharedAddress(Lowering &l, llvm::Value *offset) {
   return b.CreateTrunc(b.CreatePtrToInt(p, b.getInt64Ty()), b.getInt32Ty());
 }
 
-// mbarriers: "full" of stage s at barriers + 8 s, "empty" at barriers + 8 (S + s).
+// mbarriers: "full" of buffer s at barriers + 8 s, "empty" at barriers + 8 (B + s).
 llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, bool empty,
                             llvm::Value *stage) {
   auto &b = l.b;
-  llvm::Value *index = empty ? b.CreateAdd(stage, b.getInt32(plan.stages)) : stage;
+  llvm::Value *index = empty ? b.CreateAdd(stage, b.getInt32(plan.buffers())) : stage;
   return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(plan.bulkBarriers)),
                                       b.CreateMul(index, b.getInt32(8))));
 }
@@ -59,10 +60,10 @@ template <typename F> void onProducer(Lowering &l, llvm::Value *cond, F body) {
   b.SetInsertPoint(done);
 }
 
-// The parity of the phase an mbarrier of the ring completes for iteration `i`: stage i % S is
-// used for the (i / S)-th time.
+// The parity of the phase an mbarrier of the ring completes for iteration `i`: buffer i % B is
+// used for the (i / B)-th time.
 llvm::Value *phaseParity(Lowering &l, const PipelinePlan &plan, llvm::Value *i) {
-  return l.b.CreateAnd(l.b.CreateUDiv(i, l.b.getInt32(plan.stages)), l.b.getInt32(1));
+  return l.b.CreateAnd(l.b.CreateUDiv(i, l.b.getInt32(plan.buffers())), l.b.getInt32(1));
 }
 
 void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity) {
@@ -102,7 +103,7 @@ void initBulkBarriers(Lowering &l, const PipelinePlan &plan) {
   emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
   l.barrier();
   onProducer(l, nullptr, [&] {
-    for (int s = 0; s < plan.stages; ++s) {
+    for (int s = 0; s < plan.buffers(); ++s) {
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {barrierAddress(l, plan, false, b.getInt32(s))});
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
@@ -114,7 +115,7 @@ void initBulkBarriers(Lowering &l, const PipelinePlan &plan) {
 }
 
 void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
-                    llvm::Value *stage, llvm::Value *iteration) {
+                    llvm::Value *stage, llvm::Value *readBy) {
   auto &b = l.b;
   // Elements 0 of the recomputed operands: thread 0 holds element 0 of every block.
   std::vector<llvm::Value *> sizes, sources;
@@ -123,16 +124,8 @@ void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
     sources.push_back(l.get(load->operand(0))[0]);
   }
   onProducer(l, inRange, [&] {
-    if (iteration) { // the stage was read by the previous iteration: wait until all have
-      llvm::Value *previous = b.CreateSub(iteration, b.getInt32(1));
-      auto *wait = llvm::BasicBlock::Create(l.ctx, "producer.wait", l.fn);
-      auto *copy = llvm::BasicBlock::Create(l.ctx, "producer.copy", l.fn);
-      b.CreateCondBr(b.CreateICmpSGE(previous, b.getInt32(0)), wait, copy);
-      b.SetInsertPoint(wait);
-      waitParity(l, barrierAddress(l, plan, true, stage), phaseParity(l, plan, previous));
-      b.CreateBr(copy);
-      b.SetInsertPoint(copy);
-    }
+    if (readBy) // every thread must have read the buffer (and arrived on "empty")
+      waitParity(l, barrierAddress(l, plan, true, stage), phaseParity(l, plan, readBy));
     llvm::Value *total = b.getInt32(0);
     for (llvm::Value *size : sizes)
       total = b.CreateAdd(total, size);
@@ -169,7 +162,7 @@ void invalidateBulkBarriers(Lowering &l, const PipelinePlan &plan) {
   // no thread still waits on or arrives at an mbarrier that thread 0 invalidates.
   l.barrier();
   onProducer(l, nullptr, [&] {
-    for (int s = 0; s < 2 * plan.stages; ++s)
+    for (int s = 0; s < 2 * plan.buffers(); ++s)
       emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
               {sharedAddress(l, b.getInt32(int32_t(plan.bulkBarriers + 8 * s)))});
   });

@@ -138,7 +138,7 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
   auto &b = l.b;
   int64_t vec = op.hasAttr("vec") ? op.intAttr("vec") : 1;
   if (op.kind() == ir::OpKind::Load && op.hasAttr("pipelined")) {
-    lowerPipelinedLoad(l, op, l.readStage.at(op.parentBlock()->parentOp()));
+    lowerPipelinedLoad(l, op, l.rings.at(op.parentBlock()->parentOp()));
     return true;
   }
   if (op.kind() == ir::OpKind::Load) {

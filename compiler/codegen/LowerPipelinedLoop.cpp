@@ -4,8 +4,9 @@
 // starts the copy for iteration + S-1, and reads its data from shared memory. Each thread copies
 // exactly the elements it later reads, so no barrier is needed between copy and use. Lanes that
 // are masked off, and iterations past the end, copy zero bytes (src-size 0); the mask then
-// selects `other` for them. Rings of bulk copies (LowerBulkCopy.cpp) keep the same buffers and
-// reads but move whole blocks, one instruction each, and synchronise through mbarriers.
+// selects `other` for them. Rings of bulk copies (LowerBulkCopy.cpp) keep the same reads but move
+// whole blocks, one instruction each, synchronise through mbarriers, and refill a buffer right
+// after the body's last pipelined load has read it, so they need one buffer fewer.
 #include "compiler/codegen/Pipelining.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -95,27 +96,32 @@ void startRing(Lowering &l, const PipelinePlan &plan) {
 }
 
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage, llvm::Value *iteration) {
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
   auto &b = l.b;
-  const ir::Value *ivArg = loop.body()->argument(0);
-  auto it = l.values.find(ivArg);
-  std::optional<Elements> saved; // unset in the prologue, before the loop exists
-  if (it != l.values.end())
-    saved = it->second;
-  l.set(ivArg, {iv});
+  // The slice is recomputed for iteration `iv`; a bulk ring does so in the middle of the body,
+  // where the body's own values of the slice (and the induction variable) are still in use.
+  std::vector<const ir::Value *> recomputed{loop.body()->argument(0)};
+  for (const ir::Op *op : plan.slice)
+    recomputed.push_back(op->result());
+  std::vector<std::optional<Elements>> saved; // unset in the prologue, before the loop exists
+  for (const ir::Value *v : recomputed) {
+    auto it = l.values.find(v);
+    saved.push_back(it == l.values.end() ? std::nullopt : std::optional<Elements>(it->second));
+  }
+  l.set(recomputed[0], {iv});
   for (const ir::Op *op : plan.slice)
     if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
   if (plan.bulk())
-    issueBulkStage(l, plan, inRange, stage, iteration);
+    issueBulkStage(l, plan, inRange, stage, readBy);
   else
     issueThreadCopies(l, plan, inRange, stage);
-  // Back to the loop's own induction variable (or none, in the prologue).
-  if (saved)
-    l.set(ivArg, *saved);
-  else
-    l.values.erase(ivArg);
+  for (size_t i = 0; i < recomputed.size(); ++i)
+    if (saved[i])
+      l.set(recomputed[i], *saved[i]);
+    else
+      l.values.erase(recomputed[i]);
 }
 
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
@@ -133,8 +139,9 @@ void finishRing(Lowering &l, const PipelinePlan &plan) {
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
 }
 
-void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
+void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPosition &at) {
   auto &b = l.b;
+  llvm::Value *stage = at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());
   int64_t vec = load.intAttr("vec");
@@ -156,10 +163,14 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage) {
   }
   l.set(res, std::move(out));
   // A bulk ring's buffer is free once every thread has read it: after the body's last
-  // pipelined load (the reads above are volatile, so they stay before the arrival).
-  std::optional<PipelinePlan> plan = pipelinePlan(*load.parentBlock()->parentOp());
-  if (plan->bulk() && plan->loads.back() == &load)
+  // pipelined load (the reads above are volatile, so they stay before the arrival). The
+  // producer then refills it with the iteration num_stages - 1 ahead.
+  const ir::Op &loop = *load.parentBlock()->parentOp();
+  std::optional<PipelinePlan> plan = pipelinePlan(loop);
+  if (plan->bulk() && plan->loads.back() == &load) {
     releaseBulkStage(l, *plan, stage);
+    issueStage(l, *plan, loop, at.aheadIv, at.ub, stage, at.iteration);
+  }
 }
 
 } // namespace tritium::codegen

@@ -150,7 +150,8 @@ private:
   }
 
   // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. A loop with
-  // a pipelining plan also carries the ring's read and write stages (Pipelining.h).
+  // a pipelining plan also carries the ring's read and write stages and counts its iterations
+  // (Pipelining.h).
   void lowerFor(const ir::Op &op) {
     auto &b = l_.b;
     llvm::Value *lb = l_.get(op.operand(0))[0];
@@ -196,7 +197,7 @@ private:
       readStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.read");
       readStage->addIncoming(b.getInt32(0), pre);
       writeStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.write");
-      writeStage->addIncoming(b.getInt32(plan->stages - 1), pre);
+      writeStage->addIncoming(b.getInt32((plan->stages - 1) % plan->buffers()), pre);
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
       iteration->addIncoming(b.getInt32(0), pre);
     }
@@ -204,14 +205,14 @@ private:
 
     b.SetInsertPoint(bodyBB);
     if (plan) {
-      // Bulk rings issue first, so the copy starts while the threads wait for this stage.
-      llvm::Value *ahead = b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->stages - 1));
-      if (plan->bulk())
-        issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage, iteration);
+      llvm::Value *aheadIv = b.CreateAdd(
+          iv, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->stages - 1)));
       waitForStage(l_, *plan, readStage, iteration);
+      // cp.async refills the stage the previous iteration read; a bulk ring refills this
+      // iteration's stage once it has been read (lowerPipelinedLoad).
       if (!plan->bulk())
-        issueStage(l_, *plan, op, b.CreateAdd(iv, ahead), ub, writeStage, iteration);
-      l_.readStage[&op] = readStage;
+        issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr);
+      l_.rings[&op] = {readStage, iteration, aheadIv, ub};
     }
     yields_.push_back(nullptr);
     lowerBlock(body);
@@ -222,7 +223,7 @@ private:
     if (plan) {
       auto next = [&](llvm::Value *stage) {
         llvm::Value *n = b.CreateAdd(stage, b.getInt32(1));
-        return b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(plan->stages)), b.getInt32(0), n);
+        return b.CreateSelect(b.CreateICmpEQ(n, b.getInt32(plan->buffers())), b.getInt32(0), n);
       };
       readStage->addIncoming(next(readStage), latch);
       writeStage->addIncoming(next(writeStage), latch);

@@ -53,8 +53,14 @@ struct Lowering {
   void barrier();
 
   std::unordered_map<const ir::Value *, Elements> values;
-  // For each pipelined loop being lowered, the shared-memory stage its iteration reads.
-  std::unordered_map<const ir::Op *, llvm::Value *> readStage;
+  // For each pipelined loop being lowered: the shared-memory stage this iteration reads, how
+  // many iterations of this run of the loop came before it, and the induction variable and
+  // bound of the iteration num_stages - 1 ahead (which a bulk ring copies into this stage as
+  // soon as every thread has read it).
+  struct RingPosition {
+    llvm::Value *stage, *iteration, *aheadIv, *ub;
+  };
+  std::unordered_map<const ir::Op *, RingPosition> rings;
 };
 
 // One entry per op family; each handles the kinds it knows and returns false otherwise.

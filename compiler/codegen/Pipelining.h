@@ -8,12 +8,18 @@
 
 namespace tritium::codegen {
 
+// A ring of S = num_stages stages keeps the copies of S - 1 iterations in flight. Per-thread
+// cp.async needs S buffers: a stage is refilled at the top of the iteration after the one that
+// read it. A bulk ring refills a stage as soon as every thread has read it (its "empty"
+// mbarrier says when), in the same iteration, so S - 1 buffers carry the same lookahead: a
+// ring of 2 stages is one buffer that holds the next iteration while this one computes.
 struct PipelinePlan {
   int stages = 0;
   std::vector<const ir::Op *> loads; // the pipelined loads of the body
   std::vector<const ir::Op *> slice; // body ops their operands need, in program order
   int64_t bulkBarriers = -1;         // bulk copies: the mbarriers' shared-memory offset
   bool bulk() const { return bulkBarriers >= 0; }
+  int buffers() const { return bulk() ? stages - 1 : stages; }
 };
 
 // The plan recorded on a `for` by gpu/PipelineLoads.cpp, if any.
@@ -21,23 +27,24 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop);
 // Before the prologue: no thread may still read an earlier loop's ring that shares these bytes
 // (and bulk rings set up their mbarriers).
 void startRing(Lowering &l, const PipelinePlan &plan);
-// Starts the copies of the loop's iteration `iv` into buffer `stage`. Inside the loop,
-// `iteration` counts the iterations this run of the loop has started (0, 1, ...): the buffer
-// was last read by iteration - 1. In the prologue it is null (buffers not yet read).
+// Starts the copies of the loop's iteration `iv` into buffer `stage`. `readBy` is the
+// iteration of this run of the loop that last read the buffer (0, 1, ...; a bulk producer waits
+// until every thread has), or null in the prologue and for cp.async.
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage, llvm::Value *iteration);
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy);
 // Waits until this iteration's data (buffer `stage`) has landed.
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration);
 // After the loop: waits for every outstanding copy and retires the ring.
 void finishRing(Lowering &l, const PipelinePlan &plan);
-// A pipelined load inside the body: reads buffer `stage` and applies the mask.
-void lowerPipelinedLoad(Lowering &l, const ir::Op &load, llvm::Value *stage);
+// A pipelined load inside the body: reads this iteration's buffer and applies the mask. After
+// the body's last pipelined load a bulk ring releases the buffer and refills it.
+void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPosition &at);
 
 // Bulk-copy rings (LowerBulkCopy.cpp).
 void initBulkBarriers(Lowering &l, const PipelinePlan &plan);
 void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
-                    llvm::Value *stage, llvm::Value *iteration);
+                    llvm::Value *stage, llvm::Value *readBy);
 void waitForBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                       llvm::Value *iteration);
 // Every thread, once it has read buffer `stage` for this iteration.

@@ -8,8 +8,9 @@
 // Where every such load reads one contiguous, 16-byte aligned run whose valid lanes are a
 // prefix of the block (no mask, or `index < bound` on a contiguous index), the whole block is
 // one bulk copy (Hopper's TMA, cp.async.bulk) issued by one thread and tracked by mbarriers,
-// instead of a 16-byte cp.async per thread and vector:
-//   for  {pipeline_stages = S, bulk_barriers = O}   (2 x S mbarriers from byte O)
+// instead of a 16-byte cp.async per thread and vector. Such a ring refills a buffer as soon as
+// it has been read, so it needs S - 1 buffers, not S (codegen/Pipelining.h):
+//   for  {pipeline_stages = S, bulk_barriers = O}   (2 x (S - 1) mbarriers from byte O)
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -107,13 +108,14 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     return 0;
   bulk = bulk && std::all_of(loads.begin(), loads.end(),
                              [&](const ir::Op *load) { return bulkCopyable(*load, axis); });
-  // Bulk rings end with one "full" and one "empty" mbarrier (8 bytes each) per stage.
-  int64_t barrierBytesPerStage = bulk ? 16 : 0;
-  int64_t fit = (maxSharedBytes - base) / (bytesPerStage + barrierBytesPerStage);
-  int64_t stages = std::min<int64_t>(loop.intAttr("num_stages"), fit);
-  if (stages < 2)
+  // Bulk rings end with one "full" and one "empty" mbarrier (8 bytes each) per buffer.
+  int64_t barrierBytesPerBuffer = bulk ? 16 : 0;
+  int64_t spare = bulk ? 1 : 0; // stages without a buffer of their own
+  int64_t fit = (maxSharedBytes - base) / (bytesPerStage + barrierBytesPerBuffer);
+  int64_t buffers = std::min<int64_t>(loop.intAttr("num_stages") - spare, fit);
+  if (buffers + spare < 2)
     return 0; // not even double buffering fits: the loop stays plain
-  loop.setAttr("pipeline_stages", stages);
+  loop.setAttr("pipeline_stages", buffers + spare);
   int64_t offset = base;
   for (ir::Op *load : loads) {
     const ir::Type &t = load->result()->type();
@@ -121,11 +123,11 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("smem_offset", offset);
     load->setAttr("stage_bytes", bytes);
-    offset += bytes * stages;
+    offset += bytes * buffers;
   }
   if (bulk) {
     loop.setAttr("bulk_barriers", offset);
-    offset += barrierBytesPerStage * stages;
+    offset += barrierBytesPerBuffer * buffers;
   }
   return offset - base;
 }

@@ -117,14 +117,17 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
     ++i;
   return table[i];
 }
-// fp32: from 2048 to 12288 columns, a program per row, with several programs resident per SM
+// fp32: from 1025 to 12288 columns, a program per row, with several programs resident per SM
 // (the hardware starts the next row's program as one finishes, so one's loads overlap
-// another's reductions), and above 2048 the row moved by one bulk copy (a one-stage-ahead
-// ring). Short rows keep the persistent grid with the next row prefetched into registers. A
-// row of 32768 has no registers to spare for a second one: 32 warps and the ring.
+// another's reductions), the row loaded straight into registers: a one-buffer bulk-copy ring
+// measured 1-9% slower over the step-128 sweep (docs/PERF.md, sixth session). From 4097
+// columns, registers capped for three CTAs per SM (88 -> 78 per thread at 7808-8192: +3-7%).
+// Short rows keep the persistent grid with the next row prefetched into registers. A row of
+// 32768 has no registers to spare for a second one: 32 warps, no ring (a one-buffer ring is no
+// faster).
 constexpr WarpsStages kForward[kTableSizes] = {
-    {2, 1, true},         {1, 1, true},         {2, 1, true},         {4, 1, false, true},
-    {8, 2, false, true},  {8, 2, false, true},  {8, 2, false, true},  {32, 3}};
+    {2, 1, true},           {1, 1, true},           {2, 1, true},           {4, 1, false, true},
+    {8, 1, false, true},    {8, 1, false, true, 3}, {8, 1, false, true, 3}, {32, 1}};
 // Rows of 12289-16384: a program per row too, with registers capped for two CTAs per SM
 // (64 per thread at 16 warps; the persistent prefetch needs 114).
 constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
@@ -147,16 +150,18 @@ constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
 static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
                                               int64_t maxBlock) {
   bool forward = dir == SoftmaxDirection::Forward;
-  // The forward, from a cluster size x warps x stages sweep with bulk-copy rings (docs/PERF.md,
-  // fifth session): slices of 8192 with 4 warps and a ring one row ahead (several CTAs per SM)
-  // up to 8 x 8192; slices of 16384 with 16 warps and a three-stage ring (one CTA per SM) up to
-  // 8 x 16384; then slices of 32768, whose ring would not fit, with 16 warps.
+  // The forward, from cluster size x warps x stages sweeps with bulk-copy rings (docs/PERF.md,
+  // fifth and sixth sessions): slices of 8192 with 4 warps and a ring two rows ahead (several
+  // CTAs per SM) up to 8 x 8192; slices of 16384 with 8 warps and a ring one row ahead (two
+  // CTAs per SM) up to 8 x 16384; then slices of 32768 with 16 warps and a one-buffer ring
+  // (128 KB of shared memory, one CTA per SM) that loads the next row while this one is
+  // reduced and written.
   if (forward) {
     struct Slice {
       int64_t block;
       int warps, stages;
     };
-    for (Slice s : {Slice{8192, 4, 2}, Slice{16384, 16, 3}, Slice{32768, 16, 1}}) {
+    for (Slice s : {Slice{8192, 4, 3}, Slice{16384, 8, 2}, Slice{32768, 16, 2}}) {
       int64_t size = (cols + s.block - 1) / s.block;
       if (s.block > maxBlock || size > kMaxCluster)
         continue;

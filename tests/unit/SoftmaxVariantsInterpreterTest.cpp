@@ -241,15 +241,16 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   }
   for (int64_t n : {262145, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
-  // Slices of 8192 through a ring while 8 programs suffice, then 16384, then 32768.
-  EXPECT_EQ(kernels::planSoftmax(40000).str(), "cluster 5 x BLOCK 8192 warps 4 stages 2");
-  EXPECT_EQ(kernels::planSoftmax(65536).str(), "cluster 8 x BLOCK 8192 warps 4 stages 2");
+  // Slices of 8192 through a ring two rows deep while 8 programs suffice, then 16384 and
+  // 32768 with rings one row deep.
+  EXPECT_EQ(kernels::planSoftmax(40000).str(), "cluster 5 x BLOCK 8192 warps 4 stages 3");
+  EXPECT_EQ(kernels::planSoftmax(65536).str(), "cluster 8 x BLOCK 8192 warps 4 stages 3");
   SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
   EXPECT_EQ(p.clusterSize, 5) << p.str();
   EXPECT_EQ(p.blockSize, 16384) << p.str();
-  EXPECT_EQ(kernels::planSoftmax(131072).str(), "cluster 8 x BLOCK 16384 warps 16 stages 3");
-  EXPECT_EQ(kernels::planSoftmax(131073).str(), "cluster 5 x BLOCK 32768 warps 16 stages 1");
-  EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 1");
+  EXPECT_EQ(kernels::planSoftmax(131072).str(), "cluster 8 x BLOCK 16384 warps 8 stages 2");
+  EXPECT_EQ(kernels::planSoftmax(131073).str(), "cluster 5 x BLOCK 32768 warps 16 stages 2");
+  EXPECT_EQ(kernels::planSoftmax(262144).str(), "cluster 8 x BLOCK 32768 warps 16 stages 2");
   EXPECT_TRUE(kernels::planSoftmaxBackward(20000).cluster());
   EXPECT_TRUE(kernels::planSoftmaxBackward(131072).cluster());
   // The backward goes on to clusters of 16 x 16384 (Hopper's non-portable size), then online.
@@ -266,18 +267,18 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_EQ(kernels::planSoftmax(3000).blockSize, 3072);
   EXPECT_EQ(kernels::planSoftmax(4097).blockSize, 4608); // 4 warps: tiles of 512, not 1024
   EXPECT_EQ(kernels::planSoftmax(2304).str(),
-            "registers BLOCK 2560 warps 4 stages 2 program-per-row");
+            "registers BLOCK 2560 warps 4 stages 1 program-per-row");
   EXPECT_EQ(kernels::planSoftmax(3072).str(),
-            "registers BLOCK 3072 warps 8 stages 2 program-per-row");
+            "registers BLOCK 3072 warps 8 stages 1 program-per-row");
   EXPECT_EQ(kernels::planSoftmax(7680).str(),
-            "registers BLOCK 7680 warps 4 stages 2 program-per-row");
+            "registers BLOCK 7680 warps 4 stages 1 program-per-row min-blocks 3");
   // A program per row from 2048 to 12288 columns; short rows and rows above 12288 keep the
   // persistent grid and the prefetch.
   EXPECT_TRUE(kernels::planSoftmax(1024).prefetch);
   EXPECT_FALSE(kernels::planSoftmax(1024).programPerRow);
   EXPECT_TRUE(kernels::planSoftmax(2048).programPerRow);
   EXPECT_EQ(kernels::planSoftmax(12288).str(),
-            "registers BLOCK 12288 warps 8 stages 2 program-per-row");
+            "registers BLOCK 12288 warps 8 stages 1 program-per-row min-blocks 3");
   EXPECT_EQ(kernels::planSoftmax(12289).str(),
             "registers BLOCK 14336 warps 16 stages 1 program-per-row min-blocks 2");
   EXPECT_EQ(kernels::planSoftmax(16384).str(),
@@ -287,8 +288,8 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
             "registers BLOCK 12288 warps 8 stages 1 program-per-row min-blocks 3");
   EXPECT_EQ(kernels::planSoftmax(16384, "bf16").str(),
             "registers BLOCK 16384 warps 16 stages 1 program-per-row min-blocks 2");
-  // No registers for a second row of 32768: the cp.async ring at 32 warps.
-  EXPECT_EQ(kernels::planSoftmax(32768).str(), "registers BLOCK 32768 warps 32 stages 3");
+  // No registers for a second row of 32768, and a one-buffer ring is no faster: 32 warps.
+  EXPECT_EQ(kernels::planSoftmax(32768).str(), "registers BLOCK 32768 warps 32 stages 1");
   EXPECT_EQ(kernels::planSoftmax(20000).blockSize, 20480);
   EXPECT_EQ(kernels::planSoftmax(262144).specialization("fp32", 10, 262144).clusterSize, 8);
   EXPECT_EQ(kernels::planOnline(SoftmaxDirection::Forward).specialization("fp32", 1, 1).clusterSize,
