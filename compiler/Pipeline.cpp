@@ -139,7 +139,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
 
   StageTimer timer("llvm+ptx");
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> mod = codegen::lowerToLLVM(fn, ctx, options.numWarps);
+  std::unique_ptr<llvm::Module> mod =
+      codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion);
   codegen::TargetOptions target{options.arch, options.ptxVersion};
   std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
   dump(fn.name(), "ll", out.llvm);

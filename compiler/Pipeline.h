@@ -18,7 +18,7 @@ std::optional<Stage> parseStage(const std::string &name);
 
 struct CompileOptions {
   std::string arch = "sm_90";
-  int ptxVersion = 80; // PTX ISA x 10
+  int ptxVersion = 81; // PTX ISA x 10
   int numWarps = 4;
   int numStages = 1;
   int clusterSize = 1; // programs per thread-block cluster; must match the TIR's cluster_size

@@ -38,7 +38,7 @@ struct Specialization {
   // sm_90; false keeps one 16-byte cp.async per thread and vector (CompileOptions::bulkCopies).
   bool bulkCopies = true;
   std::string arch = "sm_90";
-  int ptxVersion = 80;
+  int ptxVersion = 81; // PTX ISA x 10; 8.1 (CUDA 12.1) has st.async, 80 still works
 
   std::string str() const; // canonical text: the in-memory cache key and the disk key's part
   // Triton's specialization: marks each pointer argument that is 16-byte aligned and each

@@ -46,7 +46,7 @@ options:
                        attribute, else 4)
   --arch=sm_XX         target architecture (default sm_90); bulk copies need sm_90
   --no-bulk-copies     pipeline with cp.async per thread even where a bulk copy would do
-  --ptx-version=N      PTX ISA version x 10 (default 80)
+  --ptx-version=N      PTX ISA version x 10 (default 81)
   --no-locations       print without loc(...)
   -o FILE              write to FILE instead of standard output
   --help               show this help

@@ -51,7 +51,7 @@ options:
                        specialized as divisible by 16 (16-byte vectors), e.g.
                        *fp32:16,*fp32:16,i32:16,i32:16,i32,i32:16
   --arch=sm_XX         target architecture (default sm_90)
-  --ptx-version=N      PTX ISA version x 10 (default 80)
+  --ptx-version=N      PTX ISA version x 10 (default 81)
   --no-locations       leave source locations out of tir/gir
   --help               show this help
 )";

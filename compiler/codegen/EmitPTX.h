@@ -9,7 +9,7 @@ namespace tritium::codegen {
 
 struct TargetOptions {
   std::string arch = "sm_90"; // any sm_XX the NVPTX backend knows
-  int ptxVersion = 80;        // PTX ISA version x 10 (80 = 8.0)
+  int ptxVersion = 81;        // PTX ISA version x 10 (81 = 8.1)
 };
 
 // Sets the module's triple and data layout, runs O3, and returns the PTX. `optimizedIR`

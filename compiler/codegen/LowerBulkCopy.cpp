@@ -6,9 +6,8 @@
 // arrives on its "empty" mbarrier once it has read it; the producer then waits on "empty" and
 // at once copies iteration i + B into the same buffer, while the threads compute on iteration i.
 // Lanes past the prefix the mask allows are not copied: the read's mask selects `other` there.
+#include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
-
-#include <llvm/IR/InlineAsm.h>
 
 #include <algorithm>
 
@@ -17,24 +16,6 @@ namespace tritium::codegen {
 namespace {
 
 int64_t elementBytes(const ir::Type &t) { return ir::byteWidth(t.kind()); }
-
-void emitAsm(Lowering &l, const std::string &text, const std::string &constraints,
-             llvm::ArrayRef<llvm::Value *> args) {
-  std::vector<llvm::Type *> types;
-  for (llvm::Value *a : args)
-    types.push_back(a->getType());
-  auto *fnTy = llvm::FunctionType::get(l.b.getVoidTy(), types, false);
-  l.b.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints + ",~{memory}",
-                                      /*hasSideEffects=*/true),
-                 args);
-}
-
-// The 32-bit shared-memory address of byte `offset` of the kernel's dynamic shared memory.
-llvm::Value *sharedAddress(Lowering &l, llvm::Value *offset) {
-  auto &b = l.b;
-  llvm::Value *p = b.CreateGEP(b.getInt8Ty(), l.smem, b.CreateZExt(offset, b.getInt64Ty()));
-  return b.CreateTrunc(b.CreatePtrToInt(p, b.getInt64Ty()), b.getInt32Ty());
-}
 
 // mbarriers: "full" of buffer s at barriers + 8 s, "empty" at barriers + 8 (B + s).
 llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, bool empty,
@@ -64,15 +45,6 @@ template <typename F> void onProducer(Lowering &l, llvm::Value *cond, F body) {
 // used for the (i / B)-th time.
 llvm::Value *phaseParity(Lowering &l, const PipelinePlan &plan, llvm::Value *i) {
   return l.b.CreateAnd(l.b.CreateUDiv(i, l.b.getInt32(plan.buffers())), l.b.getInt32(1));
-}
-
-void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity) {
-  // The label is local to the braces, so every copy of this text may use the same one.
-  emitAsm(l,
-          "{\n\t.reg .pred ready;\n\twait:\n\t"
-          "mbarrier.try_wait.parity.shared::cta.b64 ready, [$0], $1;\n\t"
-          "@!ready bra wait;\n\t}",
-          "r,r", {barrier, parity});
 }
 
 // Bytes that `load` copies from the thread-0 element values of its operands: the whole block,

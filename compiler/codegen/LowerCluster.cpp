@@ -1,18 +1,24 @@
 // Lowering of thread-block cluster ops (sm_90). A cluster exchange shares one uniform scalar per
-// program: threads 0..C-1 of each program store its value into slot `rank` of program 0..C-1's
-// shared memory (mapa + st.shared::cluster), one cluster barrier (arrive.release, wait.acquire)
-// publishes the stores, and every program reads its own C slots: a reduction combines them in
-// rank order, so all programs of the cluster get bit-identical results; a gather keeps them.
-// Adjacent exchanges that do not use each other's results form one batch with one barrier.
+// program: threads 0..C-1 of each program send its value into slot `rank` of program 0..C-1's
+// shared memory with st.async, whose bytes complete a transaction on that program's mbarrier;
+// every program waits until its own mbarrier has counted C values per exchange, then reads its C
+// slots: a reduction combines them in rank order, so all programs of the cluster get
+// bit-identical results; a gather keeps them. Adjacent exchanges that do not use each other's
+// results form one batch that shares one mbarrier phase.
 //
-// One barrier per batch is enough because each exchange site has two banks of slots and
-// consecutive batches alternate between them (a counter kept in a local variable,
-// which SROA turns into a register). A bank is written again only two batches later, and the
-// barrier of the batch in between orders every program's reads of the old values before
-// any peer's writes of the new ones. The kernel's entry has one barrier so that no program
-// writes into a peer that has not started; no barrier is needed at the exit, because all writes
-// into a program land before its last reduction's barrier completes.
-#include "compiler/codegen/Lowering.h"
+// No cluster barrier per batch: its release semantics made every thread wait until its earlier
+// global stores (the previous row's output) had landed, which stalled long rows (ncu: "membar").
+// Reuse of the slots is safe without it. Each exchange site has two banks of slots, each bank
+// its own mbarrier, and consecutive batches alternate between them (a batch counter kept in a
+// local variable, which SROA turns into a register). A bank is written again only two batches
+// later: a peer sends batch j + 2 only after it has received batch j + 1 from this program, which
+// this program sends only after a CTA barrier that follows every thread's reads of batch j. The
+// mbarrier's phase parity is (j / 2) % 2, and a phase cannot complete early: bytes for batch
+// j + 2 cannot arrive before this program has passed batch j's wait. The kernel's entry sets up
+// the mbarriers and has one cluster barrier, so that no program writes into a peer that has not
+// started; none is needed at the exit, because a program exits only after its last exchange
+// has counted every peer's bytes into it.
+#include "compiler/codegen/Mbarrier.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -59,14 +65,33 @@ llvm::Value *narrow(Lowering &l, const Exchange &e, llvm::Value *v) {
 
 int64_t clusterSize(const ir::Function &fn) { return fn.intAttr("cluster_size").value_or(1); }
 
+// The mbarrier of bank `bank` (i32), as a shared address.
+static llvm::Value *bankBarrier(Lowering &l, llvm::Value *bank) {
+  auto &b = l.b;
+  int64_t barriers = l.kernel.intAttr("cluster_barriers").value();
+  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(barriers)),
+                                      b.CreateMul(bank, b.getInt32(8))));
+}
+
 void clusterEntry(Lowering &l) {
   if (clusterSize(l.kernel) == 1 || !hasClusterExchange(l.kernel))
     return;
   auto &b = l.b;
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
+  // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx); the cluster
+  // barrier (release, acquire) publishes them to the peers before any peer sends.
+  auto *init = llvm::BasicBlock::Create(l.ctx, "cluster.init", l.fn);
+  auto *ready = llvm::BasicBlock::Create(l.ctx, "cluster.ready", l.fn);
+  b.CreateCondBr(b.CreateICmpEQ(l.tid, b.getInt32(0)), init, ready);
+  b.SetInsertPoint(init);
+  for (int bank = 0; bank < 2; ++bank)
+    emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bankBarrier(l, b.getInt32(bank))});
+  emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
+  b.CreateBr(ready);
+  b.SetInsertPoint(ready);
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
-  l.clusterBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.bank");
-  b.CreateStore(b.getInt32(0), l.clusterBank);
+  l.clusterBatch = b.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.batch");
+  b.CreateStore(b.getInt32(0), l.clusterBatch);
 }
 
 bool lowerCluster(Lowering &l, const ir::Op &op) {
@@ -76,6 +101,69 @@ bool lowerCluster(Lowering &l, const ir::Op &op) {
                           ? l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {})
                           : l.b.getInt32(0)});
   return true;
+}
+
+// Sends the batch with st.async into the peers' slots, counted by this bank's mbarrier
+// (`barrier`), and waits until the peers' `bytes` have landed here.
+static void sendAsync(Lowering &l, const std::vector<Exchange> &exchanges, llvm::Value *rank,
+                      llvm::Value *barrier, llvm::Value *parity, int64_t bytes) {
+  auto &b = l.b;
+  int64_t size = clusterSize(l.kernel);
+  // Every thread has read this bank's previous batch (two batches ago) before any peer can be
+  // sent this one, which lets it send the next batch into the bank (see the top of the file).
+  l.barrier();
+  // Thread 0 announces the bytes this bank will receive; threads 0..C-1 send every value of the
+  // batch into program `tid`'s slot `rank`.
+  auto *announce = llvm::BasicBlock::Create(l.ctx, "cluster.announce", l.fn);
+  auto *send = llvm::BasicBlock::Create(l.ctx, "cluster.send", l.fn);
+  auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
+  auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
+  b.CreateCondBr(b.CreateICmpEQ(l.tid, b.getInt32(0)), announce, send);
+  b.SetInsertPoint(announce);
+  emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+          {barrier, b.getInt32(int32_t(bytes))});
+  b.CreateBr(send);
+  b.SetInsertPoint(send);
+  b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), write, join);
+  b.SetInsertPoint(write);
+  for (const Exchange &e : exchanges) {
+    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
+    llvm::Value *slot = b.CreateTrunc(b.CreatePtrToInt(mine, b.getInt64Ty()), b.getInt32Ty());
+    bool wide = l.mod.getDataLayout().getTypeStoreSize(e.slotTy) == 8;
+    llvm::Type *bitsTy = wide ? b.getInt64Ty() : b.getInt32Ty();
+    llvm::Value *bits = e.slotTy == bitsTy ? e.value : b.CreateBitCast(e.value, bitsTy);
+    emitAsm(l,
+            std::string("{\n\t.reg .b32 slot, bar;\n\t"
+                        "mapa.shared::cluster.u32 slot, $0, $2;\n\t"
+                        "mapa.shared::cluster.u32 bar, $1, $2;\n\t"
+                        "st.async.shared::cluster.mbarrier::complete_tx::bytes") +
+                (wide ? ".b64" : ".b32") + " [slot], $3, [bar];\n\t}",
+            wide ? "r,r,r,l" : "r,r,r,r", {slot, barrier, l.tid, bits});
+  }
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  waitParity(l, barrier, parity);
+}
+
+// PTX ISA 8.0 has no st.async: plain stores into the peers' slots (mapa, st.shared::cluster),
+// published by a cluster barrier (arrive.release, wait.acquire). The barrier of the batch in
+// between also orders every program's reads of a bank before its next writes.
+static void storeThenSync(Lowering &l, const std::vector<Exchange> &exchanges,
+                          llvm::Value *rank) {
+  auto &b = l.b;
+  auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
+  auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
+  b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(clusterSize(l.kernel)))), write, join);
+  b.SetInsertPoint(write);
+  for (const Exchange &e : exchanges) {
+    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
+    b.CreateStore(e.value,
+                  l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {mine, l.tid}));
+  }
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {}); // release
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});   // acquire
 }
 
 void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch) {
@@ -88,11 +176,14 @@ void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch
     }
     return;
   }
-  // This batch's bank of slots, and the next batch's.
-  llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.clusterBank);
-  b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.clusterBank);
+  // This batch's number j: bank j % 2, whose mbarrier completes phase j / 2 for it.
+  llvm::Value *number = b.CreateLoad(b.getInt32Ty(), l.clusterBatch);
+  b.CreateStore(b.CreateAdd(number, b.getInt32(1)), l.clusterBatch);
+  llvm::Value *bank = b.CreateAnd(number, b.getInt32(1));
+  llvm::Value *parity = b.CreateAnd(b.CreateLShr(number, b.getInt32(1)), b.getInt32(1));
   llvm::Value *rank = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
   std::vector<Exchange> exchanges;
+  int64_t batchBytes = 0;
   for (const ir::Op *op : batch) {
     Exchange e;
     e.op = op;
@@ -103,23 +194,13 @@ void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch
     e.value = e.slotTy == e.resultTy ? in : b.CreateFPExt(in, e.slotTy);
     llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op->intAttr("smem_offset")));
     e.slots = b.CreateGEP(e.slotTy, site, b.CreateMul(bank, b.getInt32(int32_t(size))));
+    batchBytes += int64_t(l.mod.getDataLayout().getTypeStoreSize(e.slotTy));
     exchanges.push_back(e);
   }
-
-  // Threads 0..C-1 store every value of the batch into program `tid`'s slot `rank`.
-  auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
-  auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
-  b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), write, join);
-  b.SetInsertPoint(write);
-  for (const Exchange &e : exchanges) {
-    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
-    b.CreateStore(e.value,
-                  l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {mine, l.tid}));
-  }
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {}); // release
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});   // acquire
+  if (l.ptxVersion >= 81)
+    sendAsync(l, exchanges, rank, bankBarrier(l, bank), parity, batchBytes * size);
+  else
+    storeThenSync(l, exchanges, rank);
 
   for (const Exchange &e : exchanges) {
     if (e.op->kind() == ir::OpKind::ClusterGather) {

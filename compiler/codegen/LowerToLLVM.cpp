@@ -250,9 +250,9 @@ private:
 } // namespace
 
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
-                                          int numWarps) {
+                                          int numWarps, int ptxVersion) {
   auto mod = std::make_unique<llvm::Module>(kernel.name(), ctx);
-  Lowering l(*mod, kernel, numWarps);
+  Lowering l(*mod, kernel, numWarps, ptxVersion);
   FunctionLowering(l).run();
   std::string err;
   llvm::raw_string_ostream os(err);

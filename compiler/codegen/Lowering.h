@@ -16,20 +16,22 @@ namespace tritium::codegen {
 using Elements = std::vector<llvm::Value *>;
 
 struct Lowering {
-  Lowering(llvm::Module &m, const ir::Function &k, int numWarps)
-      : mod(m), ctx(m.getContext()), b(ctx), kernel(k), numWarps(numWarps) {}
+  Lowering(llvm::Module &m, const ir::Function &k, int numWarps, int ptxVersion)
+      : mod(m), ctx(m.getContext()), b(ctx), kernel(k), numWarps(numWarps),
+        ptxVersion(ptxVersion) {}
 
   llvm::Module &mod;
   llvm::LLVMContext &ctx;
   llvm::IRBuilder<> b;
   const ir::Function &kernel;
   int numWarps;
+  int ptxVersion; // PTX ISA x 10: what instructions the lowering may use (st.async from 81)
   llvm::Function *fn = nullptr;
   llvm::Value *tid = nullptr;    // thread index in the CTA
   llvm::Value *laneId = nullptr; // tid % 32
   llvm::Value *warpId = nullptr; // tid / 32
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
-  llvm::Value *clusterBank = nullptr;    // which bank of slots the next cluster reduction uses
+  llvm::Value *clusterBatch = nullptr;   // counts cluster exchange batches (LowerCluster.cpp)
   llvm::Value *reductionBank = nullptr;  // the same for the next cross-warp reduction
 
   int threads() const { return 32 * numWarps; }
@@ -81,6 +83,6 @@ void clusterEntry(Lowering &l);
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
-                                          int numWarps);
+                                          int numWarps, int ptxVersion);
 
 } // namespace tritium::codegen

@@ -64,13 +64,16 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
     sig.push_back(stride);
   sig.push_back("i32"); // n_rows
   sig.push_back("i32"); // n_cols
-  return Specialization{.signature = sig,
-                        .constexprs = {blockSize, numStages},
-                        .numWarps = numWarps,
-                        .numStages = numStages,
-                        .clusterSize = clusterSize,
-                        .minBlocksPerSM = minBlocksPerSM,
-                        .bulkCopies = bulkCopies};
+  Specialization spec{.signature = sig,
+                      .constexprs = {blockSize, numStages},
+                      .numWarps = numWarps,
+                      .numStages = numStages,
+                      .clusterSize = clusterSize,
+                      .minBlocksPerSM = minBlocksPerSM,
+                      .bulkCopies = bulkCopies};
+  if (ptxVersion)
+    spec.ptxVersion = ptxVersion;
+  return spec;
 }
 
 std::string SoftmaxPlan::str() const {

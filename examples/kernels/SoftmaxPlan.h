@@ -35,6 +35,9 @@ struct SoftmaxPlan {
   // so one program's loads overlap another's reductions on the same SM; or (false) the
   // persistent grid of resident programs, each walking rows with a stride.
   bool programPerRow = false;
+  // The PTX ISA version to emit (x 10), or 0 for Specialization's default. Cluster exchanges
+  // use st.async from 81 and a cluster barrier per exchange before.
+  int ptxVersion = 0;
 
   bool cluster() const { return !online && clusterSize > 1; }
   // Splits rows of `cols` over `size` programs: each holds a power-of-two slice of

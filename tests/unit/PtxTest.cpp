@@ -80,7 +80,7 @@ TEST_P(SoftmaxPtxTest, CompilesAndAssemblesWithoutSpills) {
                                                    Stage::PTX);
   ASSERT_FALSE(a.ptx.empty());
   checkSoftmaxPtx(a.ptx, "sm_90", c.numWarps);
-  EXPECT_NE(a.ptx.find(".version 8.0"), std::string::npos);
+  EXPECT_NE(a.ptx.find(".version 8.1"), std::string::npos);
   // Every earlier stage is kept, too.
   EXPECT_NE(a.tir.find("kernel @softmax_kernel("), std::string::npos) << a.tir;
   EXPECT_NE(a.gir.find("#blocked<"), std::string::npos) << a.gir;
