@@ -57,6 +57,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        (default 1)
   --min-blocks=B       ask ptxas to fit B blocks per SM (caps registers; default: the plan's,
                        1 with --cluster-size or a num_warps other than the plan's)
+  --ptx-version=V      emit PTX ISA V (x 10; default 81). 80 has no st.async: cluster exchanges
+                       go through a cluster barrier
   --program-per-row=LIST
                        1 launches one program (cluster) per row, as Triton does, 0 the
                        persistent grid of resident programs (default: the plan's)
@@ -216,6 +218,7 @@ struct Options {
   std::vector<int64_t> blocks = {0}, warps = {0}, stages = {0}, clusters = {0}, prefetch = {-1},
                        bulk = {1};
   int minBlocks = 0; // 0: the plan's
+  int ptxVersion = 0; // 0: the default
   std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
   int reps = 100;
 };
@@ -230,6 +233,7 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
     p = kernels::planOnline(p.direction);
   if (o.minBlocks > 0)
     p.minBlocksPerSM = o.minBlocks;
+  p.ptxVersion = o.ptxVersion;
   p.bulkCopies = bulk != 0;
   if (perRow >= 0)
     p.programPerRow = perRow > 0;
@@ -476,6 +480,8 @@ int main(int argc, char **argv) {
         o.warps = parseList(value());
       } else if (a.rfind("--program-per-row=", 0) == 0) {
         o.programPerRow = parseList(value());
+      } else if (a.rfind("--ptx-version=", 0) == 0) {
+        o.ptxVersion = std::atoi(value().c_str());
       } else if (a.rfind("--min-blocks=", 0) == 0) {
         o.minBlocks = std::atoi(value().c_str());
       } else if (a.rfind("--cluster-size=", 0) == 0) {
