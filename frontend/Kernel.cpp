@@ -5,6 +5,7 @@
 #include "compiler/support/Log.h"
 #include "frontend/Tracer.h"
 #include "runtime/Cache.h"
+#include "tritium/SourceFingerprint.h" // generated at build time (cmake/SourceFingerprint.cmake)
 
 #include <chrono>
 
@@ -184,10 +185,13 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
       meta.signature.names.push_back(names_[i]);
   }
   // The key: the kernel's meaning (TIR without source locations) and everything that shapes
-  // the code made from it.
+  // the code made from it. The source fingerprint (a hash of compiler/, frontend/ and runtime/
+  // taken at build time) keeps a rebuilt compiler from loading kernels compiled by older code
+  // from a persistent cache when the version string did not change.
   meta.cacheKey = rt::cacheKey({{"ir", ir::print(*fn, {.locations = false})},
                                 {"specialization", specKey},
                                 {"tritium_version", TRITIUM_VERSION},
+                                {"source_fingerprint", TRITIUM_SOURCE_FINGERPRINT},
                                 {"llvm_version", TRITIUM_LLVM_VERSION}});
   rt::DiskCache cache;
   meta.cacheDir = cache.entryDir(meta.cacheKey);
@@ -231,6 +235,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     e.metadata["threads"] = 32 * spec.numWarps;
     e.metadata["cluster_size"] = spec.clusterSize;
     e.metadata["tritium_version"] = TRITIUM_VERSION;
+    e.metadata["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;
     e.metadata["llvm_version"] = TRITIUM_LLVM_VERSION;
     cache.store(meta.cacheKey, e);
     result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::string());

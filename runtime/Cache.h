@@ -20,8 +20,9 @@ namespace tritium::rt {
 std::filesystem::path defaultCacheDir();
 
 // SHA-256 (64 lowercase hex chars) of (name, value) parts such as ir, signature, specialization,
-// arch, ptx_version, num_warps, num_stages, tritium_version and llvm_version. Each name and value
-// is length-prefixed, so no two different part lists hash the same bytes. Order matters.
+// arch, ptx_version, num_warps, num_stages, tritium_version, source_fingerprint and llvm_version.
+// Each name and value is length-prefixed, so no two different part lists hash the same bytes.
+// Order matters.
 std::string cacheKey(const std::vector<std::pair<std::string, std::string>> &parts);
 
 // One compiled kernel's artifacts.

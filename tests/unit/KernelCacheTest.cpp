@@ -100,6 +100,10 @@ TEST_F(KernelCacheTest, FirstCompileWritesEveryStage) {
   EXPECT_EQ(o->getString("arch"), "sm_90");
   EXPECT_EQ(o->getInteger("threads"), 128);
   EXPECT_EQ(o->getInteger("shared"), m.sharedBytes);
+  // The build-time hash of the compiler's sources, also in the key (cmake/SourceFingerprint.cmake).
+  std::string fingerprint = o->getString("source_fingerprint").value_or("").str();
+  EXPECT_EQ(fingerprint.size(), 64u) << fingerprint;
+  EXPECT_EQ(fingerprint.find_first_not_of("0123456789abcdef"), std::string::npos) << fingerprint;
   const llvm::json::Array *sig = o->getArray("signature");
   ASSERT_NE(sig, nullptr);
   ASSERT_EQ(sig->size(), 6u);
