@@ -83,7 +83,9 @@ int64_t maxSharedBytesFor(const std::string &arch) {
 
 bool bulkCopiesAllowed(const CompileOptions &options) {
   const std::string &arch = options.arch;
-  return options.bulkCopies && arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
+  // cp.async.bulk and the async-proxy fences are sm_90 instructions of PTX ISA 8.0.
+  return options.bulkCopies && options.ptxVersion >= 80 && arch.rfind("sm_", 0) == 0 &&
+         std::atoi(arch.c_str() + 3) >= 90;
 }
 
 void optimizeTIR(ir::Function &fn) {

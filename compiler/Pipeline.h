@@ -31,7 +31,7 @@ struct CompileOptions {
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
 int64_t maxSharedBytesFor(const std::string &arch);
-// Whether `options` lets the pipeliner use bulk copies: asked for, and sm_90 or later.
+// Whether `options` lets the pipeliner use bulk copies: asked for, sm_90 or later, PTX ISA 8.0+.
 bool bulkCopiesAllowed(const CompileOptions &options);
 
 struct Artifacts {

@@ -12,6 +12,7 @@
 #include "examples/kernels/SoftmaxPlan.h"
 #include "examples/kernels/SoftmaxReference.h"
 #include "frontend/Tritium.h"
+#include "tools/CommandLine.h"
 
 #include <algorithm>
 #include <bit>
@@ -481,7 +482,7 @@ int main(int argc, char **argv) {
       } else if (a.rfind("--program-per-row=", 0) == 0) {
         o.programPerRow = parseList(value());
       } else if (a.rfind("--ptx-version=", 0) == 0) {
-        o.ptxVersion = std::atoi(value().c_str());
+        o.ptxVersion = int(tools::parseInt("bench_softmax", "--ptx-version", value()));
       } else if (a.rfind("--min-blocks=", 0) == 0) {
         o.minBlocks = std::atoi(value().c_str());
       } else if (a.rfind("--cluster-size=", 0) == 0) {

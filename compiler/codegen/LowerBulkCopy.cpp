@@ -28,17 +28,8 @@ llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, bool empty,
 
 // Runs `body` on thread 0 only, when `cond` (if any) holds.
 template <typename F> void onProducer(Lowering &l, llvm::Value *cond, F body) {
-  auto &b = l.b;
-  llvm::Value *isProducer = b.CreateICmpEQ(l.tid, b.getInt32(0));
-  if (cond)
-    isProducer = b.CreateAnd(isProducer, cond);
-  auto *then = llvm::BasicBlock::Create(l.ctx, "producer", l.fn);
-  auto *done = llvm::BasicBlock::Create(l.ctx, "producer.done", l.fn);
-  b.CreateCondBr(isProducer, then, done);
-  b.SetInsertPoint(then);
-  body();
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
+  llvm::Value *isProducer = l.b.CreateICmpEQ(l.tid, l.b.getInt32(0));
+  l.ifThen(cond ? l.b.CreateAnd(isProducer, cond) : isProducer, "producer", body);
 }
 
 // The parity of the phase an mbarrier of the ring completes for iteration `i`: buffer i % B is

@@ -23,6 +23,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <limits>
+#include <optional>
 
 namespace tritium::codegen {
 
@@ -68,27 +69,33 @@ int64_t clusterSize(const ir::Function &fn) { return fn.intAttr("cluster_size").
 // The mbarrier of bank `bank` (i32), as a shared address.
 static llvm::Value *bankBarrier(Lowering &l, llvm::Value *bank) {
   auto &b = l.b;
-  int64_t barriers = l.kernel.intAttr("cluster_barriers").value();
-  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(barriers)),
+  std::optional<int64_t> barriers = l.kernel.intAttr("cluster_barriers");
+  if (!barriers)
+    internalError("cluster exchanges need the 'shared' pass (no cluster_barriers attribute)");
+  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(*barriers)),
                                       b.CreateMul(bank, b.getInt32(8))));
 }
+
+// Exchanges go by st.async (PTX ISA 8.1) and mbarriers, or else by a cluster barrier each.
+static bool asyncExchanges(const Lowering &l) { return l.ptxVersion >= 81; }
 
 void clusterEntry(Lowering &l) {
   if (clusterSize(l.kernel) == 1 || !hasClusterExchange(l.kernel))
     return;
   auto &b = l.b;
-  // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx); the cluster
-  // barrier (release, acquire) publishes them to the peers before any peer sends.
-  auto *init = llvm::BasicBlock::Create(l.ctx, "cluster.init", l.fn);
-  auto *ready = llvm::BasicBlock::Create(l.ctx, "cluster.ready", l.fn);
-  b.CreateCondBr(b.CreateICmpEQ(l.tid, b.getInt32(0)), init, ready);
-  b.SetInsertPoint(init);
-  for (int bank = 0; bank < 2; ++bank)
-    emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", {bankBarrier(l, b.getInt32(bank))});
-  emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
-  b.CreateBr(ready);
-  b.SetInsertPoint(ready);
-  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
+  if (asyncExchanges(l)) {
+    // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx); the
+    // cluster barrier (release, acquire) publishes them to the peers before any peer sends.
+    l.ifThen(b.CreateICmpEQ(l.tid, b.getInt32(0)), "cluster.init", [&] {
+      for (int bank = 0; bank < 2; ++bank)
+        emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+                {bankBarrier(l, b.getInt32(bank))});
+      emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
+    });
+    l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
+  } else { // only that every peer has started
+    l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
+  }
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
   l.clusterBatch = b.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.batch");
   b.CreateStore(b.getInt32(0), l.clusterBatch);
@@ -114,34 +121,26 @@ static void sendAsync(Lowering &l, const std::vector<Exchange> &exchanges, llvm:
   l.barrier();
   // Thread 0 announces the bytes this bank will receive; threads 0..C-1 send every value of the
   // batch into program `tid`'s slot `rank`.
-  auto *announce = llvm::BasicBlock::Create(l.ctx, "cluster.announce", l.fn);
-  auto *send = llvm::BasicBlock::Create(l.ctx, "cluster.send", l.fn);
-  auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
-  auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
-  b.CreateCondBr(b.CreateICmpEQ(l.tid, b.getInt32(0)), announce, send);
-  b.SetInsertPoint(announce);
-  emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-          {barrier, b.getInt32(int32_t(bytes))});
-  b.CreateBr(send);
-  b.SetInsertPoint(send);
-  b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), write, join);
-  b.SetInsertPoint(write);
-  for (const Exchange &e : exchanges) {
-    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
-    llvm::Value *slot = b.CreateTrunc(b.CreatePtrToInt(mine, b.getInt64Ty()), b.getInt32Ty());
-    bool wide = l.mod.getDataLayout().getTypeStoreSize(e.slotTy) == 8;
-    llvm::Type *bitsTy = wide ? b.getInt64Ty() : b.getInt32Ty();
-    llvm::Value *bits = e.slotTy == bitsTy ? e.value : b.CreateBitCast(e.value, bitsTy);
-    emitAsm(l,
-            std::string("{\n\t.reg .b32 slot, bar;\n\t"
-                        "mapa.shared::cluster.u32 slot, $0, $2;\n\t"
-                        "mapa.shared::cluster.u32 bar, $1, $2;\n\t"
-                        "st.async.shared::cluster.mbarrier::complete_tx::bytes") +
-                (wide ? ".b64" : ".b32") + " [slot], $3, [bar];\n\t}",
-            wide ? "r,r,r,l" : "r,r,r,r", {slot, barrier, l.tid, bits});
-  }
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  l.ifThen(b.CreateICmpEQ(l.tid, b.getInt32(0)), "cluster.announce", [&] {
+    emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+            {barrier, b.getInt32(int32_t(bytes))});
+  });
+  l.ifThen(b.CreateICmpULT(l.tid, b.getInt32(int32_t(size))), "cluster.write", [&] {
+    for (const Exchange &e : exchanges) {
+      llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
+      llvm::Value *slot = b.CreateTrunc(b.CreatePtrToInt(mine, b.getInt64Ty()), b.getInt32Ty());
+      bool wide = l.mod.getDataLayout().getTypeStoreSize(e.slotTy) == 8;
+      llvm::Type *bitsTy = wide ? b.getInt64Ty() : b.getInt32Ty();
+      llvm::Value *bits = e.slotTy == bitsTy ? e.value : b.CreateBitCast(e.value, bitsTy);
+      emitAsm(l,
+              std::string("{\n\t.reg .b32 slot, bar;\n\t"
+                          "mapa.shared::cluster.u32 slot, $0, $2;\n\t"
+                          "mapa.shared::cluster.u32 bar, $1, $2;\n\t"
+                          "st.async.shared::cluster.mbarrier::complete_tx::bytes") +
+                  (wide ? ".b64" : ".b32") + " [slot], $3, [bar];\n\t}",
+              wide ? "r,r,r,l" : "r,r,r,r", {slot, barrier, l.tid, bits});
+    }
+  });
   waitParity(l, barrier, parity);
 }
 
@@ -151,17 +150,14 @@ static void sendAsync(Lowering &l, const std::vector<Exchange> &exchanges, llvm:
 static void storeThenSync(Lowering &l, const std::vector<Exchange> &exchanges,
                           llvm::Value *rank) {
   auto &b = l.b;
-  auto *write = llvm::BasicBlock::Create(l.ctx, "cluster.write", l.fn);
-  auto *join = llvm::BasicBlock::Create(l.ctx, "cluster.join", l.fn);
-  b.CreateCondBr(b.CreateICmpULT(l.tid, b.getInt32(int32_t(clusterSize(l.kernel)))), write, join);
-  b.SetInsertPoint(write);
-  for (const Exchange &e : exchanges) {
-    llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
-    b.CreateStore(e.value,
-                  l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {mine, l.tid}));
-  }
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  l.ifThen(b.CreateICmpULT(l.tid, b.getInt32(int32_t(clusterSize(l.kernel)))), "cluster.write",
+           [&] {
+             for (const Exchange &e : exchanges) {
+               llvm::Value *mine = b.CreateGEP(e.slotTy, e.slots, rank);
+               b.CreateStore(e.value, l.intrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {},
+                                                  {mine, l.tid}));
+             }
+           });
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {}); // release
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});   // acquire
 }
@@ -197,7 +193,7 @@ void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch
     batchBytes += int64_t(l.mod.getDataLayout().getTypeStoreSize(e.slotTy));
     exchanges.push_back(e);
   }
-  if (l.ptxVersion >= 81)
+  if (asyncExchanges(l))
     sendAsync(l, exchanges, rank, bankBarrier(l, bank), parity, batchBytes * size);
   else
     storeThenSync(l, exchanges, rank);

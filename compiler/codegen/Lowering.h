@@ -50,6 +50,17 @@ struct Lowering {
   // the CTA): stores and reductions must count each element once. Null when every copy is unique.
   llvm::Value *ownsElement(const ir::Value *v, int64_t k);
 
+  // Emits `body` in a block that runs only where `cond` holds, then continues after it.
+  template <typename F> void ifThen(llvm::Value *cond, const char *name, F body) {
+    auto *then = llvm::BasicBlock::Create(ctx, name, fn);
+    auto *done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
+    b.CreateCondBr(cond, then, done);
+    b.SetInsertPoint(then);
+    body();
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  }
+
   llvm::Value *intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
                          llvm::ArrayRef<llvm::Value *> args);
   void barrier();
