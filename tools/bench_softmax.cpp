@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -64,6 +65,10 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        1 launches one program (cluster) per row, as Triton does, 0 the
                        persistent grid of resident programs (default: the plan's)
   --reps=R             timed repetitions per point (default 100)
+  --timing=MODE        queued (default): every repetition enqueued, one wait at the end, as
+                       the peers are timed; synced: wait for each repetition before the next
+  --export=DIR         write each timed kernel's cubin to DIR and how to launch it to
+                       DIR/kernels.csv, for tools/peers_softmax.py --tritium=DIR
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
   --host-overhead      host time per launch of a tiny softmax (1 x 128), plain and graph
@@ -85,19 +90,30 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// How repetitions are timed. Queued (the default) enqueues every repetition - flush, start
+// event, call, stop event - and waits once at the end, as Triton's do_bench and
+// tools/peers_softmax.py do, so the peers and tritium are timed the same way. Synced waits for
+// each repetition's stop event before enqueuing the next (the GPU idles between repetitions).
+enum class Timing { Queued, Synced };
+Timing gTiming = Timing::Queued;
+
 // Median milliseconds of `fn` over `reps`, L2 flushed before each, after warm-up.
 template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
-  rt::Event start, stop;
   for (int i = 0; i < 5; ++i)
     fn();
+  std::vector<rt::Event> start(reps), stop(reps);
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
     rt::l2Flush(s.get());
-    start.record(s.get());
+    start[i].record(s.get());
     fn();
-    stop.record(s.get());
-    ms.push_back(stop.msSince(start));
+    stop[i].record(s.get());
+    if (gTiming == Timing::Synced)
+      ms.push_back(stop[i].msSince(start[i]));
   }
+  if (gTiming == Timing::Queued)
+    for (int i = 0; i < reps; ++i)
+      ms.push_back(stop[i].msSince(start[i]));
   return median(ms);
 }
 
@@ -222,7 +238,35 @@ struct Options {
   int ptxVersion = 0; // 0: the default
   std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
   int reps = 100;
+  std::string exportDir; // --export: where each timed kernel's cubin and launch go
 };
+
+// --export: the cubin of a timed kernel, and a line of DIR/kernels.csv that says how to launch
+// it (grid, threads, shared bytes, parameter types), so that tools/peers_softmax.py --tritium=DIR
+// times the same kernels in the peers' process, next to torch's copy.
+void exportKernel(const Options &o, int64_t rows, int64_t cols, const kernels::SoftmaxPlan &plan,
+                  CompiledKernel &k, int64_t grid) {
+  namespace fs = std::filesystem;
+  fs::create_directories(o.exportDir);
+  std::string cubin; // a new name, also when several runs export into one folder
+  for (int serial = 0; cubin.empty() || fs::exists(fs::path(o.exportDir) / cubin); ++serial)
+    cubin = "k" + std::to_string(serial) + "-" + o.dtype + "-" + std::to_string(cols) + ".cubin";
+  std::ofstream(fs::path(o.exportDir) / cubin, std::ios::binary) << k.cubin();
+  fs::path table = fs::path(o.exportDir) / "kernels.csv";
+  bool fresh = !fs::exists(table);
+  std::ofstream t(table, std::ios::app);
+  if (fresh)
+    t << "M,N,dtype,direction,plan,cubin,name,grid,threads,shared_bytes,cluster_size,signature\n";
+  std::string sig;
+  for (const std::string &type : k.metadata().signature.types)
+    sig += (sig.empty() ? "" : ";") + type;
+  t << rows << ',' << cols << ',' << o.dtype << ',' << (o.backward ? "backward" : "forward")
+    << ',' << plan.str() << ',' << cubin << ',' << k.metadata().name << ',' << grid << ','
+    << k.numThreads() << ',' << k.metadata().sharedBytes << ','
+    << k.metadata().options.clusterSize << ',' << sig << '\n';
+  if (!t)
+    throw UserError("bench_softmax --export: cannot write " + table.string());
+}
 
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
@@ -329,6 +373,8 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
           Check c = checkRows(dt, o.backward, a, o.backward ? &b : nullptr, out, rows, cols);
           // The timed loop launches the compiled kernel directly: no planning, no lookup.
           int64_t grid = plan.grid(k, rows);
+          if (!o.exportDir.empty())
+            exportKernel(o, rows, cols, plan, k, grid);
           float ms = o.backward ? timeMs(s, o.reps,
                                          [&] {
                                            k.launch(grid, s.get(),
@@ -495,6 +541,15 @@ int main(int argc, char **argv) {
         o.stages = parseList(value());
       } else if (a.rfind("--reps=", 0) == 0) {
         o.reps = std::atoi(value().c_str());
+      } else if (a.rfind("--timing=", 0) == 0) {
+        if (value() != "queued" && value() != "synced") {
+          std::fprintf(stderr, "bench_softmax: --timing must be queued or synced, not '%s'\n",
+                       value().c_str());
+          return 2;
+        }
+        gTiming = value() == "queued" ? Timing::Queued : Timing::Synced;
+      } else if (a.rfind("--export=", 0) == 0) {
+        o.exportDir = value();
       } else if (a.rfind("--csv=", 0) == 0) {
         csv = value();
       } else if (a == "--host-overhead") {

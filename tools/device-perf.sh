@@ -32,9 +32,13 @@ done
 suffix=
 [ "$dtype-$direction$long" != fp32-forward ] && suffix="-$dtype-$direction$long"
 
+# bench_softmax times tritium against cuMemcpyDtoDAsync in its own process and exports the kernels
+# it timed; peers_softmax.py then times those same kernels again next to Triton, torch and
+# torch's copy, so that the comparison columns all come from one harness.
+rm -rf "$O/kernels$suffix"
 $B/bench_softmax $sweep ${extra[@]+"${extra[@]}"} --csv="$O/tritium$suffix.csv" \
-  > "$O/tritium$suffix.txt" 2> "$O/tritium$suffix.err"
-python3 tools/peers_softmax.py $sweep ${extra[@]+"${extra[@]}"} \
+  --export="$O/kernels$suffix" > "$O/tritium$suffix.txt" 2> "$O/tritium$suffix.err"
+python3 tools/peers_softmax.py $sweep ${extra[@]+"${extra[@]}"} --tritium="$O/kernels$suffix" \
   > "$O/peers$suffix.csv" 2> "$O/peers$suffix.err"
 if [ -z "$suffix" ]; then
   {
@@ -71,19 +75,26 @@ for r in rows(f"{o}/tritium{suffix}.csv"):
     if t is not None and (n not in ours or t > num(ours[n], "tritium_GBps")):
         ours[n] = r
 peers = {int(r["N"]): r for r in rows(f"{o}/peers{suffix}.csv")}
-print(f"# {dtype} {mode}: GB/s; vs best = tritium / best peer, of copy = tritium / copy bandwidth")
-print(f"{'N':>6} {'tritium':>8} {'triton':>8} {'torch':>8} {'compile':>8} {'copy':>8} {'vs best':>8} {'of copy':>8}")
+print(f"# {dtype} {mode}: GB/s, all timed by peers_softmax.py in one process (tritium through "
+      "--tritium); vs best = tritium / best peer, of copy = tritium / torch copy_; bench and "
+      "memcpy: bench_softmax's own timing of tritium and cuMemcpyDtoDAsync, and their ratio")
+print(f"{'N':>6} {'tritium':>8} {'triton':>8} {'torch':>8} {'compile':>8} {'copy':>8} "
+      f"{'vs best':>8} {'of copy':>8} | {'bench':>7} {'memcpy':>7} {'ratio':>6}")
 for n in sorted(ours):
-    t = num(ours[n], "tritium_GBps")
+    b, bc = num(ours[n], "tritium_GBps"), num(ours[n], "copy_GBps")
     p = peers.get(n, {})
+    t = num(p, "tritium_GBps")
     cells = [p.get(k) or "-" for k in ("triton_GBps", "torch_GBps", "torch_compile_GBps")]
     best = [g for g in (num(p, k) for k in ("triton_GBps", "torch_GBps", "torch_compile_GBps"))
             if g is not None]
-    cp = num(p, "copy_GBps") or num(ours[n], "copy_GBps")  # the peers' copy, else tritium's
-    vs = f"{t / max(best):.3f}" if best else "-"  # no peer has a number at this N
-    of = f"{t / cp:.3f}" if cp else "-"
+    cp = num(p, "copy_GBps")
+    vs = f"{t / max(best):.3f}" if best and t else "-"  # no peer has a number at this N
+    of = f"{t / cp:.3f}" if cp and t else "-"
+    ts = f"{t:.0f}" if t else (p.get("tritium_GBps") or "-")
     cps = f"{cp:.0f}" if cp else "-"
-    print(f"{n:>6} {t:>8.0f} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8} {cps:>8} {vs:>8} {of:>8}")
+    ratio = f"{b / bc:.3f}" if b and bc else "-"
+    print(f"{n:>6} {ts:>8} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8} {cps:>8} {vs:>8} {of:>8} | "
+          f"{b:>7.0f} {bc or 0:>7.0f} {ratio:>6}")
 PY
 if [ -z "$suffix" ]; then
   grep -h "_us_\|_ms" "$O/host.txt" "$O/peers.csv"

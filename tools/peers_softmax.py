@@ -9,11 +9,16 @@ Also the device-to-device copy (y.copy_(x), M*N*bytes copied, GB/s = 2*M*N*bytes
 bandwidth, the ceiling for both directions), and in the default fp32 forward mode the host time
 per call and compile time of the Triton kernel.
 
+With --tritium=DIR (the folder of bench_softmax --export=DIR, run on the same shapes) tritium's
+kernels are timed here too, the same way in the same process (columns tritium_GBps, tritium_plan),
+so that tritium, its peers and the copy share one harness.
+
 A system that fails (Triton runs out of resources for long rows) leaves its cell empty, with the
 error on stderr; one whose result is off prints wrong(max error).
 
 usage: python3 tools/peers_softmax.py [--quick | --long | --n=LIST] [--rows=M] [--reps=R]
-                                      [--dtype=fp32|fp16|bf16] [--backward] > peers.csv
+                                      [--dtype=fp32|fp16|bf16] [--backward]
+                                      [--timing=queued|synced] [--tritium=DIR] > peers.csv
        python3 tools/peers_softmax.py --compile-time   (run in a fresh process)
 Unknown arguments are ignored, so bench_softmax's own options may be passed to both tools."""
 import math
@@ -105,6 +110,78 @@ def triton_softmax_backward(o, g, dx):
     k[(min(programs, n_rows), 1, 1)](*args, block, num_stages)
 
 
+class TritiumKernels:
+    """tritium's kernels as bench_softmax --export=DIR compiled them (DIR/kernels.csv names each
+    cubin and its launch), loaded and launched through the driver API, so that --tritium=DIR
+    times them here with the peers' flush, events and allocator, next to the same torch copy.
+    A kernel is launched with the arguments it was compiled for: the same M, N and dtype."""
+
+    def __init__(self, folder):
+        import csv
+        import ctypes
+        import os
+        self.ct, self.folder = ctypes, folder
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        with open(os.path.join(folder, "kernels.csv")) as f:
+            self.table = list(csv.DictReader(f))
+        self.functions = {}
+
+    def check(self, result, what):
+        if result != 0:
+            raise RuntimeError(f"{what} failed with CUresult {result}")
+
+    def function(self, entry):
+        import os
+        ct, key = self.ct, entry["cubin"]
+        if key not in self.functions:
+            with open(os.path.join(self.folder, key), "rb") as f:
+                image = f.read()
+            module, fn = ct.c_void_p(), ct.c_void_p()
+            self.check(self.cu.cuModuleLoadData(ct.byref(module), ct.c_char_p(image)),
+                       f"cuModuleLoadData({key})")
+            self.check(self.cu.cuModuleGetFunction(ct.byref(fn), module,
+                                                   entry["name"].encode()), "cuModuleGetFunction")
+            if int(entry["shared_bytes"]) > 48 * 1024:  # MAX_DYNAMIC_SHARED_SIZE_BYTES
+                self.check(self.cu.cuFuncSetAttribute(fn, 8, int(entry["shared_bytes"])),
+                           "cuFuncSetAttribute")
+            if int(entry["cluster_size"]) > 8:  # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+                self.check(self.cu.cuFuncSetAttribute(fn, 14, 1), "cuFuncSetAttribute")
+            self._modules = getattr(self, "_modules", []) + [module]
+            self.functions[key] = fn
+        return self.functions[key]
+
+    def launchers(self, rows, n, dname, direction, args):
+        """(plan, launch) for each exported kernel of this shape. `args` are the kernel's
+        arguments in order: tensors for the pointer parameters, ints for the others."""
+        ct = self.ct
+        for e in self.table:
+            if (int(e["M"]), int(e["N"]), e["dtype"], e["direction"]) != (rows, n, dname,
+                                                                           direction):
+                continue
+            types = e["signature"].split(";")
+            if len(types) != len(args):
+                raise RuntimeError(f"{e['cubin']}: {len(types)} parameters, {len(args)} given")
+            values = []
+            for t, a in zip(types, args):
+                if t.startswith("*"):
+                    values.append(ct.c_uint64(a.data_ptr()))
+                elif t.startswith("i64"):
+                    values.append(ct.c_int64(a))
+                else:
+                    values.append(ct.c_int32(a))
+            params = (ct.c_void_p * len(values))(*[ct.cast(ct.byref(v), ct.c_void_p)
+                                                   for v in values])
+            fn, grid = self.function(e), int(e["grid"])
+            threads, shared = int(e["threads"]), int(e["shared_bytes"])
+
+            def launch(fn=fn, grid=grid, threads=threads, shared=shared, params=params,
+                       values=values):
+                stream = ct.c_void_p(torch.cuda.current_stream().cuda_stream)
+                self.check(self.cu.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream,
+                                                  params, None), "cuLaunchKernel")
+            yield e["plan"], launch
+
+
 def time_ms(fn, reps):
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size,
                         dtype=torch.uint8, device="cuda")
@@ -112,11 +189,14 @@ def time_ms(fn, reps):
         fn()
     start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     stop = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    synced = arg("timing", "queued") == "synced"
     for i in range(reps):
         flush.zero_()
         start[i].record()
         fn()
         stop[i].record()
+        if synced:  # bench_softmax --timing=synced: wait for each repetition before the next
+            stop[i].synchronize()
     torch.cuda.synchronize()
     ms = sorted(s.elapsed_time(e) for s, e in zip(start, stop))
     return ms[len(ms) // 2]
@@ -157,6 +237,32 @@ def softmax_backward_reference(o, g):
     return out
 
 
+def time_tritium(tritium, rows, n, dname, direction, x, g, y, ref, gb, reps, atol, rtol):
+    """[GB/s, plan] of the fastest exported tritium kernel for this shape that gives the right
+    answer (output poisoned with NaN before its checked run); ["", ""] when none was exported,
+    or wrong(max error) when none is right."""
+    out = y  # the buffer the copy and Triton write: only the operation differs
+    args = ([out, x, g, out.stride(0), x.stride(0), g.stride(0), rows, n] if g is not None
+            else [out, x, x.stride(0), out.stride(0), rows, n])
+    best, wrong = None, None
+    for plan, launch in tritium.launchers(rows, n, dname, direction, args):
+        out.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        err, ok = max_error(out, ref, atol, rtol)
+        if not ok:
+            wrong = f"wrong({err:.1e})"
+            continue
+        g_s = gb / (time_ms(launch, reps) * 1e-3)
+        print(f"tritium M={rows} N={n} {dname} {direction} {plan}: {g_s:.1f} GB/s",
+              file=sys.stderr, flush=True)
+        if best is None or g_s > best[0]:
+            best = (g_s, plan)
+    if best:
+        return [f"{best[0]:.1f}", best[1]]
+    return [wrong or "", ""]
+
+
 def main():
     if "--compile-time" in sys.argv:
         x = torch.randn(64, 1000, device="cuda")
@@ -192,7 +298,9 @@ def main():
         compiled = torch.compile(lambda o, g: o * (g - (o * g).sum(-1, keepdim=True)))
     else:
         compiled = torch.compile(lambda t: torch.softmax(t, -1))
-    print("M,N,triton_GBps,torch_GBps,torch_compile_GBps,copy_GBps,dtype,direction", flush=True)
+    tritium = TritiumKernels(arg("tritium", "")) if arg("tritium", "") else None
+    print("M,N,triton_GBps,torch_GBps,torch_compile_GBps,copy_GBps,dtype,direction"
+          + (",tritium_GBps,tritium_plan" if tritium else ""), flush=True)
     for n in ns:
         rows = rows_for(n)
         if backward:
@@ -232,6 +340,9 @@ def main():
         # this is the same copy bandwidth the kernel's 3*M*N*bytes/time is compared against.
         row.append(f"{2 * nbytes / 1e9 / (time_ms(lambda: y.copy_(x), reps) * 1e-3):.1f}")
         row += [dname, direction]
+        if tritium:
+            row += time_tritium(tritium, rows, n, dname, direction, x, g if backward else None,
+                                y, ref, gb, reps, atol, rtol)
         print(",".join(str(v) for v in row), flush=True)
         del x, y, ref, systems
         if backward:

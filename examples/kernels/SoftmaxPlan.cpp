@@ -137,9 +137,20 @@ constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. A program
 // per row from 513 columns; the prefetch for short rows; three CTAs per SM up to 12288 columns
 // and two above (kHalfForwardBeyond12288); the ring above 16384.
+// With 8 warps (4097-12288 columns) the CTAs per SM follow the values each thread holds
+// (halfMinBlocks).
 constexpr WarpsStages kHalfForward[kTableSizes] = {
     {2, 1, true},        {2, 1, true},        {1, 1, false, true},    {2, 1, false, true},
     {4, 1, false, true}, {8, 1, false, true}, {8, 1, false, true, 3}, {16, 2}};
+
+// CTAs per SM for a 16-bit row, a program per row with 8 warps: as many as the registers of its
+// values allow without spilling, one more costs 10-50% (docs/PERF.md, seventh session, of copy
+// for fp16): 6144 (24 values per thread) 0.99 at 5, 0.95 at 3 or 4; 8192 (32) 0.98 at 4, 0.91
+// at 3; 10240 (40) 0.95 at 4, 0.93 at 3; 12288 (48) 0.97 at 3, 0.89 at 4.
+static int halfMinBlocks(int64_t block) {
+  int64_t perThread = block / (32 * 8);
+  return perThread <= 24 ? 5 : perThread <= 40 ? 4 : 3;
+}
 constexpr WarpsStages kHalfForwardBeyond12288{16, 1, false, true, 2};
 constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
                                                  {2, 1}, {4, 1}, {32, 1}, {32, 1}};
@@ -207,6 +218,8 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
                    .minBlocksPerSM = ws.minBlocks, .prefetch = ws.prefetch, .numWarps = ws.warps,
                    .numStages = ws.stages, .programPerRow = ws.programPerRow};
   plan.fitBlock(cols, dtype);
+  if (half && plan.programPerRow && plan.numWarps == 8 && cols > 4096 && cols <= 12288)
+    plan.minBlocksPerSM = halfMinBlocks(plan.blockSize);
   // A row just past a multiple of the CTA's tile masks much of its last tile: with a program
   // per row, half the warps (half the tile) often fit it tighter, e.g. 2304 fp32 columns in a
   // 2560 block at 4 warps instead of 3072 at 8 (the full sweep of docs/PERF.md, fifth session).

@@ -286,6 +286,13 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_TRUE(kernels::planSoftmax(4096, "bf16").programPerRow);
   EXPECT_EQ(kernels::planSoftmax(12288, "fp16").str(),
             "registers BLOCK 12288 warps 8 stages 1 program-per-row min-blocks 3");
+  // 16-bit rows with 8 warps: as many CTAs per SM as their values per thread leave registers for.
+  EXPECT_EQ(kernels::planSoftmax(6144, "fp16").str(),
+            "registers BLOCK 6144 warps 8 stages 1 program-per-row min-blocks 5");
+  EXPECT_EQ(kernels::planSoftmax(8192, "bf16").str(),
+            "registers BLOCK 8192 warps 8 stages 1 program-per-row min-blocks 4");
+  EXPECT_EQ(kernels::planSoftmax(10240, "fp16").minBlocksPerSM, 4);
+  EXPECT_EQ(kernels::planSoftmax(8192).minBlocksPerSM, 3); // fp32 keeps its table
   EXPECT_EQ(kernels::planSoftmax(16384, "bf16").str(),
             "registers BLOCK 16384 warps 16 stages 1 program-per-row min-blocks 2");
   // No registers for a second row of 32768, and a one-buffer ring is no faster: 32 warps.
