@@ -99,8 +99,20 @@ Timing gTiming = Timing::Queued;
 
 // Median milliseconds of `fn` over `reps`, L2 flushed before each, after warm-up.
 template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
-  for (int i = 0; i < 5; ++i)
+  // Warm-up for at least 25 ms of GPU time, flushes included (as Triton's do_bench and
+  // tools/peers_softmax.py): the clocks need milliseconds to come back up after host work.
+  rt::Event w0, w1;
+  w0.record(s.get());
+  for (int i = 0; i < 5; ++i) {
+    rt::l2Flush(s.get());
     fn();
+  }
+  w1.record(s.get());
+  float each = std::max(w1.msSince(w0) / 5, 1e-3f);
+  for (int i = 0, n = int(std::ceil(25.0f / each)); i < n; ++i) {
+    rt::l2Flush(s.get());
+    fn();
+  }
   std::vector<rt::Event> start(reps), stop(reps);
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {

@@ -77,9 +77,10 @@ for r in rows(f"{o}/tritium{suffix}.csv"):
 peers = {int(r["N"]): r for r in rows(f"{o}/peers{suffix}.csv")}
 print(f"# {dtype} {mode}: GB/s, all timed by peers_softmax.py in one process (tritium through "
       "--tritium); vs best = tritium / best peer, of copy = tritium / torch copy_; bench and "
-      "memcpy: bench_softmax's own timing of tritium and cuMemcpyDtoDAsync, and their ratio")
+      "memcpy: bench_softmax's own timing of tritium and cuMemcpyDtoDAsync, and their ratio; "
+      "copy1: the same torch copy_ timed before the systems")
 print(f"{'N':>6} {'tritium':>8} {'triton':>8} {'torch':>8} {'compile':>8} {'copy':>8} "
-      f"{'vs best':>8} {'of copy':>8} | {'bench':>7} {'memcpy':>7} {'ratio':>6}")
+      f"{'vs best':>8} {'of copy':>8} {'copy1':>7} | {'bench':>7} {'memcpy':>7} {'ratio':>6}")
 for n in sorted(ours):
     b, bc = num(ours[n], "tritium_GBps"), num(ours[n], "copy_GBps")
     p = peers.get(n, {})
@@ -93,9 +94,11 @@ for n in sorted(ours):
     ts = f"{t:.0f}" if t else (p.get("tritium_GBps") or "-")
     cps = f"{cp:.0f}" if cp else "-"
     ratio = f"{b / bc:.3f}" if b and bc else "-"
-    print(f"{n:>6} {ts:>8} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8} {cps:>8} {vs:>8} {of:>8} | "
+    c1 = p.get("copy_first_GBps") or "-"
+    print(f"{n:>6} {ts:>8} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8} {cps:>8} {vs:>8} {of:>8} "
+          f"{c1:>7} | "
           f"{b:>7.0f} {bc or 0:>7.0f} {ratio:>6}")
 PY
 if [ -z "$suffix" ]; then
-  grep -h "_us_\|_ms" "$O/host.txt" "$O/peers.csv"
+  grep -h "_us_\|_us \|_ms" "$O/host.txt" "$O/peers.csv"
 fi
