@@ -263,7 +263,9 @@ void exportKernel(const Options &o, int64_t rows, int64_t cols, const kernels::S
   std::string cubin; // a new name, also when several runs export into one folder
   for (int serial = 0; cubin.empty() || fs::exists(fs::path(o.exportDir) / cubin); ++serial)
     cubin = "k" + std::to_string(serial) + "-" + o.dtype + "-" + std::to_string(cols) + ".cubin";
-  std::ofstream(fs::path(o.exportDir) / cubin, std::ios::binary) << k.cubin();
+  if (k.cubin().empty() ||
+      !(std::ofstream(fs::path(o.exportDir) / cubin, std::ios::binary) << k.cubin()))
+    throw UserError("bench_softmax --export: cannot write " + cubin + " in " + o.exportDir);
   fs::path table = fs::path(o.exportDir) / "kernels.csv";
   bool fresh = !fs::exists(table);
   std::ofstream t(table, std::ios::app);
