@@ -95,10 +95,9 @@ float median(std::vector<float> v) {
 // tools/peers_softmax.py do, so the peers and tritium are timed the same way. Synced waits for
 // each repetition's stop event before enqueuing the next (the GPU idles between repetitions).
 enum class Timing { Queued, Synced };
-Timing gTiming = Timing::Queued;
 
 // Median milliseconds of `fn` over `reps`, L2 flushed before each, after warm-up.
-template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
+template <typename F> float timeMs(rt::Stream &s, int reps, Timing timing, F &&fn) {
   // Warm-up for at least 25 ms of GPU time, flushes included (as Triton's do_bench and
   // tools/peers_softmax.py): the clocks need milliseconds to come back up after host work.
   rt::Event w0, w1;
@@ -120,10 +119,10 @@ template <typename F> float timeMs(rt::Stream &s, int reps, F &&fn) {
     start[i].record(s.get());
     fn();
     stop[i].record(s.get());
-    if (gTiming == Timing::Synced)
+    if (timing == Timing::Synced)
       ms.push_back(stop[i].msSince(start[i]));
   }
-  if (gTiming == Timing::Queued)
+  if (timing == Timing::Queued)
     for (int i = 0; i < reps; ++i)
       ms.push_back(stop[i].msSince(start[i]));
   return median(ms);
@@ -250,6 +249,7 @@ struct Options {
   int ptxVersion = 0; // 0: the default
   std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
   int reps = 100;
+  Timing timing = Timing::Queued;
   std::string exportDir; // --export: where each timed kernel's cubin and launch go
 };
 
@@ -361,7 +361,8 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   // (3 * M * N * bytes / its time) is compared with that same copy bandwidth, not with the time
   // of a copy of 3 * M * N * bytes: both are bandwidths, so the ratio stays honest.
   float copyMs =
-      timeMs(s, o.reps, [&] { TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), inA.ptr(), bytes, s.get())); });
+      timeMs(s, o.reps, o.timing,
+             [&] { TRITIUM_CU(cuMemcpyDtoDAsync(out.ptr(), inA.ptr(), bytes, s.get())); });
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
@@ -389,13 +390,13 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
           int64_t grid = plan.grid(k, rows);
           if (!o.exportDir.empty())
             exportKernel(o, rows, cols, plan, k, grid);
-          float ms = o.backward ? timeMs(s, o.reps,
+          float ms = o.backward ? timeMs(s, o.reps, o.timing,
                                          [&] {
                                            k.launch(grid, s.get(),
                                                     {out, inA, *inB, stride, stride, stride,
                                                      rows, cols});
                                          })
-                                : timeMs(s, o.reps, [&] {
+                                : timeMs(s, o.reps, o.timing, [&] {
                                     k.launch(grid, s.get(), {out, inA, stride, stride, rows, cols});
                                   });
           points.push_back({rows, cols, k.metadata().options.numWarps,
@@ -561,7 +562,7 @@ int main(int argc, char **argv) {
                        value().c_str());
           return 2;
         }
-        gTiming = value() == "queued" ? Timing::Queued : Timing::Synced;
+        o.timing = value() == "queued" ? Timing::Queued : Timing::Synced;
       } else if (a.rfind("--export=", 0) == 0) {
         o.exportDir = value();
       } else if (a.rfind("--csv=", 0) == 0) {

@@ -21,7 +21,10 @@ usage: python3 tools/peers_softmax.py [--quick | --long | --n=LIST] [--rows=M] [
                                       [--timing=queued|synced] [--tritium=DIR] > peers.csv
        python3 tools/peers_softmax.py --compile-time   (run in a fresh process)
 Unknown arguments are ignored, so bench_softmax's own options may be passed to both tools."""
+import csv
+import ctypes
 import math
+import os
 import sys
 import time
 
@@ -117,21 +120,22 @@ class TritiumKernels:
     A kernel is launched with the arguments it was compiled for: the same M, N and dtype."""
 
     def __init__(self, folder):
-        import csv
-        import ctypes
-        import os
         self.ct, self.folder = ctypes, folder
         self.cu = ctypes.CDLL("libcuda.so.1")
-        with open(os.path.join(folder, "kernels.csv")) as f:
+        table = os.path.join(folder, "kernels.csv")
+        if not os.path.isfile(table):
+            sys.exit(f"peers_softmax: --tritium={folder}: no {table} (write it with "
+                     "bench_softmax --export=DIR on the same shapes)")
+        with open(table) as f:
             self.table = list(csv.DictReader(f))
         self.functions = {}
+        self.modules = []  # kept loaded for the process's lifetime
 
     def check(self, result, what):
         if result != 0:
             raise RuntimeError(f"{what} failed with CUresult {result}")
 
     def function(self, entry):
-        import os
         ct, key = self.ct, entry["cubin"]
         if key not in self.functions:
             with open(os.path.join(self.folder, key), "rb") as f:
@@ -146,7 +150,7 @@ class TritiumKernels:
                            "cuFuncSetAttribute")
             if int(entry["cluster_size"]) > 8:  # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
                 self.check(self.cu.cuFuncSetAttribute(fn, 14, 1), "cuFuncSetAttribute")
-            self._modules = getattr(self, "_modules", []) + [module]
+            self.modules.append(module)
             self.functions[key] = fn
         return self.functions[key]
 
@@ -167,16 +171,18 @@ class TritiumKernels:
                     values.append(ct.c_uint64(a.data_ptr()))
                 elif t.startswith("i64"):
                     values.append(ct.c_int64(a))
-                else:
+                elif t.startswith("i32"):
                     values.append(ct.c_int32(a))
+                else:
+                    raise RuntimeError(f"{e['cubin']}: parameter type {t} is not supported here")
             params = (ct.c_void_p * len(values))(*[ct.cast(ct.byref(v), ct.c_void_p)
                                                    for v in values])
             fn, grid = self.function(e), int(e["grid"])
             threads, shared = int(e["threads"]), int(e["shared_bytes"])
+            stream = ct.c_void_p(torch.cuda.current_stream().cuda_stream)  # time_ms's stream
 
             def launch(fn=fn, grid=grid, threads=threads, shared=shared, params=params,
-                       values=values):
-                stream = ct.c_void_p(torch.cuda.current_stream().cuda_stream)
+                       values=values, stream=stream):
                 self.check(self.cu.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream,
                                                   params, None), "cuLaunchKernel")
             yield e["plan"], launch
@@ -283,6 +289,8 @@ def main():
         torch.cuda.synchronize()
         print(f"triton first_call_ms {(time.perf_counter() - t0) * 1e3:.1f}")
         return
+    if arg("timing", "queued") not in ("queued", "synced"):
+        sys.exit(f"peers_softmax: --timing must be queued or synced, got '{arg('timing', '')}'")
     dname = arg("dtype", "fp32")
     if dname not in DTYPES:
         sys.exit(f"peers_softmax: --dtype must be fp32, fp16 or bf16, got '{dname}'")

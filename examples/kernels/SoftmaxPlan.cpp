@@ -135,16 +135,15 @@ constexpr WarpsStages kForward[kTableSizes] = {
 // (64 per thread at 16 warps; the persistent prefetch needs 114).
 constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. A program
-// per row from 513 columns; the prefetch for short rows; three CTAs per SM up to 12288 columns
-// and two above (kHalfForwardBeyond12288); the ring above 16384.
-// With 8 warps (4097-12288 columns) the CTAs per SM follow the values each thread holds
-// (halfMinBlocks).
+// per row from 513 columns; the prefetch for short rows; with 8 warps (4097-12288 columns) as
+// many CTAs per SM as the values each thread holds leave registers for (halfMinBlocks), two
+// CTAs above (kHalfForwardBeyond12288); the ring above 16384.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
     {2, 1, true},        {2, 1, true},        {1, 1, false, true},    {2, 1, false, true},
-    {4, 1, false, true}, {8, 1, false, true}, {8, 1, false, true, 3}, {16, 2}};
+    {4, 1, false, true}, {8, 1, false, true}, {8, 1, false, true},    {16, 2}};
 
 // CTAs per SM for a 16-bit row, a program per row with 8 warps: as many as the registers of its
-// values allow without spilling, one more costs 10-50% (docs/PERF.md, seventh session, of copy
+// values allow without spilling, one more costs 8-70% (docs/PERF.md, seventh session, of copy
 // for fp16): 6144 (24 values per thread) 0.99 at 5, 0.95 at 3 or 4; 8192 (32) 0.98 at 4, 0.91
 // at 3; 10240 (40) 0.95 at 4, 0.93 at 3; 12288 (48) 0.97 at 3, 0.89 at 4.
 static int halfMinBlocks(int64_t block) {
