@@ -5,6 +5,7 @@
 #include "compiler/support/Log.h"
 #include "frontend/Tracer.h"
 #include "runtime/Cache.h"
+#include "runtime/JitWarmUp.h"
 #include "tritium/SourceFingerprint.h" // generated at build time (cmake/SourceFingerprint.cmake)
 
 #include <chrono>
@@ -209,6 +210,8 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     meta.fromCache = true;
     result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::move(cubin));
   } else {
+    // The driver's JIT starts up on another thread while LLVM compiles (runtime/JitWarmUp.h).
+    rt::startJitWarmUp(spec.ptxVersion);
     Artifacts a = compileTIR(*fn, meta.options);
     meta.sharedBytes = a.sharedBytes;
     rt::CacheEntry e;

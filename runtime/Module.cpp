@@ -7,6 +7,7 @@
 #include "compiler/support/Log.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
+#include "runtime/JitWarmUp.h"
 
 #include <cctype>
 #include <cstdint>
@@ -44,6 +45,7 @@ LoadedKernel LoadedKernel::fromPTX(const std::string &ptx, const std::string &en
     internalError("LoadedKernel::fromPTX: empty PTX for '" + entry + "'");
   Driver &d = Driver::get();
   Context::current(); // the JIT targets the current context's device
+  waitForJitWarmUp();  // one JIT at a time: the warm-up has done the driver's start-up
 
   std::string infoLog(LogBytes, '\0'), errorLog(LogBytes, '\0');
   // The option arrays must outlive the link state: the driver writes the logs at completion.

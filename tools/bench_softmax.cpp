@@ -64,6 +64,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --program-per-row=LIST
                        1 launches one program (cluster) per row, as Triton does, 0 the
                        persistent grid of resident programs (default: the plan's)
+  --grid=LIST          launch this many programs (comma separated) instead of the plan's grid
+                       (every program loops over rows; 0: the plan's)
   --reps=R             timed repetitions per point (default 100)
   --timing=MODE        queued (default): every repetition enqueued, one wait at the end, as
                        the peers are timed; synced: wait for each repetition before the next
@@ -248,6 +250,7 @@ struct Options {
   int minBlocks = 0; // 0: the plan's
   int ptxVersion = 0; // 0: the default
   std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
+  std::vector<int64_t> grids = {0};          // programs launched; 0: the plan's grid
   int reps = 100;
   Timing timing = Timing::Queued;
   std::string exportDir; // --export: where each timed kernel's cubin and launch go
@@ -366,6 +369,7 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double copyGbps = 2.0 * double(bytes) / (copyMs * 1e-3) / 1e9;
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
+  for (int64_t gr : o.grids)
   for (int64_t ppr : o.programPerRow)
   for (int64_t bk : o.bulk)
   for (int64_t pf : o.prefetch)
@@ -381,13 +385,13 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
           kernels::SoftmaxShape shape{rows, cols};
           CompiledKernel &k =
               o.backward ? kernels::softmaxBackward(plan, dt, out, inA, *inB, shape, stride,
-                                                    stride, stride, s.get())
+                                                    stride, stride, s.get(), gr)
                          : kernels::softmaxForward(plan, dt, out, inA, shape, stride, stride,
-                                                   s.get());
+                                                   s.get(), gr);
           s.sync();
           Check c = checkRows(dt, o.backward, a, o.backward ? &b : nullptr, out, rows, cols);
           // The timed loop launches the compiled kernel directly: no planning, no lookup.
-          int64_t grid = plan.grid(k, rows);
+          int64_t grid = gr > 0 ? gr : plan.grid(k, rows);
           if (!o.exportDir.empty())
             exportKernel(o, rows, cols, plan, k, grid);
           float ms = o.backward ? timeMs(s, o.reps, o.timing,
@@ -401,7 +405,8 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
                                   });
           points.push_back({rows, cols, k.metadata().options.numWarps,
                             k.metadata().options.numStages, moved / (ms * 1e-3) / 1e9, copyGbps,
-                            c.maxErr, c.bad, k.info().numRegs, plan.str()});
+                            c.maxErr, c.bad, k.info().numRegs,
+                            gr > 0 ? plan.str() + " grid " + std::to_string(gr) : plan.str()});
         } catch (const UserError &e) { // e.g. too many elements per thread for few warps
           std::fprintf(stderr, "\nskipped N=%lld %s: %s\n", (long long)cols, plan.str().c_str(),
                        e.what());
@@ -454,6 +459,25 @@ int hostOverhead() {
     s.sync();
   }
   double rawUs = rawSeconds * 1e6 / calls;
+  // The bare driver call again with the arguments packed into one buffer
+  // (CU_LAUNCH_PARAM_BUFFER_POINTER) instead of an array of pointers to them.
+  struct Packed {
+    CUdeviceptr out, in;
+    int32_t inStride, outStride, rows, cols;
+  } packed{outPtr, inPtr, cols, cols, rowCount, cols};
+  size_t packedBytes = sizeof(packed);
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &packedBytes, CU_LAUNCH_PARAM_END};
+  double packedSeconds = 0;
+  for (int done = 0; done < calls; done += batch) {
+    auto b0 = Clock::now();
+    for (int i = 0; i < batch; ++i)
+      TRITIUM_CU(cuLaunchKernel(fn, 1, 1, 1, unsigned(k.numThreads()), 1, 1,
+                                unsigned(k.metadata().sharedBytes), s.get(), nullptr, extra));
+    packedSeconds += std::chrono::duration<double>(Clock::now() - b0).count();
+    s.sync();
+  }
+  double packedUs = packedSeconds * 1e6 / calls;
   // Back to back without synchronising: bounded by the GPU's rate of tiny kernels.
   auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
@@ -474,9 +498,10 @@ int hostOverhead() {
   s.sync();
   double graphUs = std::chrono::duration<double, std::micro>(Clock::now() - t3).count() / calls;
   std::printf("host_us_per_launch %.2f\ncuLaunchKernel_alone_us %.2f\n"
+              "cuLaunchKernel_packed_args_us %.2f\n"
               "back_to_back_us_per_launch %.2f\n"
               "graph_replay_us_per_launch %.2f\n",
-              hostUs, rawUs, totalUs, graphUs);
+              hostUs, rawUs, packedUs, totalUs, graphUs);
   return 0;
 }
 
@@ -542,6 +567,8 @@ int main(int argc, char **argv) {
         o.warps = parseList(value());
       } else if (a.rfind("--program-per-row=", 0) == 0) {
         o.programPerRow = parseList(value());
+      } else if (a.rfind("--grid=", 0) == 0) {
+        o.grids = parseList(value());
       } else if (a.rfind("--ptx-version=", 0) == 0) {
         o.ptxVersion = int(tools::parseInt("bench_softmax", "--ptx-version", value()));
       } else if (a.rfind("--min-blocks=", 0) == 0) {
@@ -576,9 +603,11 @@ int main(int argc, char **argv) {
         return 2;
       }
     }
+    bool negativeGrid = std::any_of(o.grids.begin(), o.grids.end(), [](int64_t g) { return g < 0; });
     if (o.reps < 1 || rows < 0 || o.blocks.empty() || o.warps.empty() || o.stages.empty() ||
-        o.clusters.empty()) {
-      std::fprintf(stderr, "bench_softmax: --reps, --rows and the lists must be positive\n");
+        o.clusters.empty() || o.grids.empty() || negativeGrid) {
+      std::fprintf(stderr, "bench_softmax: --reps, --rows and the lists must be positive "
+                           "(--grid may be 0)\n");
       return 2;
     }
     std::string why;
@@ -607,7 +636,7 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.programPerRow.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
+    size_t total = ns.size() * o.grids.size() * o.programPerRow.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
                    o.warps.size() * o.stages.size(),
            done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next

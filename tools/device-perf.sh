@@ -8,6 +8,7 @@
 #   ignores the options it does not know), e.g.
 #     bash tools/device-perf.sh --quick --dtype=bf16 --backward
 #     bash tools/device-perf.sh --long --dtype=fp16
+#     bash tools/device-perf.sh --quick --order=sequential   (peers_softmax.py's order only)
 # The default mode (fp32 forward, no --long) writes tritium.csv, peers.csv, softmax.png and
 # host.txt as before; any other mode suffixes its files with -DTYPE-DIRECTION[-long] (e.g.
 # tritium-bf16-backward.csv), so several modes can share one $OUT. Host overhead and compile
@@ -19,7 +20,13 @@ mkdir -p "$O"
 export TRITIUM_CACHE_DIR=/tmp/tritium-perf-cache PYTHONUNBUFFERED=1
 sweep=${1:---quick}
 [ $# -gt 0 ] && shift
-extra=("$@")
+extra=() peers_only=()
+for a in "$@"; do
+  case "$a" in
+    --order=*) peers_only+=("$a") ;; # how peers_softmax.py orders its timings; not bench's
+    *) extra+=("$a") ;;
+  esac
+done
 
 dtype=fp32 direction=forward long=
 for a in $sweep ${extra[@]+"${extra[@]}"}; do
@@ -38,7 +45,8 @@ suffix=
 rm -rf "$O/kernels$suffix"
 $B/bench_softmax $sweep ${extra[@]+"${extra[@]}"} --csv="$O/tritium$suffix.csv" \
   --export="$O/kernels$suffix" > "$O/tritium$suffix.txt" 2> "$O/tritium$suffix.err"
-python3 tools/peers_softmax.py $sweep ${extra[@]+"${extra[@]}"} --tritium="$O/kernels$suffix" \
+python3 tools/peers_softmax.py $sweep ${extra[@]+"${extra[@]}"} ${peers_only[@]+"${peers_only[@]}"} \
+  --tritium="$O/kernels$suffix" \
   > "$O/peers$suffix.csv" 2> "$O/peers$suffix.err"
 if [ -z "$suffix" ]; then
   {

@@ -11,14 +11,16 @@ per call and compile time of the Triton kernel.
 
 With --tritium=DIR (the folder of bench_softmax --export=DIR, run on the same shapes) tritium's
 kernels are timed here too, the same way in the same process (columns tritium_GBps, tritium_plan),
-so that tritium, its peers and the copy share one harness.
+so that tritium, its peers and the copy share one harness. Their repetitions are interleaved
+(--order, see time_all).
 
 A system that fails (Triton runs out of resources for long rows) leaves its cell empty, with the
 error on stderr; one whose result is off prints wrong(max error).
 
 usage: python3 tools/peers_softmax.py [--quick | --long | --n=LIST] [--rows=M] [--reps=R]
                                       [--dtype=fp32|fp16|bf16] [--backward]
-                                      [--timing=queued|synced] [--tritium=DIR] > peers.csv
+                                      [--timing=queued|synced] [--order=sequential|interleaved]
+                                      [--tritium=DIR] > peers.csv
        python3 tools/peers_softmax.py --compile-time   (run in a fresh process)
 Unknown arguments are ignored, so bench_softmax's own options may be passed to both tools."""
 import csv
@@ -188,35 +190,79 @@ class TritiumKernels:
             yield e["plan"], launch
 
 
-def time_ms(fn, reps):
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size,
-                        dtype=torch.uint8, device="cuda")
-    # Warm-up for at least 25 ms of GPU time, flushes included (as Triton's do_bench): after
-    # host-side work the GPU's clocks need milliseconds to come back up, and five calls measured
-    # 2-4% slow on whichever system came first after a correctness check.
+_flush = None
+
+
+def flush_l2():
+    """A memset of twice the L2 before every repetition, so that no system reads a warm cache."""
+    global _flush
+    if _flush is None:
+        _flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size,
+                             dtype=torch.uint8, device="cuda")
+    _flush.zero_()
+
+
+def warm_up(fn):
+    """At least 25 ms of GPU time, flushes included (as Triton's do_bench): after host-side work
+    the GPU's clocks need milliseconds to come back up, and five calls measured 2-4% slow on
+    whichever system came first after a correctness check."""
     t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     t0.record()
     for _ in range(5):
-        flush.zero_()
+        flush_l2()
         fn()
     t1.record()
     t1.synchronize()
     for _ in range(math.ceil(25.0 / max(t0.elapsed_time(t1) / 5, 1e-3))):
-        flush.zero_()
+        flush_l2()
         fn()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    stop = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+
+
+def time_all(fns, reps):
+    """{name: median ms} for each of `fns` ({name: callable}), each repetition flushed first
+    and timed with events. --order=interleaved (the default) warms every system up, then runs
+    repetition i of every system before repetition i + 1 of any, rotating which goes first: each
+    system is timed over the same stretch of the run, after the same mix of work. That removes
+    what the order costs (a copy timed after torch.compile's kernels measured ~4% faster than the
+    same copy timed before them, docs/PERF.md, seventh session), and a system whose Python call
+    costs more host time than its kernel takes GPU time is not timed on an idle GPU: the other
+    systems' work keeps the queue ahead of the host. --order=sequential times the systems one
+    after another, each after its own warm-up (sessions 1-7)."""
     synced = arg("timing", "queued") == "synced"
-    for i in range(reps):
-        flush.zero_()
-        start[i].record()
-        fn()
-        stop[i].record()
+    names = list(fns)
+    events = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(reps)] for n in names}
+
+    def timed(name, i):
+        start, stop = events[name][i]
+        flush_l2()
+        start.record()
+        fns[name]()
+        stop.record()
         if synced:  # bench_softmax --timing=synced: wait for each repetition before the next
-            stop[i].synchronize()
+            stop.synchronize()
+
+    if arg("order", "interleaved") == "interleaved":
+        for n in names:
+            warm_up(fns[n])
+        for i in range(reps):
+            for k in range(len(names)):
+                timed(names[(i + k) % len(names)], i)
+    else:
+        for n in names:
+            warm_up(fns[n])
+            for i in range(reps):
+                timed(n, i)
     torch.cuda.synchronize()
-    ms = sorted(s.elapsed_time(e) for s, e in zip(start, stop))
-    return ms[len(ms) // 2]
+    medians = {}
+    for n in names:
+        ms = sorted(s.elapsed_time(e) for s, e in events[n])
+        medians[n] = ms[len(ms) // 2]
+    return medians
+
+
+def time_ms(fn, reps):
+    return time_all({"one": fn}, reps)["one"]
 
 
 def arg(name, default):
@@ -254,30 +300,24 @@ def softmax_backward_reference(o, g):
     return out
 
 
-def time_tritium(tritium, rows, n, dname, direction, x, g, y, ref, gb, reps, atol, rtol):
-    """[GB/s, plan] of the fastest exported tritium kernel for this shape that gives the right
-    answer (output poisoned with NaN before its checked run); ["", ""] when none was exported,
-    or wrong(max error) when none is right."""
+def tritium_candidates(tritium, rows, n, dname, direction, x, g, y, ref, atol, rtol):
+    """{"tritium:PLAN": launch} for each exported tritium kernel of this shape that gives the
+    right answer (output poisoned with NaN before its checked run), and the error text
+    ("wrong(max error)") when one was exported but none is right, else ""."""
     out = y  # the buffer the copy and Triton write: only the operation differs
     args = ([out, x, g, out.stride(0), x.stride(0), g.stride(0), rows, n] if g is not None
             else [out, x, x.stride(0), out.stride(0), rows, n])
-    best, wrong = None, None
+    found, wrong = {}, ""
     for plan, launch in tritium.launchers(rows, n, dname, direction, args):
         out.fill_(float("nan"))
         launch()
         torch.cuda.synchronize()
         err, ok = max_error(out, ref, atol, rtol)
-        if not ok:
+        if ok:
+            found["tritium:" + plan] = launch
+        else:
             wrong = f"wrong({err:.1e})"
-            continue
-        g_s = gb / (time_ms(launch, reps) * 1e-3)
-        print(f"tritium M={rows} N={n} {dname} {direction} {plan}: {g_s:.1f} GB/s",
-              file=sys.stderr, flush=True)
-        if best is None or g_s > best[0]:
-            best = (g_s, plan)
-    if best:
-        return [f"{best[0]:.1f}", best[1]]
-    return [wrong or "", ""]
+    return found, wrong
 
 
 def main():
@@ -291,6 +331,9 @@ def main():
         return
     if arg("timing", "queued") not in ("queued", "synced"):
         sys.exit(f"peers_softmax: --timing must be queued or synced, got '{arg('timing', '')}'")
+    if arg("order", "interleaved") not in ("sequential", "interleaved"):
+        sys.exit("peers_softmax: --order must be sequential or interleaved, got "
+                 f"'{arg('order', '')}'")
     dname = arg("dtype", "fp32")
     if dname not in DTYPES:
         sys.exit(f"peers_softmax: --dtype must be fp32, fp16 or bf16, got '{dname}'")
@@ -346,26 +389,43 @@ def main():
         # The same copy timed before the systems too (column copy_first_GBps): a check on how
         # much the copy's figure depends on what ran before it.
         copy_first = 2 * nbytes / 1e9 / (time_ms(lambda: y.copy_(x), reps) * 1e-3)
+        cells, timed = {}, {}
         for name, fn in systems:
             try:
                 out = fn()
                 torch.cuda.synchronize()
                 err, ok = max_error(out, ref, atol, rtol)
                 del out
-                g_s = gb / (time_ms(fn, reps) * 1e-3)
-                row.append(f"{g_s:.1f}" if ok else f"wrong({err:.1e})")
+                if ok:
+                    timed[name] = fn
+                else:
+                    cells[name] = f"wrong({err:.1e})"
             except Exception as e:  # Triton runs out of resources for long rows
                 why = (str(e).strip().splitlines() or [""])[0]
                 print(f"peers_softmax: {name} {dname} {direction} M={rows} N={n} failed: "
                       f"{type(e).__name__}: {why}", file=sys.stderr, flush=True)
-                row.append("")
+                cells[name] = ""
         # The copy of one tensor (M*N*bytes read and written): 2*M*N*bytes moved. For backward
         # this is the same copy bandwidth the kernel's 3*M*N*bytes/time is compared against.
-        row.append(f"{2 * nbytes / 1e9 / (time_ms(lambda: y.copy_(x), reps) * 1e-3):.1f}")
-        row += [dname, direction, f"{copy_first:.1f}"]
+        timed["copy"] = lambda: y.copy_(x)
+        tritium_wrong = ""
         if tritium:
-            row += time_tritium(tritium, rows, n, dname, direction, x, g if backward else None,
-                                y, ref, gb, reps, atol, rtol)
+            found, tritium_wrong = tritium_candidates(tritium, rows, n, dname, direction, x,
+                                                      g if backward else None, y, ref, atol, rtol)
+            timed.update(found)
+        medians = time_all(timed, reps)
+        for name, ms in medians.items():
+            moved = 2 * nbytes if name == "copy" else gb * 1e9
+            cells[name] = f"{moved / 1e9 / (ms * 1e-3):.1f}"
+        row += [cells[name] for name, _ in systems]
+        row += [cells["copy"], dname, direction, f"{copy_first:.1f}"]
+        if tritium:
+            plans = [(float(cells[k]), k.split(":", 1)[1]) for k in medians if
+                     k.startswith("tritium:")]
+            for g_s, plan in plans:
+                print(f"tritium M={rows} N={n} {dname} {direction} {plan}: {g_s:.1f} GB/s",
+                      file=sys.stderr, flush=True)
+            row += [f"{max(plans)[0]:.1f}", max(plans)[1]] if plans else [tritium_wrong, ""]
         print(",".join(str(v) for v in row), flush=True)
         del x, y, ref, systems
         if backward:
