@@ -1,4 +1,4 @@
-// A background thread that JIT-compiles and loads an empty kernel (runtime/JitWarmUp.h says why).
+// A background thread that JIT-links and loads an empty kernel (runtime/JitWarmUp.h says why).
 #include "runtime/JitWarmUp.h"
 
 #include "compiler/support/Log.h"
@@ -47,13 +47,28 @@ private:
       std::string ptx = ".version " + std::to_string(ptxVersion / 10) + "." +
                         std::to_string(ptxVersion % 10) + "\n.target " + props.arch() +
                         "\n.address_size 64\n.visible .entry tritium_jit_warm_up()\n{\n  ret;\n}\n";
+      // The path LoadedKernel::fromPTX takes: the JIT linker, then loading its cubin. The
+      // linker has a start-up of its own beyond the PTX compiler's (docs/PERF.md, eighth
+      // session), so a plain cuModuleLoadData of PTX would warm only part of it.
       Driver &d = Driver::get();
-      CUmodule module = nullptr;
-      CUresult r = d.cuModuleLoadData(&module, ptx.c_str());
+      CUlinkState link = nullptr;
+      void *cubin = nullptr;
+      size_t cubinBytes = 0;
+      CUresult r = d.cuLinkCreate(0, nullptr, nullptr, &link);
       if (r == CUDA_SUCCESS)
+        r = d.cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
+                            ptx.size() + 1, "tritium_jit_warm_up.ptx", 0, nullptr, nullptr);
+      if (r == CUDA_SUCCESS)
+        r = d.cuLinkComplete(link, &cubin, &cubinBytes);
+      CUmodule module = nullptr;
+      if (r == CUDA_SUCCESS)
+        r = d.cuModuleLoadData(&module, cubin);
+      if (module)
         d.cuModuleUnload(module);
-      else
-        log().debug("JIT warm-up: cuModuleLoadData failed: {}", describe(r));
+      if (link)
+        d.cuLinkDestroy(link);
+      if (r != CUDA_SUCCESS)
+        log().debug("JIT warm-up failed: {}", describe(r));
     } catch (const std::exception &e) {
       log().debug("JIT warm-up skipped: {}", e.what());
     }

@@ -217,4 +217,13 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
         "cuLaunchKernel");
 }
 
+void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
+                        CUstream stream, void *args, size_t argBytes) {
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
+                   CU_LAUNCH_PARAM_END};
+  check(Driver::get().cuLaunchKernel(f, grid, 1, 1, block, 1, 1, sharedBytes, stream, nullptr,
+                                     extra),
+        "cuLaunchKernel");
+}
+
 } // namespace tritium::rt

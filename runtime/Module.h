@@ -64,5 +64,10 @@ int spillBytesFromLog(const std::string &jitLog);
 // current on this thread (Context::current()).
 void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                   CUstream stream, void **params);
+// The same with the arguments already laid out as the kernel's parameter block (each at its
+// natural alignment), passed as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): the driver copies
+// it whole instead of following a pointer per argument.
+void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
+                        CUstream stream, void *args, size_t argBytes);
 
 } // namespace tritium::rt

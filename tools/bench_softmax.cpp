@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -431,53 +432,47 @@ int hostOverhead() {
   for (int i = 0; i < 1000; ++i)
     launch();
   s.sync();
-  // Host time alone: batches short enough never to fill the launch queue, timed around the
-  // launch calls only, synchronising between batches.
-  const int calls = 20000, batch = 200;
-  double hostSeconds = 0;
-  for (int done = 0; done < calls; done += batch) {
-    auto b0 = Clock::now();
-    for (int i = 0; i < batch; ++i)
-      launch();
-    hostSeconds += std::chrono::duration<double>(Clock::now() - b0).count();
-    s.sync();
-  }
-  double hostUs = hostSeconds * 1e6 / calls;
-  // The same measurement for the bare driver call with prepared arguments: the floor that
-  // tritium's checks and argument packing sit on.
+  // The bare driver call with prepared arguments, the floor that tritium's checks and argument
+  // packing sit on: with an array of pointers to the arguments, and with the arguments packed
+  // into one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER, as CompiledKernel::launch passes them).
   CUdeviceptr outPtr = out.ptr(), inPtr = in.ptr();
   int32_t cols = 128, rowCount = 1;
   void *params[] = {&outPtr, &inPtr, &cols, &cols, &rowCount, &cols};
   CUfunction fn = k.function();
-  double rawSeconds = 0;
-  for (int done = 0; done < calls; done += batch) {
-    auto b0 = Clock::now();
-    for (int i = 0; i < batch; ++i)
-      rt::launchKernel(fn, 1, unsigned(k.numThreads()), unsigned(k.metadata().sharedBytes),
-                       s.get(), params);
-    rawSeconds += std::chrono::duration<double>(Clock::now() - b0).count();
-    s.sync();
-  }
-  double rawUs = rawSeconds * 1e6 / calls;
-  // The bare driver call again with the arguments packed into one buffer
-  // (CU_LAUNCH_PARAM_BUFFER_POINTER) instead of an array of pointers to them.
+  unsigned threads = unsigned(k.numThreads()), shared = unsigned(k.metadata().sharedBytes);
   struct Packed {
     CUdeviceptr out, in;
     int32_t inStride, outStride, rows, cols;
   } packed{outPtr, inPtr, cols, cols, rowCount, cols};
-  size_t packedBytes = sizeof(packed);
-  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
-                   &packedBytes, CU_LAUNCH_PARAM_END};
-  double packedSeconds = 0;
-  for (int done = 0; done < calls; done += batch) {
-    auto b0 = Clock::now();
-    for (int i = 0; i < batch; ++i)
-      TRITIUM_CU(cuLaunchKernel(fn, 1, 1, 1, unsigned(k.numThreads()), 1, 1,
-                                unsigned(k.metadata().sharedBytes), s.get(), nullptr, extra));
-    packedSeconds += std::chrono::duration<double>(Clock::now() - b0).count();
-    s.sync();
-  }
-  double packedUs = packedSeconds * 1e6 / calls;
+  // Host time alone: batches short enough never to fill the launch queue, timed around the
+  // launch calls only, synchronising between batches. The three ways take turns batch by
+  // batch, so that a drift of the machine's speed during the measurement touches all alike.
+  // A fourth: tritium's launch into a stream that does not order with the legacy default stream
+  // (CU_STREAM_NON_BLOCKING), which spares the driver that bookkeeping, if it costs any.
+  CUstream nonBlocking = nullptr;
+  TRITIUM_CU(cuStreamCreate(&nonBlocking, CU_STREAM_NON_BLOCKING));
+  const int calls = 20000, batch = 200;
+  std::function<void()> ways[] = {
+      launch,
+      [&] { rt::launchKernel(fn, 1, threads, shared, s.get(), params); },
+      [&] { rt::launchKernelPacked(fn, 1, threads, shared, s.get(), &packed, sizeof packed); },
+      [&] {
+        k.launch(1, nonBlocking, {out, in, int32_t(128), int32_t(128), int32_t(1), int32_t(128)});
+      }};
+  constexpr int kWays = sizeof ways / sizeof ways[0];
+  double seconds[kWays] = {};
+  for (int done = 0; done < calls; done += batch)
+    for (int w = 0; w < kWays; ++w) {
+      auto b0 = Clock::now();
+      for (int i = 0; i < batch; ++i)
+        ways[w]();
+      seconds[w] += std::chrono::duration<double>(Clock::now() - b0).count();
+      s.sync();
+      TRITIUM_CU(cuStreamSynchronize(nonBlocking));
+    }
+  TRITIUM_CU(cuStreamDestroy(nonBlocking));
+  double hostUs = seconds[0] * 1e6 / calls, rawUs = seconds[1] * 1e6 / calls,
+         packedUs = seconds[2] * 1e6 / calls, nonBlockingUs = seconds[3] * 1e6 / calls;
   // Back to back without synchronising: bounded by the GPU's rate of tiny kernels.
   auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
@@ -498,10 +493,11 @@ int hostOverhead() {
   s.sync();
   double graphUs = std::chrono::duration<double, std::micro>(Clock::now() - t3).count() / calls;
   std::printf("host_us_per_launch %.2f\ncuLaunchKernel_alone_us %.2f\n"
-              "cuLaunchKernel_packed_args_us %.2f\n"
+              "cuLaunchKernel_packed_args_alone_us %.2f\n"
+              "host_us_per_launch_non_blocking_stream %.2f\n"
               "back_to_back_us_per_launch %.2f\n"
               "graph_replay_us_per_launch %.2f\n",
-              hostUs, rawUs, packedUs, totalUs, graphUs);
+              hostUs, rawUs, packedUs, nonBlockingUs, totalUs, graphUs);
   return 0;
 }
 
