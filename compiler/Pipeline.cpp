@@ -116,6 +116,14 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
                                   std::atoi(options.arch.c_str() + 3) < 90))
     throw UserError("thread-block clusters (cluster size " + std::to_string(options.clusterSize) +
                     ") need sm_90 or later, not " + options.arch);
+  int64_t programs = fn.intAttr("programs_per_cta").value_or(1);
+  if (options.programsPerCTA != programs)
+    throw UserError("kernel '" + fn.name() + "' was traced for " + std::to_string(programs) +
+                    " programs per CTA but is compiled for " +
+                    std::to_string(options.programsPerCTA));
+  if (programs > 1 && options.numWarps != 1)
+    throw UserError("kernel '" + fn.name() + "': " + std::to_string(programs) +
+                    " programs per CTA need num_warps 1, got " + std::to_string(options.numWarps));
   Artifacts out;
   out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);
@@ -135,6 +143,20 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     dump(fn.name(), "gir", out.gir);
+    // Programs that share a CTA would share its shared memory and barriers too. With one
+    // warp per program only a cp.async ring uses shared memory: point at its loop.
+    if (programs > 1 && out.sharedBytes > 0) {
+      SourceLoc where = fn.loc();
+      ir::walk(fn.body(), [&](ir::Op &op) {
+        if (op.hasAttr("pipeline_stages"))
+          where = op.loc();
+      });
+      userError("kernel '" + fn.name() + "' needs " + std::to_string(out.sharedBytes) +
+                    " bytes of shared memory for the cp.async ring of this loop, which " +
+                    std::to_string(programs) + " programs per CTA cannot share: use 1 "
+                    "program per CTA or num_stages 1",
+                where);
+    }
   }
   if (last == Stage::GIR)
     return out;

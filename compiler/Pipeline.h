@@ -22,6 +22,8 @@ struct CompileOptions {
   int numWarps = 4;
   int numStages = 1;
   int clusterSize = 1; // programs per thread-block cluster; must match the TIR's cluster_size
+  // Warp-sized programs per CTA; must match the TIR's programs_per_cta (Specialization says more).
+  int programsPerCTA = 1;
   // Shared memory one CTA may use (the pipelining ring's budget); 0: the architecture's limit.
   int64_t maxSharedBytes = 0;
   // Pipelined loads of whole contiguous rows as one bulk copy per stage (TMA, sm_90 and later),

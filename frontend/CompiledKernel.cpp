@@ -82,9 +82,10 @@ const rt::KernelInfo &CompiledKernel::info() {
 }
 
 int64_t CompiledKernel::persistentGrid(int64_t rows) {
-  int64_t cluster = meta_.options.clusterSize;
+  int64_t cluster = meta_.options.clusterSize, programs = meta_.options.programsPerCTA;
+  auto ctasFor = [&](int64_t n) { return std::max<int64_t>(1, (n + programs - 1) / programs); };
   if (interpreting())
-    return interpreter::defaultGrid(rows) * cluster;
+    return ctasFor(interpreter::defaultGrid(rows)) * cluster;
   const rt::KernelInfo &i = info();
   if (cluster > 1) {
     // One row per cluster at a time: as many clusters as can be resident, at most one per row.
@@ -103,9 +104,9 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
     return std::max<int64_t>(1, std::min(clusters, rows)) * cluster;
   }
   const rt::DeviceProps &d = rt::Context::current().props();
-  rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps,
+  rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps * int(programs),
                                   int(meta_.sharedBytes) + i.staticSharedBytes);
-  return rt::persistentGridSize(d, o, rows);
+  return rt::persistentGridSize(d, o, ctasFor(rows));
 }
 
 static const char *describeKind(KernelArg::Kind k) {
@@ -221,7 +222,7 @@ void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> ar
       v.f = a.floatValue();
     values.push_back(v);
   }
-  interpreter::run(*tir_, grid, values);
+  interpreter::run(*tir_, grid * meta_.options.programsPerCTA, values); // one per program
 }
 
 } // namespace tritium

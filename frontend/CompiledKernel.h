@@ -82,7 +82,8 @@ public:
   const KernelMetadata &metadata() const { return meta_; }
   const Artifacts &artifacts() const { return artifacts_; }
   const std::string &cubin() const { return cubin_; }
-  int numThreads() const { return 32 * meta_.options.numWarps; }
+  // Threads per CTA: the warps of each program times the programs side by side in it.
+  int numThreads() const { return 32 * meta_.options.numWarps * meta_.options.programsPerCTA; }
 
   // Loads the code on the current GPU (once); throws rt::DriverError without a GPU. The first
   // load of a PTX-only entry runs the driver's JIT and records the cubin and registers in the
@@ -97,12 +98,14 @@ public:
     return loaded_->function();
   }
   // The tutorial's persistent grid: SMs x blocks per SM by registers and shared memory, capped
-  // at `rows`. In interpret mode (TRITIUM_INTERPRET=1), min(rows, 4 x CPU threads): no GPU needed.
+  // at the CTAs that `rows` programs fill. In interpret mode (TRITIUM_INTERPRET=1),
+  // min(rows, 4 x CPU threads) programs: no GPU needed. Counts CTAs, as launch's grid does.
   int64_t persistentGrid(int64_t rows);
 
   // Launches on `stream` after checking the arguments against the signature. No allocation, no
   // hashing, no file system: the hot path is the argument check and cuLaunchKernel. In interpret
-  // mode the kernel's TIR runs on the CPU instead, synchronously, over host addresses.
+  // mode the kernel's TIR runs on the CPU instead, synchronously, over host addresses. `grid`
+  // counts CTAs: grid x programsPerCTA programs run.
   void launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args);
 
 private:

@@ -27,6 +27,8 @@ std::string Specialization::str() const {
     s += ";min_blocks=" + std::to_string(minBlocksPerSM);
   if (!bulkCopies)
     s += ";bulk=0";
+  if (programsPerCTA != 1)
+    s += ";programs_per_cta=" + std::to_string(programsPerCTA);
   return s;
 }
 
@@ -122,6 +124,18 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
               loc_);
   if (spec.minBlocksPerSM != 1)
     fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
+  if (spec.programsPerCTA < 1 || spec.programsPerCTA > 32)
+    userError("kernel '" + name_ + "': programsPerCTA must be from 1 to 32, got " +
+                  std::to_string(spec.programsPerCTA),
+              loc_);
+  if (spec.programsPerCTA > 1 && (spec.numWarps != 1 || spec.clusterSize != 1))
+    userError("kernel '" + name_ + "': " + std::to_string(spec.programsPerCTA) +
+                  " programs per CTA need warp-sized programs (num_warps 1, no cluster), not "
+                  "num_warps " + std::to_string(spec.numWarps) + " and cluster size " +
+                  std::to_string(spec.clusterSize),
+              loc_);
+  if (spec.programsPerCTA != 1)
+    fn->setAttr("programs_per_cta", int64_t(spec.programsPerCTA));
   std::vector<dsl::Value> runtime;
   size_t r = 0, c = 0;
   for (size_t i = 0; i < kinds_.size(); ++i) {
@@ -155,6 +169,7 @@ static CompileOptions optionsOf(const Specialization &spec) {
                         .numWarps = spec.numWarps,
                         .numStages = spec.numStages,
                         .clusterSize = spec.clusterSize,
+                        .programsPerCTA = spec.programsPerCTA,
                         .bulkCopies = spec.bulkCopies};
 }
 
@@ -235,7 +250,8 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     e.metadata["arch"] = spec.arch;
     e.metadata["ptx_version"] = spec.ptxVersion;
     e.metadata["shared"] = a.sharedBytes;
-    e.metadata["threads"] = 32 * spec.numWarps;
+    e.metadata["threads"] = 32 * spec.numWarps * spec.programsPerCTA;
+    e.metadata["programs_per_cta"] = spec.programsPerCTA;
     e.metadata["cluster_size"] = spec.clusterSize;
     e.metadata["tritium_version"] = TRITIUM_VERSION;
     e.metadata["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;

@@ -34,6 +34,12 @@ struct Specialization {
   // SM (1: no limit beyond num_warps'). Two blocks per SM let one row's loads overlap another's
   // reductions.
   int minBlocksPerSM = 1;
+  // Programs per CTA, 1 to 32: each warp-sized program (num_warps 1) runs beside the others in
+  // one CTA, as torch's softmax gives each warp of a block its own row, so short rows take
+  // fewer, larger CTAs. The programs share nothing: kernels that need shared memory (a
+  // cp.async ring) are refused. The launch grid counts CTAs; program_id and num_programs count
+  // programs (grid x programsPerCTA).
+  int programsPerCTA = 1;
   // Pipelined loads that read whole contiguous rows become one bulk copy (TMA) per stage on
   // sm_90; false keeps one 16-byte cp.async per thread and vector (CompileOptions::bulkCopies).
   bool bulkCopies = true;

@@ -42,7 +42,7 @@ struct SoftmaxCase {
   Values values = Values::Normal;
   // Changes the plan before the launch (a smaller online block, other warps, ...).
   std::function<void(kernels::SoftmaxPlan &)> tweak;
-  int64_t grid = 0; // programs; 0: the persistent grid
+  int64_t grid = 0; // CTAs; 0: the persistent grid
 
   std::string str() const {
     std::ostringstream s;

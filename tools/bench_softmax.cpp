@@ -65,7 +65,10 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --program-per-row=LIST
                        1 launches one program (cluster) per row, as Triton does, 0 the
                        persistent grid of resident programs (default: the plan's)
-  --grid=LIST          launch this many programs (comma separated) instead of the plan's grid
+  --programs-per-cta=LIST
+                       run this many warp-sized programs (with --num-warps=1) side by side in
+                       each CTA, each with its own rows (0: the plan's)
+  --grid=LIST          launch this many CTAs (comma separated) instead of the plan's grid
                        (every program loops over rows; 0: the plan's)
   --reps=R             timed repetitions per point (default 100)
   --timing=MODE        queued (default): every repetition enqueued, one wait at the end, as
@@ -251,7 +254,8 @@ struct Options {
   int minBlocks = 0; // 0: the plan's
   int ptxVersion = 0; // 0: the default
   std::vector<int64_t> programPerRow = {-1}; // 1: a program (cluster) per row; -1: the plan's
-  std::vector<int64_t> grids = {0};          // programs launched; 0: the plan's grid
+  std::vector<int64_t> grids = {0};          // CTAs launched; 0: the plan's grid
+  std::vector<int64_t> programsPerCTA = {0}; // warp-sized programs per CTA; 0: the plan's
   int reps = 100;
   Timing timing = Timing::Queued;
   std::string exportDir; // --export: where each timed kernel's cubin and launch go
@@ -289,7 +293,7 @@ void exportKernel(const Options &o, int64_t rows, int64_t cols, const kernels::S
 // The plan for this point: the planner's, then the command line's overrides.
 kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int64_t warps,
                              int64_t stages, int64_t cluster, int64_t prefetch, int64_t bulk,
-                             int64_t perRow) {
+                             int64_t perRow, int64_t perCTA) {
   kernels::SoftmaxPlan p = o.backward ? kernels::planSoftmaxBackward(cols, o.dtype)
                                       : kernels::planSoftmax(cols, o.dtype);
   if (o.online)
@@ -300,6 +304,8 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   p.bulkCopies = bulk != 0;
   if (perRow >= 0)
     p.programPerRow = perRow > 0;
+  if (perCTA > 0)
+    p.programsPerCTA = int(perCTA);
   if (cluster > 0) { // the row split over `cluster` programs
     if (!o.online && p.online) { // the planner's online plan: slices in registers instead
       p.online = false;
@@ -371,6 +377,7 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   double moved = (o.backward ? 3.0 : 2.0) * double(bytes);
   int64_t stride = cols;
   for (int64_t gr : o.grids)
+  for (int64_t pcta : o.programsPerCTA)
   for (int64_t ppr : o.programPerRow)
   for (int64_t bk : o.bulk)
   for (int64_t pf : o.prefetch)
@@ -378,7 +385,7 @@ void benchN(const Options &o, int64_t rows, int64_t cols, std::mt19937_64 &seeds
   for (int64_t bs : o.blocks)
     for (int64_t w : o.warps)
       for (int64_t st : o.stages) {
-        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf, bk, ppr);
+        kernels::SoftmaxPlan plan = planFor(o, cols, bs, w, st, cl, pf, bk, ppr, pcta);
         std::fprintf(stderr, "\r[%zu/%zu] N=%lld %s   ", ++done, total, (long long)cols,
                      plan.str().c_str());
         try {
@@ -565,6 +572,8 @@ int main(int argc, char **argv) {
         o.programPerRow = parseList(value());
       } else if (a.rfind("--grid=", 0) == 0) {
         o.grids = parseList(value());
+      } else if (a.rfind("--programs-per-cta=", 0) == 0) {
+        o.programsPerCTA = parseList(value());
       } else if (a.rfind("--ptx-version=", 0) == 0) {
         o.ptxVersion = int(tools::parseInt("bench_softmax", "--ptx-version", value()));
       } else if (a.rfind("--min-blocks=", 0) == 0) {
@@ -601,7 +610,7 @@ int main(int argc, char **argv) {
     }
     bool negativeGrid = std::any_of(o.grids.begin(), o.grids.end(), [](int64_t g) { return g < 0; });
     if (o.reps < 1 || rows < 0 || o.blocks.empty() || o.warps.empty() || o.stages.empty() ||
-        o.clusters.empty() || o.grids.empty() || negativeGrid) {
+        o.clusters.empty() || o.grids.empty() || negativeGrid || o.programsPerCTA.empty()) {
       std::fprintf(stderr, "bench_softmax: --reps, --rows and the lists must be positive "
                            "(--grid may be 0)\n");
       return 2;
@@ -632,7 +641,7 @@ int main(int argc, char **argv) {
     };
     std::mt19937_64 seeds(std::random_device{}());
     std::vector<Point> points;
-    size_t total = ns.size() * o.grids.size() * o.programPerRow.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
+    size_t total = ns.size() * o.grids.size() * o.programsPerCTA.size() * o.programPerRow.size() * o.bulk.size() * o.prefetch.size() * o.clusters.size() * o.blocks.size() *
                    o.warps.size() * o.stages.size(),
            done = 0;
     for (int64_t n : ns) // fresh data for each N, freed before the next

@@ -46,6 +46,7 @@ options:
   --num-warps=N        override num_warps (1, 2, 4, 8, 16 or 32); the planner's register cap
                        for several CTAs per SM is dropped when N differs from its num_warps
   --num-stages=N       override num_stages
+  --programs-per-cta=P run P warp-sized programs (num_warps 1) side by side in each CTA
   --dtype=T            element type of the pointers: fp32 (default), fp16, bf16
   --signature=LIST     the runtime arguments' types, comma separated, with ":16" on those
                        specialized as divisible by 16 (16-byte vectors), e.g.
@@ -94,7 +95,8 @@ int main(int argc, char **argv) {
     std::string key = a.substr(2, eq - 2);
     static const char *known[] = {"kernel",     "emit",  "n-cols",      "block-size",
                                   "num-warps",  "dtype", "num-stages",  "arch",
-                                  "signature",  "ptx-version", "cluster-size"};
+                                  "signature",  "ptx-version", "cluster-size",
+                                  "programs-per-cta"};
     if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       usageError("unknown option '--" + key + "'");
     opts[key] = a.substr(eq + 1);
@@ -151,6 +153,8 @@ int main(int argc, char **argv) {
     if (!plan.online && plan.clusterSize == 1)
       plan.fitBlock(nCols, dtype);
   }
+  if (opts.count("programs-per-cta"))
+    plan.programsPerCTA = int(parseInt("--programs-per-cta", opts["programs-per-cta"]));
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);

@@ -114,12 +114,18 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     perElement([&](int64_t) { return c; });
     return true;
   }
-  case OpKind::ProgramId:
-    l.set(res, {l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {})});
+  case OpKind::ProgramId: { // ctaid * programs per CTA + this thread's program slot
+    llvm::Value *cta = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
+    l.set(res, {l.programsPerCTA == 1
+                    ? cta
+                    : b.CreateAdd(b.CreateMul(cta, b.getInt32(l.programsPerCTA)), l.programSlot)});
     return true;
-  case OpKind::NumPrograms:
-    l.set(res, {l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {})});
+  }
+  case OpKind::NumPrograms: {
+    llvm::Value *ctas = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {});
+    l.set(res, {l.programsPerCTA == 1 ? ctas : b.CreateMul(ctas, b.getInt32(l.programsPerCTA))});
     return true;
+  }
   case OpKind::Arange: {
     int32_t start = int32_t(op.intAttr("start"));
     perElement([&](int64_t k) { return b.CreateAdd(l.elementIndex(res, k), b.getInt32(start)); });

@@ -9,6 +9,8 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <bit>
+
 namespace tritium::codegen {
 
 llvm::Type *Lowering::scalarType(ir::ScalarKind k) {
@@ -67,7 +69,10 @@ llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types
 }
 
 void Lowering::barrier() {
-  intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+  if (programsPerCTA > 1) // each program is one warp (Pipeline.cpp checks): sync only it
+    intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
+  else
+    intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
 }
 
 namespace {
@@ -86,8 +91,8 @@ public:
     l_.fn = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage, l_.kernel.name(),
                                    l_.mod);
     l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
-    std::string threads = std::to_string(l_.threads());
-    l_.fn->addFnAttr("nvvm.reqntid", threads);
+    l_.programsPerCTA = int(l_.kernel.intAttr("programs_per_cta").value_or(1));
+    l_.fn->addFnAttr("nvvm.reqntid", std::to_string(l_.ctaThreads()));
     if (auto blocks = l_.kernel.intAttr("min_blocks_per_sm"))
       l_.fn->addFnAttr("nvvm.minctasm", std::to_string(*blocks)); // ptxas caps registers
     if (int64_t cluster = clusterSize(l_.kernel); cluster > 1)
@@ -105,6 +110,12 @@ public:
 
     b.SetInsertPoint(llvm::BasicBlock::Create(l_.ctx, "entry", l_.fn));
     l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+    l_.programSlot = b.getInt32(0);
+    if (l_.programsPerCTA > 1) { // threads() is a power of two
+      l_.programSlot = b.CreateLShr(l_.tid, b.getInt32(std::countr_zero(unsigned(l_.threads()))),
+                                    "program.slot");
+      l_.tid = b.CreateAnd(l_.tid, b.getInt32(l_.threads() - 1), "program.tid");
+    }
     l_.laneId = b.CreateAnd(l_.tid, b.getInt32(31), "lane");
     l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
     l_.reductionBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "reduce.bank");

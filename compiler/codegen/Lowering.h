@@ -27,14 +27,17 @@ struct Lowering {
   int numWarps;
   int ptxVersion; // PTX ISA x 10: what instructions the lowering may use (st.async from 81)
   llvm::Function *fn = nullptr;
-  llvm::Value *tid = nullptr;    // thread index in the CTA
+  int programsPerCTA = 1; // warp-sized programs side by side in one CTA (programs_per_cta)
+  llvm::Value *tid = nullptr;    // thread index in the program (the CTA, unless programsPerCTA > 1)
+  llvm::Value *programSlot = nullptr; // which of the CTA's programs this thread runs (0 if one)
   llvm::Value *laneId = nullptr; // tid % 32
   llvm::Value *warpId = nullptr; // tid / 32
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
   llvm::Value *clusterBatch = nullptr;   // counts cluster exchange batches (LowerCluster.cpp)
   llvm::Value *reductionBank = nullptr;  // the same for the next cross-warp reduction
 
-  int threads() const { return 32 * numWarps; }
+  int threads() const { return 32 * numWarps; } // per program
+  int ctaThreads() const { return threads() * programsPerCTA; }
 
   // LLVM type of one element (pointers are global-memory pointers).
   llvm::Type *elementType(const ir::Type &t);

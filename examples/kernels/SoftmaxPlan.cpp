@@ -70,6 +70,7 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
                       .numStages = numStages,
                       .clusterSize = clusterSize,
                       .minBlocksPerSM = minBlocksPerSM,
+                      .programsPerCTA = programsPerCTA,
                       .bulkCopies = bulkCopies};
   if (ptxVersion)
     spec.ptxVersion = ptxVersion;
@@ -89,6 +90,8 @@ std::string SoftmaxPlan::str() const {
     s += " per-thread-copies";
   if (programPerRow)
     s += " program-per-row";
+  if (programsPerCTA > 1)
+    s += " programs-per-cta " + std::to_string(programsPerCTA);
   return minBlocksPerSM > 1 ? s + " min-blocks " + std::to_string(minBlocksPerSM) : s;
 }
 
@@ -256,7 +259,9 @@ static void requireRunnable(const SoftmaxPlan &plan, SoftmaxDirection want, cons
 }
 
 int64_t SoftmaxPlan::grid(CompiledKernel &k, int64_t rows) const {
-  return programPerRow ? std::max<int64_t>(rows, 1) * clusterSize : k.persistentGrid(rows);
+  int64_t perCTA = std::max(programsPerCTA, 1);
+  return programPerRow ? std::max<int64_t>((rows + perCTA - 1) / perCTA, 1) * clusterSize
+                       : k.persistentGrid(rows);
 }
 
 CompiledKernel &softmaxForward(const SoftmaxPlan &plan, const std::string &dtype, KernelArg out,

@@ -35,6 +35,9 @@ struct SoftmaxPlan {
   // so one program's loads overlap another's reductions on the same SM; or (false) the
   // persistent grid of resident programs, each walking rows with a stride.
   bool programPerRow = false;
+  // Warp-sized programs (numWarps 1) side by side in one CTA, each with its own rows
+  // (Specialization::programsPerCTA): short rows in fewer, larger CTAs.
+  int programsPerCTA = 1;
   // The PTX ISA version to emit (x 10), or 0 for Specialization's default. Cluster exchanges
   // use st.async from 81 and a cluster barrier per exchange before.
   int ptxVersion = 0;
@@ -53,10 +56,10 @@ struct SoftmaxPlan {
   Specialization specialization(const std::string &dtype, int64_t rows,
                                 int64_t maxStride) const;
   std::string str() const; // "registers BLOCK 4096 warps 4 stages 2", "cluster 8 x BLOCK ...",
-                          // ending in " prefetch", " per-thread-copies" and " min-blocks B"
-                          // where they apply
+                          // ending in " prefetch", " per-thread-copies", " program-per-row",
+                          // " programs-per-cta P" and " min-blocks B" where they apply
   int64_t maxCols() const;  // the longest row the plan can run
-  // Programs to launch `k` (compiled from this plan) with over `rows` rows.
+  // CTAs to launch `k` (compiled from this plan) with over `rows` rows.
   int64_t grid(CompiledKernel &k, int64_t rows) const;
 };
 

@@ -310,3 +310,28 @@ TEST_F(SoftmaxVariantsGpuTest, ProgramPerRow) {
   run({.direction = kBwd, .dtype = "bf16", .rows = 500, .cols = 3000, .tweak = perRow});
   run({.direction = kBwd, .rows = 20, .cols = 70000, .tweak = perRow}, "cluster");
 }
+
+// Warp-sized programs side by side in one CTA (programsPerCTA), on the persistent grid and one
+// program per row, with rows that leave the last CTA part empty.
+TEST_F(SoftmaxVariantsGpuTest, ProgramsPerCTA) {
+  SKIP_WITHOUT_GPU();
+  auto perCTA = [](int programs, bool prefetch, bool perRow) {
+    return [=](SoftmaxPlan &p) {
+      p.numWarps = 1;
+      p.minBlocksPerSM = 1;
+      p.programsPerCTA = programs;
+      p.prefetch = prefetch;
+      p.numStages = 1;
+      p.programPerRow = perRow;
+    };
+  };
+  for (const char *dtype : {"fp32", "fp16", "bf16"}) {
+    run({.direction = kFwd, .dtype = dtype, .rows = 4099, .cols = 256,
+         .tweak = perCTA(4, true, false)});
+    run({.direction = kFwd, .dtype = dtype, .rows = 1001, .cols = 384,
+         .tweak = perCTA(8, false, true)});
+  }
+  run({.direction = kFwd, .rows = 777, .cols = 1000, .stride = 1003,
+       .tweak = perCTA(4, true, false), .grid = 50});
+  run({.direction = kBwd, .rows = 3001, .cols = 512, .tweak = perCTA(4, false, false)});
+}

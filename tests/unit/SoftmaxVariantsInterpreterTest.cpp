@@ -226,6 +226,68 @@ TEST_F(SoftmaxVariantsInterpreterTest, BlocksThatAreNotAPowerOfTwo) {
        .tweak = withBlock(384, 1, true), .grid = 4});
 }
 
+// --- warp-sized programs side by side in one CTA -------------------------------------------------
+
+// Several programs per CTA: each warp its own rows, program_id = ctaid x P + slot. Rows that do
+// not fill the last CTA, grids that make programs walk several rows, and the prefetch kernel
+// (whose loop runs a different number of times in each program of a CTA).
+static std::function<void(SoftmaxPlan &)> perCTA(int programs, bool prefetch) {
+  return [=](SoftmaxPlan &p) {
+    p.numWarps = 1;
+    p.minBlocksPerSM = 1;
+    p.programsPerCTA = programs;
+    p.prefetch = prefetch;
+    p.numStages = 1;
+    p.programPerRow = false;
+  };
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTA) {
+  for (const char *dtype : {"fp32", "bf16"}) {
+    run({.direction = kFwd, .dtype = dtype, .rows = 13, .cols = 256, .tweak = perCTA(4, true)});
+    run({.direction = kFwd, .dtype = dtype, .rows = 37, .cols = 200, .stride = 210,
+         .tweak = perCTA(4, true), .grid = 3});
+    run({.direction = kFwd, .dtype = dtype, .rows = 9, .cols = 300, .tweak = perCTA(8, false),
+         .grid = 1});
+  }
+  run({.direction = kFwd, .rows = 12, .cols = 300, .values = Values::Special,
+       .tweak = perCTA(2, true), .grid = 2});
+  run({.direction = kBwd, .rows = 11, .cols = 256, .tweak = [](SoftmaxPlan &p) {
+         p.numWarps = 1;
+         p.programsPerCTA = 4;
+       }});
+}
+
+TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTAMistakesAreUserErrors) {
+  interpreter::HostBuffer a(1 << 16), b(1 << 16);
+  auto expectError = [&](SoftmaxPlan plan, int64_t cols, const std::string &what) {
+    try {
+      kernels::softmaxForward(plan, "fp32", a, b, {4, cols}, cols, cols, nullptr);
+      ADD_FAILURE() << "no error for " << plan.str();
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  SoftmaxPlan twoWarps = kernels::planSoftmax(256);
+  twoWarps.numWarps = 2;
+  twoWarps.programsPerCTA = 4;
+  expectError(twoWarps, 256, "need warp-sized programs (num_warps 1, no cluster)");
+  SoftmaxPlan tooMany = kernels::planSoftmax(256);
+  tooMany.numWarps = 1;
+  tooMany.programsPerCTA = 33;
+  expectError(tooMany, 256, "programsPerCTA must be from 1 to 32, got 33");
+  // A cp.async ring needs shared memory the programs of a CTA cannot share; the error points
+  // at the ring's loop in the kernel's source.
+  SoftmaxPlan ring = kernels::planSoftmax(1024);
+  ring.numWarps = 1;
+  ring.prefetch = false;
+  ring.numStages = 3;
+  ring.programPerRow = false;
+  ring.programsPerCTA = 4;
+  ring.fitBlock(1024, "fp32");
+  expectError(ring, 1024, "Softmax.cpp:22: error: kernel 'softmax_kernel' needs");
+}
+
 // --- the planner --------------------------------------------------------------------------------
 
 TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
