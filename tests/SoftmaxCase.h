@@ -267,6 +267,7 @@ inline std::function<void(kernels::SoftmaxPlan &)> withBlock(int64_t size, int w
     p.numWarps = warps;
     p.prefetch = pf;
     p.numStages = stages;
+    p.programsPerCTA = 1; // one program per CTA, whatever the planner ran short rows with
   };
 }
 

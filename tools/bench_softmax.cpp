@@ -304,8 +304,6 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
   p.bulkCopies = bulk != 0;
   if (perRow >= 0)
     p.programPerRow = perRow > 0;
-  if (perCTA > 0)
-    p.programsPerCTA = int(perCTA);
   if (cluster > 0) { // the row split over `cluster` programs
     if (!o.online && p.online) { // the planner's online plan: slices in registers instead
       p.online = false;
@@ -321,11 +319,16 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
       p.numStages = 1;
   }
   if (warps > 0) {
-    // The plan's CTAs-per-SM register cap was chosen for its own num_warps (unless given).
+    // The plan's CTAs-per-SM register cap was chosen for its own num_warps (unless given), and
+    // its programs per CTA for its warp-sized programs.
     if (warps != p.numWarps && o.minBlocks == 0)
       p.minBlocksPerSM = 1;
+    if (warps != 1)
+      p.programsPerCTA = 1;
     p.numWarps = int(warps);
   }
+  if (perCTA > 0)
+    p.programsPerCTA = int(perCTA);
   if (block > 0)
     p.blockSize = block;
   else if (warps > 0 && !p.online && p.clusterSize == 1)
@@ -334,6 +337,8 @@ kernels::SoftmaxPlan planFor(const Options &o, int64_t cols, int64_t block, int6
     p.numStages = int(stages);
     if (stages > 1 && prefetch < 0)
       p.prefetch = false; // a cp.async ring asked for replaces the planner's prefetch
+    if (stages > 1 && perCTA <= 0)
+      p.programsPerCTA = 1; // and needs shared memory that programs in one CTA cannot share
   }
   return p;
 }

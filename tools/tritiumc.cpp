@@ -131,8 +131,10 @@ int main(int argc, char **argv) {
   if (opts.count("num-stages")) {
     plan.numStages = int(parseInt("--num-stages", opts["num-stages"]));
     // A cp.async ring asked for replaces the planner's register prefetch (which has none).
-    if (plan.numStages > 1)
+    if (plan.numStages > 1) {
       plan.prefetch = false;
+      plan.programsPerCTA = 1; // a ring's shared memory is the CTA's
+    }
   }
   if (opts.count("no-bulk-copies"))
     plan.bulkCopies = false;
@@ -149,6 +151,8 @@ int main(int argc, char **argv) {
     // a cap meant for 8 warps would make 16 spill.
     if (warps != plan.numWarps)
       plan.minBlocksPerSM = 1;
+    if (warps != 1) // the planner's programs per CTA are for its warp-sized programs
+      plan.programsPerCTA = 1;
     plan.numWarps = warps;
     if (!plan.online && plan.clusterSize == 1)
       plan.fitBlock(nCols, dtype);

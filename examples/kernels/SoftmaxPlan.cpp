@@ -38,6 +38,7 @@ Kernel &SoftmaxPlan::kernel() const {
 
 void SoftmaxPlan::splitOver(int size, int64_t cols) {
   clusterSize = size;
+  programsPerCTA = 1; // a cluster's programs each take a CTA
   if (!online)
     blockSize = int64_t(std::bit_ceil(uint64_t((cols + size - 1) / size)));
 }
@@ -115,6 +116,7 @@ struct WarpsStages {
   bool prefetch = false;
   bool programPerRow = false;
   int minBlocks = 1;
+  int programsPerCTA = 1; // warp-sized programs side by side in a CTA (warps is then 1)
 };
 constexpr int kTableSizes = 8;
 static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t block) {
@@ -128,12 +130,16 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
 // another's reductions), the row loaded straight into registers: a one-buffer bulk-copy ring
 // measured 1-9% slower over the step-128 sweep (docs/PERF.md, sixth session). From 4097
 // columns, registers capped for three CTAs per SM (88 -> 78 per thread at 7808-8192: +3-7%).
-// Short rows keep the persistent grid with the next row prefetched into registers. A row of
-// 32768 has no registers to spare for a second one: 32 warps, no ring (a one-buffer ring is no
-// faster).
+// Rows of up to 1024 columns: a warp per row, several warp-sized programs in each CTA (fewer,
+// larger CTAs, no cross-warp reduction), on the persistent grid: 8 per CTA up to 256 columns,
+// 16 up to 512, and 8 with the next row prefetched up to 1024. Against the 2-warp or 1-warp
+// programs of one per CTA that came before: +8% at 256, +2-6% at 384-1024 (docs/PERF.md,
+// eighth session). A row of 32768 has no registers to spare for a second one: 32 warps, no
+// ring (a one-buffer ring is no faster).
 constexpr WarpsStages kForward[kTableSizes] = {
-    {2, 1, true},           {1, 1, true},           {2, 1, true},           {4, 1, false, true},
-    {8, 1, false, true},    {8, 1, false, true, 3}, {8, 1, false, true, 3}, {32, 1}};
+    {1, 1, false, false, 1, 8}, {1, 1, false, false, 1, 16}, {1, 1, true, false, 1, 8},
+    {4, 1, false, true},        {8, 1, false, true},         {8, 1, false, true, 3},
+    {8, 1, false, true, 3},     {32, 1}};
 // Rows of 12289-16384: a program per row too, with registers capped for two CTAs per SM
 // (64 per thread at 16 warps; the persistent prefetch needs 114).
 constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
@@ -218,7 +224,8 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
     ws = half ? kHalfForwardBeyond12288 : kForwardBeyond12288;
   SoftmaxPlan plan{.direction = SoftmaxDirection::Forward, .online = false,
                    .minBlocksPerSM = ws.minBlocks, .prefetch = ws.prefetch, .numWarps = ws.warps,
-                   .numStages = ws.stages, .programPerRow = ws.programPerRow};
+                   .numStages = ws.stages, .programPerRow = ws.programPerRow,
+                   .programsPerCTA = ws.programsPerCTA};
   plan.fitBlock(cols, dtype);
   if (half && plan.programPerRow && plan.numWarps == 8 && cols > 4096 && cols <= 12288)
     plan.minBlocksPerSM = halfMinBlocks(plan.blockSize);

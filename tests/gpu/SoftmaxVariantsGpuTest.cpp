@@ -158,6 +158,7 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterForward) {
            p.clusterSize = size;
            p.blockSize = 4096;
            p.numWarps = 4;
+           p.programsPerCTA = 1;
          }});
   // PTX ISA 8.0 has no st.async: the exchanges go through a cluster barrier instead.
   run({.direction = kFwd, .rows = 333, .cols = 131072 - 5,

@@ -30,6 +30,7 @@ std::function<void(SoftmaxPlan &)> cluster(int size, int64_t block) {
     p.blockSize = block;
     p.numWarps = 1;
     p.numStages = 1;
+    p.programsPerCTA = 1; // cluster programs each take a CTA
   };
 }
 
@@ -42,6 +43,7 @@ std::function<void(SoftmaxPlan &)> clusterOnline(int size, int64_t block, int st
     p.blockSize = block;
     p.numWarps = 1;
     p.numStages = stages;
+    p.programsPerCTA = 1; // cluster programs each take a CTA
   };
 }
 
@@ -53,6 +55,7 @@ std::function<void(SoftmaxPlan &)> online(int64_t block, int stages = 3) {
     p.blockSize = block;
     p.numWarps = 1;
     p.numStages = stages;
+    p.programsPerCTA = 1; // the ring's shared memory is the CTA's
   };
 }
 
@@ -321,7 +324,12 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_TRUE(kernels::planSoftmaxBackward(262145).online);
   EXPECT_EQ(kernels::planSoftmax(262144 + 1).clusterSize, 1); // the forward stops at 8
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
-  EXPECT_EQ(kernels::planSoftmax(781).blockSize, 1024);
+  // Short rows: warp-sized programs, several per CTA; 781 columns in one warp's tiles of 128.
+  EXPECT_EQ(kernels::planSoftmax(781).str(),
+            "registers BLOCK 896 warps 1 stages 1 prefetch programs-per-cta 8");
+  EXPECT_EQ(kernels::planSoftmax(256).str(), "registers BLOCK 256 warps 1 stages 1 programs-per-cta 8");
+  EXPECT_EQ(kernels::planSoftmax(300).str(), "registers BLOCK 384 warps 1 stages 1 programs-per-cta 16");
+  EXPECT_EQ(kernels::planSoftmax(300, "fp16").programsPerCTA, 1); // measured for fp32 only
   // Rows that are not a power of two take a multiple of the CTA's tile when it is smaller.
   EXPECT_EQ(kernels::planSoftmax(12288).blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(12160).blockSize, 12288);
