@@ -278,6 +278,7 @@ inline std::function<void(kernels::SoftmaxPlan &)> ring(int stages, bool bulk) {
     p.prefetch = false;
     p.numStages = stages;
     p.bulkCopies = bulk;
+    p.programsPerCTA = 1; // the ring's shared memory is the CTA's
   };
 }
 

@@ -143,13 +143,17 @@ constexpr WarpsStages kForward[kTableSizes] = {
 // Rows of 12289-16384: a program per row too, with registers capped for two CTAs per SM
 // (64 per thread at 16 warps; the persistent prefetch needs 114).
 constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
-// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. A program
-// per row from 513 columns; the prefetch for short rows; with 8 warps (4097-12288 columns) as
-// many CTAs per SM as the values each thread holds leave registers for (halfMinBlocks), two
-// CTAs above (kHalfForwardBeyond12288); the ring above 16384.
+// 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. Up to 1024
+// columns, warp-sized programs several to a CTA: 8 with the prefetch up to 256 columns, 16 up
+// to 512, 16 launched a program per row up to 1024 (fp16 against the one-per-CTA plans before:
+// +18% at 256 and 384, +6% at 512, +1-5% at 768-1024, docs/PERF.md, eighth session). A program
+// per row above; with 8 warps (4097-12288 columns) as many CTAs per SM as the values each thread
+// holds leave registers for (halfMinBlocks), two CTAs above (kHalfForwardBeyond12288); the ring
+// above 16384.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
-    {2, 1, true},        {2, 1, true},        {1, 1, false, true},    {2, 1, false, true},
-    {4, 1, false, true}, {8, 1, false, true}, {8, 1, false, true},    {16, 2}};
+    {1, 1, true, false, 1, 8}, {1, 1, false, false, 1, 16}, {1, 1, false, true, 1, 16},
+    {2, 1, false, true},       {4, 1, false, true},         {8, 1, false, true},
+    {8, 1, false, true},       {16, 2}};
 
 // CTAs per SM for a 16-bit row, a program per row with 8 warps: as many as the registers of its
 // values allow without spilling, one more costs 8-70% (docs/PERF.md, seventh session, of copy

@@ -216,6 +216,7 @@ TEST_F(SoftmaxVariantsGpuTest, ClusterWorkedExample) {
         p.clusterSize = 2;
         p.blockSize = 2;
         p.numWarps = 1;
+        p.programsPerCTA = 1; // cluster programs each take a CTA
       });
 }
 

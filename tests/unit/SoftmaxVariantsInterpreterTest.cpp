@@ -329,7 +329,10 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
             "registers BLOCK 896 warps 1 stages 1 prefetch programs-per-cta 8");
   EXPECT_EQ(kernels::planSoftmax(256).str(), "registers BLOCK 256 warps 1 stages 1 programs-per-cta 8");
   EXPECT_EQ(kernels::planSoftmax(300).str(), "registers BLOCK 384 warps 1 stages 1 programs-per-cta 16");
-  EXPECT_EQ(kernels::planSoftmax(300, "fp16").programsPerCTA, 1); // measured for fp32 only
+  EXPECT_EQ(kernels::planSoftmax(300, "fp16").str(),
+            "registers BLOCK 512 warps 1 stages 1 programs-per-cta 16");
+  EXPECT_EQ(kernels::planSoftmax(1000, "bf16").str(),
+            "registers BLOCK 1024 warps 1 stages 1 program-per-row programs-per-cta 16");
   // Rows that are not a power of two take a multiple of the CTA's tile when it is smaller.
   EXPECT_EQ(kernels::planSoftmax(12288).blockSize, 12288);
   EXPECT_EQ(kernels::planSoftmax(12160).blockSize, 12288);
