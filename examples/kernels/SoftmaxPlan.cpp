@@ -130,28 +130,29 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
 // another's reductions), the row loaded straight into registers: a one-buffer bulk-copy ring
 // measured 1-9% slower over the step-128 sweep (docs/PERF.md, sixth session). From 4097
 // columns, registers capped for three CTAs per SM (88 -> 78 per thread at 7808-8192: +3-7%).
-// Rows of up to 1024 columns: a warp per row, several warp-sized programs in each CTA (fewer,
-// larger CTAs, no cross-warp reduction), on the persistent grid: 8 per CTA up to 256 columns,
-// 16 up to 512, and 8 with the next row prefetched up to 1024. Against the 2-warp or 1-warp
-// programs of one per CTA that came before: +8% at 256, +2-6% at 384-1024 (docs/PERF.md,
-// eighth session). A row of 32768 has no registers to spare for a second one: 32 warps, no
-// ring (a one-buffer ring is no faster).
+// Rows of up to 512 columns: a warp per row, several warp-sized programs in each CTA (fewer,
+// larger CTAs, no cross-warp reduction) on the persistent grid, 8 per CTA up to 256 columns and
+// 16 up to 512: against the one-per-CTA programs before, +8% at 256 and +2-6% at 384-512
+// (docs/PERF.md, eighth session). Up to 1024 they gained only 2%, and a warp holding a row of
+// 1024 and the next one compiles in 100 ms instead of 15 (LLVM's code generation): two warps
+// with the prefetch there. A row of 32768 has no registers to spare for a second one: 32 warps,
+// no ring (a one-buffer ring is no faster).
 constexpr WarpsStages kForward[kTableSizes] = {
-    {1, 1, false, false, 1, 8}, {1, 1, false, false, 1, 16}, {1, 1, true, false, 1, 8},
+    {1, 1, false, false, 1, 8}, {1, 1, false, false, 1, 16}, {2, 1, true},
     {4, 1, false, true},        {8, 1, false, true},         {8, 1, false, true, 3},
     {8, 1, false, true, 3},     {32, 1}};
 // Rows of 12289-16384: a program per row too, with registers capped for two CTAs per SM
 // (64 per thread at 16 warps; the persistent prefetch needs 114).
 constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. Up to 1024
-// columns, warp-sized programs several to a CTA: 8 with the prefetch up to 256 columns, 16 up
-// to 512, 16 launched a program per row up to 1024 (fp16 against the one-per-CTA plans before:
-// +18% at 256 and 384, +6% at 512, +1-5% at 768-1024, docs/PERF.md, eighth session). A program
-// per row above; with 8 warps (4097-12288 columns) as many CTAs per SM as the values each thread
-// holds leave registers for (halfMinBlocks), two CTAs above (kHalfForwardBeyond12288); the ring
-// above 16384.
+// columns, warp-sized programs several to a CTA: 4 up to 256 columns, 16 up to 512, 16 launched
+// a program per row up to 1024 (fp16 against the one-per-CTA plans before: +17% at 256 and
+// 384, +6% at 512, +1-5% at 768-1024, docs/PERF.md, eighth session; the prefetch, 1% faster
+// at 256, triples the compile time). A program per row above; with 8 warps (4097-12288
+// columns) as many CTAs per SM as the values each thread holds leave registers for
+// (halfMinBlocks), two CTAs above (kHalfForwardBeyond12288); the ring above 16384.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
-    {1, 1, true, false, 1, 8}, {1, 1, false, false, 1, 16}, {1, 1, false, true, 1, 16},
+    {1, 1, false, false, 1, 4}, {1, 1, false, false, 1, 16}, {1, 1, false, true, 1, 16},
     {2, 1, false, true},       {4, 1, false, true},         {8, 1, false, true},
     {8, 1, false, true},       {16, 2}};
 

@@ -324,9 +324,8 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   EXPECT_TRUE(kernels::planSoftmaxBackward(262145).online);
   EXPECT_EQ(kernels::planSoftmax(262144 + 1).clusterSize, 1); // the forward stops at 8
   EXPECT_FALSE(kernels::planSoftmaxBackward(1000).online);
-  // Short rows: warp-sized programs, several per CTA; 781 columns in one warp's tiles of 128.
-  EXPECT_EQ(kernels::planSoftmax(781).str(),
-            "registers BLOCK 896 warps 1 stages 1 prefetch programs-per-cta 8");
+  // Short rows: warp-sized programs, several per CTA, up to 512 columns (fp32).
+  EXPECT_EQ(kernels::planSoftmax(781).str(), "registers BLOCK 1024 warps 2 stages 1 prefetch");
   EXPECT_EQ(kernels::planSoftmax(256).str(), "registers BLOCK 256 warps 1 stages 1 programs-per-cta 8");
   EXPECT_EQ(kernels::planSoftmax(300).str(), "registers BLOCK 384 warps 1 stages 1 programs-per-cta 16");
   EXPECT_EQ(kernels::planSoftmax(300, "fp16").str(),
