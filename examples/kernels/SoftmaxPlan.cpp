@@ -178,9 +178,9 @@ static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols
                                               int64_t maxBlock) {
   bool forward = dir == SoftmaxDirection::Forward;
   // The forward, from cluster size x warps x stages sweeps with bulk-copy rings (docs/PERF.md,
-  // fifth and sixth sessions): slices of 8192 with 4 warps and a ring two rows ahead (several
-  // CTAs per SM) up to 8 x 8192; slices of 16384 with 8 warps and a ring one row ahead (two
-  // CTAs per SM) up to 8 x 16384; then slices of 32768 with 16 warps and a one-buffer ring
+  // fifth, sixth and eighth sessions): slices of 8192 with 4 warps and a ring two rows ahead
+  // (several CTAs per SM) up to 6 x 8192; slices of 16384 with 8 warps and a ring one row ahead
+  // (two CTAs per SM) up to 8 x 16384; then slices of 32768 with 16 warps and a one-buffer ring
   // (128 KB of shared memory, one CTA per SM) that loads the next row while this one is
   // reduced and written.
   if (forward) {
@@ -188,9 +188,12 @@ static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols
       int64_t block;
       int warps, stages;
     };
+    // Above 6 x 8192 columns, slices of 16384 (4 to 8 of them) measured faster: at 65536,
+    // 0.925 of copy against 0.902 for 8 x 8192 (docs/PERF.md, eighth session).
+    constexpr int64_t kSmallSlicesUpTo = 6 * 8192;
     for (Slice s : {Slice{8192, 4, 3}, Slice{16384, 8, 2}, Slice{32768, 16, 2}}) {
       int64_t size = (cols + s.block - 1) / s.block;
-      if (s.block > maxBlock || size > kMaxCluster)
+      if (s.block > maxBlock || size > kMaxCluster || (s.block == 8192 && cols > kSmallSlicesUpTo))
         continue;
       return SoftmaxPlan{.direction = dir, .online = false, .clusterSize = int(size),
                          .blockSize = s.block, .numWarps = s.warps, .numStages = s.stages};

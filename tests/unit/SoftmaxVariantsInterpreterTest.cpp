@@ -306,10 +306,12 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
   }
   for (int64_t n : {262145, 1 << 22})
     EXPECT_TRUE(kernels::planSoftmax(n).online) << n;
-  // Slices of 8192 through a ring two rows deep while 8 programs suffice, then 16384 and
-  // 32768 with rings one row deep.
+  // Slices of 8192 through a ring two rows deep up to 6 x 8192, then 16384 and 32768 with
+  // rings one row deep.
   EXPECT_EQ(kernels::planSoftmax(40000).str(), "cluster 5 x BLOCK 8192 warps 4 stages 3");
-  EXPECT_EQ(kernels::planSoftmax(65536).str(), "cluster 8 x BLOCK 8192 warps 4 stages 3");
+  EXPECT_EQ(kernels::planSoftmax(49152).str(), "cluster 6 x BLOCK 8192 warps 4 stages 3");
+  EXPECT_EQ(kernels::planSoftmax(49153).str(), "cluster 4 x BLOCK 16384 warps 8 stages 2");
+  EXPECT_EQ(kernels::planSoftmax(65536).str(), "cluster 4 x BLOCK 16384 warps 8 stages 2");
   SoftmaxPlan p = kernels::planSoftmax(65536 + 8);
   EXPECT_EQ(p.clusterSize, 5) << p.str();
   EXPECT_EQ(p.blockSize, 16384) << p.str();
