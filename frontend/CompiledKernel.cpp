@@ -127,6 +127,11 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
   if (grid < 1 || grid > std::numeric_limits<int32_t>::max())
     throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
                     " is out of range (1 to 2^31-1)");
+  if (int64_t programs = grid * meta_.options.programsPerCTA;
+      programs > std::numeric_limits<int32_t>::max())
+    throw UserError("launch of '" + name + "': " + std::to_string(grid) + " CTAs of " +
+                    std::to_string(meta_.options.programsPerCTA) + " programs are " +
+                    std::to_string(programs) + " programs, more than program_id can count");
   if (int cluster = meta_.options.clusterSize; grid % cluster != 0)
     throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
                     " is not a multiple of the cluster size " + std::to_string(cluster));

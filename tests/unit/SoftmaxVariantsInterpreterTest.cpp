@@ -289,6 +289,16 @@ TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTAMistakesAreUserErrors) {
   ring.programsPerCTA = 4;
   ring.fitBlock(1024, "fp32");
   expectError(ring, 1024, "Softmax.cpp:22: error: kernel 'softmax_kernel' needs");
+  // A grid whose programs program_id (32 bits) cannot number is refused before it runs.
+  SoftmaxPlan four = kernels::planSoftmax(256);
+  four.programsPerCTA = 4;
+  try {
+    kernels::softmaxForward(four, "fp32", a, b, {4, 256}, 256, 256, nullptr, int64_t(1) << 30);
+    ADD_FAILURE() << "no error for 2^30 CTAs of 4 programs";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("more than program_id can count"), std::string::npos)
+        << e.what();
+  }
 }
 
 // --- the planner --------------------------------------------------------------------------------
