@@ -121,9 +121,16 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     throw UserError("kernel '" + fn.name() + "' was traced for " + std::to_string(programs) +
                     " programs per CTA but is compiled for " +
                     std::to_string(options.programsPerCTA));
-  if (programs > 1 && options.numWarps != 1)
-    throw UserError("kernel '" + fn.name() + "': " + std::to_string(programs) +
-                    " programs per CTA need num_warps 1, got " + std::to_string(options.numWarps));
+  if (programs < 1 || programs > 32)
+    userError("kernel '" + fn.name() + "': programsPerCTA must be from 1 to 32, got " +
+                  std::to_string(programs),
+              fn.loc());
+  if (programs > 1 && (options.numWarps != 1 || options.clusterSize != 1))
+    userError("kernel '" + fn.name() + "': " + std::to_string(programs) +
+                  " programs per CTA need warp-sized programs (num_warps 1, no cluster), not "
+                  "num_warps " + std::to_string(options.numWarps) + " and cluster size " +
+                  std::to_string(options.clusterSize),
+              fn.loc());
   Artifacts out;
   out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);

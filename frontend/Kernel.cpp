@@ -124,17 +124,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
               loc_);
   if (spec.minBlocksPerSM != 1)
     fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
-  if (spec.programsPerCTA < 1 || spec.programsPerCTA > 32)
-    userError("kernel '" + name_ + "': programsPerCTA must be from 1 to 32, got " +
-                  std::to_string(spec.programsPerCTA),
-              loc_);
-  if (spec.programsPerCTA > 1 && (spec.numWarps != 1 || spec.clusterSize != 1))
-    userError("kernel '" + name_ + "': " + std::to_string(spec.programsPerCTA) +
-                  " programs per CTA need warp-sized programs (num_warps 1, no cluster), not "
-                  "num_warps " + std::to_string(spec.numWarps) + " and cluster size " +
-                  std::to_string(spec.clusterSize),
-              loc_);
-  if (spec.programsPerCTA != 1)
+  if (spec.programsPerCTA != 1) // compileTIR checks it against num_warps and the cluster
     fn->setAttr("programs_per_cta", int64_t(spec.programsPerCTA));
   std::vector<dsl::Value> runtime;
   size_t r = 0, c = 0;

@@ -271,6 +271,20 @@ inline std::function<void(kernels::SoftmaxPlan &)> withBlock(int64_t size, int w
   };
 }
 
+// `programs` warp-sized programs per CTA (programsPerCTA), with or without the prefetch, on the
+// persistent grid or (perRow) one program per row.
+inline std::function<void(kernels::SoftmaxPlan &)> perCTA(int programs, bool prefetch,
+                                                          bool perRow = false) {
+  return [=](kernels::SoftmaxPlan &p) {
+    p.numWarps = 1;
+    p.minBlocksPerSM = 1;
+    p.programsPerCTA = programs;
+    p.prefetch = prefetch;
+    p.numStages = 1;
+    p.programPerRow = perRow;
+  };
+}
+
 // A cp.async ring of `stages` instead of the plan's prefetch: bulk copies (TMA) where the rows
 // qualify, or 16-byte copies per thread.
 inline std::function<void(kernels::SoftmaxPlan &)> ring(int stages, bool bulk) {

@@ -81,12 +81,15 @@ const char *kUsage = R"(usage: bench_softmax [options]
   --compile-time       time from nothing to a finished first launch (compile or cache load)
 )";
 
-std::vector<int64_t> parseList(const std::string &s) {
+// A comma-separated list of integers given to `flag`; anything else is a usage error.
+std::vector<int64_t> parseList(const std::string &flag, const std::string &s) {
   std::vector<int64_t> out;
-  for (size_t pos = 0; pos < s.size();) {
+  for (size_t pos = 0; pos <= s.size();) {
     size_t comma = s.find(',', pos);
-    out.push_back(std::atoll(s.substr(pos, comma - pos).c_str()));
-    pos = comma == std::string::npos ? s.size() : comma + 1;
+    if (comma == std::string::npos)
+      comma = s.size();
+    out.push_back(tools::parseInt("bench_softmax", flag, s.substr(pos, comma - pos)));
+    pos = comma + 1;
   }
   return out;
 }
@@ -547,6 +550,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       auto value = [&] { return a.substr(a.find('=') + 1); };
+      auto flag = [&] { return a.substr(0, a.find('=')); };
+      auto list = [&] { return parseList(flag(), value()); };
+      auto integer = [&] { return tools::parseInt("bench_softmax", flag(), value()); };
       if (a == "--help" || a == "-h") {
         std::fputs(kUsage, stdout);
         return 0;
@@ -555,9 +561,9 @@ int main(int argc, char **argv) {
       } else if (a == "--long") {
         longRows = true;
       } else if (a.rfind("--n=", 0) == 0) {
-        ns = parseList(value());
+        ns = list();
       } else if (a.rfind("--rows=", 0) == 0) {
-        rows = std::atoll(value().c_str());
+        rows = integer();
       } else if (a.rfind("--dtype=", 0) == 0) {
         o.dtype = value();
         if (o.dtype != "fp32" && o.dtype != "fp16" && o.dtype != "bf16") {
@@ -570,29 +576,29 @@ int main(int argc, char **argv) {
       } else if (a == "--online") {
         o.online = true;
       } else if (a.rfind("--block-size=", 0) == 0) {
-        o.blocks = parseList(value());
+        o.blocks = list();
       } else if (a.rfind("--num-warps=", 0) == 0) {
-        o.warps = parseList(value());
+        o.warps = list();
       } else if (a.rfind("--program-per-row=", 0) == 0) {
-        o.programPerRow = parseList(value());
+        o.programPerRow = list();
       } else if (a.rfind("--grid=", 0) == 0) {
-        o.grids = parseList(value());
+        o.grids = list();
       } else if (a.rfind("--programs-per-cta=", 0) == 0) {
-        o.programsPerCTA = parseList(value());
+        o.programsPerCTA = list();
       } else if (a.rfind("--ptx-version=", 0) == 0) {
         o.ptxVersion = int(tools::parseInt("bench_softmax", "--ptx-version", value()));
       } else if (a.rfind("--min-blocks=", 0) == 0) {
-        o.minBlocks = std::atoi(value().c_str());
+        o.minBlocks = int(integer());
       } else if (a.rfind("--cluster-size=", 0) == 0) {
-        o.clusters = parseList(value());
+        o.clusters = list();
       } else if (a.rfind("--prefetch=", 0) == 0) {
-        o.prefetch = parseList(value());
+        o.prefetch = list();
       } else if (a.rfind("--bulk=", 0) == 0) {
-        o.bulk = parseList(value());
+        o.bulk = list();
       } else if (a.rfind("--num-stages=", 0) == 0) {
-        o.stages = parseList(value());
+        o.stages = list();
       } else if (a.rfind("--reps=", 0) == 0) {
-        o.reps = std::atoi(value().c_str());
+        o.reps = int(integer());
       } else if (a.rfind("--timing=", 0) == 0) {
         if (value() != "queued" && value() != "synced") {
           std::fprintf(stderr, "bench_softmax: --timing must be queued or synced, not '%s'\n",

@@ -17,6 +17,7 @@ using kernels::SoftmaxDirection;
 using kernels::SoftmaxPlan;
 using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
+using tritium::testing::perCTA;
 using tritium::testing::prefetch;
 using tritium::testing::ring;
 using tritium::testing::withBlock;
@@ -317,16 +318,6 @@ TEST_F(SoftmaxVariantsGpuTest, ProgramPerRow) {
 // program per row, with rows that leave the last CTA part empty.
 TEST_F(SoftmaxVariantsGpuTest, ProgramsPerCTA) {
   SKIP_WITHOUT_GPU();
-  auto perCTA = [](int programs, bool prefetch, bool perRow) {
-    return [=](SoftmaxPlan &p) {
-      p.numWarps = 1;
-      p.minBlocksPerSM = 1;
-      p.programsPerCTA = programs;
-      p.prefetch = prefetch;
-      p.numStages = 1;
-      p.programPerRow = perRow;
-    };
-  };
   for (const char *dtype : {"fp32", "fp16", "bf16"}) {
     run({.direction = kFwd, .dtype = dtype, .rows = 4099, .cols = 256,
          .tweak = perCTA(4, true, false)});

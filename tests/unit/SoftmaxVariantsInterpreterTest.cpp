@@ -14,6 +14,7 @@ using kernels::SoftmaxDirection;
 using kernels::SoftmaxPlan;
 using tritium::testing::SoftmaxCase;
 using tritium::testing::Values;
+using tritium::testing::perCTA;
 using tritium::testing::prefetch;
 using tritium::testing::withBlock;
 
@@ -234,16 +235,6 @@ TEST_F(SoftmaxVariantsInterpreterTest, BlocksThatAreNotAPowerOfTwo) {
 // Several programs per CTA: each warp its own rows, program_id = ctaid x P + slot. Rows that do
 // not fill the last CTA, grids that make programs walk several rows, and the prefetch kernel
 // (whose loop runs a different number of times in each program of a CTA).
-static std::function<void(SoftmaxPlan &)> perCTA(int programs, bool prefetch) {
-  return [=](SoftmaxPlan &p) {
-    p.numWarps = 1;
-    p.minBlocksPerSM = 1;
-    p.programsPerCTA = programs;
-    p.prefetch = prefetch;
-    p.numStages = 1;
-    p.programPerRow = false;
-  };
-}
 
 TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTA) {
   for (const char *dtype : {"fp32", "bf16"}) {
@@ -263,9 +254,10 @@ TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTA) {
 
 TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTAMistakesAreUserErrors) {
   interpreter::HostBuffer a(1 << 16), b(1 << 16);
-  auto expectError = [&](SoftmaxPlan plan, int64_t cols, const std::string &what) {
+  auto expectError = [&](SoftmaxPlan plan, int64_t cols, const std::string &what,
+                         int64_t grid = 0) {
     try {
-      kernels::softmaxForward(plan, "fp32", a, b, {4, cols}, cols, cols, nullptr);
+      kernels::softmaxForward(plan, "fp32", a, b, {4, cols}, cols, cols, nullptr, grid);
       ADD_FAILURE() << "no error for " << plan.str();
     } catch (const UserError &e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
@@ -292,13 +284,7 @@ TEST_F(SoftmaxVariantsInterpreterTest, ProgramsPerCTAMistakesAreUserErrors) {
   // A grid whose programs program_id (32 bits) cannot number is refused before it runs.
   SoftmaxPlan four = kernels::planSoftmax(256);
   four.programsPerCTA = 4;
-  try {
-    kernels::softmaxForward(four, "fp32", a, b, {4, 256}, 256, 256, nullptr, int64_t(1) << 30);
-    ADD_FAILURE() << "no error for 2^30 CTAs of 4 programs";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("more than program_id can count"), std::string::npos)
-        << e.what();
-  }
+  expectError(four, 256, "more than program_id can count", int64_t(1) << 30);
 }
 
 // --- the planner --------------------------------------------------------------------------------
