@@ -22,6 +22,13 @@ namespace tritium::dsl {
 
 using Loc = std::source_location;
 
+// An index of Value::operator(): `_` keeps a dimension, `None` inserts one of extent 1.
+struct Index {
+  bool newAxis;
+};
+inline constexpr Index _{false};
+inline constexpr Index None{true};
+
 // A traced value: a scalar or a block. Kernel parameters use the subtypes Ptr, Int and Float,
 // which say what the launch must pass; the values themselves behave alike.
 class Value {
@@ -33,6 +40,9 @@ public:
   // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
   // ptr.dtype.element_ty: cast(y, output_ptr.dtype()) stores in the output's type.
   std::string dtype() const;
+  // Triton's x[:, None] and x[None, :]: x(_, None), x(None, _) (and three-index forms).
+  Value operator()(Index a, Index b, Loc loc = Loc::current()) const;
+  Value operator()(Index a, Index b, Index c, Loc loc = Loc::current()) const;
 
 private:
   friend class Range; // rebinds carried variables to the loop's arguments and results
@@ -100,10 +110,33 @@ Value cluster_sum(const Operand &x, Loc loc = Loc::current());
 // one barrier: gathering a row's partial max and sum together costs one exchange, not two.
 Value cluster_gather(const Operand &x, const Operand &other, Loc loc = Loc::current());
 
-// Blocks. The size end - start is a power of two, or a multiple of 32 x num_warps (the same
-// number of elements in every thread).
+// Element types, as Triton's tl.float32 ...: DType values, or their names as strings ("fp32",
+// "float32", "bf16", "i32", ...); an unknown name is a UserError listing the valid ones.
+struct DType {
+  ir::ScalarKind kind;
+  constexpr DType(ir::ScalarKind k) : kind(k) {}
+  DType(const char *name, Loc loc = Loc::current());
+  DType(const std::string &name, Loc loc = Loc::current()) : DType(name.c_str(), loc) {}
+};
+inline constexpr DType float32{ir::ScalarKind::F32}, float16{ir::ScalarKind::F16},
+    bfloat16{ir::ScalarKind::BF16}, int1{ir::ScalarKind::I1}, int32{ir::ScalarKind::I32},
+    int64{ir::ScalarKind::I64};
+
+// Blocks. A 1-D size end - start is a power of two, or a multiple of 32 x num_warps (the same
+// number of elements in every thread); blocks of rank 2 and 3 have power-of-two dimensions.
 Value arange(int64_t start, int64_t end, Loc loc = Loc::current());
 Value full(int64_t size, const Operand &value, Loc loc = Loc::current());
+Value full(const std::vector<int64_t> &shape, const Operand &value, DType dtype,
+           Loc loc = Loc::current());
+Value zeros(const std::vector<int64_t> &shape, DType dtype, Loc loc = Loc::current());
+
+// Shapes, as Triton's. x(_, None) is x[:, None] and x(None, _) is x[None, :]: each `_` keeps
+// one of x's dimensions, each `None` inserts a dimension of 1 (Value::operator()).
+Value expand_dims(const Operand &x, int axis, Loc loc = Loc::current());
+Value broadcast_to(const Operand &x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
+Value reshape(const Operand &x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
+Value permute(const Operand &x, const std::vector<int> &dims, Loc loc = Loc::current());
+Value trans(const Operand &x, Loc loc = Loc::current()); // permute(x, {1, 0}) for 2-D blocks
 
 // Memory. Masked-off lanes of a load give `other`; masked-off lanes of a store write nothing.
 Value load(const Operand &ptrs, Loc loc = Loc::current());
@@ -117,8 +150,10 @@ void store(const Operand &ptrs, const Operand &value, const Operand &mask,
 // index (Triton's device_print), in the interpreter and on the GPU (vprintf).
 void print(const std::string &prefix, const Operand &value, Loc loc = Loc::current());
 
-// Reductions over an axis (Triton's tl.max / tl.sum).
+// Reductions over an axis (Triton's tl.max / tl.min / tl.sum); a negative axis counts from the
+// last. The axis disappears from the shape; a 1-D block reduces to a scalar.
 Value max(const Operand &x, int axis, Loc loc = Loc::current());
+Value min(const Operand &x, int axis, Loc loc = Loc::current());
 Value sum(const Operand &x, int axis, Loc loc = Loc::current());
 
 // Elementwise math.
@@ -126,8 +161,8 @@ Value exp(const Operand &x, Loc loc = Loc::current());
 Value maximum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value minimum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = Loc::current());
-// Converts to "fp32", "fp16", "bf16", "i32", "i64" or "i1", keeping the shape.
-Value cast(const Operand &x, const std::string &dtype, Loc loc = Loc::current());
+// Converts to another element type (float32 or "fp32", ...), keeping the shape.
+Value cast(const Operand &x, DType dtype, Loc loc = Loc::current());
 
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).

@@ -70,11 +70,8 @@ Value pointerArith(const Operand &p, const Operand &off, bool negate) {
                      : off.value;
   if (!o)
     userError("use of an empty tritium Value as a pointer offset", loc);
-  std::vector<int64_t> shape = pt.isBlock() ? pt.shape() : o->type().shape();
-  if (pt.isBlock() && o->type().isBlock() && pt.shape() != o->type().shape())
-    userError("cannot broadcast " + pt.str() + " with " + o->type().str() +
-                  ": block shapes must be equal",
-              loc);
+  std::vector<int64_t> shape =
+      broadcastShapes(pt.shape(), o->type().shape(), "pointer arithmetic", loc);
   if (negate)
     o = b.createValue(OpKind::Neg, {o}, o->type(), loc);
   ir::Value *ptr = broadcastTo(b, p.value, shape, "pointer arithmetic", loc);
@@ -252,9 +249,10 @@ static ir::Value *maskFor(ir::Builder &b, const Operand &mask, const Type &ptrTy
     userError(std::string(op) + "'s mask must be a comparison result (i1), got " +
                   m->type().str(),
               loc);
-  if (m->type().isBlock() && m->type().shape() != ptrType.shape())
+  if (m->type().isBlock() &&
+      broadcastShapes(m->type().shape(), ptrType.shape(), op, loc) != ptrType.shape())
     userError(std::string(op) + "'s mask " + m->type().str() +
-                  " does not match the shape of its pointers " + ptrType.str(),
+                  " does not broadcast to the shape of its pointers " + ptrType.str(),
               loc);
   return broadcastTo(b, m, ptrType.shape(), op, loc);
 }
@@ -267,9 +265,10 @@ Value load(const Operand &ptrs, const Operand &mask, const Operand &other, Loc l
     userError("load expects a pointer or a block of pointers, got " + p->type().str(), loc);
   ir::Value *m = maskFor(b, mask, p->type(), "load", loc);
   if (other.kind == Operand::Kind::Value && other.value && other.value->type().isBlock() &&
-      other.value->type().shape() != p->type().shape())
+      broadcastShapes(other.value->type().shape(), p->type().shape(), "load", loc) !=
+          p->type().shape())
     userError("load's other value " + other.value->type().str() +
-                  " does not match the shape of its pointers " + p->type().str(),
+                  " does not broadcast to the shape of its pointers " + p->type().str(),
               loc);
   ir::Value *o = materialize(b, other, p->type().pointee(), loc);
   return Value(b.createValue(OpKind::Load, {p, m, o}, p->type().pointee(), loc));
@@ -290,9 +289,11 @@ static void storeImpl(const Operand &ptrs, const Operand &value, const Operand *
                     ": element types differ (use cast(x, \"" + ir::dtypeName(p->type().kind()) +
                     "\"))",
                 loc);
-    if (vt.isBlock() && vt.shape() != p->type().shape())
+    if (vt.isBlock() && (vt.rank() > p->type().rank() ||
+                         broadcastShapes(vt.shape(), p->type().shape(), "store", loc) !=
+                             p->type().shape()))
       userError("store of " + vt.str() + " through " + p->type().str() +
-                    ": the value's shape does not match the pointers'",
+                    ": the value's shape does not broadcast to the pointers'",
                 loc);
   }
   ir::Value *v = materialize(b, value, p->type().pointee(), loc);
@@ -317,9 +318,11 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
     userError(std::string(what) + " reduces a block, got the scalar " + t.str(), loc);
   if (t.isPtr() || t.isBool())
     userError(std::string(what) + " is not defined on " + t.str(), loc);
+  if (axis < 0)
+    axis += t.rank();
   if (axis < 0 || axis >= t.rank())
     userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
-                  t.str(),
+                  t.str() + " (0 to " + std::to_string(t.rank() - 1) + ")",
               loc);
   auto shape = t.shape();
   shape.erase(shape.begin() + axis);
@@ -330,6 +333,9 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
 
 Value max(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceMax, "max", x, axis, SourceLoc(l));
+}
+Value min(const Operand &x, int axis, Loc l) {
+  return reduce(OpKind::ReduceMin, "min", x, axis, SourceLoc(l));
 }
 Value sum(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceSum, "sum", x, axis, SourceLoc(l));
@@ -376,28 +382,187 @@ Value where(const Operand &cond, const Operand &a, const Operand &c, Loc l) {
   if (!m->type().isBool())
     userError("where's condition must be a mask (i1), got " + m->type().str(), loc);
   auto [x, y] = unify(b, a, c, "where", loc);
-  std::vector<int64_t> shape = x->type().shape();
-  if (m->type().isBlock()) {
-    if (!shape.empty() && shape != m->type().shape())
-      userError("where's condition " + m->type().str() + " does not match its values " +
-                    x->type().str(),
-                loc);
-    shape = m->type().shape();
-  }
+  std::vector<int64_t> shape =
+      broadcastShapes(m->type().shape(), x->type().shape(), "where", loc);
   x = broadcastTo(b, x, shape, "where", loc);
   y = broadcastTo(b, y, shape, "where", loc);
   m = broadcastTo(b, m, shape, "where", loc);
   return Value(b.createValue(OpKind::Select, {m, x, y}, x->type(), loc));
 }
 
-Value cast(const Operand &x, const std::string &dtype, Loc l) {
-  SourceLoc loc(l);
-  auto k = ir::parseDtype(dtype);
+DType::DType(const char *name, Loc l) {
+  static const std::pair<const char *, ScalarKind> aliases[] = {
+      {"float32", ScalarKind::F32}, {"float16", ScalarKind::F16},
+      {"bfloat16", ScalarKind::BF16}, {"int1", ScalarKind::I1},
+      {"int32", ScalarKind::I32},   {"int64", ScalarKind::I64}};
+  std::string n = name ? name : "";
+  for (auto [alias, k] : aliases)
+    if (n == alias) {
+      kind = k;
+      return;
+    }
+  auto k = ir::parseDtype(n);
   if (!k)
-    userError("cast to unknown dtype '" + dtype + "' (expected fp32, fp16, bf16, i32, i64, i1)",
-              loc);
+    userError("unknown dtype '" + n +
+                  "' (expected fp32, fp16, bf16, i1, i32 or i64, or float32, float16, bfloat16, "
+                  "int1, int32 or int64)",
+              SourceLoc(l));
+  kind = *k;
+}
+
+Value cast(const Operand &x, DType dtype, Loc l) {
+  SourceLoc loc(l);
   ir::Value *v = requireValue(x, "cast's input", loc);
-  return Value(convert(builder(loc), v, *k, loc));
+  return Value(convert(builder(loc), v, dtype.kind, loc));
+}
+
+// --- shapes -------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kMaxRank = 3;
+
+void checkShape(const std::vector<int64_t> &shape, const std::string &what, const SourceLoc &loc) {
+  if (shape.empty() || int(shape.size()) > kMaxRank)
+    userError(what + ": blocks have 1 to " + std::to_string(kMaxRank) + " dimensions, got " +
+                  shapeStr(shape),
+              loc);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 1 || (shape.size() > 1 && !std::has_single_bit(uint64_t(d))))
+      userError(what + ": the dimensions of a block of rank " + std::to_string(shape.size()) +
+                    " must be powers of two, got " + shapeStr(shape),
+                loc);
+    if (d > (int64_t(1) << 24) || n > (int64_t(1) << 24) / d)
+      userError(what + ": the block " + shapeStr(shape) + " has more than 2^24 elements", loc);
+    n *= d;
+  }
+}
+
+ir::Value *blockInput(const Operand &x, const char *what, const SourceLoc &loc) {
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  if (!v->type().isBlock())
+    userError(std::string(what) + " takes a block, got the scalar " + v->type().str(), loc);
+  return v;
+}
+
+} // namespace
+
+Value full(const std::vector<int64_t> &shape, const Operand &value, DType dtype, Loc l) {
+  SourceLoc loc(l);
+  checkShape(shape, "full(" + shapeStr(shape) + ", ...)", loc);
+  if (shape.size() == 1)
+    checkBlockSize(shape[0], "full(" + shapeStr(shape) + ", ...)", loc);
+  auto &b = builder(loc);
+  Type elem = Type::scalar(dtype.kind);
+  if (value.kind == Operand::Kind::Value) {
+    ir::Value *v = requireValue(value, "full's value", loc);
+    if (v->type().isBlock())
+      userError("full's value must be a scalar, got " + v->type().str(), loc);
+  }
+  return Value(materialize(b, value, elem.withShape(shape), loc));
+}
+
+Value zeros(const std::vector<int64_t> &shape, DType dtype, Loc l) {
+  return full(shape, Operand(int64_t(0), l), dtype, l);
+}
+
+Value expand_dims(const Operand &x, int axis, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "expand_dims", loc);
+  int rank = v->type().rank();
+  if (axis < 0)
+    axis += rank + 1;
+  if (axis < 0 || axis > rank)
+    userError("expand_dims: axis " + std::to_string(axis) + " is out of range for " +
+                  v->type().str() + " (0 to " + std::to_string(rank) + ")",
+              loc);
+  std::vector<int64_t> shape = v->type().shape();
+  shape.insert(shape.begin() + axis, 1);
+  checkShape(shape, "expand_dims", loc);
+  ir::Op *op = builder(loc).create(OpKind::ExpandDims, {v}, {v->type().withShape(shape)}, loc);
+  op->setAttr("axis", int64_t(axis));
+  return Value(op->result());
+}
+
+static Value index(const Value &x, const std::vector<Index> &indices, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(Operand(x, l), "indexing with _ and None", loc);
+  int kept = 0;
+  for (Index i : indices)
+    kept += i.newAxis ? 0 : 1;
+  if (kept != v->type().rank())
+    userError("indexing " + v->type().str() + " with " + std::to_string(indices.size()) +
+                  " indices: each of its " + std::to_string(v->type().rank()) +
+                  " dimensions needs one `_` (and each new one a `None`)",
+              loc);
+  Value out = x;
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i].newAxis)
+      out = expand_dims(out, int(i), l);
+  return out;
+}
+
+Value Value::operator()(Index a, Index b, Loc l) const { return index(*this, {a, b}, l); }
+Value Value::operator()(Index a, Index b, Index c, Loc l) const {
+  return index(*this, {a, b, c}, l);
+}
+
+Value broadcast_to(const Operand &x, const std::vector<int64_t> &shape, Loc l) {
+  SourceLoc loc(l);
+  checkShape(shape, "broadcast_to", loc);
+  ir::Value *v = requireValue(x, "broadcast_to's input", loc);
+  return Value(broadcastTo(builder(loc), v, shape, "broadcast_to", loc));
+}
+
+Value reshape(const Operand &x, const std::vector<int64_t> &shape, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "reshape", loc);
+  checkShape(shape, "reshape", loc);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  if (n != v->type().numElements())
+    userError("reshape of " + v->type().str() + " to " + shapeStr(shape) +
+                  ": the element counts differ (" + std::to_string(v->type().numElements()) +
+                  " and " + std::to_string(n) + ")",
+              loc);
+  if (v->type().shape() == shape)
+    return Value(v);
+  return Value(builder(loc).createValue(OpKind::Reshape, {v}, v->type().withShape(shape), loc));
+}
+
+Value permute(const Operand &x, const std::vector<int> &dims, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "permute", loc);
+  std::vector<int64_t> order(dims.begin(), dims.end());
+  std::string text = ir::formatOrder(order);
+  if (int(dims.size()) != v->type().rank() || ir::parseOrder(text).empty())
+    userError("permute of " + v->type().str() + " by [" + text +
+                  "]: the dims must be a permutation of 0 .. " +
+                  std::to_string(v->type().rank() - 1),
+              loc);
+  std::vector<int64_t> shape;
+  for (int d : dims)
+    shape.push_back(v->type().shape()[size_t(d)]);
+  bool identity = true;
+  for (size_t i = 0; i < dims.size(); ++i)
+    identity = identity && dims[i] == int(i);
+  if (identity)
+    return Value(v);
+  ir::Op *op = builder(loc).create(OpKind::Trans, {v}, {v->type().withShape(shape)}, loc);
+  op->setAttr("order", text);
+  return Value(op->result());
+}
+
+Value trans(const Operand &x, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "trans", loc);
+  if (v->type().rank() != 2)
+    userError("trans swaps the dimensions of a 2-D block, got " + v->type().str() +
+                  " (use permute(x, dims) for other ranks)",
+              loc);
+  return permute(x, {1, 0}, l);
 }
 
 } // namespace tritium::dsl

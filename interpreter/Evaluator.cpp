@@ -121,8 +121,17 @@ public:
     case OpKind::Store:
       return store();
     case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
     case OpKind::ReduceSum:
       return reduce();
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::ConvertLayout:
+      out() = in(0); // row-major order is unchanged; layouts are the GPU's business
+      return true;
+    case OpKind::Broadcast:
+    case OpKind::Trans:
+      return gather();
     case OpKind::ClusterRank:
       return scalarInt(m_.pid % m_.clusterSize);
     case OpKind::ClusterMax:
@@ -546,6 +555,50 @@ private:
     return true;
   }
 
+  // --- shape changes -------------------------------------------------------------------------
+
+  // Broadcast and trans: each result element reads one operand element, found from the
+  // result's coordinates (a broadcast dimension reads index 0; trans reads dim order[i]).
+  bool gather() {
+    const ir::Type &from = op_.operand(0)->type();
+    const std::vector<int64_t> &shape = resultType().shape();
+    std::vector<int64_t> order(shape.size());
+    for (size_t d = 0; d < order.size(); ++d)
+      order[d] = int64_t(d);
+    if (op_.kind() == OpKind::Trans)
+      order = ir::parseOrder(op_.strAttr("order"));
+    std::vector<int64_t> strides(from.shape().size(), 0);
+    for (int64_t d = int64_t(strides.size()) - 1, s = 1; d >= 0; --d) {
+      strides[size_t(d)] = from.shape()[size_t(d)] == 1 ? 0 : s;
+      s *= from.shape()[size_t(d)];
+    }
+    size_t n = count(resultType());
+    std::vector<size_t> source(n);
+    std::vector<int64_t> coord(shape.size(), 0);
+    for (size_t e = 0; e < n; ++e) {
+      size_t at = 0;
+      for (size_t d = 0; d < shape.size(); ++d)
+        at += size_t(coord[d] * strides[size_t(order[d])]);
+      source[e] = at;
+      for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+        if (++coord[size_t(d)] < shape[size_t(d)])
+          break;
+        coord[size_t(d)] = 0;
+      }
+    }
+    const Tensor &x = in(0);
+    if (resultType().isFloat()) {
+      auto &o = outF();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = x.f[source[e]];
+    } else {
+      auto &o = outI();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = x.i[source[e]];
+    }
+    return true;
+  }
+
   // --- reductions -----------------------------------------------------------------------------
 
   bool reduce() {
@@ -559,7 +612,7 @@ private:
       else if (d > axis)
         inner *= t.shape()[size_t(d)];
     }
-    bool isMax = op_.kind() == OpKind::ReduceMax;
+    OpKind kind = op_.kind();
     ScalarKind k = t.kind();
     auto index = [&](int64_t o, int64_t j, int64_t i) { return size_t((o * len + j) * inner + i); };
     if (t.isFloat()) {
@@ -567,9 +620,13 @@ private:
       auto &o = outF();
       for (int64_t x = 0; x < outer; ++x)
         for (int64_t i = 0; i < inner; ++i) {
-          double acc = isMax ? -INFINITY : 0.0;
-          for (int64_t j = 0; j < len; ++j)
-            acc = isMax ? fmaximum(acc, a[index(x, j, i)]) : acc + a[index(x, j, i)];
+          double acc = kind == OpKind::ReduceMax ? -INFINITY
+                       : kind == OpKind::ReduceMin ? INFINITY : 0.0;
+          for (int64_t j = 0; j < len; ++j) {
+            double v = a[index(x, j, i)];
+            acc = kind == OpKind::ReduceMax ? fmaximum(acc, v)
+                  : kind == OpKind::ReduceMin ? fminimum(acc, v) : acc + v;
+          }
           o[size_t(x * inner + i)] = roundTo(k, acc);
         }
     } else {
@@ -577,9 +634,13 @@ private:
       auto &o = outI();
       for (int64_t x = 0; x < outer; ++x)
         for (int64_t i = 0; i < inner; ++i) {
-          int64_t acc = isMax ? std::numeric_limits<int64_t>::min() : 0;
-          for (int64_t j = 0; j < len; ++j)
-            acc = isMax ? std::max(acc, a[index(x, j, i)]) : addWrap(acc, a[index(x, j, i)]);
+          int64_t acc = kind == OpKind::ReduceMax ? std::numeric_limits<int64_t>::min()
+                        : kind == OpKind::ReduceMin ? std::numeric_limits<int64_t>::max() : 0;
+          for (int64_t j = 0; j < len; ++j) {
+            int64_t v = a[index(x, j, i)];
+            acc = kind == OpKind::ReduceMax ? std::max(acc, v)
+                  : kind == OpKind::ReduceMin ? std::min(acc, v) : addWrap(acc, v);
+          }
           o[size_t(x * inner + i)] = wrapTo(k, acc);
         }
     }
@@ -645,8 +706,16 @@ private:
     std::string text;
     for (size_t e = 0; e < count(t); ++e) {
       appendf(text, "pid (%lld) ", (long long)m_.pid);
-      if (t.isBlock())
-        appendf(text, "idx (%zu) ", e);
+      if (t.isBlock()) { // row-major coordinates, as the GPU prints them
+        std::string index;
+        size_t rest = e;
+        for (int d = t.rank() - 1; d >= 0; --d) {
+          size_t extent = size_t(t.shape()[size_t(d)]);
+          index = std::to_string(rest % extent) + (index.empty() ? "" : ", ") + index;
+          rest /= extent;
+        }
+        appendf(text, "idx (%s) ", index.c_str());
+      }
       if (!prefix.empty())
         appendf(text, "%s ", prefix.c_str());
       if (t.isFloat())

@@ -36,32 +36,6 @@ const Elements &Lowering::get(const ir::Value *v) const {
   return it->second;
 }
 
-int64_t Lowering::elementsPerThread(const ir::Value *v) const {
-  if (!v->type().isBlock())
-    return 1;
-  return std::max<int64_t>(1, v->type().numElements() / threads());
-}
-
-// Blocked 1-D layout: element k = r * spt + j of a thread sits at r * tile + tid * spt + j;
-// blocks smaller than the CTA wrap (tid mod n).
-llvm::Value *Lowering::elementIndex(const ir::Value *v, int64_t k) {
-  const ir::Layout &layout = *v->layout();
-  int64_t n = v->type().shape()[0];
-  int64_t spt = layout.sizePerThread[0];
-  if (n < threads())
-    return b.CreateAnd(tid, b.getInt32(int32_t(n - 1)));
-  int64_t r = k / spt, j = k % spt;
-  llvm::Value *base = b.CreateMul(tid, b.getInt32(int32_t(spt)));
-  return b.CreateAdd(base, b.getInt32(int32_t(r * layout.tile(0) + j)));
-}
-
-llvm::Value *Lowering::ownsElement(const ir::Value *v, int64_t) {
-  int64_t n = v->type().shape()[0];
-  if (n >= threads())
-    return nullptr;
-  return b.CreateICmpULT(tid, b.getInt32(int32_t(n)));
-}
-
 llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
                                  llvm::ArrayRef<llvm::Value *> args) {
   llvm::Function *f = llvm::Intrinsic::getOrInsertDeclaration(&mod, id, types);
@@ -138,6 +112,7 @@ private:
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
+               !lowerShapes(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }

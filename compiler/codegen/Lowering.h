@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
+#include "compiler/ir/Layout.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -46,12 +47,22 @@ struct Lowering {
   const Elements &get(const ir::Value *v) const;
   void set(const ir::Value *v, Elements e) { values[v] = std::move(e); }
 
-  // How many elements of `t` this thread holds, and each one's index in the block.
+  // How many elements of `v` this thread holds, and where each one sits in the block
+  // (LayoutIndexing.cpp): one i32 coordinate per dimension; elementIndex for 1-D blocks.
   int64_t elementsPerThread(const ir::Value *v) const;
+  std::vector<llvm::Value *> coordinates(const ir::Value *v, int64_t k);
   llvm::Value *elementIndex(const ir::Value *v, int64_t k);
   // False for threads that hold a copy of an element another thread owns (blocks smaller than
-  // the CTA): stores and reductions must count each element once. Null when every copy is unique.
-  llvm::Value *ownsElement(const ir::Value *v, int64_t k);
+  // the layout's tile, or sliced dimensions): stores must write each element once. Only the
+  // root dimensions in `dims` are considered when given (a reduction along one dimension
+  // must count each element of it once, but copies along others still need the result).
+  // Null when every copy is unique.
+  llvm::Value *ownsElement(const ir::Value *v, int64_t k, int rootDimOnly = -1);
+  // This thread's lane and warp coordinates along a root dimension of v's layout.
+  llvm::Value *laneCoordinate(const ir::LayoutMap &map, int rootDim);
+  llvm::Value *warpCoordinate(const ir::LayoutMap &map, int rootDim);
+  // The element's coordinate along root dim d before wrapping to the block's extent.
+  llvm::Value *unwrappedCoordinate(const ir::LayoutMap &map, int rootDim, int64_t reg);
 
   // Emits `body` in a block that runs only where `cond` holds, then continues after it.
   template <typename F> void ifThen(llvm::Value *cond, const char *name, F body) {
@@ -83,6 +94,7 @@ struct Lowering {
 bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
+bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layout conversions
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using

@@ -17,6 +17,18 @@ constexpr OpInfo kOpInfo[] = {
 const char *mnemonic(OpKind k) { return kOpInfo[static_cast<int>(k)].mnemonic; }
 OpTrait trait(OpKind k) { return kOpInfo[static_cast<int>(k)].trait; }
 
+bool isElementwise(OpKind k) {
+  switch (k) {
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
+  case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
+  case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
+  case OpKind::AddPtr:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::optional<OpKind> parseMnemonic(const std::string &s) {
   for (size_t i = 0; i < std::size(kOpInfo); ++i)
     if (s == kOpInfo[i].mnemonic)
@@ -24,18 +36,34 @@ std::optional<OpKind> parseMnemonic(const std::string &s) {
   return std::nullopt;
 }
 
-std::string Layout::str() const {
-  auto list = [](const std::vector<int> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i)
-        s += ',';
-      s += std::to_string(v[i]);
-    }
-    return s + "]";
-  };
-  return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
-         ", wpc=" + list(warpsPerCTA) + ">";
+std::string formatOrder(const std::vector<int64_t> &order) {
+  std::string s;
+  for (size_t i = 0; i < order.size(); ++i)
+    s += (i ? "," : "") + std::to_string(order[i]);
+  return s;
+}
+
+std::vector<int64_t> parseOrder(const std::string &text) {
+  std::vector<int64_t> order;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    if (item.empty() || item.size() > 2 || item.find_first_not_of("0123456789") != std::string::npos)
+      return {};
+    order.push_back(std::stoll(item));
+    pos = end + 1;
+  }
+  // A permutation of 0 .. n-1.
+  std::vector<bool> seen(order.size(), false);
+  for (int64_t d : order) {
+    if (d >= int64_t(order.size()) || seen[size_t(d)])
+      return {};
+    seen[size_t(d)] = true;
+  }
+  return order;
 }
 
 Value *Block::addArgument(Type type, std::string name) {

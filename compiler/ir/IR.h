@@ -24,6 +24,8 @@ enum class OpKind {
 enum class OpTrait { Pure, Read, Effect };
 
 const char *mnemonic(OpKind k);
+// Ops whose result element i depends only on element i of each operand (all of one shape).
+bool isElementwise(OpKind k);
 OpTrait trait(OpKind k);
 std::optional<OpKind> parseMnemonic(const std::string &s);
 
@@ -143,6 +145,10 @@ private:
   Block body_;
   std::vector<std::pair<std::string, Attr>> attrs_;
 };
+
+// The permutation attribute of trans ("1,0"), and back; parseOrder returns {} when malformed.
+std::string formatOrder(const std::vector<int64_t> &order);
+std::vector<int64_t> parseOrder(const std::string &text);
 
 // Walks every op in program order, entering bodies before continuing.
 template <typename Fn> void walk(Block &block, Fn &&fn) {

@@ -130,7 +130,45 @@ private:
                      std::holds_alternative<std::string>(op.attr("prefix")),
              "print(value) {prefix} takes one value, a string prefix and gives nothing");
       break;
-    case OpKind::ReduceMax: case OpKind::ReduceSum: {
+    case OpKind::ExpandDims: {
+      expect(op, n == 1 && ty(0).isBlock() && op.hasAttr("axis"), "expand_dims takes a block");
+      auto shape = ty(0).shape();
+      int64_t axis = op.intAttr("axis");
+      expect(op, axis >= 0 && axis <= ty(0).rank(), "expand_dims axis out of range");
+      shape.insert(shape.begin() + axis, 1);
+      expect(op, res() == ty(0).withShape(shape), "expand_dims result type is wrong");
+      break;
+    }
+    case OpKind::Broadcast: {
+      expect(op, n == 1 && ty(0).isBlock() && ty(0).rank() == res().rank() &&
+                     ty(0).element() == res().element(),
+             "broadcast keeps the rank and element type");
+      for (int d = 0; d < res().rank(); ++d)
+        expect(op, ty(0).shape()[d] == res().shape()[d] || ty(0).shape()[d] == 1,
+               "broadcast repeats dimensions of 1 only");
+      break;
+    }
+    case OpKind::Reshape:
+      expect(op, n == 1 && ty(0).isBlock() && res().isBlock() &&
+                     ty(0).element() == res().element() &&
+                     ty(0).numElements() == res().numElements(),
+             "reshape keeps the element type and count");
+      break;
+    case OpKind::Trans: {
+      expect(op, n == 1 && ty(0).isBlock() && op.hasAttr("order"), "trans takes a block");
+      std::vector<int64_t> order = parseOrder(op.strAttr("order"));
+      expect(op, int(order.size()) == ty(0).rank(), "trans order must permute the dimensions");
+      std::vector<int64_t> shape;
+      for (int64_t d : order)
+        shape.push_back(ty(0).shape()[size_t(d)]);
+      expect(op, res() == ty(0).withShape(shape), "trans result type is wrong");
+      break;
+    }
+    case OpKind::ConvertLayout:
+      expect(op, n == 1 && ty(0).isBlock() && res() == ty(0),
+             "convert_layout keeps the type");
+      break;
+    case OpKind::ReduceMax: case OpKind::ReduceSum: case OpKind::ReduceMin: {
       expect(op, n == 1 && ty(0).isBlock(), "reductions take one block");
       auto shape = ty(0).shape();
       int64_t axis = op.intAttr("axis");

@@ -138,7 +138,7 @@ TEST(IRTest, PrintsSourceLocationsUnlessAskedNotTo) {
 
 TEST(IRTest, PrintsLayouts) {
   Sample s = buildSample();
-  s.arange->result()->setLayout(Layout{{4}, {32}, {1}});
+  s.arange->result()->setLayout(Layout::blocked({4}, {32}, {1}));
   EXPECT_NE(print(*s.fn).find(
                 "%0 = arange {start = 0, end = 128} : block<128xi32, #blocked<spt=[4], tpw=[32], "
                 "wpc=[1]>>\n"),
@@ -272,7 +272,7 @@ TEST(IRTest, VerifierRequiresLayoutsOnlyWhenAsked) {
   EXPECT_NE(msg.find("block value without a layout"), std::string::npos) << msg;
 
   // With a layout on every block value, the GIR check passes.
-  Layout l{{1}, {32}, {4}};
+  Layout l = Layout::blocked({1}, {32}, {4});
   walk(s.fn->body(), [&](Op &op) {
     for (auto &r : op.results())
       if (r->type().isBlock())

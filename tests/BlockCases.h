@@ -1,0 +1,317 @@
+// Kernels over blocks of rank 2 and 3 and their double-precision references, shared by the GPU
+// tests (tests/gpu/BlocksGpuTest.cpp) and their interpreter twins
+// (tests/unit/BlocksInterpreterTest.cpp): 2-D tiles with row and column masks and padded
+// strides, broadcasting across ranks, reductions along every axis, transposes, reshapes and
+// 3-D blocks. Inputs are fresh random numbers, outputs are poisoned before the run, and every
+// element (including the padding that must stay untouched) is checked. `Buffer` is
+// rt::DeviceBuffer or interpreter::HostBuffer; `Sync` waits for the launch (a no-op when
+// interpreting).
+#pragma once
+
+#include "SoftmaxProblem.h"
+#include "TestSupport.h"
+#include "frontend/Tritium.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace tritium::testing::blocks {
+
+using namespace tritium::dsl;
+
+// --- kernels ------------------------------------------------------------------------------------
+
+// out[m, n] = 2 x[m, n] + 1 over tiles of BM x BN, the grid walking tiles row by row.
+inline void tileAffine(Ptr out, Ptr x, Int M, Int N, Int xStride, Int outStride, int BM, int BN) {
+  auto pid = program_id(0);
+  auto tilesN = (N + (BN - 1)) / BN;
+  auto rows = (pid / tilesN) * BM + arange(0, BM);
+  auto cols = (pid % tilesN) * BN + arange(0, BN);
+  auto mask = (rows(_, None) < M) & (cols(None, _) < N);
+  auto v = load(x + rows(_, None) * xStride + cols(None, _), mask, 0.0);
+  store(out + rows(_, None) * outStride + cols(None, _), v * 2.0 + 1.0, mask);
+}
+
+// One BM x BN tile (M <= BM, N <= BN): row sums, column maxima and column minima.
+inline void tileReductions(Ptr rowSum, Ptr colMax, Ptr colMin, Ptr x, Int M, Int N, Int stride,
+                           int BM, int BN) {
+  auto rows = arange(0, BM);
+  auto cols = arange(0, BN);
+  auto mask = (rows(_, None) < M) & (cols(None, _) < N);
+  auto ptrs = x + rows(_, None) * stride + cols(None, _);
+  auto v = load(ptrs, mask, 0.0);
+  store(rowSum + rows, sum(v, 1), rows < M);
+  store(colMax + cols, max(where(mask, v, -INFINITY), 0), cols < N);
+  store(colMin + cols, min(load(ptrs, mask, INFINITY), -2), cols < N);
+}
+
+// out = x^T for one BM x BN tile: trans() through shared memory, stored row-major.
+inline void tileTranspose(Ptr out, Ptr x, Int M, Int N, Int xStride, Int outStride, int BM,
+                          int BN) {
+  auto rows = arange(0, BM);
+  auto cols = arange(0, BN);
+  auto v = load(x + rows(_, None) * xStride + cols(None, _),
+                (rows(_, None) < M) & (cols(None, _) < N), 0.0);
+  auto t = trans(v); // BN x BM
+  store(out + cols(_, None) * outStride + rows(None, _), t,
+        (cols(_, None) < N) & (rows(None, _) < M));
+}
+
+// out[m, n] = a[m] * b[n] + c[n]: 1-D loads broadcast against each other, and a 1-D block
+// broadcast implicitly against a 2-D one (numpy's rule: leading dimensions are added).
+inline void outerProduct(Ptr out, Ptr a, Ptr b, Ptr c, Int M, Int N, Int stride, int BM, int BN) {
+  auto rows = arange(0, BM);
+  auto cols = arange(0, BN);
+  auto va = load(a + rows, rows < M, 0.0);
+  auto vb = load(b + cols, cols < N, 0.0);
+  auto vc = load(c + cols, cols < N, 0.0);
+  auto prod = expand_dims(va, 1) * vb(None, _) + vc;
+  store(out + rows(_, None) * stride + cols(None, _), prod,
+        (rows(_, None) < M) & (cols(None, _) < N));
+}
+
+// A 1-D load of BM * BN elements reshaped to BM x BN; each row's sum.
+inline void reshapeRows(Ptr out, Ptr x, int BM, int BN) {
+  auto flat = load(x + arange(0, BM * BN));
+  store(out + arange(0, BM), sum(reshape(flat, {BM, BN}), 1));
+}
+
+// A B x M x N block: sums along axis 0 (M x N), axis 1 (B x N) and axis 2 (B x M).
+inline void cubeSums(Ptr sum0, Ptr sum1, Ptr sum2, Ptr x, int B, int M, int N) {
+  auto b = arange(0, B)(_, None)(_, _, None); // B x 1 x 1
+  auto m = expand_dims(expand_dims(arange(0, M), 0), 2); // 1 x M x 1
+  auto n = expand_dims(expand_dims(arange(0, N), 0), 0); // 1 x 1 x N
+  auto v = load(x + b * (M * N) + m * N + n);
+  auto mm = arange(0, M);
+  auto nn = arange(0, N);
+  auto bb = arange(0, B);
+  store(sum0 + mm(_, None) * N + nn(None, _), sum(v, 0));
+  store(sum1 + bb(_, None) * N + nn(None, _), sum(v, 1));
+  store(sum2 + bb(_, None) * M + mm(None, _), sum(v, -1));
+}
+
+// --- problems -----------------------------------------------------------------------------------
+
+inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
+  std::normal_distribution<float> dist(0.f, 3.f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+// Compares `got` with `want` element by element (NaN in `want` means "must keep the poison").
+inline void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                        double tolerance, const std::string &what, uint32_t seed) {
+  ASSERT_EQ(got.size(), want.size());
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool ok = std::isnan(want[i]) ? bitsOf(got[i]) == kPoison
+                                  : std::fabs(double(got[i]) - want[i]) <=
+                                        tolerance * std::max(1.0, std::fabs(want[i]));
+    if (!ok && bad++ < 5)
+      first << "  [" << i << "] got " << got[i] << " expected " << want[i] << "\n";
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements wrong; seed "
+                    << seed << ":\n"
+                    << first.str();
+}
+
+inline const double kUntouched = std::nan("");
+
+template <typename Buffer> Buffer upload(const std::vector<float> &v) {
+  Buffer b(std::max<size_t>(4, v.size() * 4));
+  b.upload(v.data(), v.size() * 4);
+  return b;
+}
+
+template <typename Buffer> Buffer poisoned(size_t n) {
+  Buffer b(std::max<size_t>(4, n * 4));
+  b.fill32(kPoison);
+  return b;
+}
+
+template <typename Buffer> std::vector<float> download(const Buffer &b, size_t n) {
+  std::vector<float> v(n);
+  b.download(v.data(), n * 4);
+  return v;
+}
+
+// Runs tileAffine over an M x N matrix with padded strides.
+template <typename Buffer>
+void checkTileAffine(CUstream stream, const std::function<void()> &sync, int64_t M, int64_t N,
+                     int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int64_t xStride = N + 3, outStride = N + 5;
+  std::vector<float> x = randomFloats(size_t(M * xStride), rng);
+  Buffer in = upload<Buffer>(x);
+  Buffer out = poisoned<Buffer>(size_t(M * outStride));
+  auto k = kernel("tile_affine", tileAffine,
+                  {"out", "x", "M", "N", "x_stride", "out_stride", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
+                                 .constexprs = {BM, BN},
+                                 .numWarps = numWarps});
+  int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  c.launch(tiles, stream,
+           {out, in, int32_t(M), int32_t(N), int32_t(xStride), int32_t(outStride)});
+  sync();
+  std::vector<double> want(size_t(M * outStride), kUntouched);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      want[size_t(m * outStride + n)] = 2.0 * double(x[size_t(m * xStride + n)]) + 1.0;
+  expectClose(download(out, want.size()), want, 1e-6,
+              "tile_affine " + std::to_string(M) + "x" + std::to_string(N), seed);
+}
+
+template <typename Buffer>
+void checkTileReductions(CUstream stream, const std::function<void()> &sync, int64_t M,
+                         int64_t N, int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int64_t stride = N + 1;
+  std::vector<float> x = randomFloats(size_t(M * stride), rng);
+  Buffer in = upload<Buffer>(x);
+  Buffer rowSum = poisoned<Buffer>(size_t(BM)), colMax = poisoned<Buffer>(size_t(BN)),
+         colMin = poisoned<Buffer>(size_t(BN));
+  auto k = kernel("tile_reductions", tileReductions,
+                  {"row_sum", "col_max", "col_min", "x", "M", "N", "stride", "BM", "BN"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32", "i32", "i32"},
+       .constexprs = {BM, BN},
+       .numWarps = numWarps});
+  c.launch(1, stream, {rowSum, colMax, colMin, in, int32_t(M), int32_t(N), int32_t(stride)});
+  sync();
+  std::vector<double> wantSum(size_t(BM), kUntouched), wantMax(size_t(BN), kUntouched),
+      wantMin(size_t(BN), kUntouched);
+  for (int64_t m = 0; m < M; ++m) {
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n)
+      s += x[size_t(m * stride + n)];
+    wantSum[size_t(m)] = s;
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    double hi = -INFINITY, lo = INFINITY;
+    for (int64_t m = 0; m < M; ++m) {
+      hi = std::max(hi, double(x[size_t(m * stride + n)]));
+      lo = std::min(lo, double(x[size_t(m * stride + n)]));
+    }
+    wantMax[size_t(n)] = hi;
+    wantMin[size_t(n)] = lo;
+  }
+  std::string shape = std::to_string(M) + "x" + std::to_string(N) + " in " + std::to_string(BM) +
+                      "x" + std::to_string(BN) + ", " + std::to_string(numWarps) + " warps";
+  expectClose(download(rowSum, size_t(BM)), wantSum, 1e-5, "row sums " + shape, seed);
+  expectClose(download(colMax, size_t(BN)), wantMax, 0, "column maxima " + shape, seed);
+  expectClose(download(colMin, size_t(BN)), wantMin, 0, "column minima " + shape, seed);
+}
+
+template <typename Buffer>
+void checkTranspose(CUstream stream, const std::function<void()> &sync, int64_t M, int64_t N,
+                    int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int64_t xStride = N + 2, outStride = M + 1;
+  std::vector<float> x = randomFloats(size_t(M * xStride), rng);
+  Buffer in = upload<Buffer>(x);
+  Buffer out = poisoned<Buffer>(size_t(N * outStride));
+  auto k = kernel("tile_transpose", tileTranspose,
+                  {"out", "x", "M", "N", "x_stride", "out_stride", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
+                                 .constexprs = {BM, BN},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {out, in, int32_t(M), int32_t(N), int32_t(xStride), int32_t(outStride)});
+  sync();
+  std::vector<double> want(size_t(N * outStride), kUntouched);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      want[size_t(n * outStride + m)] = x[size_t(m * xStride + n)];
+  expectClose(download(out, want.size()), want, 0,
+              "transpose " + std::to_string(M) + "x" + std::to_string(N), seed);
+}
+
+template <typename Buffer>
+void checkOuterProduct(CUstream stream, const std::function<void()> &sync, int64_t M, int64_t N,
+                       int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::vector<float> a = randomFloats(size_t(M), rng), b = randomFloats(size_t(N), rng),
+                     c = randomFloats(size_t(N), rng);
+  Buffer da = upload<Buffer>(a), db = upload<Buffer>(b), dc = upload<Buffer>(c);
+  int64_t stride = N + 7;
+  Buffer out = poisoned<Buffer>(size_t(M * stride));
+  auto k = kernel("outer_product", outerProduct,
+                  {"out", "a", "b", "c", "M", "N", "stride", "BM", "BN"});
+  CompiledKernel &ck =
+      k.compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32", "i32", "i32"},
+                 .constexprs = {BM, BN},
+                 .numWarps = numWarps});
+  ck.launch(1, stream, {out, da, db, dc, int32_t(M), int32_t(N), int32_t(stride)});
+  sync();
+  std::vector<double> want(size_t(M * stride), kUntouched);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      want[size_t(m * stride + n)] =
+          double(float(a[size_t(m)] * b[size_t(n)])) + double(c[size_t(n)]);
+  expectClose(download(out, want.size()), want, 1e-6,
+              "outer product " + std::to_string(M) + "x" + std::to_string(N), seed);
+}
+
+template <typename Buffer>
+void checkReshape(CUstream stream, const std::function<void()> &sync, int BM, int BN,
+                  int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::vector<float> x = randomFloats(size_t(BM * BN), rng);
+  Buffer in = upload<Buffer>(x);
+  Buffer out = poisoned<Buffer>(size_t(BM));
+  auto k = kernel("reshape_rows", reshapeRows, {"out", "x", "BM", "BN"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*fp32", "*fp32"}, .constexprs = {BM, BN}, .numWarps = numWarps});
+  c.launch(1, stream, {out, in});
+  sync();
+  std::vector<double> want(size_t(BM), 0.0);
+  for (int m = 0; m < BM; ++m)
+    for (int n = 0; n < BN; ++n)
+      want[size_t(m)] += x[size_t(m * BN + n)];
+  expectClose(download(out, size_t(BM)), want, 1e-5,
+              "reshape " + std::to_string(BM) + "x" + std::to_string(BN), seed);
+}
+
+template <typename Buffer>
+void checkCubeSums(CUstream stream, const std::function<void()> &sync, int B, int M, int N,
+                   int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::vector<float> x = randomFloats(size_t(B * M * N), rng);
+  Buffer in = upload<Buffer>(x);
+  Buffer s0 = poisoned<Buffer>(size_t(M * N)), s1 = poisoned<Buffer>(size_t(B * N)),
+         s2 = poisoned<Buffer>(size_t(B * M));
+  auto k = kernel("cube_sums", cubeSums, {"sum0", "sum1", "sum2", "x", "B", "M", "N"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32"},
+                                 .constexprs = {B, M, N},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {s0, s1, s2, in});
+  sync();
+  std::vector<double> w0(size_t(M * N), 0.0), w1(size_t(B * N), 0.0), w2(size_t(B * M), 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        double v = x[size_t((b * M + m) * N + n)];
+        w0[size_t(m * N + n)] += v;
+        w1[size_t(b * N + n)] += v;
+        w2[size_t(b * M + m)] += v;
+      }
+  std::string shape = std::to_string(B) + "x" + std::to_string(M) + "x" + std::to_string(N);
+  expectClose(download(s0, w0.size()), w0, 1e-5, "axis 0 sums " + shape, seed);
+  expectClose(download(s1, w1.size()), w1, 1e-5, "axis 1 sums " + shape, seed);
+  expectClose(download(s2, w2.size()), w2, 1e-5, "axis 2 sums " + shape, seed);
+}
+
+} // namespace tritium::testing::blocks

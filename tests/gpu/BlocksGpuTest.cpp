@@ -1,0 +1,77 @@
+// Blocks of rank 2 and 3 on the GPU against double-precision references (tests/BlockCases.h):
+// 2-D tiles with row and column masks, reductions along every axis under several warp counts,
+// trans() and reshape() through shared memory, broadcasting across ranks and 3-D blocks.
+#include "BlockCases.h"
+#include "GpuTestSupport.h"
+
+#include "runtime/Memory.h"
+
+using namespace tritium;
+using namespace tritium::testing::blocks;
+using rt::DeviceBuffer;
+
+namespace {
+
+class BlocksGpuTest : public tritium::testing::CompilerTest {
+protected:
+  rt::Stream &stream() {
+    if (!stream_)
+      stream_.emplace();
+    return *stream_;
+  }
+  std::function<void()> sync = [this] { stream().sync(); };
+
+private:
+  std::optional<rt::Stream> stream_;
+};
+
+TEST_F(BlocksGpuTest, TileAffineWithRowAndColumnMasks) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4, 8}) {
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 37, 45, 16, 32, warps);
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 1000, 1000, 64, 64, warps);
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 5, 300, 2, 128, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, ReductionsAlongEachAxis) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 2, 4, 8}) {
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 13, 29, 16, 32, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 64, 8, 64, 8, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 3, 100, 4, 128, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 100, 3, 128, 4, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 256, 256, 256, 256, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, Transpose) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 30, 50, 32, 64, warps);
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 8, 8, 8, 8, warps);
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 128, 64, 128, 64, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, OuterProductBroadcastsAcrossRanks) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4})
+    checkOuterProduct<DeviceBuffer>(stream().get(), sync, 20, 70, 32, 128, warps);
+}
+
+TEST_F(BlocksGpuTest, ReshapeThenReduce) {
+  SKIP_WITHOUT_GPU();
+  checkReshape<DeviceBuffer>(stream().get(), sync, 8, 64, 2);
+  checkReshape<DeviceBuffer>(stream().get(), sync, 16, 256, 4);
+}
+
+TEST_F(BlocksGpuTest, ThreeDimensionalSums) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkCubeSums<DeviceBuffer>(stream().get(), sync, 4, 8, 16, warps);
+    checkCubeSums<DeviceBuffer>(stream().get(), sync, 2, 32, 4, warps);
+  }
+}
+
+} // namespace

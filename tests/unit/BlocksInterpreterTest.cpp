@@ -1,0 +1,49 @@
+// Blocks of rank 2 and 3 in the interpreter (tests/BlockCases.h): the twins of
+// tests/gpu/BlocksGpuTest.cpp, which run everywhere. Each kernel is also compiled to PTX, so
+// the layout passes and the lowering see every shape here too.
+#include "BlockCases.h"
+
+#include "interpreter/Interpreter.h"
+
+using namespace tritium;
+using namespace tritium::testing::blocks;
+using interpreter::HostBuffer;
+
+namespace {
+
+class BlocksInterpreterTest : public tritium::testing::CompilerTest {
+protected:
+  void SetUp() override { setInterpret(true); }
+  void TearDown() override { resetInterpret(); }
+  std::function<void()> sync = [] {};
+};
+
+TEST_F(BlocksInterpreterTest, TileAffineWithRowAndColumnMasks) {
+  checkTileAffine<HostBuffer>(nullptr, sync, 37, 45, 16, 32, 4);
+  checkTileAffine<HostBuffer>(nullptr, sync, 64, 64, 32, 16, 2);
+  checkTileAffine<HostBuffer>(nullptr, sync, 5, 300, 2, 128, 4);
+}
+
+TEST_F(BlocksInterpreterTest, ReductionsAlongEachAxis) {
+  checkTileReductions<HostBuffer>(nullptr, sync, 13, 29, 16, 32, 4);
+  checkTileReductions<HostBuffer>(nullptr, sync, 64, 8, 64, 8, 8);
+  checkTileReductions<HostBuffer>(nullptr, sync, 3, 100, 4, 128, 1);
+}
+
+TEST_F(BlocksInterpreterTest, Transpose) {
+  checkTranspose<HostBuffer>(nullptr, sync, 30, 50, 32, 64, 4);
+  checkTranspose<HostBuffer>(nullptr, sync, 8, 8, 8, 8, 1);
+}
+
+TEST_F(BlocksInterpreterTest, OuterProductBroadcastsAcrossRanks) {
+  checkOuterProduct<HostBuffer>(nullptr, sync, 20, 70, 32, 128, 4);
+}
+
+TEST_F(BlocksInterpreterTest, ReshapeThenReduce) { checkReshape<HostBuffer>(nullptr, sync, 8, 64, 2); }
+
+TEST_F(BlocksInterpreterTest, ThreeDimensionalSums) {
+  checkCubeSums<HostBuffer>(nullptr, sync, 4, 8, 16, 4);
+  checkCubeSums<HostBuffer>(nullptr, sync, 2, 32, 4, 2);
+}
+
+} // namespace
