@@ -156,8 +156,28 @@ Value max(const Operand &x, int axis, Loc loc = Loc::current());
 Value min(const Operand &x, int axis, Loc loc = Loc::current());
 Value sum(const Operand &x, int axis, Loc loc = Loc::current());
 
-// Elementwise math.
+// Elementwise math on floats (16-bit floats compute in f32, as Triton does); docs/DSL.md gives
+// each function's accuracy. abs also takes integers.
 Value exp(const Operand &x, Loc loc = Loc::current());
+Value exp2(const Operand &x, Loc loc = Loc::current());
+Value log(const Operand &x, Loc loc = Loc::current());
+Value log2(const Operand &x, Loc loc = Loc::current());
+Value sqrt(const Operand &x, Loc loc = Loc::current());    // fast (sqrt.approx)
+Value sqrt_rn(const Operand &x, Loc loc = Loc::current()); // correctly rounded
+Value rsqrt(const Operand &x, Loc loc = Loc::current());
+Value abs(const Operand &x, Loc loc = Loc::current());
+Value sin(const Operand &x, Loc loc = Loc::current());
+Value cos(const Operand &x, Loc loc = Loc::current());
+Value tanh(const Operand &x, Loc loc = Loc::current());
+Value sigmoid(const Operand &x, Loc loc = Loc::current());
+Value erf(const Operand &x, Loc loc = Loc::current());
+Value floor(const Operand &x, Loc loc = Loc::current());
+Value ceil(const Operand &x, Loc loc = Loc::current());
+Value fma(const Operand &x, const Operand &y, const Operand &z, Loc loc = Loc::current());
+Value pow(const Operand &x, const Operand &y, Loc loc = Loc::current());
+Value div_rn(const Operand &x, const Operand &y, Loc loc = Loc::current());
+// min(max(x, lo), hi): NaN in x propagates, as Triton's clamp.
+Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc loc = Loc::current());
 Value maximum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value minimum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = Loc::current());

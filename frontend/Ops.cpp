@@ -364,6 +364,72 @@ Value exp(const Operand &x, Loc l) {
   return Value(builder(loc).createValue(OpKind::Exp, {v}, v->type(), loc));
 }
 
+// A math function of MathFunctions.def: operands unified to one float type (ints become f32;
+// abs keeps integers), broadcast together.
+static Value math(ir::MathFn fn, std::vector<Operand> args, const SourceLoc &loc) {
+  auto &b = builder(loc);
+  const char *name = ir::mathName(fn);
+  bool anyValue = false;
+  for (const Operand &a : args)
+    anyValue = anyValue || a.kind == Operand::Kind::Value;
+  if (!anyValue)
+    userError(std::string(name) + " needs at least one traced value", loc);
+  // Fold the operands pairwise into one type and shape, then bring each to it.
+  ir::Value *like = nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != Operand::Kind::Value)
+      continue;
+    ir::Value *v = requireValue(args[i], name, loc);
+    if (v->type().isPtr() || v->type().isBool())
+      userError(std::string(name) + " is not defined on " + v->type().str(), loc);
+    like = like ? unify(b, Operand(Value(like)), args[i], name, loc).first : v;
+  }
+  ScalarKind k = like->type().kind();
+  if (!ir::isFloatKind(k) && !(ir::mathAcceptsIntegers(fn) && args.size() == 1))
+    k = ScalarKind::F32; // integers compute as f32
+  std::vector<int64_t> shape;
+  for (const Operand &a : args)
+    if (a.kind == Operand::Kind::Value)
+      shape = broadcastShapes(shape, a.value->type().shape(), name, loc);
+  Type t = Type::scalar(k).withShape(shape);
+  std::vector<ir::Value *> operands;
+  for (const Operand &a : args)
+    operands.push_back(materialize(b, a, t, loc));
+  ir::Op *op = b.create(OpKind::Math, operands, {t}, loc);
+  op->setAttr("fn", std::string(name));
+  return Value(op->result());
+}
+
+#define TRITIUM_MATH1(fn, Fn)                                                                      \
+  Value fn(const Operand &x, Loc l) { return math(ir::MathFn::Fn, {x}, SourceLoc(l)); }
+TRITIUM_MATH1(exp2, Exp2)
+TRITIUM_MATH1(log, Log)
+TRITIUM_MATH1(log2, Log2)
+TRITIUM_MATH1(sqrt, Sqrt)
+TRITIUM_MATH1(sqrt_rn, SqrtRn)
+TRITIUM_MATH1(rsqrt, Rsqrt)
+TRITIUM_MATH1(abs, Abs)
+TRITIUM_MATH1(sin, Sin)
+TRITIUM_MATH1(cos, Cos)
+TRITIUM_MATH1(tanh, Tanh)
+TRITIUM_MATH1(sigmoid, Sigmoid)
+TRITIUM_MATH1(erf, Erf)
+TRITIUM_MATH1(floor, Floor)
+TRITIUM_MATH1(ceil, Ceil)
+#undef TRITIUM_MATH1
+Value fma(const Operand &x, const Operand &y, const Operand &z, Loc l) {
+  return math(ir::MathFn::Fma, {x, y, z}, SourceLoc(l));
+}
+Value pow(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Pow, {x, y}, SourceLoc(l));
+}
+Value div_rn(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::DivRn, {x, y}, SourceLoc(l));
+}
+Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc l) {
+  return minimum(maximum(x, lo, l), hi, l);
+}
+
 Value maximum(const Operand &a, const Operand &c, Loc l) {
   Operand a2 = a;
   a2.loc = SourceLoc(l);

@@ -112,6 +112,8 @@ public:
     case OpKind::Neg:
     case OpKind::Exp:
       return unary();
+    case OpKind::Math:
+      return math();
     case OpKind::Cast:
       return cast();
     case OpKind::AddPtr:
@@ -354,6 +356,51 @@ private:
       auto &o = outI();
       for (size_t e = 0; e < o.size(); ++e)
         o[e] = wrapTo(k, subWrap(0, a[e]));
+    }
+    return true;
+  }
+
+  // The math functions in double, rounded to the element type once (the GPU computes 16-bit
+  // floats in f32; its approximate functions are within docs/INTERPRETER.md's tolerance).
+  bool math() {
+    using ir::MathFn;
+    MathFn fn = *ir::parseMathFn(op_.strAttr("fn"));
+    ScalarKind k = resultType().kind();
+    if (resultType().isInt()) { // abs
+      const auto &a = in(0).i;
+      auto &o = outI();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = wrapTo(k, a[e] < 0 ? subWrap(0, a[e]) : a[e]);
+      return true;
+    }
+    std::vector<const std::vector<double> *> args;
+    for (unsigned i = 0; i < op_.numOperands(); ++i)
+      args.push_back(&in(i).f);
+    auto &o = outF();
+    for (size_t e = 0; e < o.size(); ++e) {
+      double x = (*args[0])[e];
+      double y = args.size() > 1 ? (*args[1])[e] : 0, z = args.size() > 2 ? (*args[2])[e] : 0;
+      double r = 0;
+      switch (fn) {
+      case MathFn::Exp2: r = std::exp2(x); break;
+      case MathFn::Log: r = std::log(x); break;
+      case MathFn::Log2: r = std::log2(x); break;
+      case MathFn::Sqrt:
+      case MathFn::SqrtRn: r = std::sqrt(x); break;
+      case MathFn::Rsqrt: r = 1.0 / std::sqrt(x); break;
+      case MathFn::Abs: r = std::fabs(x); break;
+      case MathFn::Sin: r = std::sin(x); break;
+      case MathFn::Cos: r = std::cos(x); break;
+      case MathFn::Tanh: r = std::tanh(x); break;
+      case MathFn::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
+      case MathFn::Erf: r = std::erf(x); break;
+      case MathFn::Floor: r = std::floor(x); break;
+      case MathFn::Ceil: r = std::ceil(x); break;
+      case MathFn::Fma: r = std::fma(x, y, z); break;
+      case MathFn::Pow: r = std::pow(x, y); break;
+      case MathFn::DivRn: r = x / y; break;
+      }
+      o[e] = roundTo(k, r);
     }
     return true;
   }

@@ -95,6 +95,34 @@ inline void cubeSums(Ptr sum0, Ptr sum1, Ptr sum2, Ptr x, int B, int M, int N) {
   store(sum2 + bb(_, None) * M + mm(None, _), sum(v, -1));
 }
 
+// out = fn(x, y, z) elementwise over a 2-D tile (FN picks the function at trace time).
+inline void mathTile(Ptr out, Ptr x, Ptr y, Ptr z, Int n, int FN, int BM, int BN) {
+  auto offs = arange(0, BM)(_, None) * BN + arange(0, BN)(None, _);
+  auto mask = offs < n;
+  auto a = load(x + offs, mask, 1.0), b = load(y + offs, mask, 1.0), c = load(z + offs, mask, 1.0);
+  Value r;
+  switch (ir::MathFn(FN)) {
+  case ir::MathFn::Exp2: r = exp2(a); break;
+  case ir::MathFn::Log: r = log(a); break;
+  case ir::MathFn::Log2: r = log2(a); break;
+  case ir::MathFn::Sqrt: r = sqrt(a); break;
+  case ir::MathFn::SqrtRn: r = sqrt_rn(a); break;
+  case ir::MathFn::Rsqrt: r = rsqrt(a); break;
+  case ir::MathFn::Abs: r = abs(a - 2.5); break;
+  case ir::MathFn::Sin: r = sin(a); break;
+  case ir::MathFn::Cos: r = cos(a); break;
+  case ir::MathFn::Tanh: r = tanh(a - 2.5); break;
+  case ir::MathFn::Sigmoid: r = sigmoid(a - 2.5); break;
+  case ir::MathFn::Erf: r = erf(a - 2.5); break;
+  case ir::MathFn::Floor: r = floor(a * 3.0); break;
+  case ir::MathFn::Ceil: r = ceil(a * 3.0); break;
+  case ir::MathFn::Fma: r = fma(a, b, c); break;
+  case ir::MathFn::Pow: r = pow(a, b); break;
+  case ir::MathFn::DivRn: r = div_rn(a, b); break;
+  }
+  store(out + offs, r, mask);
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -312,6 +340,66 @@ void checkCubeSums(CUstream stream, const std::function<void()> &sync, int B, in
   expectClose(download(s0, w0.size()), w0, 1e-5, "axis 0 sums " + shape, seed);
   expectClose(download(s1, w1.size()), w1, 1e-5, "axis 1 sums " + shape, seed);
   expectClose(download(s2, w2.size()), w2, 1e-5, "axis 2 sums " + shape, seed);
+}
+
+// Every math function on fresh inputs in (0, 5], against std:: in double. `tolerance` is
+// relative (with an absolute floor of the same size for results near 0).
+template <typename Buffer>
+void checkMathFunction(CUstream stream, const std::function<void()> &sync, ir::MathFn fn,
+                       double tolerance) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(0.01f, 5.f);
+  const int BM = 8, BN = 128;
+  int64_t n = BM * BN - 37;
+  std::vector<float> x(static_cast<size_t>(n)), y(x), z(x);
+  for (int64_t i = 0; i < n; ++i)
+    x[size_t(i)] = dist(rng), y[size_t(i)] = dist(rng), z[size_t(i)] = dist(rng);
+  Buffer dx = upload<Buffer>(x), dy = upload<Buffer>(y), dz = upload<Buffer>(z);
+  Buffer out = poisoned<Buffer>(size_t(BM * BN));
+  auto k = kernel(std::string("math_") + ir::mathName(fn), mathTile,
+                  {"out", "x", "y", "z", "n", "FN", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32"},
+                                 .constexprs = {int(fn), BM, BN},
+                                 .numWarps = 4});
+  c.launch(1, stream, {out, dx, dy, dz, int32_t(n)});
+  sync();
+  std::vector<double> want(size_t(BM * BN), kUntouched);
+  for (int64_t i = 0; i < n; ++i) {
+    double a = x[size_t(i)], b = y[size_t(i)], cc = z[size_t(i)], r = 0;
+    switch (fn) {
+    case ir::MathFn::Exp2: r = std::exp2(a); break;
+    case ir::MathFn::Log: r = std::log(a); break;
+    case ir::MathFn::Log2: r = std::log2(a); break;
+    case ir::MathFn::Sqrt: case ir::MathFn::SqrtRn: r = std::sqrt(a); break;
+    case ir::MathFn::Rsqrt: r = 1 / std::sqrt(a); break;
+    case ir::MathFn::Abs: r = std::fabs(double(float(a - 2.5))); break;
+    case ir::MathFn::Sin: r = std::sin(a); break;
+    case ir::MathFn::Cos: r = std::cos(a); break;
+    case ir::MathFn::Tanh: r = std::tanh(double(float(a - 2.5))); break;
+    case ir::MathFn::Sigmoid: r = 1 / (1 + std::exp(-double(float(a - 2.5)))); break;
+    case ir::MathFn::Erf: r = std::erf(double(float(a - 2.5))); break;
+    case ir::MathFn::Floor: r = std::floor(double(float(a * 3))); break;
+    case ir::MathFn::Ceil: r = std::ceil(double(float(a * 3))); break;
+    case ir::MathFn::Fma: r = std::fma(a, b, cc); break;
+    case ir::MathFn::Pow: r = std::pow(a, b); break;
+    case ir::MathFn::DivRn: r = a / b; break;
+    }
+    want[size_t(i)] = r;
+  }
+  expectClose(download(out, want.size()), want, tolerance, ir::mathName(fn), seed);
+}
+
+// The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,
+// approximate and libdevice ones at a few ulp.
+inline double mathTolerance(ir::MathFn fn) {
+  switch (fn) {
+  case ir::MathFn::SqrtRn: case ir::MathFn::Abs: case ir::MathFn::Floor: case ir::MathFn::Ceil:
+  case ir::MathFn::Fma: case ir::MathFn::DivRn:
+    return 6e-8;
+  default:
+    return 1e-6;
+  }
 }
 
 } // namespace tritium::testing::blocks

@@ -17,12 +17,34 @@ constexpr OpInfo kOpInfo[] = {
 const char *mnemonic(OpKind k) { return kOpInfo[static_cast<int>(k)].mnemonic; }
 OpTrait trait(OpKind k) { return kOpInfo[static_cast<int>(k)].trait; }
 
+namespace {
+struct MathInfo {
+  const char *name;
+  int arity;
+  bool ints;
+};
+constexpr MathInfo kMathInfo[] = {
+#define MATH(name, text, arity, ints) {text, arity, ints},
+#include "compiler/ir/MathFunctions.def"
+};
+} // namespace
+
+const char *mathName(MathFn f) { return kMathInfo[int(f)].name; }
+int mathArity(MathFn f) { return kMathInfo[int(f)].arity; }
+bool mathAcceptsIntegers(MathFn f) { return kMathInfo[int(f)].ints; }
+std::optional<MathFn> parseMathFn(const std::string &name) {
+  for (size_t i = 0; i < std::size(kMathInfo); ++i)
+    if (name == kMathInfo[i].name)
+      return MathFn(i);
+  return std::nullopt;
+}
+
 bool isElementwise(OpKind k) {
   switch (k) {
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
   case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
   case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
-  case OpKind::AddPtr:
+  case OpKind::AddPtr: case OpKind::Math:
     return true;
   default:
     return false;

@@ -146,6 +146,16 @@ private:
   std::vector<std::pair<std::string, Attr>> attrs_;
 };
 
+// The functions of the math op (MathFunctions.def).
+enum class MathFn {
+#define MATH(name, text, arity, ints) name,
+#include "compiler/ir/MathFunctions.def"
+};
+const char *mathName(MathFn f);
+int mathArity(MathFn f);
+bool mathAcceptsIntegers(MathFn f);
+std::optional<MathFn> parseMathFn(const std::string &name);
+
 // The permutation attribute of trans ("1,0"), and back; parseOrder returns {} when malformed.
 std::string formatOrder(const std::vector<int64_t> &order);
 std::vector<int64_t> parseOrder(const std::string &text);

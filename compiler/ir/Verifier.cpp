@@ -104,6 +104,17 @@ private:
       expect(op, n == 1 && ty(0) == res() && (op.kind() == OpKind::Neg || res().isFloat()),
              "unary op types disagree");
       break;
+    case OpKind::Math: {
+      expect(op, op.hasAttr("fn") && std::holds_alternative<std::string>(op.attr("fn")),
+             "math needs a function name {fn}");
+      auto fn = parseMathFn(op.strAttr("fn"));
+      expect(op, fn.has_value(), "unknown math function '" + op.strAttr("fn") + "'");
+      expect(op, int(n) == mathArity(*fn), "wrong number of operands for " + op.strAttr("fn"));
+      for (unsigned i = 0; i < n; ++i)
+        expect(op, ty(i) == res() && (res().isFloat() || (mathAcceptsIntegers(*fn) && res().isInt())),
+               "math operands must have the result's (float) type");
+      break;
+    }
     case OpKind::Cast:
       expect(op, n == 1 && ty(0).shape() == res().shape() && !res().isPtr(),
              "cast keeps the shape");

@@ -46,4 +46,11 @@ TEST_F(BlocksInterpreterTest, ThreeDimensionalSums) {
   checkCubeSums<HostBuffer>(nullptr, sync, 2, 32, 4, 2);
 }
 
+TEST_F(BlocksInterpreterTest, MathFunctions) {
+  for (int f = 0; f <= int(ir::MathFn::DivRn); ++f) {
+    SCOPED_TRACE(ir::mathName(ir::MathFn(f)));
+    checkMathFunction<HostBuffer>(nullptr, sync, ir::MathFn(f), mathTolerance(ir::MathFn(f)));
+  }
+}
+
 } // namespace
