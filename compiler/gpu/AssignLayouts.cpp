@@ -13,7 +13,8 @@
 // 3. Forward, in program order: each op's result takes the layout the op implies from its
 //    operands (a reduction: the slice of its input's; expand_dims: the parent of its input's
 //    slice), else the one it wants, else the default for its shape; an operand whose layout
-//    differs from what the op needs is converted (convert_layout, through shared memory).
+//    differs from what the op needs is converted (convert_layout, through shared memory), or,
+//    when it is made from scalars alone (arange, constant, splat), made again in that layout.
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -235,8 +236,19 @@ private:
     ir::Block *block = op.parentBlock();
     auto pos = std::find_if(block->ops().begin(), block->ops().end(),
                             [&](const std::unique_ptr<ir::Op> &o) { return o.get() == &op; });
-    auto cvt = std::make_unique<ir::Op>(ir::OpKind::ConvertLayout, std::vector<ir::Value *>{v},
-                                        std::vector<ir::Type>{v->type()}, op.loc());
+    // Values made from nothing but scalars (arange, constants, splats) are made again in the
+    // new layout: cheaper than a trip through shared memory.
+    const ir::Op *def = v->definingOp();
+    bool remake = def && (def->kind() == ir::OpKind::Arange || def->kind() == ir::OpKind::Splat ||
+                          def->kind() == ir::OpKind::Constant);
+    auto cvt = remake ? std::make_unique<ir::Op>(def->kind(), def->operands(),
+                                                 std::vector<ir::Type>{v->type()}, def->loc())
+                      : std::make_unique<ir::Op>(ir::OpKind::ConvertLayout,
+                                                 std::vector<ir::Value *>{v},
+                                                 std::vector<ir::Type>{v->type()}, op.loc());
+    if (remake)
+      for (const auto &[name, value] : def->attrs())
+        cvt->setAttr(name, value);
     cvt->setParentBlock(block);
     cvt->result()->setLayout(l);
     ir::Value *out = cvt->result();
@@ -258,7 +270,7 @@ private:
   void assignBlock(ir::Block &block) {
     for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
       ir::Op &op = **it;
-      if (op.kind() == ir::OpKind::ConvertLayout)
+      if (op.numResults() && op.result()->layout())
         continue; // inserted by require(): already has its layout
       assignOp(op);
       if (op.body())
