@@ -25,8 +25,12 @@ ParamType ParamType::parse(const std::string &type) {
   std::string base = type.substr(0, type.find(':'));
   if (base.size() != type.size())
     p.divisibility = 16;
-  p.kind = base[0] == '*' ? Kind::Ptr : base == "i32" ? Kind::I32 : base == "i64" ? Kind::I64
-                                                                    : Kind::F32;
+  p.kind = base[0] == '*'      ? Kind::Ptr
+           : base == "i32" ? Kind::I32
+           : base == "i64" ? Kind::I64
+           : base == "u32" ? Kind::U32
+           : base == "u64" ? Kind::U64
+                           : Kind::F32;
   return p;
 }
 
@@ -177,6 +181,18 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
       put(int32_t(a.intValue()));
       break;
     case ParamType::Kind::I64:
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      put(a.intValue());
+      break;
+    case ParamType::Kind::U32:
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      if (a.intValue() < 0 || a.intValue() > int64_t(std::numeric_limits<uint32_t>::max()))
+        throw fail("is u32 but " + std::to_string(a.intValue()) + " does not fit");
+      put(uint32_t(a.intValue()));
+      break;
+    case ParamType::Kind::U64: // the bits of the int64 given
       if (a.kind() != KernelArg::Kind::Int)
         throw mismatch();
       put(a.intValue());

@@ -35,6 +35,8 @@ public:
   enum class Kind { Pointer, Int, Float };
   KernelArg(int32_t v) : kind_(Kind::Int), i_(v) {}
   KernelArg(int64_t v) : kind_(Kind::Int), i_(v) {}
+  KernelArg(uint32_t v) : kind_(Kind::Int), i_(int64_t(v)) {}
+  KernelArg(uint64_t v) : kind_(Kind::Int), i_(int64_t(v)) {} // u64 parameters take the bits
   KernelArg(float v) : kind_(Kind::Float), f_(v) {}
   KernelArg(const rt::DeviceBuffer &buffer);
   KernelArg(const interpreter::HostBuffer &buffer); // interpret mode: a host address
@@ -70,7 +72,7 @@ struct KernelMetadata {
 
 // A signature entry parsed once, for the launch path.
 struct ParamType {
-  enum class Kind { Ptr, I32, I64, F32 } kind;
+  enum class Kind { Ptr, I32, I64, U32, U64, F32 } kind;
   int divisibility = 1; // 16 when specialized as divisible by 16
   static ParamType parse(const std::string &type);
 };

@@ -65,6 +65,9 @@ struct Operand {
   Operand(const Value &v, Loc l = Loc::current()) : kind(Kind::Value), value(v.ir()), loc(l) {}
   Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  Operand(uint32_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  // u64 literals past 2^63 keep their bits (they take an unsigned partner's type).
+  Operand(uint64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
   Operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
   Operand(float v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
 };
@@ -85,6 +88,21 @@ Value operator==(const Operand &a, const Operand &b);
 Value operator!=(const Operand &a, const Operand &b);
 Value operator&(const Operand &a, const Operand &b);
 Value operator|(const Operand &a, const Operand &b);
+// Integers and masks: bitwise ^ and ~; shifts (>> is arithmetic for signed types, logical for
+// unsigned; shifting by the width or more gives 0, or the sign); logical !, && and || on
+// masks (elementwise, both sides evaluated: Triton's `not`, `and`, `or` on blocks).
+Value operator^(const Operand &a, const Operand &b);
+Value operator<<(const Operand &a, const Operand &b);
+Value operator>>(const Operand &a, const Operand &b);
+Value operator~(const Operand &a);
+Value operator!(const Operand &a);
+Value operator&&(const Operand &a, const Operand &b);
+Value operator||(const Operand &a, const Operand &b);
+// Integer helpers: ceil(a / b) for positive values; the high half of the unsigned product of
+// 32- or 64-bit integers; the same bits as another type of the same width.
+Value cdiv(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value umulhi(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value bitcast(const Operand &x, struct DType dtype, Loc loc = Loc::current());
 
 // Grid.
 Value program_id(int axis, Loc loc = Loc::current());
@@ -111,7 +129,8 @@ Value cluster_sum(const Operand &x, Loc loc = Loc::current());
 Value cluster_gather(const Operand &x, const Operand &other, Loc loc = Loc::current());
 
 // Element types, as Triton's tl.float32 ...: DType values, or their names as strings ("fp32",
-// "float32", "bf16", "i32", ...); an unknown name is a UserError listing the valid ones.
+// "float32", "bf16", "i32", "u32", "fp8e4m3", ...); an unknown name is a UserError listing the
+// valid ones. fp8 is a storage type: load, store and cast it; arithmetic computes in f32.
 struct DType {
   ir::ScalarKind kind;
   constexpr DType(ir::ScalarKind k) : kind(k) {}
@@ -119,8 +138,11 @@ struct DType {
   DType(const std::string &name, Loc loc = Loc::current()) : DType(name.c_str(), loc) {}
 };
 inline constexpr DType float32{ir::ScalarKind::F32}, float16{ir::ScalarKind::F16},
-    bfloat16{ir::ScalarKind::BF16}, int1{ir::ScalarKind::I1}, int32{ir::ScalarKind::I32},
-    int64{ir::ScalarKind::I64};
+    bfloat16{ir::ScalarKind::BF16}, float8e4m3{ir::ScalarKind::F8E4M3},
+    float8e5m2{ir::ScalarKind::F8E5M2}, int1{ir::ScalarKind::I1}, int8{ir::ScalarKind::I8},
+    int16{ir::ScalarKind::I16}, int32{ir::ScalarKind::I32}, int64{ir::ScalarKind::I64},
+    uint8{ir::ScalarKind::U8}, uint16{ir::ScalarKind::U16}, uint32{ir::ScalarKind::U32},
+    uint64{ir::ScalarKind::U64};
 
 // Blocks. A 1-D size end - start is a power of two, or a multiple of 32 x num_warps (the same
 // number of elements in every thread); blocks of rank 2 and 3 have power-of-two dimensions.

@@ -84,7 +84,8 @@ static bool signatureFits(Kernel::ParamKind kind, const std::string &annotated) 
   if (!k || type[0] == '*')
     return false;
   if (kind == Kernel::ParamKind::Int)
-    return *k == ir::ScalarKind::I32 || *k == ir::ScalarKind::I64;
+    return *k == ir::ScalarKind::I32 || *k == ir::ScalarKind::I64 ||
+           *k == ir::ScalarKind::U32 || *k == ir::ScalarKind::U64;
   return *k == ir::ScalarKind::F32;
 }
 

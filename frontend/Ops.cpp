@@ -29,9 +29,13 @@ Value binary(OpKind kind, const char *opName, const Operand &a, const Operand &c
   const SourceLoc &loc = a.loc;
   auto &b = builder(loc);
   auto [x, y] = unify(b, a, c, opName, loc);
-  if ((kind == OpKind::And || kind == OpKind::Or) && x->type().isFloat())
+  bool bitwise = kind == OpKind::And || kind == OpKind::Or || kind == OpKind::Xor;
+  bool integral = kind == OpKind::Shl || kind == OpKind::Shr || kind == OpKind::UMulHi;
+  if (bitwise && !x->type().isInt() && !x->type().isBool())
     userError(std::string("'") + opName + "' needs integers or masks, got " + x->type().str(),
               loc);
+  if (integral && !x->type().isInt())
+    userError(std::string("'") + opName + "' needs integers, got " + x->type().str(), loc);
   return Value(b.createValue(kind, {x, y}, x->type(), loc));
 }
 
@@ -112,6 +116,55 @@ Value operator/(const Operand &a, const Operand &b) { return binary(OpKind::Div,
 Value operator%(const Operand &a, const Operand &b) { return binary(OpKind::Rem, "%", a, b); }
 Value operator&(const Operand &a, const Operand &b) { return binary(OpKind::And, "&", a, b); }
 Value operator|(const Operand &a, const Operand &b) { return binary(OpKind::Or, "|", a, b); }
+Value operator^(const Operand &a, const Operand &b) { return binary(OpKind::Xor, "^", a, b); }
+Value operator<<(const Operand &a, const Operand &b) { return binary(OpKind::Shl, "<<", a, b); }
+Value operator>>(const Operand &a, const Operand &b) { return binary(OpKind::Shr, ">>", a, b); }
+Value operator~(const Operand &a) {
+  ir::Value *v = requireValue(a, "the operand of '~'", a.loc);
+  if (!v->type().isInt() && !v->type().isBool())
+    userError("'~' needs an integer or a mask, got " + v->type().str(), a.loc);
+  return Value(builder(a.loc).createValue(OpKind::Not, {v}, v->type(), a.loc));
+}
+// A mask from any value: x != 0 (a mask stays itself).
+static ir::Value *truth(const Operand &x, const char *what, const SourceLoc &loc) {
+  ir::Value *v = requireValue(x, what, loc);
+  if (v->type().isBool())
+    return v;
+  if (v->type().isPtr())
+    userError(std::string(what) + " is not defined on pointers (" + v->type().str() + ")", loc);
+  return (x != 0).ir();
+}
+Value operator!(const Operand &a) {
+  ir::Value *m = truth(a, "the operand of '!'", a.loc);
+  return Value(builder(a.loc).createValue(OpKind::Not, {m}, m->type(), a.loc));
+}
+// An operand for a value made here, reported at the user's location.
+static Operand at(ir::Value *v, const SourceLoc &loc) {
+  Operand o{Value(v)};
+  o.loc = loc;
+  return o;
+}
+Value operator&&(const Operand &a, const Operand &b) {
+  return at(truth(a, "'&&'", a.loc), a.loc) & at(truth(b, "'&&'", a.loc), a.loc);
+}
+Value operator||(const Operand &a, const Operand &b) {
+  return at(truth(a, "'||'", a.loc), a.loc) | at(truth(b, "'||'", a.loc), a.loc);
+}
+
+Value cdiv(const Operand &a, const Operand &b, Loc l) {
+  Operand a2 = a;
+  a2.loc = SourceLoc(l);
+  return (a2 + b - 1) / b;
+}
+
+Value umulhi(const Operand &a, const Operand &b, Loc l) {
+  Operand a2 = a;
+  a2.loc = SourceLoc(l);
+  Value r = binary(OpKind::UMulHi, "umulhi", a2, b);
+  if (ir::bitWidth(r.ir()->type().kind()) < 32)
+    userError("umulhi takes 32- or 64-bit integers, got " + r.ir()->type().str(), SourceLoc(l));
+  return r;
+}
 Value operator-(const Operand &a) {
   ir::Value *v = requireValue(a, "the operand of unary '-'", a.loc);
   if (v->type().isPtr() || v->type().isBool())
@@ -324,9 +377,16 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
     userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
                   t.str() + " (0 to " + std::to_string(t.rank() - 1) + ")",
               loc);
-  auto shape = t.shape();
+  if (t.kind() == ScalarKind::F8E4M3 || t.kind() == ScalarKind::F8E5M2)
+    userError(std::string(what) + " of " + t.str() + ": fp8 is a storage type; cast it to " +
+                  "fp16 or fp32 first",
+              loc);
+  // Sums of 8- and 16-bit integers accumulate in 32 bits, as Triton's.
+  if (kind == OpKind::ReduceSum && t.isInt() && ir::bitWidth(t.kind()) < 32)
+    v = convert(builder(loc), v, t.isUnsigned() ? ScalarKind::U32 : ScalarKind::I32, loc);
+  auto shape = v->type().shape();
   shape.erase(shape.begin() + axis);
-  ir::Op *op = builder(loc).create(kind, {v}, {t.withShape(shape)}, loc);
+  ir::Op *op = builder(loc).create(kind, {v}, {v->type().withShape(shape)}, loc);
   op->setAttr("axis", int64_t(axis));
   return Value(op->result());
 }
@@ -469,11 +529,28 @@ DType::DType(const char *name, Loc l) {
     }
   auto k = ir::parseDtype(n);
   if (!k)
-    userError("unknown dtype '" + n +
-                  "' (expected fp32, fp16, bf16, i1, i32 or i64, or float32, float16, bfloat16, "
-                  "int1, int32 or int64)",
+    userError("unknown dtype '" + n + "' (expected one of " + ir::dtypeNames() +
+                  ", or Triton's names float32, float16, bfloat16, int1, int32, int64)",
               SourceLoc(l));
   kind = *k;
+}
+
+Value bitcast(const Operand &x, DType dtype, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, "bitcast's input", loc);
+  if (v->type().isPtr() || v->type().isBool() || dtype.kind == ScalarKind::I1)
+    userError("bitcast of " + v->type().str() + " to " + ir::dtypeName(dtype.kind) +
+                  ": only numbers of the same width can be bitcast",
+              loc);
+  if (ir::bitWidth(v->type().kind()) != ir::bitWidth(dtype.kind))
+    userError("bitcast of " + v->type().str() + " to " + ir::dtypeName(dtype.kind) +
+                  ": the widths differ (" + std::to_string(ir::bitWidth(v->type().kind())) +
+                  " and " + std::to_string(ir::bitWidth(dtype.kind)) + " bits)",
+              loc);
+  if (v->type().kind() == dtype.kind)
+    return Value(v);
+  return Value(
+      builder(loc).createValue(OpKind::Bitcast, {v}, v->type().withKind(dtype.kind), loc));
 }
 
 Value cast(const Operand &x, DType dtype, Loc l) {

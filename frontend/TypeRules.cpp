@@ -100,8 +100,13 @@ ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const
   internalError("unknown operand kind");
 }
 
-// The element kind two numeric kinds meet at: floats win over ints, wider wins.
+static bool isFp8(ScalarKind k) { return k == ScalarKind::F8E4M3 || k == ScalarKind::F8E5M2; }
+
+// The element kind two numeric kinds meet at: floats win over ints, wider wins, and at equal
+// width unsigned wins (C's and Triton's rule). fp8 computes in f32.
 static ScalarKind join(ScalarKind a, ScalarKind c) {
+  if (isFp8(a) || isFp8(c))
+    return ScalarKind::F32;
   if (a == c)
     return a;
   bool fa = ir::isFloatKind(a), fc = ir::isFloatKind(c);
@@ -109,7 +114,9 @@ static ScalarKind join(ScalarKind a, ScalarKind c) {
     return ScalarKind::F32; // f16 with bf16 or f32: compute in f32
   if (fa != fc)
     return fa ? a : c;
-  return ir::bitWidth(a) >= ir::bitWidth(c) ? a : c;
+  if (ir::bitWidth(a) != ir::bitWidth(c))
+    return ir::bitWidth(a) > ir::bitWidth(c) ? a : c;
+  return ir::isUnsignedKind(a) ? a : c;
 }
 
 std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, const Operand &c,
@@ -135,6 +142,8 @@ std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, cons
   };
   auto ka = kindOf(a), kc = kindOf(c);
   ScalarKind k = ka && kc ? join(*ka, *kc) : (ka ? *ka : *kc);
+  if (isFp8(k))
+    k = ScalarKind::F32; // fp8 is a storage type: arithmetic happens in f32
   if (k == ScalarKind::I1 && (!ka || !kc))
     k = ScalarKind::I32; // mask & 1 is integer arithmetic
   if (av && cv && a.value->type().kind() == ScalarKind::I1 &&

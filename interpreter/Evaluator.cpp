@@ -29,6 +29,9 @@ double roundTo(ScalarKind k, double x) {
     return double(float(x));
   case ScalarKind::F16:
     return double(_Float16(x));
+  case ScalarKind::F8E4M3:
+  case ScalarKind::F8E5M2:
+    return ir::fromFp8(ir::toFp8(x, k), k);
   case ScalarKind::BF16: {
     // Round to nearest even on the upper 16 bits of the f32 (NaN stays NaN).
     float f = float(x);
@@ -47,9 +50,19 @@ int64_t wrapTo(ScalarKind k, int64_t x) {
   switch (k) {
   case ScalarKind::I1:
     return x & 1;
+  case ScalarKind::I8:
+    return int64_t(int8_t(uint8_t(uint64_t(x))));
+  case ScalarKind::I16:
+    return int64_t(int16_t(uint16_t(uint64_t(x))));
   case ScalarKind::I32:
     return int64_t(int32_t(uint32_t(uint64_t(x))));
-  default:
+  case ScalarKind::U8:
+    return int64_t(uint8_t(uint64_t(x)));
+  case ScalarKind::U16:
+    return int64_t(uint16_t(uint64_t(x)));
+  case ScalarKind::U32:
+    return int64_t(uint32_t(uint64_t(x)));
+  default: // i64, and u64 as its bits
     return x;
   }
 }
@@ -104,7 +117,15 @@ public:
     case OpKind::Maximum:
     case OpKind::And:
     case OpKind::Or:
+    case OpKind::Xor:
+    case OpKind::Shl:
+    case OpKind::Shr:
+    case OpKind::UMulHi:
       return binary();
+    case OpKind::Not:
+      return bitwiseNot();
+    case OpKind::Bitcast:
+      return bitcast();
     case OpKind::Cmp:
       return compare();
     case OpKind::Select:
@@ -268,11 +289,14 @@ private:
     case OpKind::Div:
     case OpKind::Rem: {
       bool div = kind == OpKind::Div;
+      bool u = resultType().isUnsigned();
       mapI([&](int64_t a, int64_t b) -> int64_t {
         if (b == 0)
           userError(std::string("integer ") + (div ? "division" : "remainder") +
                         " by zero in program " + std::to_string(m_.pid),
                     op_.loc());
+        if (u) // zero-extended below 64 bits; u64 as its bits
+          return int64_t(div ? uint64_t(a) / uint64_t(b) : uint64_t(a) % uint64_t(b));
         if (b == -1) // INT_MIN / -1 wraps as the hardware does
           return div ? subWrap(0, a) : 0;
         return div ? a / b : a % b;
@@ -280,11 +304,48 @@ private:
       break;
     }
     case OpKind::Minimum:
-      mapI([](int64_t a, int64_t b) { return std::min(a, b); });
+      if (resultType().isUnsigned())
+        mapI([](int64_t a, int64_t b) { return int64_t(std::min(uint64_t(a), uint64_t(b))); });
+      else
+        mapI([](int64_t a, int64_t b) { return std::min(a, b); });
       break;
     case OpKind::Maximum:
-      mapI([](int64_t a, int64_t b) { return std::max(a, b); });
+      if (resultType().isUnsigned())
+        mapI([](int64_t a, int64_t b) { return int64_t(std::max(uint64_t(a), uint64_t(b))); });
+      else
+        mapI([](int64_t a, int64_t b) { return std::max(a, b); });
       break;
+    case OpKind::Xor:
+      mapI([](int64_t a, int64_t b) { return a ^ b; });
+      break;
+    case OpKind::Shl:
+    case OpKind::Shr: {
+      // Shifts past the width give 0 (or the sign for arithmetic right shifts), as the GPU's.
+      int bits = ir::bitWidth(resultType().kind());
+      bool logical = resultType().isUnsigned() || resultType().isBool();
+      bool left = kind == OpKind::Shl;
+      mapI([&](int64_t a, int64_t b) -> int64_t {
+        uint64_t n = uint64_t(b) & (bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+        if (left)
+          return n >= uint64_t(bits) ? 0 : int64_t(uint64_t(a) << n);
+        if (logical) {
+          uint64_t ua = bits == 64 ? uint64_t(a) : uint64_t(a) & ((uint64_t(1) << bits) - 1);
+          return n >= uint64_t(bits) ? 0 : int64_t(ua >> n);
+        }
+        return a >> std::min<uint64_t>(n, 63); // sign-extended in the slot
+      });
+      break;
+    }
+    case OpKind::UMulHi: {
+      int bits = ir::bitWidth(resultType().kind());
+      mapI([&](int64_t a, int64_t b) -> int64_t {
+        if (bits == 64)
+          return int64_t((unsigned __int128)uint64_t(a) * uint64_t(b) >> 64);
+        uint64_t ua = uint64_t(a) & 0xffffffffu, ub = uint64_t(b) & 0xffffffffu;
+        return int64_t((ua * ub) >> 32);
+      });
+      break;
+    }
     case OpKind::And:
       mapI([](int64_t a, int64_t b) { return a & b; });
       break;
@@ -313,10 +374,16 @@ private:
       }
       return true;
     }
-    // Pointers compare unsigned; host addresses are below 2^63, so signed order agrees.
+    // Pointers compare unsigned; host addresses are below 2^63, so signed order agrees. u64
+    // compares its bits unsigned (narrower unsigned values are zero-extended in the slot).
     const auto &a = in(0).i, &b = in(1).i;
+    bool u64 = op_.operand(0)->type().kind() == ScalarKind::U64;
     for (size_t e = 0; e < o.size(); ++e) {
       int64_t x = a[e], y = b[e];
+      if (u64) { // flip the sign bit: unsigned order in signed arithmetic
+        x = int64_t(uint64_t(x) ^ (uint64_t(1) << 63));
+        y = int64_t(uint64_t(y) ^ (uint64_t(1) << 63));
+      }
       o[e] = pred == "lt"   ? x < y
              : pred == "le" ? x <= y
              : pred == "gt" ? x > y
@@ -356,6 +423,51 @@ private:
       auto &o = outI();
       for (size_t e = 0; e < o.size(); ++e)
         o[e] = wrapTo(k, subWrap(0, a[e]));
+    }
+    return true;
+  }
+
+  bool bitwiseNot() {
+    ScalarKind k = resultType().kind();
+    const auto &a = in(0).i;
+    auto &o = outI();
+    for (size_t e = 0; e < o.size(); ++e)
+      o[e] = wrapTo(k, ~a[e]);
+    return true;
+  }
+
+  // The same bits under another type of the same width.
+  bool bitcast() {
+    const ir::Type &from = op_.operand(0)->type(), &to = resultType();
+    size_t n = count(to);
+    std::vector<uint64_t> bits(n);
+    for (size_t e = 0; e < n; ++e) {
+      if (from.isFloat()) {
+        double x = in(0).f[e];
+        switch (from.kind()) {
+        case ScalarKind::F32: bits[e] = std::bit_cast<uint32_t>(float(x)); break;
+        case ScalarKind::F16: bits[e] = std::bit_cast<uint16_t>(_Float16(x)); break;
+        case ScalarKind::BF16: bits[e] = std::bit_cast<uint32_t>(float(x)) >> 16; break;
+        default: bits[e] = ir::toFp8(x, from.kind()); break;
+        }
+      } else {
+        bits[e] = uint64_t(in(0).i[e]);
+      }
+    }
+    if (to.isFloat()) {
+      auto &o = outF();
+      for (size_t e = 0; e < n; ++e) {
+        switch (to.kind()) {
+        case ScalarKind::F32: o[e] = std::bit_cast<float>(uint32_t(bits[e])); break;
+        case ScalarKind::F16: o[e] = double(std::bit_cast<_Float16>(uint16_t(bits[e]))); break;
+        case ScalarKind::BF16: o[e] = std::bit_cast<float>(uint32_t(bits[e]) << 16); break;
+        default: o[e] = ir::fromFp8(uint8_t(bits[e]), to.kind()); break;
+        }
+      }
+    } else {
+      auto &o = outI();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = wrapTo(to.kind(), int64_t(bits[e]));
     }
     return true;
   }
@@ -422,10 +534,16 @@ private:
             o[e] = x != 0 || std::isnan(x);
             continue;
           }
-          // fptosi truncates; out of range is poison on the GPU: saturate here.
-          double lo = k == ScalarKind::I32 ? -2147483648.0 : -9223372036854775808.0;
-          double hi = k == ScalarKind::I32 ? 2147483647.0 : 9223372036854774784.0;
-          o[e] = std::isnan(x) ? 0 : int64_t(std::trunc(std::clamp(x, lo, hi)));
+          // fptosi/fptoui truncate; out of range is undefined on the GPU: saturate here.
+          int bits = ir::bitWidth(k);
+          if (to.isUnsigned()) {
+            double hi = bits == 64 ? 18446744073709549568.0 : std::ldexp(1.0, bits) - 1;
+            o[e] = std::isnan(x) ? 0 : int64_t(uint64_t(std::trunc(std::clamp(x, 0.0, hi))));
+          } else {
+            double lo = -std::ldexp(1.0, bits - 1);
+            double hi = bits == 64 ? 9223372036854774784.0 : std::ldexp(1.0, bits - 1) - 1;
+            o[e] = std::isnan(x) ? 0 : int64_t(std::trunc(std::clamp(x, lo, hi)));
+          }
         }
       }
       return true;
@@ -433,8 +551,9 @@ private:
     const auto &a = in(0).i;
     if (to.isFloat()) {
       auto &o = outF();
+      bool u64 = from.kind() == ScalarKind::U64;
       for (size_t e = 0; e < o.size(); ++e)
-        o[e] = roundTo(k, double(a[e]));
+        o[e] = roundTo(k, u64 ? double(uint64_t(a[e])) : double(a[e]));
     } else {
       auto &o = outI();
       for (size_t e = 0; e < o.size(); ++e)
@@ -485,6 +604,12 @@ private:
       std::memcpy(&h, p, 2);
       return double(h);
     }
+    case ScalarKind::F8E4M3:
+    case ScalarKind::F8E5M2: {
+      uint8_t b;
+      std::memcpy(&b, p, 1);
+      return ir::fromFp8(b, k);
+    }
     default: { // bf16: the upper half of an f32
       uint16_t h;
       std::memcpy(&h, p, 2);
@@ -504,46 +629,33 @@ private:
       std::memcpy(p, &h, 2);
       break;
     }
+    case ScalarKind::F8E4M3:
+    case ScalarKind::F8E5M2: {
+      uint8_t b = ir::toFp8(x, k);
+      std::memcpy(p, &b, 1);
+      break;
+    }
     default: {
       uint16_t h = uint16_t(std::bit_cast<uint32_t>(float(roundTo(ScalarKind::BF16, x))) >> 16);
       std::memcpy(p, &h, 2);
     }
     }
   }
+  // Integers of every width, sign- or zero-extended into the slot by their kind; i1 as a byte.
   static int64_t readInt(ScalarKind k, const void *p) {
-    switch (k) {
-    case ScalarKind::I64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case ScalarKind::I32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default: {
+    if (k == ScalarKind::I1) {
       uint8_t v;
       std::memcpy(&v, p, 1);
       return v & 1;
     }
-    }
+    uint64_t v = 0;
+    std::memcpy(&v, p, size_t(elementBytes(k))); // little-endian: the low bytes
+    return wrapTo(k, int64_t(v));
   }
   static void writeInt(ScalarKind k, void *p, int64_t v) {
-    switch (k) {
-    case ScalarKind::I64:
-      std::memcpy(p, &v, 8);
-      break;
-    case ScalarKind::I32: {
-      int32_t w = int32_t(v);
-      std::memcpy(p, &w, 4);
-      break;
-    }
-    default: {
-      uint8_t b = uint8_t(v & 1);
-      std::memcpy(p, &b, 1);
-    }
-    }
+    if (k == ScalarKind::I1)
+      v &= 1;
+    std::memcpy(p, &v, size_t(elementBytes(k))); // little-endian: the low bytes
   }
 
   bool load() {

@@ -123,6 +123,33 @@ inline void mathTile(Ptr out, Ptr x, Ptr y, Ptr z, Int n, int FN, int BM, int BN
   store(out + offs, r, mask);
 }
 
+// Integer operations on a 2-D tile of i32 or u32 (the signature picks), OP chosen at trace time.
+enum class IntOp { Xor, Shl, Shr, Not, UMulHi, Div, Rem, Min, Max, Cdiv, Less, And, LogicalNot };
+inline constexpr int kIntOps = int(IntOp::LogicalNot) + 1;
+
+inline void intTile(Ptr out, Ptr x, Ptr y, Int n, int OP, int BM, int BN) {
+  auto offs = arange(0, BM)(_, None) * BN + arange(0, BN)(None, _);
+  auto mask = offs < n;
+  auto a = load(x + offs, mask, 1), b = load(y + offs, mask, 1);
+  Value r;
+  switch (IntOp(OP)) {
+  case IntOp::Xor: r = a ^ b; break;
+  case IntOp::Shl: r = a << b; break;
+  case IntOp::Shr: r = a >> b; break;
+  case IntOp::Not: r = ~a; break;
+  case IntOp::UMulHi: r = umulhi(a, b); break;
+  case IntOp::Div: r = a / b; break;
+  case IntOp::Rem: r = a % b; break;
+  case IntOp::Min: r = minimum(a, b); break;
+  case IntOp::Max: r = maximum(a, b); break;
+  case IntOp::Cdiv: r = cdiv(a & 0xffff, b); break;
+  case IntOp::Less: r = cast(a < b, a.dtype()); break;
+  case IntOp::And: r = cast((a > b) && !(a == 7), a.dtype()); break;
+  case IntOp::LogicalNot: r = cast(!(a & 1), a.dtype()); break;
+  }
+  store(out + offs, r, mask);
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -388,6 +415,112 @@ void checkMathFunction(CUstream stream, const std::function<void()> &sync, ir::M
     want[size_t(i)] = r;
   }
   expectClose(download(out, want.size()), want, tolerance, ir::mathName(fn), seed);
+}
+
+// Every integer op on random i32 or u32 values (b from 1 to 40, so that shifts pass the width
+// and divisions are defined), bit for bit against C++ on the host.
+template <typename Buffer>
+void checkIntOp(CUstream stream, const std::function<void()> &sync, IntOp op, bool isUnsigned) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BM = 4, BN = 256;
+  int64_t n = BM * BN - 5;
+  std::vector<uint32_t> x(static_cast<size_t>(n)), y(x);
+  std::uniform_int_distribution<uint32_t> any, small(1, 40);
+  for (int64_t i = 0; i < n; ++i)
+    x[size_t(i)] = i % 7 == 0 ? 7 : any(rng), y[size_t(i)] = small(rng);
+  auto up = [](const std::vector<uint32_t> &v) {
+    Buffer b(v.size() * 4);
+    b.upload(v.data(), v.size() * 4);
+    return b;
+  };
+  Buffer dx = up(x), dy = up(y);
+  Buffer out(size_t(BM * BN) * 4);
+  out.fill32(kPoison);
+  const char *t = isUnsigned ? "*u32" : "*i32";
+  auto k = kernel("int_op_" + std::to_string(int(op)) + (isUnsigned ? "_u32" : "_i32"), intTile,
+                  {"out", "x", "y", "n", "OP", "BM", "BN"});
+  CompiledKernel &c = k.compile(
+      {.signature = {t, t, t, "i32"}, .constexprs = {int(op), BM, BN}, .numWarps = 4});
+  c.launch(1, stream, {out, dx, dy, int32_t(n)});
+  sync();
+  std::vector<uint32_t> got(size_t(BM * BN));
+  out.download(got.data(), got.size() * 4);
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < BM * BN; ++i) {
+    uint32_t ua = x[size_t(std::min(i, n - 1))], ub = y[size_t(std::min(i, n - 1))];
+    int32_t sa = int32_t(ua), sb = int32_t(ub);
+    uint32_t want = kPoison;
+    if (i < n) {
+      switch (op) {
+      case IntOp::Xor: want = ua ^ ub; break;
+      case IntOp::Shl: want = ub >= 32 ? 0 : ua << ub; break;
+      case IntOp::Shr:
+        want = isUnsigned ? (ub >= 32 ? 0 : ua >> ub) : uint32_t(sa >> std::min<uint32_t>(ub, 31));
+        break;
+      case IntOp::Not: want = ~ua; break;
+      case IntOp::UMulHi: want = uint32_t((uint64_t(ua) * ub) >> 32); break;
+      case IntOp::Div: want = isUnsigned ? ua / ub : uint32_t(sa / sb); break;
+      case IntOp::Rem: want = isUnsigned ? ua % ub : uint32_t(sa % sb); break;
+      case IntOp::Min: want = isUnsigned ? std::min(ua, ub) : uint32_t(std::min(sa, sb)); break;
+      case IntOp::Max: want = isUnsigned ? std::max(ua, ub) : uint32_t(std::max(sa, sb)); break;
+      case IntOp::Cdiv: want = ((ua & 0xffff) + ub - 1) / ub; break;
+      case IntOp::Less: want = isUnsigned ? ua < ub : sa < sb; break;
+      case IntOp::And: want = (isUnsigned ? ua > ub : sa > sb) && ua != 7; break;
+      case IntOp::LogicalNot: want = (ua & 1) == 0; break;
+      }
+    }
+    if (got[size_t(i)] != want && bad++ < 5)
+      first << "  [" << i << "] a=" << ua << " b=" << ub << ": got " << got[size_t(i)]
+            << " expected " << want << "\n";
+  }
+  EXPECT_EQ(bad, 0) << "int op " << int(op) << (isUnsigned ? " u32" : " i32") << ", seed "
+                    << seed << ":\n"
+                    << first.str();
+}
+
+// fp8 round trips: f32 -> fp8 -> f32 must give the nearest fp8 value (ties to even, saturating
+// at the largest finite one), as ir::toFp8 computes it; bitcast f32 -> u32 -> f32 is exact.
+inline void fp8Tile(Ptr out, Ptr bits, Ptr x, int KIND, int BLOCK) {
+  auto offs = arange(0, BLOCK);
+  auto v = load(x + offs);
+  auto f8 = cast(v, KIND == 0 ? float8e4m3 : float8e5m2);
+  store(out + offs, cast(f8, float32));
+  store(bits + offs, bitcast(v, uint32) ^ 0x80000000u);
+}
+
+template <typename Buffer>
+void checkFp8(CUstream stream, const std::function<void()> &sync, ir::ScalarKind kind) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 1024;
+  std::vector<float> x = randomFloats(BLOCK, rng);
+  x[0] = 1e6f, x[1] = -1e6f, x[2] = 0.0f, x[3] = -0.0f, x[4] = std::nanf(""), x[5] = 1e-9f;
+  for (int i = 6; i < 64; ++i) // halfway points and tiny values
+    x[size_t(i)] = std::ldexp(1.0f + (2 * i + 1) / 64.0f, i % 20 - 12);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(BLOCK), bits = poisoned<Buffer>(BLOCK);
+  auto k = kernel(std::string("fp8_") + ir::dtypeName(kind), fp8Tile,
+                  {"out", "bits", "x", "KIND", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*u32", "*fp32"},
+                                 .constexprs = {kind == ir::ScalarKind::F8E4M3 ? 0 : 1, BLOCK},
+                                 .numWarps = 4});
+  c.launch(1, stream, {out, bits, dx});
+  sync();
+  std::vector<float> got = download(out, BLOCK);
+  std::vector<uint32_t> gotBits(BLOCK);
+  bits.download(gotBits.data(), BLOCK * 4);
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (int i = 0; i < BLOCK; ++i) {
+    double want = ir::fromFp8(ir::toFp8(x[size_t(i)], kind), kind);
+    bool ok = std::isnan(want) ? std::isnan(got[size_t(i)]) : double(got[size_t(i)]) == want;
+    ok = ok && gotBits[size_t(i)] == (bitsOf(x[size_t(i)]) ^ 0x80000000u);
+    if (!ok && bad++ < 5)
+      first << "  [" << i << "] " << x[size_t(i)] << ": got " << got[size_t(i)] << " expected "
+            << want << "\n";
+  }
+  EXPECT_EQ(bad, 0) << ir::dtypeName(kind) << ", seed " << seed << ":\n" << first.str();
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

@@ -23,15 +23,20 @@ struct Combiner {
   Lowering &l;
   ir::OpKind kind;
   bool isFloat;
+  bool isUnsigned;
 
   llvm::Value *operator()(llvm::Value *a, llvm::Value *b) const {
     auto &ir = l.b;
     switch (kind) {
     case ir::OpKind::ReduceMax:
-      return ir.CreateBinaryIntrinsic(isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax,
+      return ir.CreateBinaryIntrinsic(isFloat      ? llvm::Intrinsic::maximum
+                                      : isUnsigned ? llvm::Intrinsic::umax
+                                                   : llvm::Intrinsic::smax,
                                       a, b);
     case ir::OpKind::ReduceMin:
-      return ir.CreateBinaryIntrinsic(isFloat ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin,
+      return ir.CreateBinaryIntrinsic(isFloat      ? llvm::Intrinsic::minimum
+                                      : isUnsigned ? llvm::Intrinsic::umin
+                                                   : llvm::Intrinsic::smin,
                                       a, b);
     default:
       return isFloat ? ir.CreateFAdd(a, b) : ir.CreateAdd(a, b);
@@ -46,9 +51,11 @@ struct Combiner {
                                                                       : 0.0);
     unsigned bits = llvm::cast<llvm::IntegerType>(t)->getBitWidth();
     if (kind == ir::OpKind::ReduceMax)
-      return llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
+      return llvm::ConstantInt::get(t, isUnsigned ? llvm::APInt::getMinValue(bits)
+                                                  : llvm::APInt::getSignedMinValue(bits));
     if (kind == ir::OpKind::ReduceMin)
-      return llvm::ConstantInt::get(t, llvm::APInt::getSignedMaxValue(bits));
+      return llvm::ConstantInt::get(t, isUnsigned ? llvm::APInt::getMaxValue(bits)
+                                                  : llvm::APInt::getSignedMaxValue(bits));
     return llvm::ConstantInt::get(t, 0);
   }
 };
@@ -62,6 +69,8 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {}, {mask, v, off, clamp});
   if (t->isIntegerTy(32))
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {}, {mask, v, off, clamp});
+  if (t->isIntegerTy(8) || t->isIntegerTy(16) || t->isIntegerTy(1)) // travel as 32 bits
+    return b.CreateTrunc(shuffleXor(l, b.CreateZExt(v, b.getInt32Ty()), offset), t);
   if (t->isIntegerTy(64)) {
     llvm::Value *lo = b.CreateTrunc(v, b.getInt32Ty());
     llvm::Value *hi = b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty());
@@ -87,7 +96,7 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
   llvm::Type *resultTy = l.elementType(res->type());
   bool narrowFloat = in->type().isFloat() && !resultTy->isFloatTy();
   llvm::Type *accTy = narrowFloat ? b.getFloatTy() : resultTy; // f16/bf16 reduce in f32
-  Combiner combine{l, op.kind(), in->type().isFloat()};
+  Combiner combine{l, op.kind(), in->type().isFloat(), in->type().isUnsigned()};
   ir::LayoutMap inMap(*in->layout(), in->type().shape());
   int axis = inMap.rootDim(int(op.intAttr("axis")));
   bool scalar = !res->type().isBlock();

@@ -16,8 +16,12 @@ namespace tritium::codegen {
 llvm::Type *Lowering::scalarType(ir::ScalarKind k) {
   switch (k) {
   case ir::ScalarKind::I1: return b.getInt1Ty();
-  case ir::ScalarKind::I32: return b.getInt32Ty();
-  case ir::ScalarKind::I64: return b.getInt64Ty();
+  // fp8 values live in registers as their bits; casts convert them (LowerElementwise.cpp).
+  case ir::ScalarKind::I8: case ir::ScalarKind::U8: case ir::ScalarKind::F8E4M3:
+  case ir::ScalarKind::F8E5M2: return b.getInt8Ty();
+  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return b.getInt16Ty();
+  case ir::ScalarKind::I32: case ir::ScalarKind::U32: return b.getInt32Ty();
+  case ir::ScalarKind::I64: case ir::ScalarKind::U64: return b.getInt64Ty();
   case ir::ScalarKind::F16: return b.getHalfTy();
   case ir::ScalarKind::BF16: return b.getBFloatTy();
   case ir::ScalarKind::F32: return b.getFloatTy();

@@ -92,6 +92,21 @@ private:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && !ty(0).isPtr(),
              "binary op needs two operands of the result's type");
       break;
+    case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::UMulHi:
+      expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && (res().isInt() || res().isBool()),
+             "integer op needs two integer operands of the result's type");
+      if (op.kind() == OpKind::UMulHi)
+        expect(op, bitWidth(res().kind()) >= 32, "umulhi takes 32- or 64-bit integers");
+      break;
+    case OpKind::Not:
+      expect(op, n == 1 && ty(0) == res() && (res().isInt() || res().isBool()),
+             "not takes an integer or mask");
+      break;
+    case OpKind::Bitcast:
+      expect(op, n == 1 && ty(0).shape() == res().shape() && !res().isPtr() && !ty(0).isPtr() &&
+                     bitWidth(ty(0).kind()) == bitWidth(res().kind()),
+             "bitcast keeps the shape and the bit width");
+      break;
     case OpKind::Cmp:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0).withKind(ScalarKind::I1),
              "cmp needs equal operand types and gives i1 of their shape");

@@ -85,4 +85,17 @@ TEST_F(BlocksGpuTest, MathFunctions) {
   }
 }
 
+TEST_F(BlocksGpuTest, IntegerOps) {
+  SKIP_WITHOUT_GPU();
+  for (int op = 0; op < kIntOps; ++op)
+    for (bool u : {false, true})
+      checkIntOp<DeviceBuffer>(stream().get(), sync, IntOp(op), u);
+}
+
+TEST_F(BlocksGpuTest, Fp8CastsAndBitcast) {
+  SKIP_WITHOUT_GPU();
+  checkFp8<DeviceBuffer>(stream().get(), sync, ir::ScalarKind::F8E4M3);
+  checkFp8<DeviceBuffer>(stream().get(), sync, ir::ScalarKind::F8E5M2);
+}
+
 } // namespace

@@ -53,4 +53,15 @@ TEST_F(BlocksInterpreterTest, MathFunctions) {
   }
 }
 
+TEST_F(BlocksInterpreterTest, IntegerOps) {
+  for (int op = 0; op < kIntOps; ++op)
+    for (bool u : {false, true})
+      checkIntOp<HostBuffer>(nullptr, sync, IntOp(op), u);
+}
+
+TEST_F(BlocksInterpreterTest, Fp8CastsAndBitcast) {
+  checkFp8<HostBuffer>(nullptr, sync, ir::ScalarKind::F8E4M3);
+  checkFp8<HostBuffer>(nullptr, sync, ir::ScalarKind::F8E5M2);
+}
+
 } // namespace

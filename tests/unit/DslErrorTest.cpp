@@ -396,9 +396,9 @@ TEST_F(DslErrorTest, SignatureWithBadDtype) {
   expectUserError(
       [] {
         gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
-        k.trace(spec({"*fp32", "*fp32", "u32"}));
+        k.trace(spec({"*fp32", "*fp32", "u16"})); // Int parameters are i32, i64, u32 or u64
       },
-      {"parameter 2 ('n')", "'u32'"});
+      {"parameter 2 ('n')", "'u16'"});
 }
 
 TEST_F(DslErrorTest, WrongNumberOfConstexprs) {
