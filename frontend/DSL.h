@@ -13,6 +13,8 @@
 #include "compiler/ir/IR.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <type_traits>
@@ -33,8 +35,22 @@ inline constexpr Index None{true};
 // which say what the launch must pass; the values themselves behave alike.
 class Value {
 public:
-  Value() = default;
-  explicit Value(ir::Value *v) : v_(v) {}
+  // Every Value object is listed while it lives (LiveValues.h), so that loops and branches can
+  // find the variables their bodies assigned and carry them, as Triton does by name.
+  Value() { link(); }
+  explicit Value(ir::Value *v) : v_(v) { link(); }
+  Value(const Value &o) : v_(o.v_) { link(); }
+  // A moved-from Value is empty, so that the copies the tracer passes along (parameters, return
+  // values) are not taken for variables holding the same value.
+  Value(Value &&o) noexcept : v_(o.v_) {
+    o.v_ = nullptr;
+    link();
+  }
+  Value &operator=(const Value &o) {
+    v_ = o.v_;
+    return *this;
+  }
+  ~Value() { unlink(); }
   ir::Value *ir() const { return v_; }
   const ir::Type &type() const;
   // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
@@ -45,8 +61,13 @@ public:
   Value operator()(Index a, Index b, Index c, Loc loc = Loc::current()) const;
 
 private:
-  friend class Range; // rebinds carried variables to the loop's arguments and results
+  friend class Range;      // rebinds carried variables to the loop's arguments and results
+  friend class LiveValues; // lists and rebinds live variables
+  void link();
+  void unlink();
   ir::Value *v_ = nullptr;
+  Value *prev_ = nullptr, *next_ = nullptr;
+  uint64_t serial_ = 0; // tells a variable from a later one at the same address
 };
 
 struct Ptr : Value { using Value::Value; };   // a pointer argument ("*fp32" in the signature)
@@ -209,15 +230,17 @@ Value cast(const Operand &x, DType dtype, Loc loc = Loc::current());
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).
 //
-// Variables updated by the loop (the online softmax's running max and sum) are named with
-// carry(); inside the body they hold the value of the current iteration, after the loop the
-// value of the last one:
+// Variables declared before the loop and assigned in its body (the online softmax's running
+// max and sum) are carried, as in Triton: inside the body they hold the value of the current
+// iteration, after the loop the value of the last one:
 //
 //   auto m = full(1, -INFINITY)...; auto d = ...;
-//   for (auto k : range(0, n, BLOCK).carry(m, d)) { ...; m = m_new; d = d_new; }
+//   for (auto k : range(0, n, BLOCK)) { ...; m = m_new; d = d_new; }
 //
-// A carried variable must keep its type and shape. A value made inside a loop body and used
-// after the loop without being carried is reported at the use.
+// carry(m, d) may still name them (needed only when two variables held one value before the
+// loop, which tritium cannot tell apart). A carried variable must keep its type and shape. A
+// value made inside a loop body and used after the loop without being carried is reported at
+// the use.
 class Range {
 public:
   class Iterator {
@@ -253,6 +276,7 @@ private:
   void addCarried(Value *v);
   void close();
   std::vector<Value *> carried_;
+  std::shared_ptr<const void> before_; // the live variables when the body opened (Carry.h)
   ir::Value *start_, *end_, *step_;
   int numStages_;
   SourceLoc loc_;
@@ -262,6 +286,30 @@ private:
   bool done_ = false;
   int uncaught_ = 0;
 };
+
+// Structured control flow on runtime scalars, as Triton's `if` and `while` on scalars: each
+// region is traced once. Variables declared before and assigned inside flow out of if_ (the
+// taken branch's value) and are carried by while_ (and by range), without being named:
+//
+//   auto y = x;
+//   if_(n > 0, [&] { y = x * 2; }, [&] { y = -x; });
+//   auto i = full... ; while_([&] { return i < n; }, [&] { i = i + 1; });
+//
+// A variable must keep its type and shape on every path. A block condition is a mistake
+// (every thread takes the same branch): use where() for blocks.
+void if_(const Operand &cond, const std::function<void()> &then,
+         const std::function<void()> &otherwise = {}, Loc loc = Loc::current());
+void while_(const std::function<Value()> &cond, const std::function<void()> &body,
+            Loc loc = Loc::current());
+
+// Triton's tl.static_range: a loop unrolled at trace time (a plain C++ loop does the same).
+inline std::vector<int64_t> static_range(int64_t start, int64_t end, int64_t step = 1) {
+  std::vector<int64_t> out;
+  for (int64_t i = start; step > 0 ? i < end : i > end; i += step)
+    out.push_back(i);
+  return out;
+}
+inline std::vector<int64_t> static_range(int64_t end) { return static_range(0, end); }
 
 Range range(const Operand &start, const Operand &end, const Operand &step = 1,
             int num_stages = 0, Loc loc = Loc::current()); // 0: the kernel's num_stages

@@ -45,8 +45,8 @@ Machine::Machine(const ir::Function &f, int64_t g, const Options &o) : fn(f), gr
   ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
     for (auto &r : op.results())
       slot(r.get());
-    if (op.body())
-      for (auto &arg : op.body()->arguments())
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      for (auto &arg : op.region(r)->arguments())
         slot(arg.get());
   });
   env.resize(slots.size());
@@ -67,6 +67,12 @@ private:
       switch (op->kind()) {
       case ir::OpKind::For:
         execFor(*op);
+        break;
+      case ir::OpKind::If:
+        execIf(*op);
+        break;
+      case ir::OpKind::While:
+        execWhile(*op);
         break;
       case ir::OpKind::Yield:
         return op.get();
@@ -100,6 +106,40 @@ private:
         carried[c] = m_.at(yield->operand(unsigned(c)));
       if (iv + step > std::numeric_limits<int32_t>::max() && k == ir::ScalarKind::I32)
         break; // the i32 induction variable would wrap: the GPU's loop ends there too
+    }
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      m_.at(op.result(i)) = carried[i];
+  }
+
+  // The taken branch runs; its yield gives the results.
+  void execIf(const ir::Op &op) {
+    bool taken = m_.at(op.operand(0)).i[0] != 0;
+    const ir::Op *yield = execBlock(*op.region(taken ? 0 : 1));
+    std::vector<Tensor> out;
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      out.push_back(m_.at(yield->operand(i)));
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      m_.at(op.result(i)) = std::move(out[i]);
+  }
+
+  // The condition region sees the carried values; while it yields true the body runs and
+  // hands on the next ones. The GPU has no bound on iterations; neither has this.
+  void execWhile(const ir::Op &op) {
+    const ir::Block &cond = *op.region(0), &body = *op.region(1);
+    std::vector<Tensor> carried;
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      carried.push_back(m_.at(op.operand(i)));
+    for (;;) {
+      for (size_t c = 0; c < carried.size(); ++c)
+        m_.at(cond.argument(unsigned(c))) = carried[c];
+      const ir::Op *check = execBlock(cond);
+      if (!m_.at(check->operand(0)).i[0])
+        break;
+      for (size_t c = 0; c < carried.size(); ++c)
+        m_.at(body.argument(unsigned(c))) = carried[c];
+      const ir::Op *yield = execBlock(body);
+      for (size_t c = 0; c < carried.size(); ++c)
+        carried[c] = m_.at(yield->operand(unsigned(c)));
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
       m_.at(op.result(i)) = carried[i];

@@ -150,6 +150,33 @@ inline void intTile(Ptr out, Ptr x, Ptr y, Int n, int OP, int BM, int BN) {
   store(out + offs, r, mask);
 }
 
+// Control flow: a range loop whose variables (a 1-D and a 2-D block and a scalar) are carried
+// without carry(), an if_ inside it on a runtime scalar, and a while_ after it.
+inline void controlFlow(Ptr out, Ptr x, Int n, Int mode, int BLOCK) {
+  auto acc = zeros({BLOCK}, float32);
+  auto tile = zeros({4, BLOCK}, float32);
+  auto count = n * 0;
+  for (auto i : range(0, n, BLOCK)) {
+    auto offs = i + arange(0, BLOCK);
+    auto v = load(x + offs, offs < n, 0.0);
+    if_(mode > 0, [&] { acc = acc + v; }, [&] { acc = maximum(acc, v); });
+    tile = tile + v(None, _);
+    count = count + 1;
+  }
+  auto total = sum(abs(acc), 0);
+  auto halvings = n * 0;
+  while_([&] { return total > 1.0; }, [&] {
+    total = total * 0.5;
+    halvings = halvings + 1;
+  });
+  auto cols = arange(0, BLOCK);
+  store(out + cols, acc);
+  store(out + BLOCK + cols, sum(tile, 0));
+  store(out + 2 * BLOCK, total);
+  store(out + 2 * BLOCK + 1, cast(halvings, float32));
+  store(out + 2 * BLOCK + 2, cast(count, float32));
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -521,6 +548,43 @@ void checkFp8(CUstream stream, const std::function<void()> &sync, ir::ScalarKind
             << want << "\n";
   }
   EXPECT_EQ(bad, 0) << ir::dtypeName(kind) << ", seed " << seed << ":\n" << first.str();
+}
+
+template <typename Buffer>
+void checkControlFlow(CUstream stream, const std::function<void()> &sync, int64_t n, int mode) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 256;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(2 * BLOCK + 3);
+  auto k = kernel("control_flow", controlFlow, {"out", "x", "n", "mode", "BLOCK"});
+  CompiledKernel &c =
+      k.compile({.signature = {"*fp32", "*fp32", "i32", "i32"}, .constexprs = {BLOCK}, .numWarps = 4});
+  c.launch(1, stream, {out, dx, int32_t(n), int32_t(mode)});
+  sync();
+  std::vector<double> want(2 * BLOCK + 3, 0.0);
+  int64_t count = 0;
+  std::vector<float> acc(BLOCK, 0.f);
+  for (int64_t i = 0; i < n; i += BLOCK, ++count)
+    for (int j = 0; j < BLOCK; ++j) {
+      float v = i + j < n ? x[size_t(i + j)] : 0.f;
+      acc[size_t(j)] = mode > 0 ? acc[size_t(j)] + v : std::max(acc[size_t(j)], v);
+      want[size_t(BLOCK + j)] += 4.0 * v;
+    }
+  double total = 0;
+  for (int j = 0; j < BLOCK; ++j) {
+    want[size_t(j)] = acc[size_t(j)];
+    total += std::fabs(acc[size_t(j)]);
+  }
+  total = float(total);
+  int halvings = 0;
+  while (total > 1.0)
+    total = float(total * 0.5), ++halvings;
+  want[2 * BLOCK] = total;
+  want[2 * BLOCK + 1] = halvings;
+  want[2 * BLOCK + 2] = double(count);
+  expectClose(download(out, want.size()), want, 2e-5,
+              "control flow n=" + std::to_string(n) + " mode=" + std::to_string(mode), seed);
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

@@ -113,6 +113,10 @@ private:
       }
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
+      else if (op->kind() == ir::OpKind::If)
+        lowerIf(*op);
+      else if (op->kind() == ir::OpKind::While)
+        lowerWhile(*op);
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
@@ -231,6 +235,85 @@ private:
       finishRing(l_, *plan);
     for (unsigned i = 0; i < op.numResults(); ++i)
       l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
+  }
+
+  // Lowers a region and returns its yield (left in the insertion block it ends in).
+  const ir::Op *lowerRegion(const ir::Block &region) {
+    yields_.push_back(nullptr);
+    lowerBlock(region);
+    const ir::Op *yield = yields_.back();
+    yields_.pop_back();
+    return yield;
+  }
+
+  // if/else on a program-uniform scalar: every thread takes the same branch, so the branches
+  // may hold barriers. The results are phis of each branch's yield.
+  void lowerIf(const ir::Op &op) {
+    auto &b = l_.b;
+    auto *thenBB = llvm::BasicBlock::Create(l_.ctx, "if.then", l_.fn);
+    auto *elseBB = llvm::BasicBlock::Create(l_.ctx, "if.else", l_.fn);
+    auto *merge = llvm::BasicBlock::Create(l_.ctx, "if.end", l_.fn);
+    b.CreateCondBr(l_.get(op.operand(0))[0], thenBB, elseBB);
+    std::vector<std::pair<llvm::BasicBlock *, std::vector<Elements>>> arms;
+    for (auto [bb, r] : {std::pair{thenBB, 0u}, std::pair{elseBB, 1u}}) {
+      b.SetInsertPoint(bb);
+      const ir::Op *yield = lowerRegion(*op.region(r));
+      std::vector<Elements> vals;
+      for (unsigned i = 0; i < op.numResults(); ++i)
+        vals.push_back(l_.get(yield->operand(i)));
+      arms.emplace_back(b.GetInsertBlock(), std::move(vals));
+      b.CreateBr(merge);
+    }
+    b.SetInsertPoint(merge);
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      Elements out;
+      for (size_t e = 0; e < arms[0].second[i].size(); ++e) {
+        llvm::PHINode *phi = b.CreatePHI(arms[0].second[i][e]->getType(), 2);
+        for (auto &[bb, vals] : arms)
+          phi->addIncoming(vals[i].at(e), bb);
+        out.push_back(phi);
+      }
+      l_.set(op.result(i), std::move(out));
+    }
+  }
+
+  // while: a header of phis for the carried values runs the condition region, then the body
+  // region loops back to it.
+  void lowerWhile(const ir::Op &op) {
+    auto &b = l_.b;
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(l_.ctx, "while.cond", l_.fn);
+    auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "while.body", l_.fn);
+    auto *exit = llvm::BasicBlock::Create(l_.ctx, "while.end", l_.fn);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    std::vector<std::vector<llvm::PHINode *>> phis;
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      std::vector<llvm::PHINode *> ps;
+      Elements elems;
+      for (llvm::Value *init : l_.get(op.operand(i))) {
+        llvm::PHINode *phi = b.CreatePHI(init->getType(), 2);
+        phi->addIncoming(init, pre);
+        ps.push_back(phi);
+        elems.push_back(phi);
+      }
+      l_.set(op.region(0)->argument(i), elems);
+      l_.set(op.region(1)->argument(i), elems);
+      l_.set(op.result(i), elems);
+      phis.push_back(ps);
+    }
+    const ir::Op *check = lowerRegion(*op.region(0));
+    b.CreateCondBr(l_.get(check->operand(0))[0], bodyBB, exit);
+    b.SetInsertPoint(bodyBB);
+    const ir::Op *yield = lowerRegion(*op.region(1));
+    llvm::BasicBlock *latch = b.GetInsertBlock();
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Elements &next = l_.get(yield->operand(i));
+      for (size_t e = 0; e < next.size(); ++e)
+        phis[i][e]->addIncoming(next[e], latch);
+    }
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
   }
 
   Lowering &l_;

@@ -273,12 +273,15 @@ private:
       if (op.numResults() && op.result()->layout())
         continue; // inserted by require(): already has its layout
       assignOp(op);
-      if (op.body())
-        assignBlock(*op.body());
-      if (op.kind() == ir::OpKind::For)
+      for (unsigned r = 0; r < op.numRegions(); ++r) {
+        assignBlock(*op.region(r));
+        // Every yield but a while condition's hands on the results: in their layouts.
+        if (op.kind() == ir::OpKind::While && r == 0)
+          continue;
         for (unsigned i = 0; i < op.numResults(); ++i)
           if (op.result(i)->type().isBlock())
-            require(*op.body()->terminator(), i, *op.result(i)->layout());
+            require(*op.region(r)->terminator(), i, *op.result(i)->layout());
+      }
     }
   }
 
@@ -330,16 +333,26 @@ private:
     case OpKind::Trans: // through shared memory: any layout in, the preferred one out
       setResult(preferred(op.result(), loc));
       return;
-    case OpKind::For: {
-      for (unsigned i = 3; i < op.numOperands(); ++i) {
+    case OpKind::For:
+    case OpKind::While: {
+      // Carried values keep their initial value's layout through the loop.
+      unsigned first = op.kind() == OpKind::For ? 3 : 0;
+      for (unsigned i = first; i < op.numOperands(); ++i) {
         ir::Value *init = op.operand(i);
         if (!init->type().isBlock())
           continue;
-        op.body()->argument(i - 2)->setLayout(*init->layout());
-        op.result(i - 3)->setLayout(*init->layout());
+        for (unsigned r = 0; r < op.numRegions(); ++r)
+          op.region(r)->argument(i - first + (op.kind() == OpKind::For ? 1 : 0))
+              ->setLayout(*init->layout());
+        op.result(i - first)->setLayout(*init->layout());
       }
       return;
     }
+    case OpKind::If:
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          r->setLayout(preferred(r.get(), loc));
+      return;
     default:
       break;
     }

@@ -155,9 +155,23 @@ const std::string &Op::strAttr(const std::string &name) const {
   internalError(std::string("attribute '") + name + "' of '" + this->name() + "' is not a string");
 }
 
-Block *Op::createBody() {
-  body_ = std::make_unique<Block>(this);
-  return body_.get();
+Value *Op::addResult(Type type) {
+  results_.push_back(
+      std::make_unique<Value>(std::move(type), this, nullptr, unsigned(results_.size())));
+  return results_.back().get();
+}
+
+void replaceUsesIn(Block &block, const Value *from, Value *to) {
+  walk(block, [&](Op &op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (op.operand(i) == from)
+        op.setOperand(i, to);
+  });
+}
+
+Block *Op::createRegion() {
+  regions_.push_back(std::make_unique<Block>(this));
+  return regions_.back().get();
 }
 
 void Function::setAttr(const std::string &name, Attr value) {

@@ -470,13 +470,16 @@ private:
     Op *raw = op.get();
     block.ops().push_back(std::move(op));
 
-    if (peekIs('{', true)) {
-      if (*kind != OpKind::For)
-        fail("only 'for' has a body, '" + word + "' does not");
+    unsigned regions = *kind == OpKind::For ? 1 : *kind == OpKind::If || *kind == OpKind::While ? 2 : 0;
+    for (unsigned r = 0; r < regions; ++r) {
+      if (!peekIs('{', true))
+        fail("expected '{' and region " + std::to_string(r + 1) + " of " +
+             std::to_string(regions) + " of '" + word + "'" + found());
       parseBody(*raw);
-    } else if (*kind == OpKind::For) {
-      fail("expected '{' and the body of 'for'" + found());
     }
+    if (peekIs('{', true))
+      fail(regions ? "'" + word + "' has " + std::to_string(regions) + " region(s), not more"
+                   : "'" + word + "' has no body");
     // Results become visible after the op (and its body).
     for (size_t i = 0; i < results.size(); ++i) {
       if (values_.count(results[i].first))
@@ -492,7 +495,7 @@ private:
     if (s_.compare(pos_, 5, "^body") != 0)
       fail("expected '^body(...):' to open the body" + found());
     pos_ += 5;
-    Block *body = op.createBody();
+    Block *body = op.createRegion();
     scopes_.emplace_back();
     expect('(', "'(' after ^body");
     if (!peekIs(')')) {

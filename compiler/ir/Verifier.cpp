@@ -48,8 +48,8 @@ private:
         if (!v || !visible_.count(v))
           fail(op.get(), "operand used where it is not defined (SSA dominance)");
       verifyOp(*op);
-      if (op->body())
-        verifyBlock(*op->body());
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        verifyBlock(*op->region(r));
       for (auto &r : op->results()) {
         define(r.get(), op.get());
         scope.push_back(r.get());
@@ -230,13 +230,39 @@ private:
       expect(op, op.intAttr("num_stages") >= 1, "num_stages must be at least 1");
       break;
     }
+    case OpKind::If: {
+      expect(op, n == 1 && ty(0) == Type::scalar(ScalarKind::I1) && op.numRegions() == 2,
+             "if takes an i1 scalar and has a then and an else region");
+      for (unsigned r = 0; r < 2; ++r)
+        expect(op, op.region(r)->arguments().empty(), "if's regions take no arguments");
+      break;
+    }
+    case OpKind::While: {
+      expect(op, op.numRegions() == 2 && op.numResults() == n,
+             "while has a condition and a body region and one result per carried value");
+      for (unsigned r = 0; r < 2; ++r) {
+        const Block &b = *op.region(r);
+        expect(op, b.arguments().size() == n, "while's regions take the carried values");
+        for (unsigned i = 0; i < n; ++i)
+          expect(op, b.argument(i)->type() == ty(i) && op.result(i)->type() == ty(i),
+                 "carried value types disagree");
+      }
+      break;
+    }
     case OpKind::Yield: {
-      const Op *loop = op.parentBlock()->parentOp();
-      expect(op, loop && loop->kind() == OpKind::For, "yield outside a loop");
-      expect(op, n == loop->numResults(), "yield gives one value per carried value");
-      for (unsigned i = 0; i < n; ++i)
-        expect(op, ty(i) == loop->result(i)->type(), "yielded type disagrees with the loop's");
+      const Op *parent = op.parentBlock()->parentOp();
+      expect(op, parent && (parent->kind() == OpKind::For || parent->kind() == OpKind::If ||
+                            parent->kind() == OpKind::While),
+             "yield outside a region");
       expect(op, op.parentBlock()->terminator() == &op, "yield must end its block");
+      if (parent->kind() == OpKind::While && op.parentBlock() == parent->region(0)) {
+        expect(op, n == 1 && ty(0) == Type::scalar(ScalarKind::I1),
+               "a while condition yields one i1 scalar");
+        break;
+      }
+      expect(op, n == parent->numResults(), "yield gives one value per result");
+      for (unsigned i = 0; i < n; ++i)
+        expect(op, ty(i) == parent->result(i)->type(), "yielded type disagrees with the result's");
       break;
     }
     }

@@ -98,4 +98,11 @@ TEST_F(BlocksGpuTest, Fp8CastsAndBitcast) {
   checkFp8<DeviceBuffer>(stream().get(), sync, ir::ScalarKind::F8E5M2);
 }
 
+TEST_F(BlocksGpuTest, LoopsBranchesAndWhileCarryVariables) {
+  SKIP_WITHOUT_GPU();
+  for (int mode : {0, 1})
+    for (int64_t n : {1, 300, 1000})
+      checkControlFlow<DeviceBuffer>(stream().get(), sync, n, mode);
+}
+
 } // namespace

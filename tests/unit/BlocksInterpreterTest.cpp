@@ -64,4 +64,10 @@ TEST_F(BlocksInterpreterTest, Fp8CastsAndBitcast) {
   checkFp8<HostBuffer>(nullptr, sync, ir::ScalarKind::F8E5M2);
 }
 
+TEST_F(BlocksInterpreterTest, LoopsBranchesAndWhileCarryVariables) {
+  for (int mode : {0, 1})
+    for (int64_t n : {1, 300, 1000})
+      checkControlFlow<HostBuffer>(nullptr, sync, n, mode);
+}
+
 } // namespace

@@ -151,12 +151,25 @@ void carriedChangesShape(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
-void assignedInLoopWithoutCarry(Ptr out, Ptr in, Int n, int BLOCK) {
-  auto acc = dsl::full(BLOCK, 0.0);
+// A variable empty before the loop has no value to carry: its value from the body is out of
+// scope after the loop.
+void firstAssignedInLoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::Value acc;
   for (auto i : dsl::range(0, n, BLOCK)) {
-    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK));
+    acc = dsl::load(in + i + dsl::arange(0, BLOCK));
   }
   gLine = __LINE__; dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
+// Two variables hold one value before the loop, one is assigned in it, and the body reads the
+// value: which variable it reads cannot be told.
+void ambiguousCarry(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  auto start = acc;
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK)) {
+    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK)) + start;
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
@@ -319,10 +332,15 @@ TEST_F(DslErrorTest, CarriedVariableThatChangesShape) {
                    "from block<128xf32> to f32"});
 }
 
-TEST_F(DslErrorTest, VariableAssignedInLoopWithoutCarry) {
-  expectUserError([] { traceKernel(assignedInLoopWithoutCarry); },
-                  {"a value made inside a range loop body (made at ", "DslErrorTest.cpp:",
-                   "is used after that loop has ended", "carry(...)"});
+TEST_F(DslErrorTest, VariableFirstAssignedInLoop) {
+  expectUserError([] { traceKernel(firstAssignedInLoop); },
+                  {"a value made inside a loop body or a branch (made at ", "DslErrorTest.cpp:",
+                   "is used after it has ended", "give the variable its value before"});
+}
+
+TEST_F(DslErrorTest, TwoVariablesWithOneValueBeforeALoop) {
+  expectUserError([] { traceKernel(ambiguousCarry); },
+                  {"held the same value as another variable before it", "carry(...)"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
