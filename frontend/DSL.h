@@ -189,6 +189,31 @@ void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
 void store(const Operand &ptrs, const Operand &value, const Operand &mask,
            Loc loc = Loc::current());
 
+// Atomics on global memory (Triton's tl.atomic_*): each element of a block once, masked-off
+// lanes untouched; they give the old values (0 where masked off). `sem` is relaxed, acquire,
+// release or acq_rel (the default); `scope` gpu (the default), cta or sys. Types: add takes
+// i32, u32, i64, u64, fp32, fp16 and bf16; max and min i32, u32, i64, u64 and fp32; and, or
+// and xor integers; xchg and cas 32- and 64-bit integers and fp32.
+#define TRITIUM_DECLARE_ATOMIC(name)                                                              \
+  Value name(const Operand &ptr, const Operand &val, Loc loc = Loc::current());                  \
+  Value name(const Operand &ptr, const Operand &val, const Operand &mask,                        \
+             const std::string &sem = "acq_rel", const std::string &scope = "gpu",               \
+             Loc loc = Loc::current());
+TRITIUM_DECLARE_ATOMIC(atomic_add)
+TRITIUM_DECLARE_ATOMIC(atomic_max)
+TRITIUM_DECLARE_ATOMIC(atomic_min)
+TRITIUM_DECLARE_ATOMIC(atomic_and)
+TRITIUM_DECLARE_ATOMIC(atomic_or)
+TRITIUM_DECLARE_ATOMIC(atomic_xor)
+TRITIUM_DECLARE_ATOMIC(atomic_xchg)
+#undef TRITIUM_DECLARE_ATOMIC
+// Where *ptr == cmp, stores val; gives the old value.
+Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                 const std::string &sem = "acq_rel", const std::string &scope = "gpu",
+                 Loc loc = Loc::current());
+// Every thread of the program waits here (Triton's tl.debug_barrier).
+void debug_barrier(Loc loc = Loc::current());
+
 // Debugging: prints `prefix` and each element of `value` with the program id and the element's
 // index (Triton's device_print), in the interpreter and on the GPU (vprintf).
 void print(const std::string &prefix, const Operand &value, Loc loc = Loc::current());

@@ -401,6 +401,107 @@ Value sum(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceSum, "sum", x, axis, SourceLoc(l));
 }
 
+// --- atomics ------------------------------------------------------------------------------------
+
+namespace {
+
+void checkAtomicOrder(const std::string &sem, const std::string &scope, const char *name,
+                      const SourceLoc &loc) {
+  if (sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+    userError(std::string(name) + ": unknown sem '" + sem +
+                  "' (expected relaxed, acquire, release or acq_rel)",
+              loc);
+  if (scope != "gpu" && scope != "cta" && scope != "sys")
+    userError(std::string(name) + ": unknown scope '" + scope + "' (expected gpu, cta or sys)",
+              loc);
+}
+
+void checkAtomicType(const std::string &op, const Type &t, const char *name,
+                     const SourceLoc &loc) {
+  ScalarKind k = t.kind();
+  bool int3264 = k == ScalarKind::I32 || k == ScalarKind::U32 || k == ScalarKind::I64 ||
+                 k == ScalarKind::U64;
+  bool ok = int3264;
+  const char *supported = "i32, u32, i64 and u64";
+  if (op == "add") {
+    ok = int3264 || k == ScalarKind::F32 || k == ScalarKind::F16 || k == ScalarKind::BF16;
+    supported = "i32, u32, i64, u64, fp32, fp16 and bf16";
+  } else if (op == "max" || op == "min" || op == "xchg" || op == "cas") {
+    ok = int3264 || k == ScalarKind::F32;
+    supported = "i32, u32, i64, u64 and fp32";
+  }
+  if (!ok)
+    userError(std::string(name) + " on " + t.str() + " is not supported: it takes " + supported,
+              loc);
+}
+
+Value atomicImpl(const char *name, const std::string &op, const Operand &ptr,
+                 std::vector<Operand> values, const Operand *mask, const std::string &sem,
+                 const std::string &scope, const SourceLoc &loc) {
+  auto &b = builder(loc);
+  ir::Value *p = requireValue(ptr, (std::string(name) + "'s pointer").c_str(), loc);
+  if (!p->type().isPtr())
+    userError(std::string(name) + " expects a pointer or a block of pointers, got " +
+                  p->type().str(),
+              loc);
+  checkAtomicOrder(sem, scope, name, loc);
+  checkAtomicType(op, p->type().pointee(), name, loc);
+  // The pointers broadcast to the values' shape (a scalar pointer with a block of values is
+  // one address updated by each), the values and the mask to the pointers'.
+  std::vector<int64_t> shape = p->type().shape();
+  for (const Operand &v : values)
+    if (v.kind == Operand::Kind::Value && v.value)
+      shape = broadcastShapes(shape, v.value->type().shape(), name, loc);
+  p = broadcastTo(b, p, shape, name, loc);
+  std::vector<ir::Value *> operands{p};
+  for (const Operand &v : values) {
+    if (v.kind == Operand::Kind::Value && v.value && v.value->type().kind() != p->type().kind())
+      userError(std::string(name) + " of " + v.value->type().str() + " through " +
+                    p->type().str() + ": element types differ (use cast(x, \"" +
+                    ir::dtypeName(p->type().kind()) + "\"))",
+                loc);
+    operands.push_back(materialize(b, v, p->type().pointee(), loc));
+  }
+  if (mask)
+    operands.push_back(maskFor(b, *mask, p->type(), name, loc));
+  ir::Op *o = b.create(op == "cas" ? OpKind::AtomicCAS : OpKind::AtomicRMW, operands,
+                       {p->type().pointee()}, loc);
+  if (op != "cas")
+    o->setAttr("op", op);
+  o->setAttr("sem", sem);
+  o->setAttr("scope", scope);
+  return Value(o->result());
+}
+
+} // namespace
+
+#define TRITIUM_DEFINE_ATOMIC(name, op)                                                            \
+  Value name(const Operand &ptr, const Operand &val, Loc l) {                                    \
+    return atomicImpl(#name, op, ptr, {val}, nullptr, "acq_rel", "gpu", SourceLoc(l));           \
+  }                                                                                              \
+  Value name(const Operand &ptr, const Operand &val, const Operand &mask,                        \
+             const std::string &sem, const std::string &scope, Loc l) {                          \
+    return atomicImpl(#name, op, ptr, {val}, &mask, sem, scope, SourceLoc(l));                   \
+  }
+TRITIUM_DEFINE_ATOMIC(atomic_add, "add")
+TRITIUM_DEFINE_ATOMIC(atomic_max, "max")
+TRITIUM_DEFINE_ATOMIC(atomic_min, "min")
+TRITIUM_DEFINE_ATOMIC(atomic_and, "and")
+TRITIUM_DEFINE_ATOMIC(atomic_or, "or")
+TRITIUM_DEFINE_ATOMIC(atomic_xor, "xor")
+TRITIUM_DEFINE_ATOMIC(atomic_xchg, "xchg")
+#undef TRITIUM_DEFINE_ATOMIC
+
+Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                 const std::string &sem, const std::string &scope, Loc l) {
+  return atomicImpl("atomic_cas", "cas", ptr, {cmp, val}, nullptr, sem, scope, SourceLoc(l));
+}
+
+void debug_barrier(Loc l) {
+  SourceLoc loc(l);
+  builder(loc).create(OpKind::Barrier, {}, {}, loc);
+}
+
 void print(const std::string &prefix, const Operand &value, Loc l) {
   SourceLoc loc(l);
   auto &b = builder(loc);
@@ -555,6 +656,8 @@ Value bitcast(const Operand &x, DType dtype, Loc l) {
 
 Value cast(const Operand &x, DType dtype, Loc l) {
   SourceLoc loc(l);
+  if (x.kind != Operand::Kind::Value) // a literal: a constant of that type
+    return Value(materialize(builder(loc), x, Type::scalar(dtype.kind), loc));
   ir::Value *v = requireValue(x, "cast's input", loc);
   return Value(convert(builder(loc), v, dtype.kind, loc));
 }

@@ -162,6 +162,11 @@ public:
       return clusterReduce();
     case OpKind::ClusterGather:
       return clusterGather();
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS:
+      return atomic();
+    case OpKind::Barrier:
+      return true; // one program runs at a time: nothing to wait for
     case OpKind::Print:
       return print();
     default:
@@ -754,6 +759,72 @@ private:
       auto &o = outI();
       for (size_t e = 0; e < n; ++e)
         o[e] = x.i[source[e]];
+    }
+    return true;
+  }
+
+  // Atomics, element by element in order (programs run one at a time, so each is atomic); the
+  // old values come back, 0 where masked off.
+  bool atomic() {
+    const ir::Type &t = resultType();
+    ScalarKind k = t.kind();
+    bool cas = op_.kind() == OpKind::AtomicCAS;
+    std::string kind = cas ? "cas" : op_.strAttr("op");
+    int64_t bytes = elementBytes(k);
+    const auto &ptrs = in(0).i;
+    const std::vector<int64_t> *mask = !cas && op_.numOperands() == 3 ? &in(2).i : nullptr;
+    size_t n = count(t);
+    if (t.isFloat()) {
+      auto &o = outF();
+      const auto &val = in(1).f;
+      for (size_t e = 0; e < n; ++e) {
+        if (mask && !(*mask)[e]) {
+          o[e] = 0;
+          continue;
+        }
+        check("atomic", ptrs[e], bytes, e, n);
+        void *p = reinterpret_cast<void *>(ptrs[e]);
+        double old = readFloat(k, p), v = val[e], next = v;
+        if (kind == "add")
+          next = old + v;
+        else if (kind == "max")
+          next = fmaximum(old, v);
+        else if (kind == "min")
+          next = fminimum(old, v);
+        else if (kind == "cas")
+          next = old == v ? in(2).f[e] : old;
+        writeFloat(k, p, roundTo(k, next));
+        o[e] = old;
+      }
+      return true;
+    }
+    auto &o = outI();
+    const auto &val = in(1).i;
+    bool u = t.isUnsigned();
+    for (size_t e = 0; e < n; ++e) {
+      if (mask && !(*mask)[e]) {
+        o[e] = 0;
+        continue;
+      }
+      check("atomic", ptrs[e], bytes, e, n);
+      void *p = reinterpret_cast<void *>(ptrs[e]);
+      int64_t old = readInt(k, p), v = val[e], next = v;
+      if (kind == "add")
+        next = addWrap(old, v);
+      else if (kind == "max")
+        next = u ? int64_t(std::max(uint64_t(old), uint64_t(v))) : std::max(old, v);
+      else if (kind == "min")
+        next = u ? int64_t(std::min(uint64_t(old), uint64_t(v))) : std::min(old, v);
+      else if (kind == "and")
+        next = old & v;
+      else if (kind == "or")
+        next = old | v;
+      else if (kind == "xor")
+        next = old ^ v;
+      else if (kind == "cas")
+        next = old == v ? in(2).i[e] : old;
+      writeInt(k, p, wrapTo(k, next));
+      o[e] = old;
     }
     return true;
   }

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -175,6 +177,51 @@ inline void controlFlow(Ptr out, Ptr x, Int n, Int mode, int BLOCK) {
   store(out + 2 * BLOCK, total);
   store(out + 2 * BLOCK + 1, cast(halvings, float32));
   store(out + 2 * BLOCK + 2, cast(count, float32));
+}
+
+// Atomics under contention from every program (OP picks the test at trace time):
+//   0 histogram: atomic_add of 1 (i32) into bins[x % 64], masked past n
+//   1 per-bin float maxima and minima (fp32, mixed signs): atomic_max / atomic_min
+//   2 tickets: a scalar atomic_add of 1 on a counter; each program stores its old value
+//   3 a scalar atomic_cas(slot, 0, pid + 1): one program wins; every program stores the old value
+//   4 bit sets: atomic_or / atomic_xor / atomic_and on u32 words, relaxed, cta scope
+//   5 fp16 and bf16 atomic_add of 1 into 64 slots (exact while below 2048)
+inline void atomicsKernel(Ptr i32s, Ptr f32s, Ptr u32s, Ptr f16s, Ptr bf16s, Ptr out, Ptr x,
+                          Int n, int OP, int BLOCK) {
+  auto pid = program_id(0);
+  auto offs = pid * BLOCK + arange(0, BLOCK);
+  auto mask = offs < n;
+  auto v = load(x + offs, mask, 0.0);
+  switch (OP) {
+  case 0:
+    atomic_add(i32s + (cast(abs(v) * 1000.0, int32) % 64), 1, mask);
+    break;
+  case 1: {
+    auto bin = offs % 16;
+    atomic_max(f32s + bin, v, mask);
+    atomic_min(f32s + 16 + bin, v, mask, "relaxed", "gpu");
+    break;
+  }
+  case 2:
+    store(out + pid, atomic_add(i32s, 1));
+    break;
+  case 3:
+    store(out + pid, atomic_cas(i32s, 0, pid + 1));
+    break;
+  case 4: {
+    auto bit = cast(1, uint32) << cast(pid % 32, uint32);
+    atomic_or(u32s + pid / 32, bit, pid >= 0, "relaxed", "cta");
+    atomic_xor(u32s + 8 + pid / 32, bit);
+    atomic_and(u32s + 16 + pid / 32, ~bit);
+    break;
+  }
+  case 5: {
+    auto slots = arange(0, 64);
+    atomic_add(f16s + slots, full({64}, 1.0, float16));
+    atomic_add(bf16s + slots, full({64}, 1.0, bfloat16));
+    break;
+  }
+  }
 }
 
 // --- problems -----------------------------------------------------------------------------------
@@ -587,6 +634,112 @@ void checkControlFlow(CUstream stream, const std::function<void()> &sync, int64_
   want[2 * BLOCK + 2] = double(count);
   expectClose(download(out, want.size()), want, 2e-5,
               "control flow n=" + std::to_string(n) + " mode=" + std::to_string(mode), seed);
+}
+
+template <typename Buffer>
+void checkAtomics(CUstream stream, const std::function<void()> &sync, int op, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 256, grid = 96;
+  int64_t n = int64_t(grid) * BLOCK - 77;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  Buffer dx = upload<Buffer>(x);
+  std::vector<int32_t> i32(64, 0);
+  std::vector<float> f32(32);
+  for (int b = 0; b < 16; ++b)
+    f32[size_t(b)] = -INFINITY, f32[size_t(16 + b)] = INFINITY;
+  std::vector<uint32_t> u32(24, 0);
+  for (int w = 16; w < 24; ++w)
+    u32[size_t(w)] = 0xffffffffu;
+  std::vector<uint16_t> zeros16(64, 0);
+  auto up = [](const auto &v) {
+    Buffer b(v.size() * sizeof(v[0]));
+    b.upload(v.data(), v.size() * sizeof(v[0]));
+    return b;
+  };
+  Buffer di32 = up(i32), df32 = up(f32), du32 = up(u32), df16 = up(zeros16), dbf16 = up(zeros16);
+  Buffer out(grid * 4);
+  out.fill32(kPoison);
+  auto k = kernel("atomics_" + std::to_string(op), atomicsKernel,
+                  {"i32s", "f32s", "u32s", "f16s", "bf16s", "out", "x", "n", "OP", "BLOCK"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*i32", "*fp32", "*u32", "*fp16", "*bf16", "*i32", "*fp32", "i32"},
+       .constexprs = {op, BLOCK},
+       .numWarps = numWarps});
+  c.launch(grid, stream, {di32, df32, du32, df16, dbf16, out, dx, int32_t(n)});
+  sync();
+  std::vector<int32_t> gotI(64), gotOut(grid);
+  std::vector<float> gotF(32);
+  std::vector<uint32_t> gotU(24);
+  std::vector<uint16_t> got16(64), gotB16(64);
+  di32.download(gotI.data(), 64 * 4);
+  df32.download(gotF.data(), 32 * 4);
+  du32.download(gotU.data(), 24 * 4);
+  df16.download(got16.data(), 64 * 2);
+  dbf16.download(gotB16.data(), 64 * 2);
+  out.download(gotOut.data(), size_t(grid) * 4);
+  std::string what = "atomics op " + std::to_string(op) + ", " + std::to_string(numWarps) +
+                     " warps, seed " + std::to_string(seed);
+  switch (op) {
+  case 0: {
+    std::vector<int32_t> want(64, 0);
+    for (int64_t i = 0; i < n; ++i)
+      ++want[size_t(int32_t(float(std::fabs(x[size_t(i)]) * 1000.0f)) % 64)];
+    EXPECT_EQ(gotI, want) << what;
+    break;
+  }
+  case 1: {
+    for (int b = 0; b < 16; ++b) {
+      float hi = -INFINITY, lo = INFINITY;
+      for (int64_t i = b; i < n; i += 16)
+        hi = std::max(hi, x[size_t(i)]), lo = std::min(lo, x[size_t(i)]);
+      EXPECT_EQ(gotF[size_t(b)], hi) << what << " bin " << b;
+      EXPECT_EQ(gotF[size_t(16 + b)], lo) << what << " bin " << b;
+    }
+    break;
+  }
+  case 2: {
+    std::vector<int32_t> sorted = gotOut;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < grid; ++i)
+      EXPECT_EQ(sorted[size_t(i)], i) << what << ": the tickets are not 0 .. grid-1";
+    EXPECT_EQ(gotI[0], grid) << what;
+    break;
+  }
+  case 3: {
+    int winners = 0;
+    for (int p = 0; p < grid; ++p) {
+      if (gotOut[size_t(p)] == 0) {
+        ++winners;
+        EXPECT_EQ(gotI[0], p + 1) << what << ": the slot holds another program's id";
+      } else {
+        EXPECT_EQ(gotOut[size_t(p)], gotI[0]) << what << ": a loser saw another old value";
+      }
+    }
+    EXPECT_EQ(winners, 1) << what;
+    break;
+  }
+  case 4: {
+    for (int w = 0; w < 3; ++w) {
+      uint32_t all = 0;
+      for (int p = w * 32; p < std::min(grid, (w + 1) * 32); ++p)
+        all |= 1u << (p % 32);
+      EXPECT_EQ(gotU[size_t(w)], all) << what;
+      EXPECT_EQ(gotU[size_t(8 + w)], all) << what;
+      EXPECT_EQ(gotU[size_t(16 + w)], ~all) << what;
+    }
+    break;
+  }
+  case 5: {
+    uint16_t f16 = std::bit_cast<uint16_t>(_Float16(grid));
+    uint16_t bf16 = uint16_t(std::bit_cast<uint32_t>(float(grid)) >> 16);
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_EQ(got16[size_t(i)], f16) << what << " slot " << i;
+      EXPECT_EQ(gotB16[size_t(i)], bf16) << what << " slot " << i;
+    }
+    break;
+  }
+  }
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

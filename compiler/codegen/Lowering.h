@@ -96,6 +96,7 @@ bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layout conversions
 bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
+bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using

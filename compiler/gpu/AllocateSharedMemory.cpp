@@ -8,6 +8,7 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace tritium {
 
@@ -22,8 +23,31 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
   int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
   int64_t offset = 0;
   bool exchanges = false;
+  std::unordered_set<const ir::Value *> used;
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    for (const ir::Value *v : op.operands())
+      used.insert(v);
+  });
   ir::walk(fn.body(), [&](ir::Op &op) {
     int64_t slots = 0;
+    // An atomic's old values reach every thread through shared memory when one thread does the
+    // operation for several (a scalar, or a block with copies): LowerAtomics.cpp.
+    if ((op.kind() == ir::OpKind::AtomicRMW || op.kind() == ir::OpKind::AtomicCAS) &&
+        used.count(op.result())) {
+      const ir::Type &t = op.result()->type();
+      int64_t bytes = std::max(4, ir::bitWidth(t.kind()) / 8);
+      int64_t elements = 0;
+      if (!t.isBlock())
+        elements = 1;
+      else if (ir::LayoutMap(*op.result()->layout(), t.shape()).replicates())
+        elements = stagedElements(t);
+      if (!elements)
+        return;
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      offset += bytes * elements;
+      return;
+    }
     if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceMin ||
         op.kind() == ir::OpKind::ReduceSum) {
       const ir::Value *in = op.operand(0);

@@ -33,6 +33,12 @@ constexpr int kVectorBytes = 16;
 
 int64_t floorPow2(int64_t v) { return v < 1 ? 1 : int64_t(std::bit_floor(uint64_t(v))); }
 
+// Ops whose pointers anchor layouts: loads, stores and atomics.
+bool isMemoryOp(ir::OpKind k) {
+  return k == ir::OpKind::Load || k == ir::OpKind::Store || k == ir::OpKind::AtomicRMW ||
+         k == ir::OpKind::AtomicCAS;
+}
+
 class LayoutAssignment {
 public:
   LayoutAssignment(ir::Function &fn, int numWarps)
@@ -134,7 +140,7 @@ private:
     std::map<std::vector<int64_t>, int> narrowest;
     std::vector<ir::Op *> memoryOps;
     ir::walk(fn_.body(), [&](ir::Op &op) {
-      if (op.kind() != ir::OpKind::Load && op.kind() != ir::OpKind::Store)
+      if (!isMemoryOp(op.kind()))
         return;
       const ir::Type &ptr = op.operand(0)->type();
       if (!ptr.isBlock())
@@ -173,8 +179,7 @@ private:
     std::vector<ir::Op *> ops;
     ir::walk(fn_.body(), [&](ir::Op &op) { ops.push_back(&op); });
     for (ir::Op *op : ops)
-      if ((op->kind() == ir::OpKind::Load || op->kind() == ir::OpKind::Store) &&
-          op->operand(0)->type().isBlock()) {
+      if (isMemoryOp(op->kind()) && op->operand(0)->type().isBlock()) {
         const ir::Layout &anchor = anchors_.at(op->operand(0)->type().shape());
         for (const ir::Value *v : op->operands())
           want(v, anchor);
@@ -201,7 +206,7 @@ private:
           want(op.operand(0), l.parent());
         break;
       default:
-        if (ir::isElementwise(op.kind()) || op.kind() == ir::OpKind::Load)
+        if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()))
           for (const ir::Value *v : op.operands())
             if (v->type().shape() == op.result()->type().shape())
               want(v, l);
@@ -294,7 +299,9 @@ private:
     const SourceLoc &loc = op.loc();
     switch (op.kind()) {
     case OpKind::Load:
-    case OpKind::Store: {
+    case OpKind::Store:
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS: {
       ir::Value *ptr = op.operand(0);
       if (!ptr->type().isBlock())
         return;

@@ -78,6 +78,13 @@ public:
   LayoutMap(const Layout &layout, const std::vector<int64_t> &shape);
 
   int64_t elementsPerThread() const { return total_; }
+  // Whether several threads hold copies of some element (a dimension smaller than the tile).
+  bool replicates() const {
+    for (size_t d = 0; d < rootShape_.size(); ++d)
+      if (rootShape_[d] < root_.tile(int(d)))
+        return true;
+    return false;
+  }
   // Per root dimension: the block's extent (1 where sliced) and the registers along it.
   const std::vector<int64_t> &rootShape() const { return rootShape_; }
   const std::vector<int64_t> &registersPerDim() const { return regs_; }

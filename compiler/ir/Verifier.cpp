@@ -151,6 +151,36 @@ private:
       if (n == 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "store's mask has the wrong type");
       break;
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS: {
+      bool cas = op.kind() == OpKind::AtomicCAS;
+      expect(op, (cas ? n == 3 : (n == 2 || n == 3)) && ty(0).isPtr() && op.numResults() == 1 &&
+                     ty(1) == ty(0).pointee() && res() == ty(0).pointee(),
+             "atomics take pointers and values of their pointee type and give the old values");
+      if (cas)
+        expect(op, ty(2) == ty(1), "atomic_cas's compare and new values have one type");
+      else if (n == 3)
+        expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "an atomic's mask has the wrong type");
+      static const char *sems[] = {"relaxed", "acquire", "release", "acq_rel"};
+      static const char *scopes[] = {"cta", "gpu", "sys"};
+      auto oneOf = [&](const char *key, auto &list) {
+        if (!op.hasAttr(key) || !std::holds_alternative<std::string>(op.attr(key)))
+          return false;
+        for (const char *s : list)
+          if (op.strAttr(key) == s)
+            return true;
+        return false;
+      };
+      expect(op, oneOf("sem", sems) && oneOf("scope", scopes), "an atomic's sem or scope is wrong");
+      if (!cas) {
+        static const char *ops[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
+        expect(op, oneOf("op", ops), "unknown atomic op");
+      }
+      break;
+    }
+    case OpKind::Barrier:
+      expect(op, n == 0 && op.numResults() == 0, "barrier takes and gives nothing");
+      break;
     case OpKind::Print:
       expect(op, n == 1 && op.numResults() == 0 && op.hasAttr("prefix") &&
                      std::holds_alternative<std::string>(op.attr("prefix")),

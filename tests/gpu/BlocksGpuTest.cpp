@@ -105,4 +105,11 @@ TEST_F(BlocksGpuTest, LoopsBranchesAndWhileCarryVariables) {
       checkControlFlow<DeviceBuffer>(stream().get(), sync, n, mode);
 }
 
+TEST_F(BlocksGpuTest, AtomicsUnderContention) {
+  SKIP_WITHOUT_GPU();
+  for (int op = 0; op < 6; ++op)
+    for (int warps : {1, 4})
+      checkAtomics<DeviceBuffer>(stream().get(), sync, op, warps);
+}
+
 } // namespace

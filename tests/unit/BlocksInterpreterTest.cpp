@@ -70,4 +70,10 @@ TEST_F(BlocksInterpreterTest, LoopsBranchesAndWhileCarryVariables) {
       checkControlFlow<HostBuffer>(nullptr, sync, n, mode);
 }
 
+TEST_F(BlocksInterpreterTest, AtomicsUnderContention) {
+  for (int op = 0; op < 6; ++op)
+    for (int warps : {1, 4})
+      checkAtomics<HostBuffer>(nullptr, sync, op, warps);
+}
+
 } // namespace
