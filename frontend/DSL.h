@@ -223,6 +223,19 @@ void print(const std::string &prefix, const Operand &value, Loc loc = Loc::curre
 Value max(const Operand &x, int axis, Loc loc = Loc::current());
 Value min(const Operand &x, int axis, Loc loc = Loc::current());
 Value sum(const Operand &x, int axis, Loc loc = Loc::current());
+// The index of the largest (smallest) element along the axis, i32, the first on ties.
+Value argmax(const Operand &x, int axis, Loc loc = Loc::current());
+Value argmin(const Operand &x, int axis, Loc loc = Loc::current());
+Value xor_sum(const Operand &x, int axis, Loc loc = Loc::current()); // integers
+// Triton's tl.reduce: `combine` takes two scalars (an accumulated one, another) and gives the
+// combined one; it must be associative and commutative. It is traced once, with scalars.
+Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+             Loc loc = Loc::current());
+// Several blocks of one shape reduced together (argmax's value and index): combine takes the
+// accumulated group and another and gives the combined group.
+using Group = std::vector<Value>;
+Group reduce(const Group &xs, int axis, const std::function<Group(const Group &, const Group &)> &combine,
+             Loc loc = Loc::current());
 
 // Elementwise math on floats (16-bit floats compute in f32, as Triton does); docs/DSL.md gives
 // each function's accuracy. abs also takes integers.

@@ -391,6 +391,123 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
   return Value(op->result());
 }
 
+Group reduce(const Group &xs, int axis,
+             const std::function<Group(const Group &, const Group &)> &combine, Loc l) {
+  SourceLoc loc(l);
+  Tracer &t = Tracer::current(loc);
+  auto &b = t.builder();
+  if (xs.empty())
+    userError("reduce needs at least one block", loc);
+  std::vector<ir::Value *> operands;
+  for (const Value &x : xs) {
+    ir::Value *v = requireValue(Operand(x, l), "reduce's input", loc);
+    if (!v->type().isBlock())
+      userError("reduce reduces blocks, got the scalar " + v->type().str(), loc);
+    if (v->type().shape() != xs[0].ir()->type().shape())
+      userError("reduce's blocks must have one shape, got " + xs[0].ir()->type().str() + " and " +
+                    v->type().str(),
+                loc);
+    operands.push_back(v);
+  }
+  const Type &t0 = operands[0]->type();
+  if (axis < 0)
+    axis += t0.rank();
+  if (axis < 0 || axis >= t0.rank())
+    userError("reduce: axis " + std::to_string(axis) + " is out of range for " + t0.str() +
+                  " (0 to " + std::to_string(t0.rank() - 1) + ")",
+              loc);
+  std::vector<Type> results;
+  for (ir::Value *v : operands) {
+    auto shape = v->type().shape();
+    shape.erase(shape.begin() + axis);
+    results.push_back(v->type().withShape(shape));
+  }
+  ir::Op *op = b.create(OpKind::Reduce, operands, results, loc);
+  op->setAttr("axis", int64_t(axis));
+  ir::Block *region = op->createRegion();
+  Group a, c;
+  for (ir::Value *v : operands)
+    a.emplace_back(region->addArgument(v->type().element()));
+  for (ir::Value *v : operands)
+    c.emplace_back(region->addArgument(v->type().element()));
+  ir::Block *outer = b.block();
+  t.enterBody(region);
+  try {
+    Group out = combine(a, c);
+    if (out.size() != operands.size())
+      userError("reduce's combine gave " + std::to_string(out.size()) + " values for " +
+                    std::to_string(operands.size()) + " blocks",
+                loc);
+    std::vector<ir::Value *> yielded;
+    for (size_t i = 0; i < out.size(); ++i) {
+      Type want = operands[i]->type().element();
+      ir::Value *v = materialize(b, Operand(out[i], l), want, loc);
+      if (v->type() != want)
+        userError("reduce's combine must give " + want.str() + " for block " +
+                      std::to_string(i) + ", got " + out[i].ir()->type().str(),
+                  loc);
+      yielded.push_back(v);
+    }
+    b.create(OpKind::Yield, yielded, {}, loc);
+  } catch (...) {
+    t.exitBody(outer);
+    throw;
+  }
+  t.exitBody(outer);
+  Group r;
+  for (auto &res : op->results())
+    r.emplace_back(res.get());
+  return r;
+}
+
+Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+             Loc l) {
+  ir::Value *v = requireValue(x, "reduce's input", SourceLoc(l));
+  return reduce(Group{Value(v)}, axis,
+                [&](const Group &a, const Group &c) { return Group{combine(a[0], c[0])}; }, l)[0];
+}
+
+// argmax/argmin: (value, index) pairs, the larger (smaller) value winning and the smaller index
+// on ties, as Triton's tie_break_left.
+static Value argReduce(const Operand &x, int axis, bool isMax, const char *what, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  const Type &t = v->type();
+  if (!t.isBlock() || t.isPtr() || t.isBool())
+    userError(std::string(what) + " takes a block of numbers, got " + t.str(), loc);
+  if (axis < 0)
+    axis += t.rank();
+  if (axis < 0 || axis >= t.rank())
+    userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
+                  t.str(),
+              loc);
+  // The index along the axis, as a block of x's shape.
+  Value index = arange(0, t.shape()[size_t(axis)], l);
+  for (int d = 0; d < t.rank(); ++d)
+    if (d != axis)
+      index = expand_dims(index, d, l);
+  index = broadcast_to(index, t.shape(), l);
+  Group r = reduce(Group{Value(v), index}, axis,
+                   [&](const Group &a, const Group &c) {
+                     Value better = isMax ? a[0] > c[0] : a[0] < c[0];
+                     Value tie = (a[0] == c[0]) & (a[1] < c[1]);
+                     Value pick = better | tie;
+                     return Group{where(pick, a[0], c[0], l), where(pick, a[1], c[1], l)};
+                   },
+                   l);
+  return r[1];
+}
+
+Value argmax(const Operand &x, int axis, Loc l) { return argReduce(x, axis, true, "argmax", l); }
+Value argmin(const Operand &x, int axis, Loc l) { return argReduce(x, axis, false, "argmin", l); }
+
+Value xor_sum(const Operand &x, int axis, Loc l) {
+  ir::Value *v = requireValue(x, "xor_sum's input", SourceLoc(l));
+  if (!v->type().isInt())
+    userError("xor_sum takes integers, got " + v->type().str(), SourceLoc(l));
+  return reduce(x, axis, [](Value a, Value c) { return a ^ c; }, l);
+}
+
 Value max(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceMax, "max", x, axis, SourceLoc(l));
 }

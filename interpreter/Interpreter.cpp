@@ -74,6 +74,9 @@ private:
       case ir::OpKind::While:
         execWhile(*op);
         break;
+      case ir::OpKind::Reduce:
+        execReduce(*op);
+        break;
       case ir::OpKind::Yield:
         return op.get();
       default:
@@ -143,6 +146,58 @@ private:
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
       m_.at(op.result(i)) = carried[i];
+  }
+
+  // A general reduction: for each result element, the region folds the operands' elements along
+  // the axis from the first to the last (the GPU combines in a tree: for floats the results may
+  // differ by rounding).
+  void execReduce(const ir::Op &op) {
+    const ir::Type &t = op.operand(0)->type();
+    const ir::Block &combine = *op.region(0);
+    unsigned n = op.numOperands();
+    int64_t axis = op.intAttr("axis");
+    int64_t outer = 1, inner = 1, len = t.shape()[size_t(axis)];
+    for (int d = 0; d < t.rank(); ++d)
+      (d < axis ? outer : inner) *= d == axis ? 1 : t.shape()[size_t(d)];
+    std::vector<Tensor> results(n);
+    for (unsigned i = 0; i < n; ++i) {
+      bool isFloat = op.operand(i)->type().isFloat();
+      if (isFloat)
+        results[i].f.resize(size_t(outer * inner));
+      else
+        results[i].i.resize(size_t(outer * inner));
+    }
+    auto element = [&](unsigned i, size_t at, Tensor &into) {
+      const Tensor &src = m_.at(op.operand(i));
+      if (op.operand(i)->type().isFloat())
+        into.f.assign(1, src.f[at]);
+      else
+        into.i.assign(1, src.i[at]);
+    };
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        std::vector<Tensor> acc(n);
+        for (unsigned i = 0; i < n; ++i)
+          element(i, size_t(o * len * inner + in), acc[i]);
+        for (int64_t j = 1; j < len; ++j) {
+          for (unsigned i = 0; i < n; ++i) {
+            m_.at(combine.argument(i)) = acc[i];
+            element(i, size_t((o * len + j) * inner + in), m_.at(combine.argument(i + n)));
+          }
+          const ir::Op *yield = execBlock(combine);
+          for (unsigned i = 0; i < n; ++i)
+            acc[i] = m_.at(yield->operand(i));
+        }
+        for (unsigned i = 0; i < n; ++i) {
+          size_t at = size_t(o * inner + in);
+          if (op.operand(i)->type().isFloat())
+            results[i].f[at] = acc[i].f[0];
+          else
+            results[i].i[at] = acc[i].i[0];
+        }
+      }
+    for (unsigned i = 0; i < n; ++i)
+      m_.at(op.result(i)) = std::move(results[i]);
   }
 
   Machine &m_;

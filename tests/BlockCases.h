@@ -224,6 +224,21 @@ inline void atomicsKernel(Ptr i32s, Ptr f32s, Ptr u32s, Ptr f16s, Ptr bf16s, Ptr
   }
 }
 
+// argmax / argmin along both axes of a BM x BN tile (values rounded to create ties: the first
+// index wins), xor_sum of integers and a reduce with a user combine (the largest magnitude).
+inline void argReductions(Ptr argmaxRows, Ptr argminCols, Ptr xorRows, Ptr absMaxCols, Ptr x,
+                          Ptr bits, int BM, int BN) {
+  auto rows = arange(0, BM), cols = arange(0, BN);
+  auto offs = rows(_, None) * BN + cols(None, _);
+  auto v = load(x + offs);
+  store(argmaxRows + rows, argmax(v, 1));
+  store(argminCols + cols, argmin(v, 0));
+  store(xorRows + rows, xor_sum(load(bits + offs), -1));
+  store(absMaxCols + cols, reduce(v, 0, [](Value a, Value b) {
+          return where(abs(a) > abs(b), a, b);
+        }));
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -739,6 +754,65 @@ void checkAtomics(CUstream stream, const std::function<void()> &sync, int op, in
     }
     break;
   }
+  }
+}
+
+template <typename Buffer>
+void checkArgReductions(CUstream stream, const std::function<void()> &sync, int BM, int BN,
+                        int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::vector<float> x = randomFloats(size_t(BM * BN), rng);
+  for (float &f : x)
+    f = std::round(f); // ties
+  std::vector<int32_t> bits(size_t(BM * BN));
+  for (auto &b : bits)
+    b = int32_t(rng());
+  Buffer dx = upload<Buffer>(x);
+  Buffer dbits(bits.size() * 4);
+  dbits.upload(bits.data(), bits.size() * 4);
+  Buffer amax(static_cast<size_t>(BM) * 4), amin(static_cast<size_t>(BN) * 4),
+      xr(static_cast<size_t>(BM) * 4),
+      absMax = poisoned<Buffer>(size_t(BN));
+  for (Buffer *b : {&amax, &amin, &xr})
+    b->fill32(kPoison);
+  auto k = kernel("arg_reductions", argReductions,
+                  {"argmax_rows", "argmin_cols", "xor_rows", "absmax_cols", "x", "bits", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*i32", "*i32", "*i32", "*fp32", "*fp32", "*i32"},
+                                 .constexprs = {BM, BN},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {amax, amin, xr, absMax, dx, dbits});
+  sync();
+  std::vector<int32_t> gotMax(static_cast<size_t>(BM)), gotMin(static_cast<size_t>(BN)),
+      gotXor(static_cast<size_t>(BM));
+  amax.download(gotMax.data(), gotMax.size() * 4);
+  amin.download(gotMin.data(), gotMin.size() * 4);
+  xr.download(gotXor.data(), gotXor.size() * 4);
+  std::vector<float> gotAbs = download(absMax, size_t(BN));
+  std::string what = std::to_string(BM) + "x" + std::to_string(BN) + ", " +
+                     std::to_string(numWarps) + " warps, seed " + std::to_string(seed);
+  for (int m = 0; m < BM; ++m) {
+    int best = 0;
+    int32_t x2 = 0;
+    for (int n = 0; n < BN; ++n) {
+      if (x[size_t(m * BN + n)] > x[size_t(m * BN + best)])
+        best = n;
+      x2 ^= bits[size_t(m * BN + n)];
+    }
+    EXPECT_EQ(gotMax[size_t(m)], best) << "argmax of row " << m << ", " << what;
+    EXPECT_EQ(gotXor[size_t(m)], x2) << "xor_sum of row " << m << ", " << what;
+  }
+  for (int n = 0; n < BN; ++n) {
+    int best = 0;
+    float big = 0;
+    for (int m = 0; m < BM; ++m) {
+      if (x[size_t(m * BN + n)] < x[size_t(best * BN + n)])
+        best = m;
+      big = std::max(big, std::fabs(x[size_t(m * BN + n)]));
+    }
+    EXPECT_EQ(gotMin[size_t(n)], best) << "argmin of column " << n << ", " << what;
+    EXPECT_EQ(std::fabs(gotAbs[size_t(n)]), big) << "largest magnitude of column " << n << ", "
+                                                  << what;
   }
 }
 

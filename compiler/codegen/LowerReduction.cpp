@@ -60,7 +60,9 @@ struct Combiner {
   }
 };
 
-// shfl.sync.bfly over 32-bit lanes; 64-bit values travel as two halves.
+} // namespace
+
+// shfl.sync.bfly over 32-bit lanes; 64-bit values travel as two halves, narrower ones widened.
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
   auto &b = l.b;
   llvm::Value *mask = b.getInt32(-1), *off = b.getInt32(offset), *clamp = b.getInt32(0x1f);
@@ -69,6 +71,10 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {}, {mask, v, off, clamp});
   if (t->isIntegerTy(32))
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {}, {mask, v, off, clamp});
+  if (t->isHalfTy() || t->isBFloatTy())
+    return b.CreateBitCast(shuffleXor(l, b.CreateBitCast(v, b.getInt16Ty()), offset), t);
+  if (t->isPointerTy())
+    return b.CreateIntToPtr(shuffleXor(l, b.CreatePtrToInt(v, b.getInt64Ty()), offset), t);
   if (t->isIntegerTy(8) || t->isIntegerTy(16) || t->isIntegerTy(1)) // travel as 32 bits
     return b.CreateTrunc(shuffleXor(l, b.CreateZExt(v, b.getInt32Ty()), offset), t);
   if (t->isIntegerTy(64)) {
@@ -81,7 +87,6 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
   internalError("shuffle of an unsupported type");
 }
 
-} // namespace
 
 bool isReduction(ir::OpKind k) {
   return k == ir::OpKind::ReduceMax || k == ir::OpKind::ReduceMin || k == ir::OpKind::ReduceSum;

@@ -99,6 +99,7 @@ public:
     l_.reductionBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "reduce.bank");
     b.CreateStore(b.getInt32(0), l_.reductionBank);
     clusterEntry(l_);
+    l_.lowerRegion = [this](const ir::Block &region) { return lowerRegion(region); };
     lowerBlock(body);
     b.CreateRetVoid();
   }
@@ -121,6 +122,7 @@ private:
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
                !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
+               !lowerGeneralReduce(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }

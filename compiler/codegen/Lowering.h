@@ -9,6 +9,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -80,6 +81,9 @@ struct Lowering {
   void barrier();
 
   std::unordered_map<const ir::Value *, Elements> values;
+  // Lowers a region's ops at the insertion point and returns its yield (set by the function
+  // lowering, for ops whose regions are applied like functions: reduce's combine).
+  std::function<const ir::Op *(const ir::Block &)> lowerRegion;
   // For each pipelined loop being lowered: the shared-memory stage this iteration reads, how
   // many iterations of this run of the loop came before it, and the induction variable and
   // bound of the iteration num_stages - 1 ahead (which a bulk ring copies into this stage as
@@ -97,6 +101,9 @@ bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layout conversions
 bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
 bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
+bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
+// shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
+llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using

@@ -12,6 +12,10 @@
 
 namespace tritium {
 
+int64_t reduceSlotBytes(const ir::Type &t) {
+  return t.isPtr() ? 8 : std::max(4, ir::bitWidth(t.kind()) / 8);
+}
+
 int64_t stagedElements(const ir::Type &t) {
   // One padding element after each row of 32 elements or more, so that threads reading a
   // column hit different banks.
@@ -46,6 +50,21 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       offset = (offset + 15) / 16 * 16;
       op.setAttr("smem_offset", offset);
       offset += bytes * elements;
+      return;
+    }
+    if (op.kind() == ir::OpKind::Reduce) {
+      // Each component's slots, [bank][element][warp], one region after another.
+      const ir::Value *in = op.operand(0);
+      ir::LayoutMap map(*in->layout(), in->type().shape());
+      int axis = map.rootDim(int(op.intAttr("axis")));
+      int64_t warps = map.root().warpsPerCTA()[size_t(axis)];
+      if (warps == 1)
+        return;
+      int64_t elements = op.result()->type().isBlock() ? op.result()->type().numElements() : 1;
+      offset = (offset + 7) / 8 * 8;
+      op.setAttr("smem_offset", offset);
+      for (auto &r : op.results())
+        offset += 2 * elements * warps * reduceSlotBytes(r->type());
       return;
     }
     if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceMin ||

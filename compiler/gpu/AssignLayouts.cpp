@@ -202,8 +202,10 @@ private:
         want(op.operand(0), l);
         break;
       case ir::OpKind::ReduceMax: case ir::OpKind::ReduceMin: case ir::OpKind::ReduceSum:
+      case ir::OpKind::Reduce:
         if (!l.isBlocked() && l.sliceDim() == op.intAttr("axis"))
-          want(op.operand(0), l.parent());
+          for (const ir::Value *v : op.operands())
+            want(v, l.parent());
         break;
       default:
         if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()))
@@ -311,10 +313,15 @@ private:
       setResult(l);
       return;
     }
-    case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ReduceSum: {
-      const ir::Value *in = op.operand(0);
-      if (op.result()->type().isBlock())
-        setResult(ir::Layout::slice(*in->layout(), int(op.intAttr("axis"))));
+    case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ReduceSum:
+    case OpKind::Reduce: {
+      // The operands of a general reduce share the first one's layout.
+      const ir::Layout l = *op.operand(0)->layout();
+      for (unsigned i = 1; i < op.numOperands(); ++i)
+        require(op, i, l);
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          r->setLayout(ir::Layout::slice(l, int(op.intAttr("axis"))));
       return;
     }
     case OpKind::ExpandDims: {

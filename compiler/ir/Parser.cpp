@@ -470,7 +470,9 @@ private:
     Op *raw = op.get();
     block.ops().push_back(std::move(op));
 
-    unsigned regions = *kind == OpKind::For ? 1 : *kind == OpKind::If || *kind == OpKind::While ? 2 : 0;
+    unsigned regions = *kind == OpKind::For || *kind == OpKind::Reduce ? 1
+                       : *kind == OpKind::If || *kind == OpKind::While ? 2
+                                                                         : 0;
     for (unsigned r = 0; r < regions; ++r) {
       if (!peekIs('{', true))
         fail("expected '{' and region " + std::to_string(r + 1) + " of " +

@@ -224,6 +224,24 @@ private:
       expect(op, n == 1 && ty(0).isBlock() && res() == ty(0),
              "convert_layout keeps the type");
       break;
+    case OpKind::Reduce: {
+      expect(op, n >= 1 && op.numResults() == n && op.numRegions() == 1 && op.hasAttr("axis"),
+             "reduce takes N blocks, gives N results and has a combine region");
+      int64_t axis = op.intAttr("axis");
+      expect(op, ty(0).isBlock() && axis >= 0 && axis < ty(0).rank(), "reduce axis out of range");
+      auto shape = ty(0).shape();
+      shape.erase(shape.begin() + axis);
+      const Block &combine = *op.region(0);
+      expect(op, combine.arguments().size() == 2 * n, "reduce's region takes 2N scalars");
+      for (unsigned i = 0; i < n; ++i) {
+        expect(op, ty(i).shape() == ty(0).shape(), "reduce's operands have one shape");
+        expect(op, op.result(i)->type() == ty(i).withShape(shape), "reduce result type is wrong");
+        expect(op, combine.argument(i)->type() == ty(i).element() &&
+                       combine.argument(i + n)->type() == ty(i).element(),
+               "reduce's region arguments have the operands' element types");
+      }
+      break;
+    }
     case OpKind::ReduceMax: case OpKind::ReduceSum: case OpKind::ReduceMin: {
       expect(op, n == 1 && ty(0).isBlock(), "reductions take one block");
       auto shape = ty(0).shape();
@@ -282,12 +300,19 @@ private:
     case OpKind::Yield: {
       const Op *parent = op.parentBlock()->parentOp();
       expect(op, parent && (parent->kind() == OpKind::For || parent->kind() == OpKind::If ||
-                            parent->kind() == OpKind::While),
+                            parent->kind() == OpKind::While || parent->kind() == OpKind::Reduce),
              "yield outside a region");
       expect(op, op.parentBlock()->terminator() == &op, "yield must end its block");
       if (parent->kind() == OpKind::While && op.parentBlock() == parent->region(0)) {
         expect(op, n == 1 && ty(0) == Type::scalar(ScalarKind::I1),
                "a while condition yields one i1 scalar");
+        break;
+      }
+      if (parent->kind() == OpKind::Reduce) { // the combined group, as the region's arguments
+        expect(op, n == parent->numOperands(), "reduce's combine yields one value per block");
+        for (unsigned i = 0; i < n; ++i)
+          expect(op, ty(i) == parent->region(0)->argument(i)->type(),
+                 "reduce's combine yields the wrong type");
         break;
       }
       expect(op, n == parent->numResults(), "yield gives one value per result");

@@ -112,4 +112,13 @@ TEST_F(BlocksGpuTest, AtomicsUnderContention) {
       checkAtomics<DeviceBuffer>(stream().get(), sync, op, warps);
 }
 
+TEST_F(BlocksGpuTest, ArgmaxArgminXorSumAndUserReduce) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4, 8}) {
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 16, 64, warps);
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 64, 8, warps);
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 4, 4, warps);
+  }
+}
+
 } // namespace

@@ -76,4 +76,12 @@ TEST_F(BlocksInterpreterTest, AtomicsUnderContention) {
       checkAtomics<HostBuffer>(nullptr, sync, op, warps);
 }
 
+TEST_F(BlocksInterpreterTest, ArgmaxArgminXorSumAndUserReduce) {
+  for (int warps : {1, 4, 8}) {
+    checkArgReductions<HostBuffer>(nullptr, sync, 16, 64, warps);
+    checkArgReductions<HostBuffer>(nullptr, sync, 64, 8, warps);
+    checkArgReductions<HostBuffer>(nullptr, sync, 4, 4, warps);
+  }
+}
+
 } // namespace
