@@ -236,6 +236,15 @@ Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)
 using Group = std::vector<Value>;
 Group reduce(const Group &xs, int axis, const std::function<Group(const Group &, const Group &)> &combine,
              Loc loc = Loc::current());
+// Inclusive scans along an axis (Triton's tl.cumsum, tl.cumprod, tl.associative_scan): element
+// i is the combination of elements 0 .. i; the shape is kept. combine must be associative.
+Value cumsum(const Operand &x, int axis, Loc loc = Loc::current());
+Value cumprod(const Operand &x, int axis, Loc loc = Loc::current());
+Value associative_scan(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+                       Loc loc = Loc::current());
+Group associative_scan(const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc loc = Loc::current());
 
 // Elementwise math on floats (16-bit floats compute in f32, as Triton does); docs/DSL.md gives
 // each function's accuracy. abs also takes integers.

@@ -391,20 +391,23 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
   return Value(op->result());
 }
 
-Group reduce(const Group &xs, int axis,
-             const std::function<Group(const Group &, const Group &)> &combine, Loc l) {
+// reduce and scan: N blocks of one shape, an axis, and a combine function traced into the op's
+// region with scalar arguments.
+static Group combineOp(OpKind kind, const char *what, const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc l) {
   SourceLoc loc(l);
   Tracer &t = Tracer::current(loc);
   auto &b = t.builder();
   if (xs.empty())
-    userError("reduce needs at least one block", loc);
+    userError(std::string(what) + " needs at least one block", loc);
   std::vector<ir::Value *> operands;
   for (const Value &x : xs) {
-    ir::Value *v = requireValue(Operand(x, l), "reduce's input", loc);
+    ir::Value *v = requireValue(Operand(x, l), what, loc);
     if (!v->type().isBlock())
-      userError("reduce reduces blocks, got the scalar " + v->type().str(), loc);
+      userError(std::string(what) + " takes blocks, got the scalar " + v->type().str(), loc);
     if (v->type().shape() != xs[0].ir()->type().shape())
-      userError("reduce's blocks must have one shape, got " + xs[0].ir()->type().str() + " and " +
+      userError(std::string(what) + "'s blocks must have one shape, got " + xs[0].ir()->type().str() + " and " +
                     v->type().str(),
                 loc);
     operands.push_back(v);
@@ -413,16 +416,17 @@ Group reduce(const Group &xs, int axis,
   if (axis < 0)
     axis += t0.rank();
   if (axis < 0 || axis >= t0.rank())
-    userError("reduce: axis " + std::to_string(axis) + " is out of range for " + t0.str() +
+    userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " + t0.str() +
                   " (0 to " + std::to_string(t0.rank() - 1) + ")",
               loc);
   std::vector<Type> results;
   for (ir::Value *v : operands) {
     auto shape = v->type().shape();
-    shape.erase(shape.begin() + axis);
+    if (kind == OpKind::Reduce)
+      shape.erase(shape.begin() + axis);
     results.push_back(v->type().withShape(shape));
   }
-  ir::Op *op = b.create(OpKind::Reduce, operands, results, loc);
+  ir::Op *op = b.create(kind, operands, results, loc);
   op->setAttr("axis", int64_t(axis));
   ir::Block *region = op->createRegion();
   Group a, c;
@@ -435,7 +439,7 @@ Group reduce(const Group &xs, int axis,
   try {
     Group out = combine(a, c);
     if (out.size() != operands.size())
-      userError("reduce's combine gave " + std::to_string(out.size()) + " values for " +
+      userError(std::string(what) + "'s combine gave " + std::to_string(out.size()) + " values for " +
                     std::to_string(operands.size()) + " blocks",
                 loc);
     std::vector<ir::Value *> yielded;
@@ -443,7 +447,7 @@ Group reduce(const Group &xs, int axis,
       Type want = operands[i]->type().element();
       ir::Value *v = materialize(b, Operand(out[i], l), want, loc);
       if (v->type() != want)
-        userError("reduce's combine must give " + want.str() + " for block " +
+        userError(std::string(what) + "'s combine must give " + want.str() + " for block " +
                       std::to_string(i) + ", got " + out[i].ir()->type().str(),
                   loc);
       yielded.push_back(v);
@@ -458,6 +462,44 @@ Group reduce(const Group &xs, int axis,
   for (auto &res : op->results())
     r.emplace_back(res.get());
   return r;
+}
+
+Group reduce(const Group &xs, int axis,
+             const std::function<Group(const Group &, const Group &)> &combine, Loc l) {
+  return combineOp(OpKind::Reduce, "reduce", xs, axis, combine, l);
+}
+
+Group associative_scan(const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc l) {
+  return combineOp(OpKind::Scan, "associative_scan", xs, axis, combine, l);
+}
+
+Value associative_scan(const Operand &x, int axis,
+                       const std::function<Value(Value, Value)> &combine, Loc l) {
+  ir::Value *v = requireValue(x, "associative_scan's input", SourceLoc(l));
+  return associative_scan(Group{Value(v)}, axis,
+                          [&](const Group &a, const Group &c) {
+                            return Group{combine(a[0], c[0])};
+                          },
+                          l)[0];
+}
+
+// cumsum and cumprod accumulate 8- and 16-bit integers in 32 bits, as sum does.
+static Value cumulative(const Operand &x, int axis, bool product, const char *what, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  if (!v->type().isBlock() || v->type().isPtr() || v->type().isBool())
+    userError(std::string(what) + " takes a block of numbers, got " + v->type().str(), loc);
+  if (v->type().isInt() && ir::bitWidth(v->type().kind()) < 32)
+    v = convert(builder(loc), v, v->type().isUnsigned() ? ScalarKind::U32 : ScalarKind::I32, loc);
+  return associative_scan(Operand(Value(v), l), axis,
+                          [product](Value a, Value c) { return product ? a * c : a + c; }, l);
+}
+
+Value cumsum(const Operand &x, int axis, Loc l) { return cumulative(x, axis, false, "cumsum", l); }
+Value cumprod(const Operand &x, int axis, Loc l) {
+  return cumulative(x, axis, true, "cumprod", l);
 }
 
 Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,

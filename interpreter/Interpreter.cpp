@@ -77,6 +77,9 @@ private:
       case ir::OpKind::Reduce:
         execReduce(*op);
         break;
+      case ir::OpKind::Scan:
+        execScan(*op);
+        break;
       case ir::OpKind::Yield:
         return op.get();
       default:
@@ -196,6 +199,45 @@ private:
             results[i].i[at] = acc[i].i[0];
         }
       }
+    for (unsigned i = 0; i < n; ++i)
+      m_.at(op.result(i)) = std::move(results[i]);
+  }
+
+  // An inclusive scan: along the axis, element j is combine(element j - 1's result, element j).
+  void execScan(const ir::Op &op) {
+    const ir::Type &t = op.operand(0)->type();
+    const ir::Block &combine = *op.region(0);
+    unsigned n = op.numOperands();
+    int64_t axis = op.intAttr("axis");
+    int64_t outer = 1, inner = 1, len = t.shape()[size_t(axis)];
+    for (int d = 0; d < t.rank(); ++d)
+      (d < axis ? outer : inner) *= d == axis ? 1 : t.shape()[size_t(d)];
+    std::vector<Tensor> results(n);
+    for (unsigned i = 0; i < n; ++i)
+      results[i] = m_.at(op.operand(i));
+    auto element = [&](unsigned i, size_t at, Tensor &into) {
+      if (op.operand(i)->type().isFloat())
+        into.f.assign(1, results[i].f[at]);
+      else
+        into.i.assign(1, results[i].i[at]);
+    };
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in)
+        for (int64_t j = 1; j < len; ++j) {
+          size_t prev = size_t((o * len + j - 1) * inner + in), at = size_t((o * len + j) * inner + in);
+          for (unsigned i = 0; i < n; ++i) {
+            element(i, prev, m_.at(combine.argument(i)));
+            element(i, at, m_.at(combine.argument(i + n)));
+          }
+          const ir::Op *yield = execBlock(combine);
+          for (unsigned i = 0; i < n; ++i) {
+            const Tensor &v = m_.at(yield->operand(i));
+            if (op.operand(i)->type().isFloat())
+              results[i].f[at] = v.f[0];
+            else
+              results[i].i[at] = v.i[0];
+          }
+        }
     for (unsigned i = 0; i < n; ++i)
       m_.at(op.result(i)) = std::move(results[i]);
   }

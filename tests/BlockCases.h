@@ -239,6 +239,21 @@ inline void argReductions(Ptr argmaxRows, Ptr argminCols, Ptr xorRows, Ptr absMa
         }));
 }
 
+// Scans: cumsum along both axes of a BM x BN tile, cumprod of small integers along the rows,
+// a running maximum (associative_scan with a user combine) and a 1-D cumsum of the whole tile.
+inline void scans(Ptr sumRows, Ptr sumCols, Ptr prodRows, Ptr runMax, Ptr flatSum, Ptr x, Ptr k,
+                  int BM, int BN) {
+  auto rows = arange(0, BM), cols = arange(0, BN);
+  auto offs = rows(_, None) * BN + cols(None, _);
+  auto v = load(x + offs);
+  store(sumRows + offs, cumsum(v, 1));
+  store(sumCols + offs, cumsum(v, 0));
+  store(prodRows + offs, cumprod(load(k + offs), 1));
+  store(runMax + offs, associative_scan(v, 1, [](Value a, Value b) { return maximum(a, b); }));
+  auto flat = arange(0, BM * BN);
+  store(flatSum + flat, cumsum(load(x + flat), 0));
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -814,6 +829,71 @@ void checkArgReductions(CUstream stream, const std::function<void()> &sync, int 
     EXPECT_EQ(std::fabs(gotAbs[size_t(n)]), big) << "largest magnitude of column " << n << ", "
                                                   << what;
   }
+}
+
+template <typename Buffer>
+void checkScans(CUstream stream, const std::function<void()> &sync, int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  size_t n = size_t(BM * BN);
+  std::vector<float> x = randomFloats(n, rng);
+  std::vector<int32_t> k(n);
+  std::uniform_int_distribution<int32_t> small(-3, 3);
+  for (auto &v : k)
+    v = small(rng);
+  Buffer dx = upload<Buffer>(x), dk(n * 4);
+  dk.upload(k.data(), n * 4);
+  Buffer sumRows = poisoned<Buffer>(n), sumCols = poisoned<Buffer>(n), prod(n * 4),
+         runMax = poisoned<Buffer>(n), flat = poisoned<Buffer>(n);
+  prod.fill32(kPoison);
+  auto kern = kernel("scans", scans,
+                     {"sum_rows", "sum_cols", "prod_rows", "run_max", "flat_sum", "x", "k", "BM",
+                      "BN"});
+  CompiledKernel &c = kern.compile(
+      {.signature = {"*fp32", "*fp32", "*i32", "*fp32", "*fp32", "*fp32", "*i32"},
+       .constexprs = {BM, BN},
+       .numWarps = numWarps});
+  c.launch(1, stream, {sumRows, sumCols, prod, runMax, flat, dx, dk});
+  sync();
+  std::vector<double> wRows(n), wCols(n), wMax(n), wFlat(n);
+  std::vector<int32_t> wProd(n);
+  for (int m = 0; m < BM; ++m)
+    for (int j = 0; j < BN; ++j) {
+      size_t at = size_t(m * BN + j);
+      bool first = j == 0;
+      wRows[at] = x[at] + (first ? 0.0 : wRows[at - 1]);
+      wMax[at] = first ? x[at] : std::max(double(x[at]), wMax[at - 1]);
+      wProd[at] = int32_t(uint32_t(k[at]) * uint32_t(first ? 1 : wProd[at - 1]));
+      wCols[at] = x[at] + (m == 0 ? 0.0 : wCols[at - size_t(BN)]);
+      wFlat[at] = x[at] + (at == 0 ? 0.0 : wFlat[at - 1]);
+    }
+  std::string what = std::to_string(BM) + "x" + std::to_string(BN) + ", " +
+                     std::to_string(numWarps) + " warps";
+  // Sums of up to a few thousand terms of size ~3, in f32 in another order: 1e-4 relative to
+  // the largest partial sum.
+  auto scaled = [](std::vector<double> w) {
+    double big = 1;
+    for (double v : w)
+      big = std::max(big, std::fabs(v));
+    return big;
+  };
+  auto closeAbs = [&](const std::vector<float> &got, const std::vector<double> &want,
+                      const std::string &name) {
+    double tol = 1e-5 * scaled(want) * 10;
+    int64_t bad = 0;
+    std::ostringstream first;
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!(std::fabs(double(got[i]) - want[i]) <= tol) && bad++ < 5)
+        first << "  [" << i << "] got " << got[i] << " expected " << want[i] << "\n";
+    EXPECT_EQ(bad, 0) << name << " " << what << ", seed " << seed << ":\n" << first.str();
+  };
+  closeAbs(download(sumRows, n), wRows, "cumsum along rows");
+  closeAbs(download(sumCols, n), wCols, "cumsum along columns");
+  closeAbs(download(flat, n), wFlat, "1-D cumsum");
+  expectClose(download(runMax, n), wMax, 0, "running max " + what, seed);
+  std::vector<int32_t> gotProd(n);
+  prod.download(gotProd.data(), n * 4);
+  EXPECT_EQ(gotProd, wProd) << "cumprod " << what << ", seed " << seed;
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

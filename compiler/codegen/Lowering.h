@@ -102,6 +102,7 @@ bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layo
 bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
 bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
 bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
+bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
 // shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf

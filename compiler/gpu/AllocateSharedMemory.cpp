@@ -52,6 +52,15 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       offset += bytes * elements;
       return;
     }
+    if (op.kind() == ir::OpKind::Scan) {
+      // Each component's rows (the axis innermost), then one total per thread (LowerScan.cpp).
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      int64_t threads = 32 * int64_t(numWarps);
+      for (auto &r : op.results())
+        offset += (r->type().numElements() + threads) * reduceSlotBytes(r->type());
+      return;
+    }
     if (op.kind() == ir::OpKind::Reduce) {
       // Each component's slots, [bank][element][warp], one region after another.
       const ir::Value *in = op.operand(0);

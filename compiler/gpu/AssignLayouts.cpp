@@ -343,6 +343,14 @@ private:
       setResult(target);
       return;
     }
+    case OpKind::Scan: { // through shared memory: the operands' layout in and out
+      const ir::Layout l = *op.operand(0)->layout();
+      for (unsigned i = 1; i < op.numOperands(); ++i)
+        require(op, i, l);
+      for (auto &r : op.results())
+        r->setLayout(l);
+      return;
+    }
     case OpKind::Reshape:
     case OpKind::Trans: // through shared memory: any layout in, the preferred one out
       setResult(preferred(op.result(), loc));

@@ -470,7 +470,8 @@ private:
     Op *raw = op.get();
     block.ops().push_back(std::move(op));
 
-    unsigned regions = *kind == OpKind::For || *kind == OpKind::Reduce ? 1
+    unsigned regions = *kind == OpKind::For || *kind == OpKind::Reduce || *kind == OpKind::Scan
+                           ? 1
                        : *kind == OpKind::If || *kind == OpKind::While ? 2
                                                                          : 0;
     for (unsigned r = 0; r < regions; ++r) {

@@ -224,13 +224,15 @@ private:
       expect(op, n == 1 && ty(0).isBlock() && res() == ty(0),
              "convert_layout keeps the type");
       break;
-    case OpKind::Reduce: {
+    case OpKind::Reduce:
+    case OpKind::Scan: {
       expect(op, n >= 1 && op.numResults() == n && op.numRegions() == 1 && op.hasAttr("axis"),
-             "reduce takes N blocks, gives N results and has a combine region");
+             "reduce and scan take N blocks, give N results and have a combine region");
       int64_t axis = op.intAttr("axis");
       expect(op, ty(0).isBlock() && axis >= 0 && axis < ty(0).rank(), "reduce axis out of range");
       auto shape = ty(0).shape();
-      shape.erase(shape.begin() + axis);
+      if (op.kind() == OpKind::Reduce)
+        shape.erase(shape.begin() + axis);
       const Block &combine = *op.region(0);
       expect(op, combine.arguments().size() == 2 * n, "reduce's region takes 2N scalars");
       for (unsigned i = 0; i < n; ++i) {
@@ -300,7 +302,8 @@ private:
     case OpKind::Yield: {
       const Op *parent = op.parentBlock()->parentOp();
       expect(op, parent && (parent->kind() == OpKind::For || parent->kind() == OpKind::If ||
-                            parent->kind() == OpKind::While || parent->kind() == OpKind::Reduce),
+                            parent->kind() == OpKind::While || parent->kind() == OpKind::Reduce ||
+                            parent->kind() == OpKind::Scan),
              "yield outside a region");
       expect(op, op.parentBlock()->terminator() == &op, "yield must end its block");
       if (parent->kind() == OpKind::While && op.parentBlock() == parent->region(0)) {
@@ -308,7 +311,8 @@ private:
                "a while condition yields one i1 scalar");
         break;
       }
-      if (parent->kind() == OpKind::Reduce) { // the combined group, as the region's arguments
+      if (parent->kind() == OpKind::Reduce || parent->kind() == OpKind::Scan) {
+        // the combined group, typed as the region's arguments
         expect(op, n == parent->numOperands(), "reduce's combine yields one value per block");
         for (unsigned i = 0; i < n; ++i)
           expect(op, ty(i) == parent->region(0)->argument(i)->type(),

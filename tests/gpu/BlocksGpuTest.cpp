@@ -121,4 +121,13 @@ TEST_F(BlocksGpuTest, ArgmaxArgminXorSumAndUserReduce) {
   }
 }
 
+TEST_F(BlocksGpuTest, CumsumCumprodAndAssociativeScan) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkScans<DeviceBuffer>(stream().get(), sync, 8, 64, warps);
+    checkScans<DeviceBuffer>(stream().get(), sync, 64, 8, warps);
+    checkScans<DeviceBuffer>(stream().get(), sync, 2, 512, warps);
+  }
+}
+
 } // namespace

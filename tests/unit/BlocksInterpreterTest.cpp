@@ -84,4 +84,12 @@ TEST_F(BlocksInterpreterTest, ArgmaxArgminXorSumAndUserReduce) {
   }
 }
 
+TEST_F(BlocksInterpreterTest, CumsumCumprodAndAssociativeScan) {
+  for (int warps : {1, 4}) {
+    checkScans<HostBuffer>(nullptr, sync, 8, 64, warps);
+    checkScans<HostBuffer>(nullptr, sync, 64, 8, warps);
+    checkScans<HostBuffer>(nullptr, sync, 2, 512, warps);
+  }
+}
+
 } // namespace
