@@ -123,8 +123,17 @@ static const char *describeKind(KernelArg::Kind k) {
 }
 
 void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args) {
+  launch(Grid3{grid, 1, 1}, stream, args);
+}
+
+void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<KernelArg> args) {
   const Signature &sig = meta_.signature;
   const std::string &name = meta_.name;
+  int64_t grid = grid3.x;
+  for (auto [extent, axis] : {std::pair{grid3.y, "y"}, std::pair{grid3.z, "z"}})
+    if (extent < 1 || extent > 65535)
+      throw UserError("launch of '" + name + "': grid size along " + axis + " " +
+                      std::to_string(extent) + " is out of range (1 to 65535)");
   if (args.size() != sig.types.size())
     throw UserError("launch of '" + name + "': expected " + std::to_string(sig.types.size()) +
                     " arguments but got " + std::to_string(args.size()));
@@ -209,7 +218,7 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
     ++i;
   }
   if (interpreting())
-    return interpret(grid, args);
+    return interpret(grid3, args);
   load();
   // The driver launches in the calling thread's current context: make the device's primary
   // context current once per thread, so launches from any thread work.
@@ -219,12 +228,13 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
     contextCurrent = true;
   }
   rt::launchKernelPacked(loaded_->function(), unsigned(grid), unsigned(numThreads()),
-                         unsigned(meta_.sharedBytes), stream, block.data(), used);
+                         unsigned(meta_.sharedBytes), stream, block.data(), used,
+                         unsigned(grid3.y), unsigned(grid3.z));
 }
 
 // Interpret mode: the cached TIR text (with its source locations) parsed once, then run on the
 // CPU. Parsing rather than keeping the traced Function serves disk-cache hits alike.
-void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> args) {
+void CompiledKernel::interpret(Grid3 grid, std::initializer_list<KernelArg> args) {
   std::call_once(parseOnce_, [&] {
     auto fn = ir::parseTIR(artifacts_.tir, meta_.name + ".tir");
     ir::verify(*fn, "parsing the TIR for the interpreter");
@@ -243,7 +253,8 @@ void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> ar
       v.f = a.floatValue();
     values.push_back(v);
   }
-  interpreter::run(*tir_, grid * meta_.options.programsPerCTA, values); // one per program
+  // One machine program per program: programs per CTA multiply the x extent.
+  interpreter::run(*tir_, {grid.x * meta_.options.programsPerCTA, grid.y, grid.z}, values);
 }
 
 } // namespace tritium

@@ -179,9 +179,9 @@ Value operator==(const Operand &a, const Operand &b) { return compare("eq", "=="
 Value operator!=(const Operand &a, const Operand &b) { return compare("ne", "!=", a, b); }
 
 static Value gridQuery(OpKind kind, const char *what, int axis, const SourceLoc &loc) {
-  if (axis != 0)
+  if (axis < 0 || axis > 2)
     userError(std::string(what) + "(" + std::to_string(axis) +
-                  "): only axis 0 is supported (tritium launches 1-D grids)",
+                  "): the axis must be 0, 1 or 2 (grids have up to three dimensions)",
               loc);
   ir::Op *op = builder(loc).create(kind, {}, {Type::scalar(ScalarKind::I32)}, loc);
   op->setAttr("axis", int64_t(axis));

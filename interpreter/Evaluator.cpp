@@ -100,10 +100,14 @@ public:
     switch (op_.kind()) {
     case OpKind::Constant:
       return constant();
-    case OpKind::ProgramId:
-      return scalarInt(m_.pid);
-    case OpKind::NumPrograms:
-      return scalarInt(m_.grid);
+    case OpKind::ProgramId: {
+      int64_t axis = op_.intAttr("axis");
+      return scalarInt(axis == 0 ? m_.pid : axis == 1 ? m_.pidY : m_.pidZ);
+    }
+    case OpKind::NumPrograms: {
+      int64_t axis = op_.intAttr("axis");
+      return scalarInt(axis == 0 ? m_.grid : axis == 1 ? m_.gridY : m_.gridZ);
+    }
     case OpKind::Arange:
       return arange();
     case OpKind::Splat:

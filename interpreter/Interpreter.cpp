@@ -325,6 +325,15 @@ void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
 
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
          const Options &options) {
+  run(fn, {grid, 1, 1}, args, options);
+}
+
+void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector<Arg> &args,
+         const Options &options) {
+  int64_t grid = grid3[0];
+  if (grid3[1] < 1 || grid3[2] < 1)
+    throw UserError("interpreting '" + fn.name() + "': the grid must have at least one program "
+                    "along y and z");
   const ir::Block &body = fn.body();
   if (args.size() != body.arguments().size())
     throw UserError("interpreting '" + fn.name() + "': expected " +
@@ -341,13 +350,19 @@ void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
   if (clusterSize > 1) {
+    if (grid3[1] != 1 || grid3[2] != 1)
+      throw UserError("interpreting '" + fn.name() + "': thread-block clusters take a 1-D grid");
     runClusters(fn, grid, clusterSize, args, options);
   } else {
     Machine m(fn, grid, options);
+    m.gridY = grid3[1];
+    m.gridZ = grid3[2];
     bindArguments(m, args);
     Driver d(m);
-    for (m.pid = 0; m.pid < grid; ++m.pid)
-      d.runProgram();
+    for (m.pidZ = 0; m.pidZ < grid3[2]; ++m.pidZ)
+      for (m.pidY = 0; m.pidY < grid3[1]; ++m.pidY)
+        for (m.pid = 0; m.pid < grid; ++m.pid)
+          d.runProgram();
   }
   if (options.printTo)
     std::fflush(options.printTo);

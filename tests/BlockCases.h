@@ -254,6 +254,17 @@ inline void scans(Ptr sumRows, Ptr sumCols, Ptr prodRows, Ptr runMax, Ptr flatSu
   store(flatSum + flat, cumsum(load(x + flat), 0));
 }
 
+// A 3-D grid: each program writes its ids and the grid's extents along x, y and z.
+inline void gridIds(Ptr out) {
+  auto x = program_id(0), y = program_id(1), z = program_id(2);
+  auto nx = num_programs(0), ny = num_programs(1), nz = num_programs(2);
+  auto at = out + ((z * ny + y) * nx + x) * 6;
+  auto slots = arange(0, 8);
+  auto vals = where(slots == 0, x, where(slots == 1, y, where(slots == 2, z,
+              where(slots == 3, nx, where(slots == 4, ny, nz)))));
+  store(at + slots, vals, slots < 6);
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -894,6 +905,28 @@ void checkScans(CUstream stream, const std::function<void()> &sync, int BM, int 
   std::vector<int32_t> gotProd(n);
   prod.download(gotProd.data(), n * 4);
   EXPECT_EQ(gotProd, wProd) << "cumprod " << what << ", seed " << seed;
+}
+
+template <typename Buffer>
+void checkGrid3(CUstream stream, const std::function<void()> &sync, Grid3 grid) {
+  size_t programs = size_t(grid.x * grid.y * grid.z);
+  Buffer out(programs * 6 * 4);
+  out.fill32(kPoison);
+  auto k = kernel("grid_ids", gridIds, {"out"});
+  CompiledKernel &c = k.compile({.signature = {"*i32"}, .numWarps = 1});
+  c.launch(grid, stream, {out});
+  sync();
+  std::vector<int32_t> got(programs * 6);
+  out.download(got.data(), got.size() * 4);
+  for (int64_t z = 0; z < grid.z; ++z)
+    for (int64_t y = 0; y < grid.y; ++y)
+      for (int64_t x = 0; x < grid.x; ++x) {
+        size_t at = size_t(((z * grid.y + y) * grid.x + x) * 6);
+        std::vector<int32_t> want{int32_t(x), int32_t(y), int32_t(z), int32_t(grid.x),
+                                  int32_t(grid.y), int32_t(grid.z)};
+        EXPECT_EQ(std::vector<int32_t>(got.begin() + long(at), got.begin() + long(at) + 6), want)
+            << "program (" << x << ", " << y << ", " << z << ")";
+      }
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

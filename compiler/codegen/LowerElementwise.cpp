@@ -172,16 +172,26 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     perElement([&](int64_t) { return c; });
     return true;
   }
-  case OpKind::ProgramId: { // ctaid * programs per CTA + this thread's program slot
-    llvm::Value *cta = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
-    l.set(res, {l.programsPerCTA == 1
+  case OpKind::ProgramId: { // ctaid * programs per CTA + this thread's program slot (along x)
+    int64_t axis = op.intAttr("axis");
+    llvm::Value *cta = l.intrinsic(axis == 0   ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x
+                                   : axis == 1 ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y
+                                               : llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z,
+                                   {}, {});
+    l.set(res, {l.programsPerCTA == 1 || axis != 0
                     ? cta
                     : b.CreateAdd(b.CreateMul(cta, b.getInt32(l.programsPerCTA)), l.programSlot)});
     return true;
   }
   case OpKind::NumPrograms: {
-    llvm::Value *ctas = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {});
-    l.set(res, {l.programsPerCTA == 1 ? ctas : b.CreateMul(ctas, b.getInt32(l.programsPerCTA))});
+    int64_t axis = op.intAttr("axis");
+    llvm::Value *ctas = l.intrinsic(axis == 0   ? llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x
+                                    : axis == 1 ? llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y
+                                                : llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z,
+                                    {}, {});
+    l.set(res, {l.programsPerCTA == 1 || axis != 0
+                    ? ctas
+                    : b.CreateMul(ctas, b.getInt32(l.programsPerCTA))});
     return true;
   }
   case OpKind::Arange: {

@@ -78,6 +78,8 @@ private:
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
       expect(op, res() == Type::scalar(ScalarKind::I32), "grid queries give i32");
+      expect(op, op.hasAttr("axis") && op.intAttr("axis") >= 0 && op.intAttr("axis") <= 2,
+             "grid queries take an axis from 0 to 2");
       break;
     case OpKind::Arange:
       expect(op, res().rank() == 1 && res().numElements() == op.intAttr("end") - op.intAttr("start"),

@@ -130,4 +130,10 @@ TEST_F(BlocksGpuTest, CumsumCumprodAndAssociativeScan) {
   }
 }
 
+TEST_F(BlocksGpuTest, ThreeDimensionalGrids) {
+  SKIP_WITHOUT_GPU();
+  checkGrid3<DeviceBuffer>(stream().get(), sync, {3, 4, 5});
+  checkGrid3<DeviceBuffer>(stream().get(), sync, {7, 2});
+}
+
 } // namespace

@@ -92,4 +92,9 @@ TEST_F(BlocksInterpreterTest, CumsumCumprodAndAssociativeScan) {
   }
 }
 
+TEST_F(BlocksInterpreterTest, ThreeDimensionalGrids) {
+  checkGrid3<HostBuffer>(nullptr, sync, {3, 4, 5});
+  checkGrid3<HostBuffer>(nullptr, sync, {7, 2});
+}
+
 } // namespace
