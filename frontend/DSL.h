@@ -214,6 +214,17 @@ Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
 // Every thread of the program waits here (Triton's tl.debug_barrier).
 void debug_barrier(Loc loc = Loc::current());
 
+// Checks on the device (Triton's tl.device_assert): where `cond` is false the kernel stops and
+// reports `message` with this call's file:line (the interpreter raises a UserError there).
+void device_assert(const Operand &cond, const std::string &message = "",
+                   Loc loc = Loc::current());
+// Checks and prints at trace time (Triton's tl.static_assert, tl.static_print): a false
+// condition is a UserError at this call; static_print writes the values' types (and the
+// numbers given) to stderr as the kernel is traced.
+void static_assert_(bool cond, const std::string &message = "", Loc loc = Loc::current());
+void static_print(const std::string &prefix, std::initializer_list<Operand> values,
+                  Loc loc = Loc::current());
+
 // Debugging: prints `prefix` and each element of `value` with the program id and the element's
 // index (Triton's device_print), in the interpreter and on the GPU (vprintf).
 void print(const std::string &prefix, const Operand &value, Loc loc = Loc::current());

@@ -656,6 +656,30 @@ Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
   return atomicImpl("atomic_cas", "cas", ptr, {cmp, val}, nullptr, sem, scope, SourceLoc(l));
 }
 
+void device_assert(const Operand &cond, const std::string &message, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *c = requireValue(cond, "device_assert's condition", loc);
+  if (c->type().isPtr())
+    userError("device_assert's condition cannot be a pointer", loc);
+  if (!c->type().isBool())
+    c = (cond != 0).ir();
+  builder(loc).create(OpKind::Assert, {c}, {}, loc)->setAttr("message", message);
+}
+
+void static_assert_(bool cond, const std::string &message, Loc l) {
+  if (!cond)
+    userError("static_assert failed" + (message.empty() ? std::string() : ": " + message),
+              SourceLoc(l));
+}
+
+void static_print(const std::string &prefix, std::initializer_list<Operand> values, Loc l) {
+  SourceLoc loc(l);
+  std::string line = loc.str() + ": " + prefix;
+  for (const Operand &v : values)
+    line += " " + describe(v);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 void debug_barrier(Loc l) {
   SourceLoc loc(l);
   builder(loc).create(OpKind::Barrier, {}, {}, loc);

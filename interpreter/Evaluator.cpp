@@ -171,6 +171,16 @@ public:
       return atomic();
     case OpKind::Barrier:
       return true; // one program runs at a time: nothing to wait for
+    case OpKind::Assert: {
+      const auto &c = in(0).i;
+      for (size_t e = 0; e < c.size(); ++e)
+        if (!c[e])
+          userError("device_assert failed in program " + std::to_string(m_.pid) +
+                        (op_.operand(0)->type().isBlock() ? ", element " + std::to_string(e) : "") +
+                        ": " + op_.strAttr("message"),
+                    op_.loc());
+      return true;
+    }
     case OpKind::Print:
       return print();
     default:

@@ -26,7 +26,31 @@ std::string escapePercent(const std::string &s) {
 
 } // namespace
 
+// device_assert: where the condition is false, CUDA's __assertfail(message, file, line,
+// function, 1) prints "file:line: function: block [..], thread [..] Assertion `message` failed."
+// and stops the kernel (the launch then fails with an illegal-instruction error).
+static void lowerAssert(Lowering &l, const ir::Op &op) {
+  auto &b = l.b;
+  auto *ptr = llvm::PointerType::get(l.ctx, 0);
+  llvm::FunctionCallee fail = l.mod.getOrInsertFunction(
+      "__assertfail", llvm::FunctionType::get(b.getVoidTy(),
+                                              {ptr, ptr, b.getInt32Ty(), ptr, b.getInt64Ty()},
+                                              false));
+  const SourceLoc &loc = op.loc();
+  llvm::Value *message = b.CreateGlobalString(op.strAttr("message"), "assert.message", 0, &l.mod);
+  llvm::Value *file = b.CreateGlobalString(loc.known() ? loc.file : "?", "assert.file", 0, &l.mod);
+  llvm::Value *function = b.CreateGlobalString(l.kernel.name(), "assert.function", 0, &l.mod);
+  for (llvm::Value *ok : l.get(op.operand(0)))
+    l.ifThen(b.CreateNot(ok), "assert.fail", [&] {
+      b.CreateCall(fail, {message, file, b.getInt32(int32_t(loc.line)), function, b.getInt64(1)});
+    });
+}
+
 bool lowerPrint(Lowering &l, const ir::Op &op) {
+  if (op.kind() == ir::OpKind::Assert) {
+    lowerAssert(l, op);
+    return true;
+  }
   if (op.kind() != ir::OpKind::Print)
     return false;
   auto &b = l.b;

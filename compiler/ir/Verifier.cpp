@@ -183,6 +183,11 @@ private:
     case OpKind::Barrier:
       expect(op, n == 0 && op.numResults() == 0, "barrier takes and gives nothing");
       break;
+    case OpKind::Assert:
+      expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&
+                     std::holds_alternative<std::string>(op.attr("message")),
+             "assert takes a mask and a message");
+      break;
     case OpKind::Print:
       expect(op, n == 1 && op.numResults() == 0 && op.hasAttr("prefix") &&
                      std::holds_alternative<std::string>(op.attr("prefix")),

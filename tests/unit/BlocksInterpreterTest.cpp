@@ -98,3 +98,58 @@ TEST_F(BlocksInterpreterTest, ThreeDimensionalGrids) {
 }
 
 } // namespace
+
+namespace {
+
+void assertPositive(Ptr x, int BLOCK) {
+  auto offs = arange(0, BLOCK);
+  device_assert(load(x + offs) > 0, "x must be positive");
+}
+
+void traceTimeChecks(Ptr x, int BLOCK) {
+  static_print("BLOCK and x:", {BLOCK, x});
+  static_assert_(BLOCK % 32 == 0, "BLOCK must be a multiple of 32");
+  store(x + arange(0, BLOCK), 1.0);
+}
+
+// device_assert passes quietly on good data and, on bad data, names the message, the program,
+// the element and the kernel's file:line; its PTX calls CUDA's __assertfail.
+TEST_F(BlocksInterpreterTest, DeviceAssert) {
+  std::vector<float> good(64, 1.0f), bad(64, 1.0f);
+  bad[17] = -2.0f;
+  interpreter::HostBuffer g(64 * 4), b(64 * 4);
+  g.upload(good.data(), 64 * 4);
+  b.upload(bad.data(), 64 * 4);
+  auto k = kernel("assert_positive", assertPositive, {"x", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32"}, .constexprs = {64}, .numWarps = 2});
+  EXPECT_NO_THROW(c.launch(1, nullptr, {g}));
+  try {
+    c.launch(3, nullptr, {b});
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("BlocksInterpreterTest.cpp:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("device_assert failed in program 0, element 17: x must be positive"),
+              std::string::npos)
+        << msg;
+  }
+  EXPECT_NE(c.artifacts().ptx.find("__assertfail"), std::string::npos);
+}
+
+TEST_F(BlocksInterpreterTest, StaticAssertAndStaticPrint) {
+  auto k = kernel("trace_time_checks", traceTimeChecks, {"x", "BLOCK"});
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(k.compile({.signature = {"*fp32"}, .constexprs = {64}, .numWarps = 2}));
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("BLOCK and x: int literal 64 ptr<f32>"), std::string::npos) << printed;
+  try {
+    k.compile({.signature = {"*fp32"}, .constexprs = {48}, .numWarps = 2});
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("static_assert failed: BLOCK must be a multiple of 32"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
