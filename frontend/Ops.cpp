@@ -898,7 +898,14 @@ Value zeros(const std::vector<int64_t> &shape, DType dtype, Loc l) {
 
 Value expand_dims(const Operand &x, int axis, Loc l) {
   SourceLoc loc(l);
-  ir::Value *v = blockInput(x, "expand_dims", loc);
+  ir::Value *v = requireValue(x, "expand_dims's input", loc);
+  if (!v->type().isBlock()) { // a scalar (a 1-D reduction's result) becomes a block of one
+    if (axis != 0 && axis != -1)
+      userError("expand_dims of the scalar " + v->type().str() + ": axis " +
+                    std::to_string(axis) + " is out of range (0 or -1)",
+                loc);
+    return Value(builder(loc).createValue(OpKind::Splat, {v}, v->type().withShape({1}), loc));
+  }
   int rank = v->type().rank();
   if (axis < 0)
     axis += rank + 1;
