@@ -80,12 +80,14 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, int
     case 0: r = a + b; break;
     case 1: r = a * b - 0.5; break;
     case 2: r = maximum(a, b); break;
-    case 3: r = where(a > b, a, b * 0.5); break;
+    // Conditions and floor look at the inputs only: a comparison of two computed values that
+    // tie up to rounding could go either way on the GPU and in the interpreter.
+    case 3: r = where(pool[0] > pool[1], a, b * 0.5); break;
     case 4: r = cast(cast(a, float16), float32); break;
     case 5: r = expand_dims(sum(a, axis), axis) + b; break;
     case 6: r = expand_dims(max(a, axis), axis) - b; break;
     case 7: r = cumsum(a, axis) * 0.125; break;
-    case 8: r = abs(a) + floor(b); break;
+    case 8: r = abs(a) + floor(pool[1] * 4.0); break;
     case 9: r = sqrt_rn(abs(a) + 1.0); break;
     case 10: {
       Value i = any(ints), j = any(ints);
@@ -130,9 +132,11 @@ struct Outcome {
   int32_t count = 0;
 };
 
+// One kernel object per thread: a kernel compiles one specialization at a time, so threads
+// compiling seeds side by side each have their own (they share the disk cache).
 inline tritium::detail::FunctionKernel<Ptr, Ptr, Ptr, Ptr, Int, Int, int> &randomKernel() {
-  static auto k = kernel("random_program", randomProgram,
-                         {"out", "count", "x", "y", "n", "flag", "SEED"});
+  thread_local auto k = kernel("random_program", randomProgram,
+                               {"out", "count", "x", "y", "n", "flag", "SEED"});
   return k;
 }
 
@@ -182,7 +186,8 @@ inline std::string compareOutcomes(const Outcome &gpu, const Outcome &ref) {
     return "atomic count " + std::to_string(gpu.count) + " vs " + std::to_string(ref.count);
   for (size_t i = 0; i < ref.out.size(); ++i) {
     float g = gpu.out[i], r = ref.out[i];
-    if (std::isnan(r) ? !std::isnan(g) : !(std::fabs(g - r) <= 2e-3f * std::max(1.0f, std::fabs(r))))
+    // Sums in another order and fp16 roundings of values that differ in their last bit.
+    if (std::isnan(r) ? !std::isnan(g) : !(std::fabs(g - r) <= 5e-3f * std::max(1.0f, std::fabs(r))))
       return "element " + std::to_string(i) + ": " + std::to_string(g) + " vs " + std::to_string(r);
   }
   return "";
