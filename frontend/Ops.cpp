@@ -604,7 +604,7 @@ Value atomicImpl(const char *name, const std::string &op, const Operand &ptr,
                   p->type().str(),
               loc);
   checkAtomicOrder(sem, scope, name, loc);
-  checkAtomicType(op, p->type().pointee(), name, loc);
+  checkAtomicType(op, p->type().pointee().element(), name, loc);
   // The pointers broadcast to the values' shape (a scalar pointer with a block of values is
   // one address updated by each), the values and the mask to the pointers'.
   std::vector<int64_t> shape = p->type().shape();

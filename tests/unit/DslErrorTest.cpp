@@ -590,3 +590,82 @@ TEST_F(DslErrorTest, LaunchArgumentsOfOtherSignatureTypes) {
   expectLaunchError(k, 1, {3, p, int64_t(1) << 40},
                     {"argument 0 ('out') must be *fp16 but an integer was given"});
 }
+
+// --- The language of blocks of rank 2 and 3, control flow and atomics ----------------------------
+
+namespace {
+
+void axisOutOfRange(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto v = dsl::zeros({16, 64}, dsl::float32);
+  gLine = __LINE__; auto s = dsl::sum(v, 2);
+  dsl::store(out + dsl::arange(0, 16), s);
+}
+
+void twoDimensionsNotPowersOfTwo(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto v = dsl::zeros({48, 64}, dsl::float32);
+  (void)v;
+}
+
+void atomicOnBytes(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; dsl::atomic_add(out + dsl::arange(0, 128), 1);
+}
+
+void ifOnABlock(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto cols = dsl::arange(0, 128);
+  gLine = __LINE__; dsl::if_(cols < n, [&] {});
+}
+
+void ifWithTwoTypes(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::Value y = dsl::load(in);
+  gLine = __LINE__; dsl::if_(n > 0, [&] { y = dsl::load(in + dsl::arange(0, 128)); }, [&] {});
+  dsl::store(out, y);
+}
+
+void unknownSem(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; dsl::atomic_add(out, 1.0, n > 0, "seq_cst");
+}
+
+void unknownDtype(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto v = dsl::cast(dsl::load(in), "float128");
+  (void)v;
+}
+
+} // namespace
+
+TEST_F(DslErrorTest, AxisOutOfRangeNamesTheShape) {
+  expectUserError([] { traceKernel(axisOutOfRange); },
+                  {"sum: axis 2 is out of range for block<16x64xf32> (0 to 1)"});
+}
+
+TEST_F(DslErrorTest, BlocksOfRankTwoHavePowerOfTwoDimensions) {
+  expectUserError([] { traceKernel(twoDimensionsNotPowersOfTwo); },
+                  {"the dimensions of a block of rank 2 must be powers of two, got [48, 64]"});
+}
+
+TEST_F(DslErrorTest, AtomicOnAnUnsupportedType) {
+  expectUserError([] { traceKernel(atomicOnBytes, spec({"*i8", "*fp32", "i32"})); },
+                  {"atomic_add on i8 is not supported: it takes i32, u32, i64, u64, fp32, fp16 "
+                   "and bf16"});
+}
+
+TEST_F(DslErrorTest, AtomicWithAnUnknownSem) {
+  expectUserError([] { traceKernel(unknownSem); },
+                  {"atomic_add: unknown sem 'seq_cst' (expected relaxed, acquire, release or "
+                   "acq_rel)"});
+}
+
+TEST_F(DslErrorTest, IfOnABlockCondition) {
+  expectUserError([] { traceKernel(ifOnABlock); },
+                  {"if_'s condition must be a scalar", "got block<128xi1>; use where() for blocks"});
+}
+
+TEST_F(DslErrorTest, IfBranchesGiveDifferentTypes) {
+  expectUserError([] { traceKernel(ifWithTwoTypes); },
+                  {"has type block<128xf32> on one path and f32 on the other"});
+}
+
+TEST_F(DslErrorTest, UnknownDtypeListsTheValidOnes) {
+  expectUserError([] { traceKernel(unknownDtype); },
+                  {"unknown dtype 'float128' (expected one of i1, i8, i16, i32, i64, u8, u16, u32, "
+                   "u64, fp8e4m3, fp8e5m2, fp16, bf16, fp32"});
+}
