@@ -70,6 +70,9 @@ private:
   uint64_t serial_ = 0; // tells a variable from a later one at the same address
 };
 
+// Several values handled together (a general reduce's operands, Philox's four words).
+using Group = std::vector<Value>;
+
 struct Ptr : Value { using Value::Value; };   // a pointer argument ("*fp32" in the signature)
 struct Int : Value { using Value::Value; };   // an integer argument ("i32" or "i64")
 struct Float : Value { using Value::Value; }; // a float argument ("fp32")
@@ -87,6 +90,9 @@ struct Operand {
   Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(uint32_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  Operand(long long v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  Operand(unsigned long long v, Loc l = Loc::current())
+      : kind(Kind::Int), i(int64_t(v)), loc(l) {}
   // u64 literals past 2^63 keep their bits (they take an unsigned partner's type).
   Operand(uint64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
   Operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
@@ -189,6 +195,23 @@ void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
 void store(const Operand &ptrs, const Operand &value, const Operand &mask,
            Loc loc = Loc::current());
 
+// Random numbers, bit for bit those of Triton 3.6's tl.randint / randint4x / rand / randn for
+// the same seed and offsets (frontend/Random.cpp): Philox 4x32 (10 rounds by default) keyed by
+// the seed with the offsets as the counter. Offsets are 32- or 64-bit integers (a block or a
+// scalar); rand gives floats in [0, 1), randn standard normals (Box-Muller, as Triton's).
+Group philox4x32(const Operand &c0, const Operand &c1, const Operand &c2, const Operand &c3,
+                 const Operand &k0, const Operand &k1, int n_rounds = 10,
+                 Loc loc = Loc::current());
+Group randint4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
+                Loc loc = Loc::current());
+Value randint(const Operand &seed, const Operand &offset, int n_rounds = 10,
+              Loc loc = Loc::current());
+Value uint_to_uniform_float(const Operand &x, Loc loc = Loc::current());
+Value rand(const Operand &seed, const Operand &offset, int n_rounds = 10, Loc loc = Loc::current());
+Group rand4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
+             Loc loc = Loc::current());
+Value randn(const Operand &seed, const Operand &offset, int n_rounds = 10, Loc loc = Loc::current());
+
 // Atomics on global memory (Triton's tl.atomic_*): each element of a block once, masked-off
 // lanes untouched; they give the old values (0 where masked off). `sem` is relaxed, acquire,
 // release or acq_rel (the default); `scope` gpu (the default), cta or sys. Types: add takes
@@ -244,7 +267,6 @@ Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)
              Loc loc = Loc::current());
 // Several blocks of one shape reduced together (argmax's value and index): combine takes the
 // accumulated group and another and gives the combined group.
-using Group = std::vector<Value>;
 Group reduce(const Group &xs, int axis, const std::function<Group(const Group &, const Group &)> &combine,
              Loc loc = Loc::current());
 // Inclusive scans along an axis (Triton's tl.cumsum, tl.cumprod, tl.associative_scan): element

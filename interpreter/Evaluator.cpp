@@ -571,8 +571,10 @@ private:
     if (to.isFloat()) {
       auto &o = outF();
       bool u64 = from.kind() == ScalarKind::U64;
+      // One rounding, as the GPU's cvt: 64-bit integers go to f32 directly, not through double.
       for (size_t e = 0; e < o.size(); ++e)
-        o[e] = roundTo(k, u64 ? double(uint64_t(a[e])) : double(a[e]));
+        o[e] = k == ScalarKind::F32 ? double(u64 ? float(uint64_t(a[e])) : float(a[e]))
+                                    : roundTo(k, u64 ? double(uint64_t(a[e])) : double(a[e]));
     } else {
       auto &o = outI();
       for (size_t e = 0; e < o.size(); ++e)

@@ -265,6 +265,24 @@ inline void gridIds(Ptr out) {
   store(at + slots, vals, slots < 6);
 }
 
+// Philox and Triton's random numbers: the Random123 known-answer vectors through philox4x32,
+// and randint / rand / randn for a seed over a block of offsets.
+inline void philoxKat(Ptr out, Ptr words) {
+  auto lane = arange(0, 4);
+  auto w = [&](int i) { return load(words + lane * 6 + i); };
+  Group r = philox4x32(w(0), w(1), w(2), w(3), w(4), w(5));
+  for (int i = 0; i < 4; ++i)
+    store(out + lane * 4 + i, r[size_t(i)]);
+}
+
+inline void randomNumbers(Ptr ints, Ptr uniforms, Ptr normals, Int seed, int BLOCK, int WIDE) {
+  auto offs = arange(0, BLOCK) + program_id(0) * BLOCK;
+  Value o = WIDE ? cast(offs, int64) * 4294967296LL + offs : offs;
+  store(ints + offs, cast(randint(seed, o), uint32)); // the low word for 64-bit offsets
+  store(uniforms + offs, rand(seed, o));
+  store(normals + offs, randn(seed, o));
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -927,6 +945,80 @@ void checkGrid3(CUstream stream, const std::function<void()> &sync, Grid3 grid) 
         EXPECT_EQ(std::vector<int32_t>(got.begin() + long(at), got.begin() + long(at) + 6), want)
             << "program (" << x << ", " << y << ", " << z << ")";
       }
+}
+
+template <typename Buffer>
+void checkPhiloxKnownAnswers(CUstream stream, const std::function<void()> &sync) {
+  // Random123's kat_vectors for philox4x32-10: counter c0..c3, key k0 k1, then the output;
+  // the fourth row is the first with the counter and key of all-ones words but the last.
+  std::vector<uint32_t> words = {
+      0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000,
+      0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+      0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+      0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000};
+  std::vector<uint32_t> want = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8,
+                                0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd,
+                                0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1,
+                                0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
+  Buffer dw(words.size() * 4), out(16 * 4);
+  dw.upload(words.data(), words.size() * 4);
+  out.fill32(kPoison);
+  auto k = kernel("philox_kat", philoxKat, {"out", "words"});
+  CompiledKernel &c = k.compile({.signature = {"*u32", "*u32"}, .numWarps = 1});
+  c.launch(1, stream, {out, dw});
+  sync();
+  std::vector<uint32_t> got(16);
+  out.download(got.data(), 64);
+  EXPECT_EQ(got, want);
+}
+
+// Every output once from the interpreter's reference bits: randint is Philox's first word;
+// rand its Triton float; randn Box-Muller. GPU and interpreter must agree bit for bit on randint
+// and rand, within a few ulp on randn (libdevice's log and cos against the host's).
+struct RandomOutputs {
+  std::vector<uint32_t> ints;
+  std::vector<float> uniforms, normals;
+};
+
+template <typename Buffer>
+RandomOutputs runRandomNumbers(CUstream stream, const std::function<void()> &sync, int32_t seed,
+                               bool wide) {
+  const int BLOCK = 1024, grid = 4;
+  size_t n = size_t(BLOCK * grid);
+  Buffer ints(n * 4), uni(n * 4), nor(n * 4);
+  auto k = kernel("random_numbers", randomNumbers,
+                  {"ints", "uniforms", "normals", "seed", "BLOCK", "WIDE"});
+  CompiledKernel &c = k.compile({.signature = {"*u32", "*fp32", "*fp32", "i32"},
+                                 .constexprs = {BLOCK, wide ? 1 : 0},
+                                 .numWarps = 4});
+  c.launch(grid, stream, {ints, uni, nor, seed});
+  sync();
+  RandomOutputs r{std::vector<uint32_t>(n), std::vector<float>(n), std::vector<float>(n)};
+  ints.download(r.ints.data(), n * 4);
+  uni.download(r.uniforms.data(), n * 4);
+  nor.download(r.normals.data(), n * 4);
+  return r;
+}
+
+// Properties that do not need a reference: rand in [0, 1), never 1; mean and variance of rand
+// and randn near 1/2, 1/12, 0 and 1; and for seed 0, offset 0 Philox's first word of the
+// all-zero known-answer vector.
+inline void checkRandomProperties(const RandomOutputs &r, int32_t seed, bool wide) {
+  double mu = 0, var = 0, nmu = 0, nvar = 0;
+  size_t n = r.uniforms.size();
+  for (size_t i = 0; i < n; ++i) {
+    float u = r.uniforms[i], z = r.normals[i];
+    ASSERT_TRUE(u >= 0.0f && u < 1.0f) << "rand gave " << u << " at " << i;
+    ASSERT_TRUE(std::isfinite(z)) << "randn gave " << z << " at " << i;
+    mu += u, var += double(u) * u, nmu += z, nvar += double(z) * z;
+  }
+  mu /= double(n), var = var / double(n) - mu * mu, nmu /= double(n), nvar = nvar / double(n) - nmu * nmu;
+  EXPECT_NEAR(mu, 0.5, 0.02);
+  EXPECT_NEAR(var, 1.0 / 12, 0.01);
+  EXPECT_NEAR(nmu, 0.0, 0.06);
+  EXPECT_NEAR(nvar, 1.0, 0.08);
+  if (seed == 0 && !wide)
+    EXPECT_EQ(r.ints[0], 0x6627e8d5u); // Philox(counter 0, key 0)'s first word
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

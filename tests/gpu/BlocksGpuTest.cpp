@@ -4,6 +4,14 @@
 #include "BlockCases.h"
 #include "GpuTestSupport.h"
 
+#include "interpreter/Interpreter.h"
+#include "runtime/Memory.h"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include "runtime/Memory.h"
 
 using namespace tritium;
@@ -134,6 +142,72 @@ TEST_F(BlocksGpuTest, ThreeDimensionalGrids) {
   SKIP_WITHOUT_GPU();
   checkGrid3<DeviceBuffer>(stream().get(), sync, {3, 4, 5});
   checkGrid3<DeviceBuffer>(stream().get(), sync, {7, 2});
+}
+
+TEST_F(BlocksGpuTest, PhiloxKnownAnswersAndRandomNumbers) {
+  SKIP_WITHOUT_GPU();
+  checkPhiloxKnownAnswers<DeviceBuffer>(stream().get(), sync);
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7})
+      checkRandomProperties(runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, wide), seed, wide);
+}
+
+// The GPU's random numbers against the interpreter's: randint and rand bit for bit, randn
+// within 4 ulp.
+TEST_F(BlocksGpuTest, RandomNumbersMatchTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7}) {
+      RandomOutputs gpu = runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, wide);
+      setInterpret(true);
+      RandomOutputs ref = runRandomNumbers<interpreter::HostBuffer>(nullptr, [] {}, seed, wide);
+      resetInterpret();
+      EXPECT_EQ(gpu.ints, ref.ints) << "seed " << seed << (wide ? " (64-bit offsets)" : "");
+      for (size_t i = 0; i < gpu.uniforms.size(); ++i) {
+        ASSERT_EQ(tritium::testing::bitsOf(gpu.uniforms[i]), tritium::testing::bitsOf(ref.uniforms[i])) << "rand at " << i;
+        ASSERT_NEAR(gpu.normals[i], ref.normals[i], 4e-6 * std::max(1.0f, std::fabs(ref.normals[i])))
+            << "randn at " << i;
+      }
+    }
+}
+
+// Triton's own numbers (tools/triton_random_reference.py writes them on the GPU machine; the
+// file is named by TRITIUM_TRITON_RANDOM_CSV): randint and rand bit for bit, randn counted.
+TEST_F(BlocksGpuTest, TritonRandomReference) {
+  SKIP_WITHOUT_GPU();
+  const char *path = std::getenv("TRITIUM_TRITON_RANDOM_CSV");
+  if (!path)
+    GTEST_SKIP() << "TRITIUM_TRITON_RANDOM_CSV is not set (run tools/triton_random_reference.py)";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::map<int32_t, std::vector<std::array<uint32_t, 3>>> want;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    int32_t seed;
+    unsigned off, a, b, c;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%u,%x,%x,%x", &seed, &off, &a, &b, &c), 5) << line;
+    auto &rows = want[seed];
+    rows.resize(std::max<size_t>(rows.size(), off + 1));
+    rows[off] = {a, b, c};
+  }
+  ASSERT_FALSE(want.empty());
+  for (auto &[seed, rows] : want) {
+    RandomOutputs got = runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, false);
+    size_t intsOff = 0, randOff = 0, randnExact = 0, randnClose = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      intsOff += got.ints[i] != rows[i][0];
+      randOff += tritium::testing::bitsOf(got.uniforms[i]) != rows[i][1];
+      float z = tritium::testing::floatOf(rows[i][2]);
+      randnExact += tritium::testing::bitsOf(got.normals[i]) == rows[i][2];
+      randnClose += std::fabs(got.normals[i] - z) <= 4e-6f * std::max(1.0f, std::fabs(z));
+    }
+    EXPECT_EQ(intsOff, 0u) << "randint differs from Triton's for seed " << seed;
+    EXPECT_EQ(randOff, 0u) << "rand differs from Triton's for seed " << seed;
+    EXPECT_EQ(randnClose, rows.size()) << "randn beyond 4e-6 of Triton's for seed " << seed;
+    std::printf("seed %d: randint and rand equal to Triton's for %zu offsets; randn bit-equal "
+                "for %zu of them\n", seed, rows.size(), randnExact);
+  }
 }
 
 } // namespace

@@ -97,6 +97,13 @@ TEST_F(BlocksInterpreterTest, ThreeDimensionalGrids) {
   checkGrid3<HostBuffer>(nullptr, sync, {7, 2});
 }
 
+TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
+  checkPhiloxKnownAnswers<HostBuffer>(nullptr, sync);
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7})
+      checkRandomProperties(runRandomNumbers<HostBuffer>(nullptr, sync, seed, wide), seed, wide);
+}
+
 } // namespace
 
 namespace {
