@@ -5,6 +5,10 @@
 
 #include "interpreter/Interpreter.h"
 
+#include <cstdio>
+#include <fstream>
+#include <map>
+
 using namespace tritium;
 using namespace tritium::testing::blocks;
 using interpreter::HostBuffer;
@@ -156,6 +160,40 @@ TEST_F(BlocksInterpreterTest, StaticAssertAndStaticPrint) {
     EXPECT_NE(std::string(e.what()).find("static_assert failed: BLOCK must be a multiple of 32"),
               std::string::npos)
         << e.what();
+  }
+}
+
+} // namespace
+
+namespace {
+
+// Triton 3.6's own random numbers (tests/data/triton_random.csv, written on the H200 by
+// tools/triton_random_reference.py: seeds 0, 12345 and -7, offsets 0 .. 1023): the interpreter's
+// randint and rand equal them bit for bit; randn within 1e-6 (the host's log and cos in double
+// against libdevice's in f32; the GPU's are bit-equal, BlocksGpuTest.TritonRandomReference).
+TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritons) {
+  std::ifstream in(std::string(TRITIUM_TEST_DATA) + "/triton_random.csv");
+  ASSERT_TRUE(in) << "tests/data/triton_random.csv is missing";
+  std::map<int32_t, std::map<unsigned, std::array<uint32_t, 3>>> want;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    int32_t seed;
+    unsigned off, a, b, c;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%u,%x,%x,%x", &seed, &off, &a, &b, &c), 5) << line;
+    want[seed][off] = {a, b, c};
+  }
+  ASSERT_EQ(want.size(), 3u);
+  for (auto &[seed, rows] : want) {
+    RandomOutputs got = runRandomNumbers<HostBuffer>(nullptr, sync, seed, false);
+    for (auto &[off, w] : rows) {
+      ASSERT_EQ(got.ints[off], w[0]) << "randint, seed " << seed << ", offset " << off;
+      ASSERT_EQ(tritium::testing::bitsOf(got.uniforms[off]), w[1])
+          << "rand, seed " << seed << ", offset " << off;
+      float z = tritium::testing::floatOf(w[2]);
+      ASSERT_NEAR(got.normals[off], z, 1e-6 * std::max(1.0f, std::fabs(z)))
+          << "randn, seed " << seed << ", offset " << off;
+    }
   }
 }
 
