@@ -283,6 +283,19 @@ inline void randomNumbers(Ptr ints, Ptr uniforms, Ptr normals, Int seed, int BLO
   store(normals + offs, randn(seed, o));
 }
 
+// README's 2-D example: each row of a tile normalized to mean 0 and variance 1.
+inline void normalizeRows(Ptr out, Ptr x, Int M, Int N, Int stride, int BM, int BN) {
+  auto rows = program_id(0) * BM + arange(0, BM);
+  auto cols = arange(0, BN);
+  auto mask = (rows(_, None) < M) & (cols(None, _) < N);
+  auto offs = rows(_, None) * stride + cols(None, _);
+  auto v = load(x + offs, mask, 0.0);
+  auto mean = sum(v, 1) / N;
+  auto centered = where(mask, v - mean(_, None), 0.0);
+  auto rstd = rsqrt(sum(centered * centered, 1) / N + 1e-5);
+  store(out + offs, centered * rstd(_, None), mask);
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
@@ -1019,6 +1032,36 @@ inline void checkRandomProperties(const RandomOutputs &r, int32_t seed, bool wid
   EXPECT_NEAR(nvar, 1.0, 0.08);
   if (seed == 0 && !wide)
     EXPECT_EQ(r.ints[0], 0x6627e8d5u); // Philox(counter 0, key 0)'s first word
+}
+
+template <typename Buffer>
+void checkNormalizeRows(CUstream stream, const std::function<void()> &sync, int64_t M, int64_t N,
+                        int BM, int BN, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int64_t stride = N + 3;
+  std::vector<float> x = randomFloats(size_t(M * stride), rng);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(size_t(M * stride));
+  auto k = kernel("normalize_rows", normalizeRows, {"out", "x", "M", "N", "stride", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32"},
+                                 .constexprs = {BM, BN},
+                                 .numWarps = numWarps});
+  c.launch(Grid3{(M + BM - 1) / BM}, stream, {out, dx, int32_t(M), int32_t(N), int32_t(stride)});
+  sync();
+  std::vector<double> want(size_t(M * stride), kUntouched);
+  for (int64_t m = 0; m < M; ++m) {
+    double mean = 0, var = 0;
+    for (int64_t n = 0; n < N; ++n)
+      mean += x[size_t(m * stride + n)];
+    mean /= double(N);
+    for (int64_t n = 0; n < N; ++n)
+      var += (x[size_t(m * stride + n)] - mean) * (x[size_t(m * stride + n)] - mean);
+    double rstd = 1 / std::sqrt(var / double(N) + 1e-5);
+    for (int64_t n = 0; n < N; ++n)
+      want[size_t(m * stride + n)] = (x[size_t(m * stride + n)] - mean) * rstd;
+  }
+  expectClose(download(out, want.size()), want, 2e-5,
+              "normalize_rows " + std::to_string(M) + "x" + std::to_string(N), seed);
 }
 
 // The accuracy each function is checked to: exact ones (correctly rounded) at f32's half ulp,

@@ -210,4 +210,10 @@ TEST_F(BlocksGpuTest, TritonRandomReference) {
   }
 }
 
+TEST_F(BlocksGpuTest, ReadmeNormalizeRows) {
+  SKIP_WITHOUT_GPU();
+  checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 100, 200, 4, 256, 4);
+  checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 37, 1000, 2, 1024, 8);
+}
+
 } // namespace

@@ -108,6 +108,11 @@ TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
       checkRandomProperties(runRandomNumbers<HostBuffer>(nullptr, sync, seed, wide), seed, wide);
 }
 
+TEST_F(BlocksInterpreterTest, ReadmeNormalizeRows) {
+  checkNormalizeRows<HostBuffer>(nullptr, sync, 100, 200, 4, 256, 4);
+  checkNormalizeRows<HostBuffer>(nullptr, sync, 37, 1000, 2, 1024, 8);
+}
+
 } // namespace
 
 namespace {
