@@ -1,6 +1,6 @@
 // CUDA's libdevice (the math library nvcc links, from the toolkit's nvvm/libdevice) is built
 // into libtritium at build time, so a GPU machine needs no toolkit. A module that calls
-// __nv_* functions gets just those linked in and internalized, so O3 inlines them and drops
+// __nv_* functions gets just those read (lazily) and linked in, then internalized, so O3 inlines them and drops
 // the rest; libdevice's __nvvm_reflect queries are answered by NVPTX's NVVMReflect pass.
 #include "compiler/codegen/LinkLibdevice.h"
 
@@ -41,7 +41,8 @@ void linkLibdevice(llvm::Module &mod) {
       llvm::StringRef(tritium_libdevice_begin,
                       size_t(tritium_libdevice_end - tritium_libdevice_begin)),
       "libdevice.10.bc");
-  auto lib = llvm::parseBitcodeFile(buffer, mod.getContext());
+  // Lazily: only the functions the link needs are read from the 460 KB of bitcode.
+  auto lib = llvm::getLazyBitcodeModule(buffer, mod.getContext());
   if (!lib)
     internalError("cannot read the embedded libdevice: " + llvm::toString(lib.takeError()));
   (*lib)->setTargetTriple(mod.getTargetTriple());
