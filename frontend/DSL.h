@@ -125,6 +125,13 @@ Value operator~(const Operand &a);
 Value operator!(const Operand &a);
 Value operator&&(const Operand &a, const Operand &b);
 Value operator||(const Operand &a, const Operand &b);
+// Promises to the compiler (Triton's tl.multiple_of, tl.max_contiguous), one value per
+// dimension (or one for all): every element (the first of each run) is a multiple of it, and
+// runs of that many consecutive values follow each other. They decide vector widths; a false
+// promise is undefined behaviour on the GPU, as in Triton.
+Value multiple_of(const Operand &x, const std::vector<int64_t> &values, Loc loc = Loc::current());
+Value max_contiguous(const Operand &x, const std::vector<int64_t> &values,
+                     Loc loc = Loc::current());
 // Integer helpers: ceil(a / b) for positive values; the high half of the unsigned product of
 // 32- or 64-bit integers; the same bits as another type of the same width.
 Value cdiv(const Operand &a, const Operand &b, Loc loc = Loc::current());

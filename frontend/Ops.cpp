@@ -151,6 +151,36 @@ Value operator||(const Operand &a, const Operand &b) {
   return at(truth(a, "'||'", a.loc), a.loc) | at(truth(b, "'||'", a.loc), a.loc);
 }
 
+static Value hint(const char *key, const char *what, const Operand &x,
+                  const std::vector<int64_t> &values, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  if (!v->type().isInt() && !v->type().isPtr())
+    userError(std::string(what) + " takes integers or pointers, got " + v->type().str(), loc);
+  int rank = std::max(1, v->type().rank());
+  if (values.empty() || (values.size() != 1 && int(values.size()) != rank))
+    userError(std::string(what) + " takes one value or one per dimension (" +
+                  std::to_string(rank) + "), got " + std::to_string(values.size()),
+              loc);
+  std::vector<int64_t> all;
+  for (int d = 0; d < rank; ++d) {
+    int64_t value = values.size() == 1 ? values[0] : values[size_t(d)];
+    if (value < 1 || (value & (value - 1)))
+      userError(std::string(what) + " takes powers of two, got " + std::to_string(value), loc);
+    all.push_back(value);
+  }
+  ir::Op *op = builder(loc).create(OpKind::Hint, {v}, {v->type()}, loc);
+  op->setAttr(key, ir::formatOrder(all));
+  return Value(op->result());
+}
+
+Value multiple_of(const Operand &x, const std::vector<int64_t> &values, Loc l) {
+  return hint("multiple_of", "multiple_of", x, values, l);
+}
+Value max_contiguous(const Operand &x, const std::vector<int64_t> &values, Loc l) {
+  return hint("max_contiguous", "max_contiguous", x, values, l);
+}
+
 Value cdiv(const Operand &a, const Operand &b, Loc l) {
   Operand a2 = a;
   a2.loc = SourceLoc(l);

@@ -2,7 +2,8 @@
 // integer ops so that the interpreter and the GPU produce the same bits: Philox 4x32 with 10
 // rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"), the counter from the
 // offsets and the key from the seed, the first word mapped to a float in [0, 1) by Triton's
-// scale, and Box-Muller for normals.
+// scale, and Box-Muller for normals. interpreter/Philox.h is an independent host model of the
+// same functions, and tests/data/triton_random.csv Triton's own numbers.
 #include "frontend/DSL.h"
 #include "frontend/Tracer.h"
 #include "frontend/TypeRules.h"
@@ -51,27 +52,24 @@ Group philox4x32(const Operand &c0, const Operand &c1, const Operand &c2, const 
 
 Group randint4x(const Operand &seed, const Operand &offset, int n_rounds, Loc l) {
   SourceLoc loc(l);
-  Value off(offset.kind == Operand::Kind::Value ? offset.value : nullptr);
   if (offset.kind != Operand::Kind::Value || !offset.value)
     userError("random numbers take traced offsets (a block or scalar of integers)", loc);
+  Value off(offset.value);
   ScalarKind word = counterKind(off, loc);
-  // The seed as u64; 32-bit counters take its low and high halves as the key, 64-bit ones the
-  // whole seed and 0.
-  Value s = seed.kind == Operand::Kind::Value ? cast(seed, uint64, l)
-                                              : cast(Operand(seed.i, l), uint64, l);
   if (seed.kind == Operand::Kind::Float)
     userError("a random seed must be an integer, got " + describe(seed), loc);
-  Value c0 = asKind(off, word);
+  // Triton 3.6: the seed widened to 64 bits (signed seeds sign-extend) keys Philox with its low
+  // and high words; the counter is the offset's low word, then its high word for 64-bit
+  // offsets (0 for 32-bit ones), then two zeros. The words are always 32 bits.
+  Value s = seed.kind == Operand::Kind::Value ? cast(seed, uint64, l)
+                                              : cast(Operand(seed.i, l), uint64, l);
+  Value k0 = cast(s & 0xffffffffu, uint32, l);
+  Value k1 = cast(s >> 32u, uint32, l);
+  Value wide = asKind(off, word);
+  Value c0 = cast(wide, uint32, l); // the low word (a no-op for 32-bit offsets)
   Value zero = c0 * 0u;
-  Value k0, k1;
-  if (word == ScalarKind::U32) {
-    k0 = cast(s & 0xffffffffu, uint32, l);
-    k1 = cast(s >> 32u, uint32, l);
-  } else {
-    k0 = s;
-    k1 = s * 0u;
-  }
-  return philox4x32(c0, zero, zero, zero, k0, k1, n_rounds, l);
+  Value c1 = word == ScalarKind::U64 ? cast(wide >> 32u, uint32, l) : zero;
+  return philox4x32(c0, c1, zero, zero, k0, k1, n_rounds, l);
 }
 
 Value randint(const Operand &seed, const Operand &offset, int n_rounds, Loc l) {

@@ -154,6 +154,7 @@ public:
     case OpKind::ExpandDims:
     case OpKind::Reshape:
     case OpKind::ConvertLayout:
+    case OpKind::Hint:
       out() = in(0); // row-major order is unchanged; layouts are the GPU's business
       return true;
     case OpKind::Broadcast:

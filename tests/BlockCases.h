@@ -278,7 +278,7 @@ inline void philoxKat(Ptr out, Ptr words) {
 inline void randomNumbers(Ptr ints, Ptr uniforms, Ptr normals, Int seed, int BLOCK, int WIDE) {
   auto offs = arange(0, BLOCK) + program_id(0) * BLOCK;
   Value o = WIDE ? cast(offs, int64) * 4294967296LL + offs : offs;
-  store(ints + offs, cast(randint(seed, o), uint32)); // the low word for 64-bit offsets
+  store(ints + offs, randint(seed, o));
   store(uniforms + offs, rand(seed, o));
   store(normals + offs, randn(seed, o));
 }
@@ -1030,8 +1030,9 @@ inline void checkRandomProperties(const RandomOutputs &r, int32_t seed, bool wid
   EXPECT_NEAR(var, 1.0 / 12, 0.01);
   EXPECT_NEAR(nmu, 0.0, 0.06);
   EXPECT_NEAR(nvar, 1.0, 0.08);
-  if (seed == 0 && !wide)
+  if (seed == 0 && !wide) {
     EXPECT_EQ(r.ints[0], 0x6627e8d5u); // Philox(counter 0, key 0)'s first word
+  }
 }
 
 template <typename Buffer>

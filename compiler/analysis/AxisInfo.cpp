@@ -131,6 +131,28 @@ void AxisAnalysis::visit(const ir::Op &op) {
   case OpKind::ConvertLayout:
     r = in(0);
     break;
+  case OpKind::Hint: { // the user's promises, on top of what is known
+    r = in(0);
+    for (const char *key : {"multiple_of", "max_contiguous"}) {
+      if (!op.hasAttr(key))
+        continue;
+      std::vector<int64_t> values;
+      std::string text = op.strAttr(key);
+      for (size_t pos = 0; pos <= text.size();) {
+        size_t end = std::min(text.find(',', pos), text.size());
+        values.push_back(std::stoll(text.substr(pos, end - pos)));
+        pos = end + 1;
+      }
+      perDim([&](size_t d) {
+        int64_t v = d < values.size() ? values[d] : 1;
+        if (key[1] == 'u') // multiple_of
+          r.divisibility[d] = std::max(r.divisibility[d], std::min(v, kUnbounded));
+        else
+          r.contiguity[d] = std::max(r.contiguity[d], std::min(v, extent(res, int(d))));
+      });
+    }
+    break;
+  }
   case OpKind::Reshape:
     r = uniform(res, in(0).elementDivisibility());
     r.constancy.assign(size_t(rank), 1);

@@ -235,6 +235,9 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
   case OpKind::Not:
     perElement([&](int64_t k) { return b.CreateNot(operand(0, k)); });
     return true;
+  case OpKind::Hint: // a promise for the axis analysis; the values pass through
+    l.set(res, l.get(op.operand(0)));
+    return true;
   case OpKind::Bitcast:
     perElement([&](int64_t k) {
       llvm::Value *x = operand(0, k);

@@ -44,7 +44,7 @@ bool isElementwise(OpKind k) {
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
   case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
   case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::Not: case OpKind::UMulHi:
-  case OpKind::Bitcast: case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
+  case OpKind::Bitcast: case OpKind::Hint: case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
   case OpKind::AddPtr: case OpKind::Math:
     return true;
   default:

@@ -100,6 +100,10 @@ private:
       if (op.kind() == OpKind::UMulHi)
         expect(op, bitWidth(res().kind()) >= 32, "umulhi takes 32- or 64-bit integers");
       break;
+    case OpKind::Hint:
+      expect(op, n == 1 && res() == ty(0) && (res().isInt() || res().isPtr()),
+             "hint takes an integer or pointer value and gives it back");
+      break;
     case OpKind::Not:
       expect(op, n == 1 && ty(0) == res() && (res().isInt() || res().isBool()),
              "not takes an integer or mask");
