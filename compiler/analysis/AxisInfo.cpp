@@ -11,11 +11,13 @@ namespace {
 
 constexpr int64_t kUnbounded = int64_t(1) << 30; // divisibility of 0
 
+// The largest power of two dividing v. Computed on the unsigned bit pattern, which has the same
+// lowest set bit as |v| and needs no negation (-INT64_MIN overflows; its low bit is 2^63).
 int64_t lowBit(int64_t v) {
   if (v == 0)
     return kUnbounded;
-  uint64_t u = uint64_t(v < 0 ? -v : v);
-  return std::min<int64_t>(int64_t(u & (~u + 1)), kUnbounded);
+  uint64_t u = uint64_t(v);
+  return int64_t(std::min<uint64_t>(u & (~u + 1), uint64_t(kUnbounded)));
 }
 
 int64_t extent(const ir::Value *v) {

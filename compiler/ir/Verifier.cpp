@@ -4,6 +4,7 @@
 
 #include "compiler/ir/Printer.h"
 
+#include <cstdint>
 #include <unordered_set>
 
 namespace tritium::ir {
@@ -72,17 +73,30 @@ private:
     auto ty = [&](unsigned i) { return op.operand(i)->type(); };
     auto res = [&]() { return op.result()->type(); };
     switch (op.kind()) {
-    case OpKind::Constant:
+    case OpKind::Constant: {
       expect(op, n == 0 && op.hasAttr("value"), "constant needs a value and no operands");
+      const Attr &v = op.attr("value");
+      expect(op, !res().isPtr(), "constants are numbers, not pointers");
+      expect(op,
+             std::holds_alternative<int64_t>(v) ||
+                 (res().isFloat() && std::holds_alternative<double>(v)),
+             "a constant's value must be an integer, or a number for a float type");
       break;
+    }
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
       expect(op, res() == Type::scalar(ScalarKind::I32), "grid queries give i32");
       break;
-    case OpKind::Arange:
-      expect(op, res().rank() == 1 && res().numElements() == op.intAttr("end") - op.intAttr("start"),
+    case OpKind::Arange: {
+      // The lowering computes start + i in i32: both ends must be 32-bit.
+      int64_t start = op.intAttr("start"), end = op.intAttr("end");
+      expect(op, start >= INT32_MIN && end <= INT32_MAX && start < end,
+             "arange's start < end must be 32-bit integers");
+      expect(op, res().rank() == 1 && res().element() == Type::scalar(ScalarKind::I32) &&
+                     res().numElements() == end - start,
              "arange's shape must be end - start");
       break;
+    }
     case OpKind::Splat:
       expect(op, n == 1 && !ty(0).isBlock() && res().isBlock() && res().element() == ty(0),
              "splat takes a scalar to a block of its type");
