@@ -72,6 +72,13 @@ private:
     auto n = op.numOperands();
     auto ty = [&](unsigned i) { return op.operand(i)->type(); };
     auto res = [&]() { return op.result()->type(); };
+    // Every op but these gives exactly one result (res() reads it); a loop gives one per
+    // carried value, checked below.
+    bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
+                    op.kind() == OpKind::Yield;
+    if (op.kind() != OpKind::For)
+      expect(op, op.numResults() == (noResult ? 0u : 1u),
+             noResult ? "this op gives no result" : "this op gives one result");
     switch (op.kind()) {
     case OpKind::Constant: {
       expect(op, n == 0 && op.hasAttr("value"), "constant needs a value and no operands");
