@@ -116,6 +116,15 @@ private:
     case OpKind::Cmp:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0).withKind(ScalarKind::I1),
              "cmp needs equal operand types and gives i1 of their shape");
+      {
+        // The lowering and the interpreter know these; anything else read as "ne" before.
+        const std::string *pred = op.hasAttr("pred") ? std::get_if<std::string>(&op.attr("pred"))
+                                                     : nullptr;
+        expect(op,
+               pred && (*pred == "lt" || *pred == "le" || *pred == "gt" || *pred == "ge" ||
+                        *pred == "eq" || *pred == "ne"),
+               "cmp needs {pred = \"lt\"|\"le\"|\"gt\"|\"ge\"|\"eq\"|\"ne\"}");
+      }
       break;
     case OpKind::Select:
       expect(op, n == 3 && ty(0) == res().withKind(ScalarKind::I1) && ty(1) == res() &&
