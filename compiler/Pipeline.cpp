@@ -4,6 +4,7 @@
 #include "compiler/codegen/EmitPTX.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/gpu/GpuPasses.h"
+#include "compiler/ir/Parser.h"
 #include "compiler/ir/Printer.h"
 #include "compiler/ir/Verifier.h"
 #include "compiler/support/Log.h"
@@ -68,6 +69,20 @@ private:
   Clock::time_point start_;
 };
 
+// The first `for` nested deeper than kMaxLoopNesting, if any. LLVM's loop passes (LoopSimplify,
+// LCSSA, the exit-block queries) visit every block of a loop for each loop around it, so O3 takes
+// time quadratic in the depth (docs/LIMITS.md): the text parser and the DSL share one limit.
+const ir::Op *tooDeepLoop(const ir::Block &block, int depth = 0) {
+  for (const auto &op : block.ops())
+    if (op->body()) {
+      if (depth + 1 > ir::kMaxLoopNesting)
+        return op.get();
+      if (const ir::Op *deeper = tooDeepLoop(*op->body(), depth + 1))
+        return deeper;
+    }
+  return nullptr;
+}
+
 } // namespace
 
 int64_t maxSharedBytesFor(const std::string &arch) {
@@ -131,6 +146,10 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
                   "num_warps " + std::to_string(options.numWarps) + " and cluster size " +
                   std::to_string(options.clusterSize),
               fn.loc());
+  if (const ir::Op *loop = tooDeepLoop(fn.body()))
+    userError("kernel '" + fn.name() + "': loops nest more than " +
+                  std::to_string(ir::kMaxLoopNesting) + " deep",
+              loop->loc());
   Artifacts out;
   out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);

@@ -1,13 +1,8 @@
 // tritium-opt: runs tritium's passes on TIR/GIR text, as mlir-opt does. Reads a kernel from a
 // file or standard input, verifies it, runs the named passes in order (verifying after each) or
 // the pipeline up to a stage, and prints the result: the tool behind the lit tests of each pass.
-#include "compiler/Pipeline.h"
-#include "compiler/gpu/GpuPasses.h"
-#include "compiler/ir/Parser.h"
-#include "compiler/ir/Printer.h"
-#include "compiler/ir/Verifier.h"
-#include "compiler/transforms/Passes.h"
 #include "tools/CommandLine.h"
+#include "tools/OptDriver.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -67,44 +62,6 @@ std::vector<std::string> splitList(const std::string &list) {
   return out;
 }
 
-struct Pass {
-  bool gir; // runs on GIR: verify with layouts afterwards
-  std::function<void(ir::Function &, const CompileOptions &)> run;
-};
-
-const std::map<std::string, Pass> &passes() {
-  static const std::map<std::string, Pass> table = {
-      {"cse",
-       {false, [](ir::Function &f, const CompileOptions &) { eliminateCommonSubexpressions(f); }}},
-      {"dce", {false, [](ir::Function &f, const CompileOptions &) { eliminateDeadCode(f); }}},
-      {"layouts",
-       {true, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
-      {"shared",
-       {true,
-        [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
-      {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
-      {"runs", {true, [](ir::Function &f, const CompileOptions &) { markConstantRuns(f); }}},
-      {"pipeline",
-       {true,
-        [](ir::Function &f, const CompileOptions &o) {
-          pipelineLoads(f, o.numWarps,
-                        o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch),
-                        bulkCopiesAllowed(o));
-        }}},
-  };
-  return table;
-}
-
-// Passes that read layouts must not run on values without them: a user mistake, not a crash.
-bool hasLayouts(const ir::Function &fn) {
-  bool all = true;
-  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
-    for (auto &r : op.results())
-      all = all && (!r->type().isBlock() || r->layout());
-  });
-  return all;
-}
-
 std::string readInput(const std::string &file) {
   if (file.empty() || file == "-")
     return std::string(std::istreambuf_iterator<char>(std::cin), {});
@@ -117,11 +74,8 @@ std::string readInput(const std::string &file) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string input, output, emit;
-  std::vector<std::string> passList;
-  std::optional<int> numWarps;
-  CompileOptions options;
-  bool locations = true;
+  std::string input, output;
+  tools::OptRequest request;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string &flag) -> std::optional<std::string> {
@@ -138,27 +92,27 @@ int main(int argc, char **argv) {
         usageError("-o needs a file name");
       output = argv[++i];
     } else if (a == "--no-locations") {
-      locations = false;
+      request.locations = false;
     } else if (a == "--no-bulk-copies") {
-      options.bulkCopies = false;
+      request.options.bulkCopies = false;
     } else if (auto v = value("--pass")) {
       for (const std::string &p : splitList(*v)) {
-        if (!passes().count(p))
+        if (!tools::optPasses().count(p))
           usageError("unknown pass '" + p +
                      "' (passes: cse, dce, layouts, shared, vectorize, "
                      "runs, pipeline)");
-        passList.push_back(p);
+        request.passes.push_back(p);
       }
     } else if (auto v = value("--emit")) {
-      emit = *v;
-      if (!parseStage(emit))
-        usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
+      request.emit = parseStage(*v);
+      if (!request.emit)
+        usageError("--emit must be tir, gir, llvm or ptx, got '" + *v + "'");
     } else if (auto v = value("--num-warps")) {
-      numWarps = int(parseInt("--num-warps", *v));
+      request.numWarps = int(parseInt("--num-warps", *v));
     } else if (auto v = value("--arch")) {
-      options.arch = *v;
+      request.options.arch = *v;
     } else if (auto v = value("--ptx-version")) {
-      options.ptxVersion = int(parseInt("--ptx-version", *v));
+      request.options.ptxVersion = int(parseInt("--ptx-version", *v));
     } else if (a.rfind("--", 0) == 0) {
       usageError("unknown option '" + a.substr(0, a.find('=')) + "'");
     } else if (input.empty()) {
@@ -171,36 +125,7 @@ int main(int argc, char **argv) {
   std::string name = input.empty() || input == "-" ? "<stdin>" : input;
   std::string text = readInput(input);
   try {
-    std::unique_ptr<ir::Function> fn = ir::parseTIR(text, name);
-    bool isGir = hasLayouts(*fn);
-    try {
-      ir::verify(*fn, "parsing", {.requireLayouts = false});
-    } catch (const InternalError &e) {
-      throw UserError(name + " does not verify: " + std::string(e.what()));
-    }
-    options.numWarps = numWarps.value_or(int(fn->intAttr("num_warps").value_or(4)));
-    options.clusterSize = int(fn->intAttr("cluster_size").value_or(1));
-    options.numStages = int(fn->intAttr("num_stages").value_or(1));
-    if (options.numWarps < 1 || options.numWarps > 32 ||
-        (options.numWarps & (options.numWarps - 1)))
-      throw UserError("num_warps must be a power of two from 1 to 32, got " +
-                      std::to_string(options.numWarps));
-    for (const std::string &p : passList) {
-      const Pass &pass = passes().at(p);
-      if ((p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)
-        throw UserError("pass '" + p + "' needs layouts: run 'layouts' before it");
-      pass.run(*fn, options);
-      isGir = isGir || p == "layouts";
-      ir::verify(*fn, "pass '" + p + "'", {.requireLayouts = isGir});
-    }
-    std::string result;
-    if (emit.empty()) {
-      result = ir::print(*fn, {.locations = locations});
-    } else {
-      optimizeTIR(*fn);
-      Stage last = *parseStage(emit); // checked with the options
-      result = compileTIR(*fn, options, last, {.locations = locations}).text(last);
-    }
+    std::string result = tools::runOpt(text, name, request);
     if (!tools::writeOutput("tritium-opt", output, result))
       return 1;
     return 0;

@@ -12,6 +12,8 @@ namespace {
 
 constexpr int64_t kUnbounded = int64_t(1) << 30; // divisibility of 0
 
+// The largest power of two dividing v. Computed on the unsigned bit pattern, which has the same
+// lowest set bit as |v| and needs no negation (-INT64_MIN overflows; its low bit is 2^63).
 int64_t lowBit(int64_t v) {
   if (v == 0)
     return kUnbounded;

@@ -2,7 +2,12 @@
 // "1024xf32" do not split into tokens cleanly). Whitespace is free except that an op's operands
 // stay on its line, and "//" starts a comment, so lit tests can carry RUN lines in .tir files.
 // Value names are scoped like the verifier's dominance: a loop body's names end with it.
+// Loops nest at most kMaxLoopNesting deep, and a constant's literal must fit its type
+// (checkLiteral), so that nothing after the parser sees a stack-breaking or out-of-range input.
 #include "compiler/ir/Parser.h"
+
+#include <llvm/ADT/APFloat.h>
+#include <llvm/ADT/SmallString.h>
 
 #include <cctype>
 #include <charconv>
@@ -13,6 +18,22 @@
 namespace tritium::ir {
 
 namespace {
+
+// The largest {divisibility = N} an argument may claim: the axis analysis treats 2^30 as
+// "divisible by anything" (the divisibility of 0).
+constexpr int64_t kMaxDivisibility = int64_t(1) << 30;
+
+// The most elements a block type may have, Triton's limit (TRITON_MAX_TENSOR_NUMEL): the
+// lowering gives every thread its share of them as separate values.
+constexpr int64_t kMaxBlockElements = int64_t(1) << 20;
+
+// An attribute as written: its value, and where and how for messages about it.
+struct ParsedAttr {
+  std::string key;
+  Attr value;
+  SourceLoc at;
+  std::string text;
+};
 
 class Parser {
 public:
@@ -36,11 +57,13 @@ public:
           v->setLayout(*layout);
         define(arg, v);
         if (peekIs('{') && !opensBody(true)) {
-          auto attrs = attrDict();
-          for (auto &[k, a] : attrs) {
-            auto *d = std::get_if<int64_t>(&a);
-            if (k != "divisibility" || !d || *d < 1)
-              fail("only {divisibility = N} (N >= 1) may follow an argument's type");
+          for (const ParsedAttr &a : attrDict()) {
+            auto *d = std::get_if<int64_t>(&a.value);
+            if (a.key != "divisibility" || !d || *d < 1 || *d > kMaxDivisibility)
+              throw UserError::atColumn("only {divisibility = N} (N from 1 to " +
+                                            std::to_string(kMaxDivisibility) +
+                                            ") may follow an argument's type",
+                                        a.at);
             v->setDivisibility(int(*d));
           }
         }
@@ -48,8 +71,8 @@ public:
     }
     expect(')', "')' or ',' in the kernel's arguments");
     if (peekIs('{') && !opensBody(true))
-      for (auto &[k, a] : attrDict())
-        fn->setAttr(k, a);
+      for (ParsedAttr &a : attrDict())
+        fn->setAttr(a.key, std::move(a.value));
     expect('{', "'{' to open the kernel's body");
     parseOps(fn->body());
     expect('}', "'}' to close the kernel's body");
@@ -161,6 +184,14 @@ private:
       advance();
     int64_t v = 0;
     auto [p, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, v);
+    if (ec == std::errc::result_out_of_range) {
+      SourceLoc at = here();
+      at.column -= unsigned(pos_ - start);
+      throw UserError::atColumn("integer literal " + s_.substr(start, pos_ - start) +
+                                    " is out of range: integers in the IR are at most 64-bit, "
+                                    "from -9223372036854775808 to 9223372036854775807",
+                                at);
+    }
     if (ec != std::errc() || p != s_.data() + pos_) {
       pos_ = start;
       fail("expected " + what + found());
@@ -304,10 +335,17 @@ private:
     pos_ += 5;
     expect('<', "'<'");
     std::vector<int64_t> shape;
+    int64_t elements = 1;
     while (std::isdigit(static_cast<unsigned char>((skip(), cur())))) {
+      SourceLoc at = here();
       int64_t d = integer("a dimension");
       if (d < 1)
         fail("block dimensions must be positive");
+      if (d > kMaxBlockElements / elements)
+        throw UserError::atColumn("blocks hold at most " + std::to_string(kMaxBlockElements) +
+                                      " elements",
+                                  at);
+      elements *= d;
       shape.push_back(d);
       if (cur() != 'x')
         fail("expected 'x' after a block dimension" + found());
@@ -384,6 +422,9 @@ private:
     if (isFloat) {
       double d = 0;
       auto [p, ec] = std::from_chars(s_.data() + start, s_.data() + end, d);
+      if (ec == std::errc::result_out_of_range && p == s_.data() + end)
+        fail("float literal " + s_.substr(start, end - start) +
+             " is out of the range of a 64-bit float");
       if (ec != std::errc() || p != s_.data() + end)
         fail("expected a number" + found());
       pos_ = end;
@@ -392,15 +433,18 @@ private:
     return integer("an attribute value (integer, float or \"string\")");
   }
 
-  std::vector<std::pair<std::string, Attr>> attrDict() {
-    std::vector<std::pair<std::string, Attr>> attrs;
+  std::vector<ParsedAttr> attrDict() {
+    std::vector<ParsedAttr> attrs;
     expect('{', "'{'");
     if (accept('}'))
       return attrs;
     do {
       std::string key = identifier("an attribute name");
       expect('=', "'=' after attribute " + key);
-      attrs.emplace_back(key, attrValue());
+      SourceLoc at = (skip(), here());
+      size_t start = pos_;
+      Attr value = attrValue();
+      attrs.push_back({key, std::move(value), at, s_.substr(start, pos_ - start)});
     } while (accept(','));
     expect('}', "'}' or ',' in the attribute list");
     return attrs;
@@ -439,7 +483,7 @@ private:
         operands.push_back(use());
       while (accept(','));
     }
-    std::vector<std::pair<std::string, Attr>> attrs;
+    std::vector<ParsedAttr> attrs;
     if (peekIs('{', true) && !opensBody())
       attrs = attrDict();
     std::vector<Type> types;
@@ -455,6 +499,10 @@ private:
                                       " result(s) but " + std::to_string(types.size()) + " type(s)",
                                   opStart);
     }
+    if (*kind == OpKind::Constant && types.size() == 1)
+      for (const ParsedAttr &a : attrs)
+        if (a.key == "value")
+          checkLiteral(a, types[0]);
     SourceLoc loc;
     skip(true);
     if (s_.compare(pos_, 4, "loc(") == 0)
@@ -462,8 +510,8 @@ private:
 
     auto op = std::make_unique<Op>(*kind, operands, types, loc);
     op->setParentBlock(&block);
-    for (auto &[k, a] : attrs)
-      op->setAttr(k, a);
+    for (ParsedAttr &a : attrs)
+      op->setAttr(a.key, std::move(a.value));
     for (size_t i = 0; i < layouts.size(); ++i)
       if (layouts[i])
         op->result(unsigned(i))->setLayout(*layouts[i]);
@@ -474,12 +522,19 @@ private:
                            ? 1
                        : *kind == OpKind::If || *kind == OpKind::While ? 2
                                                                          : 0;
+    if (regions && depth_ == kMaxLoopNesting) // regions of any op count as nesting
+      throw UserError::atColumn("'" + word + "' nested " + std::to_string(depth_ + 1) +
+                                    " deep: loops nest at most " +
+                                    std::to_string(kMaxLoopNesting) + " deep",
+                                mnemonicLoc);
+    ++depth_;
     for (unsigned r = 0; r < regions; ++r) {
       if (!peekIs('{', true))
         fail("expected '{' and region " + std::to_string(r + 1) + " of " +
              std::to_string(regions) + " of '" + word + "'" + found());
       parseBody(*raw);
     }
+    --depth_;
     if (peekIs('{', true))
       fail(regions ? "'" + word + "' has " + std::to_string(regions) + " region(s), not more"
                    : "'" + word + "' has no body");
@@ -521,6 +576,52 @@ private:
     scopes_.pop_back();
   }
 
+  // A constant's literal must be a value of its type: 0 or 1 for i1, a 32- or 64-bit signed
+  // integer for i32 and i64, and for floats a number that does not round to infinity in the
+  // type (inf, -inf and nan, as the printer writes them, stay allowed).
+  void checkLiteral(const ParsedAttr &a, const Type &type) {
+    if (type.isPtr())
+      return; // the verifier rejects pointer constants
+    ScalarKind k = type.kind();
+    std::string name = irName(k);
+    auto bad = [&](const std::string &why) {
+      throw UserError::atColumn("literal " + a.text + " " + why, a.at);
+    };
+    if (type.isInt() || type.isBool()) {
+      auto *i = std::get_if<int64_t>(&a.value);
+      if (!i)
+        bad("is not an integer, as a constant of type " + name + " needs");
+      int64_t lo = k == ScalarKind::I1    ? 0
+                   : k == ScalarKind::I32 ? std::numeric_limits<int32_t>::min()
+                                          : std::numeric_limits<int64_t>::min();
+      int64_t hi = k == ScalarKind::I1    ? 1
+                   : k == ScalarKind::I32 ? std::numeric_limits<int32_t>::max()
+                                          : std::numeric_limits<int64_t>::max();
+      if (*i < lo || *i > hi)
+        bad("is out of range for " + name + " (" + std::to_string(lo) + " to " +
+            std::to_string(hi) + ")");
+      return;
+    }
+    auto *s = std::get_if<std::string>(&a.value);
+    if (s)
+      bad("is not a number, as a constant of type " + name + " needs");
+    double d = std::holds_alternative<double>(a.value) ? std::get<double>(a.value)
+                                                       : double(std::get<int64_t>(a.value));
+    if (!std::isfinite(d))
+      return;
+    const llvm::fltSemantics &sem = k == ScalarKind::F16    ? llvm::APFloat::IEEEhalf()
+                                    : k == ScalarKind::BF16 ? llvm::APFloat::BFloat()
+                                                            : llvm::APFloat::IEEEsingle();
+    llvm::APFloat f(d);
+    bool lost = false;
+    if (f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost) & llvm::APFloat::opOverflow) {
+      llvm::SmallString<16> max;
+      llvm::APFloat::getLargest(sem).toString(max);
+      bad("overflows " + name + " (finite values are at most " + std::string(max) +
+          " in magnitude; write inf or -inf for infinities)");
+    }
+  }
+
   SourceLoc location() {
     pos_ += 3;
     expect('(', "'('");
@@ -552,6 +653,7 @@ private:
   size_t lineStart_ = 0;
   std::unordered_map<std::string, Value *> values_;
   std::vector<std::vector<std::string>> scopes_;
+  int depth_ = 0; // loop bodies open around the current op
 };
 
 } // namespace

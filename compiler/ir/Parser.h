@@ -10,6 +10,11 @@
 
 namespace tritium::ir {
 
+// How deeply `for` bodies may nest in text IR. The parser, the verifier, the passes and the
+// lowering all recurse once per level, so an unbounded depth would overflow the stack; real
+// kernels nest a handful of loops. Deeper text is a UserError naming the line of the `for`.
+inline constexpr int kMaxLoopNesting = 64;
+
 // Parses one kernel. Mistakes are UserErrors naming fileName:line:column and what was expected.
 // The result is not verified: callers run ir::verify when they need well-typed IR.
 std::unique_ptr<Function> parseTIR(const std::string &text, const std::string &fileName);

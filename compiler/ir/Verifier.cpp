@@ -4,6 +4,7 @@
 
 #include "compiler/ir/Printer.h"
 
+#include <cstdint>
 #include <unordered_set>
 
 namespace tritium::ir {
@@ -71,20 +72,44 @@ private:
     auto n = op.numOperands();
     auto ty = [&](unsigned i) { return op.operand(i)->type(); };
     auto res = [&]() { return op.result()->type(); };
+    // Every op but these gives exactly one result (res() reads it); loops, branches and
+    // reductions with regions give one per value, checked below.
+    bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
+                    op.kind() == OpKind::Yield || op.kind() == OpKind::Assert ||
+                    op.kind() == OpKind::Barrier;
+    bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
+                      op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
+                      op.kind() == OpKind::Scan;
+    if (!anyResults)
+      expect(op, op.numResults() == (noResult ? 0u : 1u),
+             noResult ? "this op gives no result" : "this op gives one result");
     switch (op.kind()) {
-    case OpKind::Constant:
+    case OpKind::Constant: {
       expect(op, n == 0 && op.hasAttr("value"), "constant needs a value and no operands");
+      const Attr &v = op.attr("value");
+      expect(op, !res().isPtr(), "constants are numbers, not pointers");
+      expect(op,
+             std::holds_alternative<int64_t>(v) ||
+                 (res().isFloat() && std::holds_alternative<double>(v)),
+             "a constant's value must be an integer, or a number for a float type");
       break;
+    }
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
       expect(op, res() == Type::scalar(ScalarKind::I32), "grid queries give i32");
       expect(op, op.hasAttr("axis") && op.intAttr("axis") >= 0 && op.intAttr("axis") <= 2,
              "grid queries take an axis from 0 to 2");
       break;
-    case OpKind::Arange:
-      expect(op, res().rank() == 1 && res().numElements() == op.intAttr("end") - op.intAttr("start"),
+    case OpKind::Arange: {
+      // The lowering computes start + i in i32: both ends must be 32-bit.
+      int64_t start = op.intAttr("start"), end = op.intAttr("end");
+      expect(op, start >= INT32_MIN && end <= INT32_MAX && start < end,
+             "arange's start < end must be 32-bit integers");
+      expect(op, res().rank() == 1 && res().element() == Type::scalar(ScalarKind::I32) &&
+                     res().numElements() == end - start,
              "arange's shape must be end - start");
       break;
+    }
     case OpKind::Splat:
       expect(op, n == 1 && !ty(0).isBlock() && res().isBlock() && res().element() == ty(0),
              "splat takes a scalar to a block of its type");
@@ -116,6 +141,15 @@ private:
     case OpKind::Cmp:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0).withKind(ScalarKind::I1),
              "cmp needs equal operand types and gives i1 of their shape");
+      {
+        // The lowering and the interpreter know these; anything else read as "ne" before.
+        const std::string *pred = op.hasAttr("pred") ? std::get_if<std::string>(&op.attr("pred"))
+                                                     : nullptr;
+        expect(op,
+               pred && (*pred == "lt" || *pred == "le" || *pred == "gt" || *pred == "ge" ||
+                        *pred == "eq" || *pred == "ne"),
+               "cmp needs {pred = \"lt\"|\"le\"|\"gt\"|\"ge\"|\"eq\"|\"ne\"}");
+      }
       break;
     case OpKind::Select:
       expect(op, n == 3 && ty(0) == res().withKind(ScalarKind::I1) && ty(1) == res() &&

@@ -173,13 +173,14 @@ TEST_F(BlocksInterpreterTest, StaticAssertAndStaticPrint) {
 
 namespace {
 
-// Triton 3.6's own random numbers (tests/data/triton_random.csv, written on the H200 by
-// tools/triton_random_reference.py: seeds 0, 12345 and -7, offsets 0 .. 1023): the interpreter's
+// Triton 3.6's own random numbers (tests/data/triton_random_arange.csv, written on the H200 on
+// 2026-11-24 by a first, simpler version of tools/triton_random_reference.py: tl.randint,
+// tl.rand and tl.randn over arange offsets, seeds 0, 12345 and -7, offsets 0 .. 1023): the interpreter's
 // randint and rand equal them bit for bit; randn within 1e-6 (the host's log and cos in double
 // against libdevice's in f32; the GPU's are bit-equal, BlocksGpuTest.TritonRandomReference).
 TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritons) {
-  std::ifstream in(std::string(TRITIUM_TEST_DATA) + "/triton_random.csv");
-  ASSERT_TRUE(in) << "tests/data/triton_random.csv is missing";
+  std::ifstream in(std::string(TRITIUM_TEST_DATA) + "/triton_random_arange.csv");
+  ASSERT_TRUE(in) << "tests/data/triton_random_arange.csv is missing";
   std::map<int32_t, std::map<unsigned, std::array<uint32_t, 3>>> want;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#')

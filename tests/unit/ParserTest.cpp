@@ -154,3 +154,97 @@ TEST_F(ParserTest, MistakesNameFileLineColumnAndWhatWasExpected) {
     }
   }
 }
+
+namespace {
+
+// The first error that parsing `text` gives, or "" when it parses.
+std::string parseError(const std::string &text) {
+  try {
+    ir::parseTIR(text, "bad.tir");
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string constantOf(const std::string &literal, const std::string &type) {
+  return "kernel @k() {\n  %0 = constant {value = " + literal + "} : " + type + "\n}\n";
+}
+
+} // namespace
+
+TEST_F(ParserTest, LiteralsMustFitTheirType) {
+  for (auto [literal, type] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "i1"}, {"1", "i1"}, {"-2147483648", "i32"}, {"2147483647", "block<4xi32>"},
+           {"-9223372036854775808", "i64"}, {"9223372036854775807", "i64"},
+           {"65504.0", "f16"}, {"-65519.0", "f16"}, {"3.3895313892515355e+38", "bf16"},
+           {"3.4028234663852886e+38", "f32"}, {"inf", "f16"}, {"-inf", "bf16"},
+           {"nan", "f32"}, {"7", "f32"}, {"1e-60", "f32"}}) {
+    SCOPED_TRACE(literal + " : " + type);
+    EXPECT_EQ(parseError(constantOf(literal, type)), "");
+  }
+  struct Case {
+    std::string literal, type, expected;
+  };
+  const std::vector<Case> cases = {
+      {"2", "i1", "bad.tir:2:26: error: literal 2 is out of range for i1 (0 to 1)"},
+      {"-1", "i1", "literal -1 is out of range for i1 (0 to 1)"},
+      {"-9223372036854775808", "i32",
+       "literal -9223372036854775808 is out of range for i32 (-2147483648 to 2147483647)"},
+      {"2147483648", "block<8xi32>", "literal 2147483648 is out of range for i32"},
+      {"9223372036854775808", "i64",
+       "bad.tir:2:26: error: integer literal 9223372036854775808 is out of range: integers in "
+       "the IR are at most 64-bit, from -9223372036854775808 to 9223372036854775807"},
+      {"65520.0", "f16", "literal 65520.0 overflows f16 (finite values are at most 65504"},
+      {"-1e5", "f16", "literal -1e5 overflows f16"},
+      {"3.4e38", "bf16", "literal 3.4e38 overflows bf16"},
+      {"1e39", "f32", "literal 1e39 overflows f32"},
+      {"1e309", "f32",
+       "bad.tir:2:26: error: float literal 1e309 is out of the range of a 64-bit float"},
+      {"1.5", "i32", "literal 1.5 is not an integer, as a constant of type i32 needs"},
+      {"nan", "i64", "literal nan is not an integer"},
+      {"\"7\"", "f32", "literal \"7\" is not a number, as a constant of type f32 needs"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.literal + " : " + c.type);
+    std::string error = parseError(constantOf(c.literal, c.type));
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in: " << error;
+  }
+}
+
+TEST_F(ParserTest, BlocksAndDivisibilityHaveLimits) {
+  EXPECT_NE(parseError(constantOf("0", "block<1024x1024x2xi32>"))
+                .find("bad.tir:2:47: error: blocks hold at most 1048576 elements"),
+            std::string::npos);
+  EXPECT_EQ(parseError(constantOf("0", "block<1024x1024xi32>")), "");
+  EXPECT_NE(parseError(constantOf("0", "block<4294967296x4294967296xi32>")).find("at most"),
+            std::string::npos);
+  EXPECT_NE(parseError("kernel @k(%p: ptr<f32> {divisibility = 4294967312}) {\n}\n")
+                .find("bad.tir:1:40: error: only {divisibility = N} (N from 1 to 1073741824)"),
+            std::string::npos);
+}
+
+// Nests of `for` deeper than kMaxLoopNesting are an error naming the line of the first loop too
+// deep, however deep (100000 levels used to overflow the stack); at the limit they parse.
+TEST_F(ParserTest, LoopNestingIsLimited) {
+  auto nest = [](int depth) {
+    std::string text = "kernel @k(%n: i32) {\n";
+    for (int i = 0; i < depth; ++i)
+      text += "for %n, %n, %n {num_stages = 1} {\n^body(%i" + std::to_string(i) + ": i32):\n";
+    for (int i = 0; i < depth; ++i)
+      text += "yield\n}\n";
+    return text + "}\n";
+  };
+  std::unique_ptr<ir::Function> fn = ir::parseTIR(nest(ir::kMaxLoopNesting), "deep.tir");
+  ir::verify(*fn, "parsing");
+  for (int depth : {ir::kMaxLoopNesting + 1, 100000}) {
+    SCOPED_TRACE(depth);
+    std::string error = parseError(nest(depth));
+    EXPECT_EQ(error.rfind("bad.tir:" + std::to_string(2 * ir::kMaxLoopNesting + 2) +
+                              ":1: error: 'for' nested 65 deep: loops nest at most 64 deep",
+                          0),
+              0u)
+        << error;
+  }
+}
