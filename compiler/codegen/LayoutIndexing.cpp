@@ -66,6 +66,18 @@ std::vector<llvm::Value *> Lowering::coordinates(const ir::Value *v, int64_t k) 
   return coords;
 }
 
+llvm::Value *Lowering::rowMajorIndex(const std::vector<llvm::Value *> &coords,
+                                     const std::vector<int64_t> &shape) {
+  llvm::Value *flat = b.getInt32(0);
+  for (size_t d = 0; d < coords.size(); ++d)
+    flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(shape[d]))), coords[d]);
+  return flat;
+}
+
+llvm::Value *Lowering::rowMajorIndex(const ir::Value *v, int64_t k) {
+  return rowMajorIndex(coordinates(v, k), v->type().shape());
+}
+
 llvm::Value *Lowering::elementIndex(const ir::Value *v, int64_t k) {
   if (v->type().rank() != 1)
     internalError("elementIndex of a block of rank " + std::to_string(v->type().rank()));

@@ -126,16 +126,13 @@ bool lowerAtomic(Lowering &l, const ir::Op &op) {
   if (staged) {
     // One thread did the work for several: its old value goes to every copy.
     llvm::Value *base = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
+    // Each element's slot, written by its owner and read by every copy.
+    std::vector<llvm::Value *> slots;
+    for (size_t k = 0; k < old.size(); ++k)
+      slots.push_back(scalar ? base : b.CreateGEP(ty, base, l.rowMajorIndex(res, int64_t(k))));
     l.barrier();
     for (size_t k = 0; k < old.size(); ++k) {
-      llvm::Value *at = base;
-      if (!scalar) {
-        std::vector<llvm::Value *> c = l.coordinates(res, int64_t(k));
-        llvm::Value *flat = b.getInt32(0);
-        for (size_t d = 0; d < c.size(); ++d)
-          flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(t.shape()[d]))), c[d]);
-        at = b.CreateGEP(ty, base, flat);
-      }
+      llvm::Value *at = slots[k];
       llvm::Value *owner = scalar ? b.CreateICmpEQ(l.tid, b.getInt32(0)) : l.ownsElement(res, int64_t(k));
       if (owner)
         l.ifThen(owner, "atomic.share", [&] { b.CreateStore(old[k], at); });
@@ -143,17 +140,8 @@ bool lowerAtomic(Lowering &l, const ir::Op &op) {
         b.CreateStore(old[k], at);
     }
     l.barrier();
-    for (size_t k = 0; k < old.size(); ++k) {
-      llvm::Value *at = base;
-      if (!scalar) {
-        std::vector<llvm::Value *> c = l.coordinates(res, int64_t(k));
-        llvm::Value *flat = b.getInt32(0);
-        for (size_t d = 0; d < c.size(); ++d)
-          flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(t.shape()[d]))), c[d]);
-        at = b.CreateGEP(ty, base, flat);
-      }
-      old[k] = b.CreateLoad(ty, at);
-    }
+    for (size_t k = 0; k < old.size(); ++k)
+      old[k] = b.CreateLoad(ty, slots[k]);
   }
   l.set(res, std::move(old));
   return true;

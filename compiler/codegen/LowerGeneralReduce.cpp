@@ -81,15 +81,8 @@ bool lowerGeneralReduce(Lowering &l, const ir::Op &op) {
     llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.reductionBank);
     b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.reductionBank);
     std::vector<llvm::Value *> flat(static_cast<size_t>(outCount));
-    for (int64_t k = 0; k < outCount; ++k) {
-      flat[size_t(k)] = b.getInt32(0);
-      if (!scalar) {
-        std::vector<llvm::Value *> c = l.coordinates(res, k);
-        for (size_t d = 0; d < c.size(); ++d)
-          flat[size_t(k)] = b.CreateAdd(
-              b.CreateMul(flat[size_t(k)], b.getInt32(int32_t(res->type().shape()[d]))), c[d]);
-      }
-    }
+    for (int64_t k = 0; k < outCount; ++k)
+      flat[size_t(k)] = scalar ? b.getInt32(0) : l.rowMajorIndex(res, k);
     auto slot = [&](size_t i, int64_t k, llvm::Value *warp) {
       int64_t base = op.intAttr("smem_offset");
       for (size_t j = 0; j < i; ++j)

@@ -146,11 +146,7 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
     auto elementSlots = [&](int64_t k) -> llvm::Value * {
       if (scalar)
         return slots;
-      std::vector<llvm::Value *> coords = l.coordinates(res, k);
-      llvm::Value *flat = b.getInt32(0);
-      for (size_t d = 0; d < coords.size(); ++d)
-        flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(res->type().shape()[d]))),
-                           coords[d]);
+      llvm::Value *flat = l.rowMajorIndex(res, k);
       return b.CreateGEP(accTy, slots, b.CreateMul(flat, b.getInt32(int32_t(warps))));
     };
     llvm::Value *warp = l.warpCoordinate(inMap, axis);

@@ -13,15 +13,6 @@ namespace {
 
 using ir::OpKind;
 
-llvm::Value *flatIndex(Lowering &l, const std::vector<llvm::Value *> &coords,
-                       const std::vector<int64_t> &shape) {
-  auto &b = l.b;
-  llvm::Value *flat = b.getInt32(0);
-  for (size_t d = 0; d < coords.size(); ++d)
-    flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(shape[d]))), coords[d]);
-  return flat;
-}
-
 // Where flat index `flat` of the staged block `t` sits (stagedElements in GpuPasses.h).
 llvm::Value *stagedIndex(Lowering &l, llvm::Value *flat, const ir::Type &t) {
   int64_t row = t.shape().back();
@@ -50,9 +41,9 @@ void lowerStaged(Lowering &l, const ir::Op &op) {
       std::vector<llvm::Value *> permuted;
       for (int64_t d : order)
         permuted.push_back(coords[size_t(d)]);
-      flat = flatIndex(l, permuted, t.shape());
+      flat = l.rowMajorIndex(permuted, t.shape());
     } else {
-      flat = flatIndex(l, coords, in->type().shape());
+      flat = l.rowMajorIndex(coords, in->type().shape());
     }
     llvm::Value *v = t.isBool() ? b.CreateZExt(vals[k], slotTy) : vals[k];
     // Copies of an element held by several threads all write the same value.
@@ -61,7 +52,7 @@ void lowerStaged(Lowering &l, const ir::Op &op) {
   l.barrier();
   Elements out;
   for (int64_t k = 0; k < l.elementsPerThread(res); ++k) {
-    llvm::Value *flat = flatIndex(l, l.coordinates(res, k), t.shape());
+    llvm::Value *flat = l.rowMajorIndex(res, k);
     llvm::Value *v = b.CreateLoad(slotTy, b.CreateGEP(slotTy, base, stagedIndex(l, flat, t)));
     out.push_back(t.isBool() ? b.CreateTrunc(v, elemTy) : v);
   }

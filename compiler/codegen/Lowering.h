@@ -53,6 +53,11 @@ struct Lowering {
   int64_t elementsPerThread(const ir::Value *v) const;
   std::vector<llvm::Value *> coordinates(const ir::Value *v, int64_t k);
   llvm::Value *elementIndex(const ir::Value *v, int64_t k);
+  // The row-major index in `shape` of the given coordinates; rowMajorIndex(v, k) is that of
+  // v's k-th element in its own shape.
+  llvm::Value *rowMajorIndex(const std::vector<llvm::Value *> &coords,
+                             const std::vector<int64_t> &shape);
+  llvm::Value *rowMajorIndex(const ir::Value *v, int64_t k);
   // False for threads that hold a copy of an element another thread owns (blocks smaller than
   // the layout's tile, or sliced dimensions): stores must write each element once. Only the
   // root dimensions in `dims` are considered when given (a reduction along one dimension
