@@ -27,16 +27,21 @@ using Loc = std::source_location;
 class Value {
 public:
   Value() = default;
-  explicit Value(ir::Value *v) : v_(v) {}
+  explicit Value(ir::Value *v); // belongs to the trace in progress (Tracer.cpp)
   ir::Value *ir() const { return v_; }
-  const ir::Type &type() const;
+  // ir() once the value is known to belong to the trace in progress: a value kept (in a static,
+  // say) from an ended trace or another kernel's is a user error at `use`, raised before the
+  // stale IR is touched.
+  ir::Value *checked(const SourceLoc &use) const;
+  const ir::Type &type(Loc loc = Loc::current()) const;
   // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
   // ptr.dtype.element_ty: cast(y, output_ptr.dtype()) stores in the output's type.
-  std::string dtype() const;
+  std::string dtype(Loc loc = Loc::current()) const;
 
 private:
   friend class Range; // rebinds carried variables to the loop's arguments and results
   ir::Value *v_ = nullptr;
+  uint64_t trace_ = 0; // the serial of the Tracer that made it; 0: made outside any trace
 };
 
 struct Ptr : Value { using Value::Value; };   // a pointer argument ("*fp32" in the signature)
@@ -52,7 +57,8 @@ struct Operand {
   double f = 0;
   SourceLoc loc;
 
-  Operand(const Value &v, Loc l = Loc::current()) : kind(Kind::Value), value(v.ir()), loc(l) {}
+  Operand(const Value &v, Loc l = Loc::current())
+      : kind(Kind::Value), value(v.checked(l)), loc(l) {}
   Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}

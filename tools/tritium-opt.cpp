@@ -154,11 +154,11 @@ int main(int argc, char **argv) {
       if (!parseStage(emit))
         usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
     } else if (auto v = value("--num-warps")) {
-      numWarps = int(parseInt("--num-warps", *v));
+      numWarps = tools::parseInt32("tritium-opt", "--num-warps", *v);
     } else if (auto v = value("--arch")) {
       options.arch = *v;
     } else if (auto v = value("--ptx-version")) {
-      options.ptxVersion = int(parseInt("--ptx-version", *v));
+      options.ptxVersion = tools::parseInt32("tritium-opt", "--ptx-version", *v);
     } else if (a.rfind("--", 0) == 0) {
       usageError("unknown option '" + a.substr(0, a.find('=')) + "'");
     } else if (input.empty()) {
