@@ -25,8 +25,12 @@ ParamType ParamType::parse(const std::string &type) {
   std::string base = type.substr(0, type.find(':'));
   if (base.size() != type.size())
     p.divisibility = 16;
-  p.kind = base[0] == '*' ? Kind::Ptr : base == "i32" ? Kind::I32 : base == "i64" ? Kind::I64
-                                                                    : Kind::F32;
+  p.kind = base[0] == '*'      ? Kind::Ptr
+           : base == "i32" ? Kind::I32
+           : base == "i64" ? Kind::I64
+           : base == "u32" ? Kind::U32
+           : base == "u64" ? Kind::U64
+                           : Kind::F32;
   return p;
 }
 
@@ -119,8 +123,17 @@ static const char *describeKind(KernelArg::Kind k) {
 }
 
 void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args) {
+  launch(Grid3{grid, 1, 1}, stream, args);
+}
+
+void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<KernelArg> args) {
   const Signature &sig = meta_.signature;
   const std::string &name = meta_.name;
+  int64_t grid = grid3.x;
+  for (auto [extent, axis] : {std::pair{grid3.y, "y"}, std::pair{grid3.z, "z"}})
+    if (extent < 1 || extent > 65535)
+      throw UserError("launch of '" + name + "': grid size along " + axis + " " +
+                      std::to_string(extent) + " is out of range (1 to 65535)");
   if (args.size() != sig.types.size())
     throw UserError("launch of '" + name + "': expected " + std::to_string(sig.types.size()) +
                     " arguments but got " + std::to_string(args.size()));
@@ -181,6 +194,18 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
         throw mismatch();
       put(a.intValue());
       break;
+    case ParamType::Kind::U32:
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      if (a.intValue() < 0 || a.intValue() > int64_t(std::numeric_limits<uint32_t>::max()))
+        throw fail("is u32 but " + std::to_string(a.intValue()) + " does not fit");
+      put(uint32_t(a.intValue()));
+      break;
+    case ParamType::Kind::U64: // the bits of the int64 given
+      if (a.kind() != KernelArg::Kind::Int)
+        throw mismatch();
+      put(a.intValue());
+      break;
     case ParamType::Kind::F32:
       if (a.kind() != KernelArg::Kind::Float)
         throw mismatch();
@@ -193,7 +218,7 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
     ++i;
   }
   if (interpreting())
-    return interpret(grid, args);
+    return interpret(grid3, args);
   load();
   // The driver launches in the calling thread's current context: make the device's primary
   // context current once per thread, so launches from any thread work.
@@ -203,12 +228,13 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
     contextCurrent = true;
   }
   rt::launchKernelPacked(loaded_->function(), unsigned(grid), unsigned(numThreads()),
-                         unsigned(meta_.sharedBytes), stream, block.data(), used);
+                         unsigned(meta_.sharedBytes), stream, block.data(), used,
+                         unsigned(grid3.y), unsigned(grid3.z));
 }
 
 // Interpret mode: the cached TIR text (with its source locations) parsed once, then run on the
 // CPU. Parsing rather than keeping the traced Function serves disk-cache hits alike.
-void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> args) {
+void CompiledKernel::interpret(Grid3 grid, std::initializer_list<KernelArg> args) {
   std::call_once(parseOnce_, [&] {
     auto fn = ir::parseTIR(artifacts_.tir, meta_.name + ".tir");
     ir::verify(*fn, "parsing the TIR for the interpreter");
@@ -227,7 +253,8 @@ void CompiledKernel::interpret(int64_t grid, std::initializer_list<KernelArg> ar
       v.f = a.floatValue();
     values.push_back(v);
   }
-  interpreter::run(*tir_, grid * meta_.options.programsPerCTA, values); // one per program
+  // One machine program per program: programs per CTA multiply the x extent.
+  interpreter::run(*tir_, {grid.x * meta_.options.programsPerCTA, grid.y, grid.z}, values);
 }
 
 } // namespace tritium

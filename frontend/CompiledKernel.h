@@ -35,6 +35,8 @@ public:
   enum class Kind { Pointer, Int, Float };
   KernelArg(int32_t v) : kind_(Kind::Int), i_(v) {}
   KernelArg(int64_t v) : kind_(Kind::Int), i_(v) {}
+  KernelArg(uint32_t v) : kind_(Kind::Int), i_(int64_t(v)) {}
+  KernelArg(uint64_t v) : kind_(Kind::Int), i_(int64_t(v)) {} // u64 parameters take the bits
   KernelArg(float v) : kind_(Kind::Float), f_(v) {}
   KernelArg(const rt::DeviceBuffer &buffer);
   KernelArg(const interpreter::HostBuffer &buffer); // interpret mode: a host address
@@ -68,9 +70,14 @@ struct KernelMetadata {
   bool fromCache = false;
 };
 
+// A launch grid of CTAs along x, y and z.
+struct Grid3 {
+  int64_t x, y = 1, z = 1;
+};
+
 // A signature entry parsed once, for the launch path.
 struct ParamType {
-  enum class Kind { Ptr, I32, I64, F32 } kind;
+  enum class Kind { Ptr, I32, I64, U32, U64, F32 } kind;
   int divisibility = 1; // 16 when specialized as divisible by 16
   static ParamType parse(const std::string &type);
 };
@@ -107,9 +114,12 @@ public:
   // mode the kernel's TIR runs on the CPU instead, synchronously, over host addresses. `grid`
   // counts CTAs: grid x programsPerCTA programs run.
   void launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args);
+  // A 2-D or 3-D grid of CTAs ({x, y} or {x, y, z}; y and z at most 65535): program_id(1) and
+  // program_id(2) number the programs along y and z.
+  void launch(Grid3 grid, CUstream stream, std::initializer_list<KernelArg> args);
 
 private:
-  void interpret(int64_t grid, std::initializer_list<KernelArg> args);
+  void interpret(Grid3 grid, std::initializer_list<KernelArg> args);
 
   KernelMetadata meta_;
   std::vector<ParamType> params_;

@@ -13,6 +13,8 @@
 #include "compiler/ir/IR.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <type_traits>
@@ -22,12 +24,34 @@ namespace tritium::dsl {
 
 using Loc = std::source_location;
 
+// An index of Value::operator(): `_` keeps a dimension, `None` inserts one of extent 1.
+struct Index {
+  bool newAxis;
+};
+inline constexpr Index _{false};
+inline constexpr Index None{true};
+
 // A traced value: a scalar or a block. Kernel parameters use the subtypes Ptr, Int and Float,
 // which say what the launch must pass; the values themselves behave alike.
 class Value {
 public:
-  Value() = default;
+  // Every Value object is listed while it lives (LiveValues.h), so that loops and branches can
+  // find the variables their bodies assigned and carry them, as Triton does by name.
+  Value() { link(); }
   explicit Value(ir::Value *v); // belongs to the trace in progress (Tracer.cpp)
+  Value(const Value &o) : v_(o.v_), trace_(o.trace_) { link(); }
+  // A moved-from Value is empty, so that the copies the tracer passes along (parameters, return
+  // values) are not taken for variables holding the same value.
+  Value(Value &&o) noexcept : v_(o.v_), trace_(o.trace_) {
+    o.v_ = nullptr;
+    link();
+  }
+  Value &operator=(const Value &o) {
+    v_ = o.v_;
+    trace_ = o.trace_;
+    return *this;
+  }
+  ~Value() { unlink(); }
   ir::Value *ir() const { return v_; }
   // ir() once the value is known to belong to the trace in progress: a value kept (in a static,
   // say) from an ended trace or another kernel's is a user error at `use`, raised before the
@@ -37,12 +61,23 @@ public:
   // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
   // ptr.dtype.element_ty: cast(y, output_ptr.dtype()) stores in the output's type.
   std::string dtype(Loc loc = Loc::current()) const;
+  // Triton's x[:, None] and x[None, :]: x(_, None), x(None, _) (and three-index forms).
+  Value operator()(Index a, Index b, Loc loc = Loc::current()) const;
+  Value operator()(Index a, Index b, Index c, Loc loc = Loc::current()) const;
 
 private:
-  friend class Range; // rebinds carried variables to the loop's arguments and results
+  friend class Range;      // rebinds carried variables to the loop's arguments and results
+  friend class LiveValues; // lists and rebinds live variables
+  void link();
+  void unlink();
   ir::Value *v_ = nullptr;
-  uint64_t trace_ = 0; // the serial of the Tracer that made it; 0: made outside any trace
+  Value *prev_ = nullptr, *next_ = nullptr;
+  uint64_t serial_ = 0; // tells a variable from a later one at the same address
+  uint64_t trace_ = 0;  // the serial of the Tracer that made it; 0: made outside any trace
 };
+
+// Several values handled together (a general reduce's operands, Philox's four words).
+using Group = std::vector<Value>;
 
 struct Ptr : Value { using Value::Value; };   // a pointer argument ("*fp32" in the signature)
 struct Int : Value { using Value::Value; };   // an integer argument ("i32" or "i64")
@@ -61,6 +96,12 @@ struct Operand {
       : kind(Kind::Value), value(v.checked(l)), loc(l) {}
   Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
+  Operand(uint32_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  Operand(long long v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  Operand(unsigned long long v, Loc l = Loc::current())
+      : kind(Kind::Int), i(int64_t(v)), loc(l) {}
+  // u64 literals past 2^63 keep their bits (they take an unsigned partner's type).
+  Operand(uint64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}
   Operand(double v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
   Operand(float v, Loc l = Loc::current()) : kind(Kind::Float), f(v), loc(l) {}
 };
@@ -81,6 +122,21 @@ Value operator==(const Operand &a, const Operand &b);
 Value operator!=(const Operand &a, const Operand &b);
 Value operator&(const Operand &a, const Operand &b);
 Value operator|(const Operand &a, const Operand &b);
+// Integers and masks: bitwise ^ and ~; shifts (>> is arithmetic for signed types, logical for
+// unsigned; shifting by the width or more gives 0, or the sign); logical !, && and || on
+// masks (elementwise, both sides evaluated: Triton's `not`, `and`, `or` on blocks).
+Value operator^(const Operand &a, const Operand &b);
+Value operator<<(const Operand &a, const Operand &b);
+Value operator>>(const Operand &a, const Operand &b);
+Value operator~(const Operand &a);
+Value operator!(const Operand &a);
+Value operator&&(const Operand &a, const Operand &b);
+Value operator||(const Operand &a, const Operand &b);
+// Integer helpers: ceil(a / b) for positive values; the high half of the unsigned product of
+// 32- or 64-bit integers; the same bits as another type of the same width.
+Value cdiv(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value umulhi(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value bitcast(const Operand &x, struct DType dtype, Loc loc = Loc::current());
 
 // Grid.
 Value program_id(int axis, Loc loc = Loc::current());
@@ -106,10 +162,37 @@ Value cluster_sum(const Operand &x, Loc loc = Loc::current());
 // one barrier: gathering a row's partial max and sum together costs one exchange, not two.
 Value cluster_gather(const Operand &x, const Operand &other, Loc loc = Loc::current());
 
-// Blocks. The size end - start is a power of two, or a multiple of 32 x num_warps (the same
-// number of elements in every thread).
+// Element types, as Triton's tl.float32 ...: DType values, or their names as strings ("fp32",
+// "float32", "bf16", "i32", "u32", "fp8e4m3", ...); an unknown name is a UserError listing the
+// valid ones. fp8 is a storage type: load, store and cast it; arithmetic computes in f32.
+struct DType {
+  ir::ScalarKind kind;
+  constexpr DType(ir::ScalarKind k) : kind(k) {}
+  DType(const char *name, Loc loc = Loc::current());
+  DType(const std::string &name, Loc loc = Loc::current()) : DType(name.c_str(), loc) {}
+};
+inline constexpr DType float32{ir::ScalarKind::F32}, float16{ir::ScalarKind::F16},
+    bfloat16{ir::ScalarKind::BF16}, float8e4m3{ir::ScalarKind::F8E4M3},
+    float8e5m2{ir::ScalarKind::F8E5M2}, int1{ir::ScalarKind::I1}, int8{ir::ScalarKind::I8},
+    int16{ir::ScalarKind::I16}, int32{ir::ScalarKind::I32}, int64{ir::ScalarKind::I64},
+    uint8{ir::ScalarKind::U8}, uint16{ir::ScalarKind::U16}, uint32{ir::ScalarKind::U32},
+    uint64{ir::ScalarKind::U64};
+
+// Blocks. A 1-D size end - start is a power of two, or a multiple of 32 x num_warps (the same
+// number of elements in every thread); blocks of rank 2 and 3 have power-of-two dimensions.
 Value arange(int64_t start, int64_t end, Loc loc = Loc::current());
 Value full(int64_t size, const Operand &value, Loc loc = Loc::current());
+Value full(const std::vector<int64_t> &shape, const Operand &value, DType dtype,
+           Loc loc = Loc::current());
+Value zeros(const std::vector<int64_t> &shape, DType dtype, Loc loc = Loc::current());
+
+// Shapes, as Triton's. x(_, None) is x[:, None] and x(None, _) is x[None, :]: each `_` keeps
+// one of x's dimensions, each `None` inserts a dimension of 1 (Value::operator()).
+Value expand_dims(const Operand &x, int axis, Loc loc = Loc::current());
+Value broadcast_to(const Operand &x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
+Value reshape(const Operand &x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
+Value permute(const Operand &x, const std::vector<int> &dims, Loc loc = Loc::current());
+Value trans(const Operand &x, Loc loc = Loc::current()); // permute(x, {1, 0}) for 2-D blocks
 
 // Memory. Masked-off lanes of a load give `other`; masked-off lanes of a store write nothing.
 Value load(const Operand &ptrs, Loc loc = Loc::current());
@@ -119,34 +202,132 @@ void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
 void store(const Operand &ptrs, const Operand &value, const Operand &mask,
            Loc loc = Loc::current());
 
+// Random numbers, bit for bit those of Triton 3.6's tl.randint / randint4x / rand / randn for
+// the same seed and offsets (frontend/Random.cpp): Philox 4x32 (10 rounds by default) keyed by
+// the seed with the offsets as the counter. Offsets are 32- or 64-bit integers (a block or a
+// scalar); rand gives floats in [0, 1), randn standard normals (Box-Muller, as Triton's).
+Group philox4x32(const Operand &c0, const Operand &c1, const Operand &c2, const Operand &c3,
+                 const Operand &k0, const Operand &k1, int n_rounds = 10,
+                 Loc loc = Loc::current());
+Group randint4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
+                Loc loc = Loc::current());
+Value randint(const Operand &seed, const Operand &offset, int n_rounds = 10,
+              Loc loc = Loc::current());
+Value uint_to_uniform_float(const Operand &x, Loc loc = Loc::current());
+Value rand(const Operand &seed, const Operand &offset, int n_rounds = 10, Loc loc = Loc::current());
+Group rand4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
+             Loc loc = Loc::current());
+Value randn(const Operand &seed, const Operand &offset, int n_rounds = 10, Loc loc = Loc::current());
+
+// Atomics on global memory (Triton's tl.atomic_*): each element of a block once, masked-off
+// lanes untouched; they give the old values (0 where masked off). `sem` is relaxed, acquire,
+// release or acq_rel (the default); `scope` gpu (the default), cta or sys. Types: add takes
+// i32, u32, i64, u64, fp32, fp16 and bf16; max and min i32, u32, i64, u64 and fp32; and, or
+// and xor integers; xchg and cas 32- and 64-bit integers and fp32.
+#define TRITIUM_DECLARE_ATOMIC(name)                                                              \
+  Value name(const Operand &ptr, const Operand &val, Loc loc = Loc::current());                  \
+  Value name(const Operand &ptr, const Operand &val, const Operand &mask,                        \
+             const std::string &sem = "acq_rel", const std::string &scope = "gpu",               \
+             Loc loc = Loc::current());
+TRITIUM_DECLARE_ATOMIC(atomic_add)
+TRITIUM_DECLARE_ATOMIC(atomic_max)
+TRITIUM_DECLARE_ATOMIC(atomic_min)
+TRITIUM_DECLARE_ATOMIC(atomic_and)
+TRITIUM_DECLARE_ATOMIC(atomic_or)
+TRITIUM_DECLARE_ATOMIC(atomic_xor)
+TRITIUM_DECLARE_ATOMIC(atomic_xchg)
+#undef TRITIUM_DECLARE_ATOMIC
+// Where *ptr == cmp, stores val; gives the old value.
+Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                 const std::string &sem = "acq_rel", const std::string &scope = "gpu",
+                 Loc loc = Loc::current());
+// Every thread of the program waits here (Triton's tl.debug_barrier).
+void debug_barrier(Loc loc = Loc::current());
+
+// Checks on the device (Triton's tl.device_assert): where `cond` is false the kernel stops and
+// reports `message` with this call's file:line (the interpreter raises a UserError there).
+void device_assert(const Operand &cond, const std::string &message = "",
+                   Loc loc = Loc::current());
+// Checks and prints at trace time (Triton's tl.static_assert, tl.static_print): a false
+// condition is a UserError at this call; static_print writes the values' types (and the
+// numbers given) to stderr as the kernel is traced.
+void static_assert_(bool cond, const std::string &message = "", Loc loc = Loc::current());
+void static_print(const std::string &prefix, std::initializer_list<Operand> values,
+                  Loc loc = Loc::current());
+
 // Debugging: prints `prefix` and each element of `value` with the program id and the element's
 // index (Triton's device_print), in the interpreter and on the GPU (vprintf).
 void print(const std::string &prefix, const Operand &value, Loc loc = Loc::current());
 
-// Reductions over an axis (Triton's tl.max / tl.sum).
+// Reductions over an axis (Triton's tl.max / tl.min / tl.sum); a negative axis counts from the
+// last. The axis disappears from the shape; a 1-D block reduces to a scalar.
 Value max(const Operand &x, int axis, Loc loc = Loc::current());
+Value min(const Operand &x, int axis, Loc loc = Loc::current());
 Value sum(const Operand &x, int axis, Loc loc = Loc::current());
+// The index of the largest (smallest) element along the axis, i32, the first on ties.
+Value argmax(const Operand &x, int axis, Loc loc = Loc::current());
+Value argmin(const Operand &x, int axis, Loc loc = Loc::current());
+Value xor_sum(const Operand &x, int axis, Loc loc = Loc::current()); // integers
+// Triton's tl.reduce: `combine` takes two scalars (an accumulated one, another) and gives the
+// combined one; it must be associative and commutative. It is traced once, with scalars.
+Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+             Loc loc = Loc::current());
+// Several blocks of one shape reduced together (argmax's value and index): combine takes the
+// accumulated group and another and gives the combined group.
+Group reduce(const Group &xs, int axis, const std::function<Group(const Group &, const Group &)> &combine,
+             Loc loc = Loc::current());
+// Inclusive scans along an axis (Triton's tl.cumsum, tl.cumprod, tl.associative_scan): element
+// i is the combination of elements 0 .. i; the shape is kept. combine must be associative.
+Value cumsum(const Operand &x, int axis, Loc loc = Loc::current());
+Value cumprod(const Operand &x, int axis, Loc loc = Loc::current());
+Value associative_scan(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+                       Loc loc = Loc::current());
+Group associative_scan(const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc loc = Loc::current());
 
-// Elementwise math.
+// Elementwise math on floats (16-bit floats compute in f32, as Triton does); docs/DSL.md gives
+// each function's accuracy. abs also takes integers.
 Value exp(const Operand &x, Loc loc = Loc::current());
+Value exp2(const Operand &x, Loc loc = Loc::current());
+Value log(const Operand &x, Loc loc = Loc::current());
+Value log2(const Operand &x, Loc loc = Loc::current());
+Value sqrt(const Operand &x, Loc loc = Loc::current());    // fast (sqrt.approx)
+Value sqrt_rn(const Operand &x, Loc loc = Loc::current()); // correctly rounded
+Value rsqrt(const Operand &x, Loc loc = Loc::current());
+Value abs(const Operand &x, Loc loc = Loc::current());
+Value sin(const Operand &x, Loc loc = Loc::current());
+Value cos(const Operand &x, Loc loc = Loc::current());
+Value tanh(const Operand &x, Loc loc = Loc::current());
+Value sigmoid(const Operand &x, Loc loc = Loc::current());
+Value erf(const Operand &x, Loc loc = Loc::current());
+Value floor(const Operand &x, Loc loc = Loc::current());
+Value ceil(const Operand &x, Loc loc = Loc::current());
+Value fma(const Operand &x, const Operand &y, const Operand &z, Loc loc = Loc::current());
+Value pow(const Operand &x, const Operand &y, Loc loc = Loc::current());
+Value div_rn(const Operand &x, const Operand &y, Loc loc = Loc::current());
+// min(max(x, lo), hi): NaN in x propagates, as Triton's clamp.
+Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc loc = Loc::current());
 Value maximum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value minimum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = Loc::current());
-// Converts to "fp32", "fp16", "bf16", "i32", "i64" or "i1", keeping the shape.
-Value cast(const Operand &x, const std::string &dtype, Loc loc = Loc::current());
+// Converts to another element type (float32 or "fp32", ...), keeping the shape.
+Value cast(const Operand &x, DType dtype, Loc loc = Loc::current());
 
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).
 //
-// Variables updated by the loop (the online softmax's running max and sum) are named with
-// carry(); inside the body they hold the value of the current iteration, after the loop the
-// value of the last one:
+// Variables declared before the loop and assigned in its body (the online softmax's running
+// max and sum) are carried, as in Triton: inside the body they hold the value of the current
+// iteration, after the loop the value of the last one:
 //
 //   auto m = full(1, -INFINITY)...; auto d = ...;
-//   for (auto k : range(0, n, BLOCK).carry(m, d)) { ...; m = m_new; d = d_new; }
+//   for (auto k : range(0, n, BLOCK)) { ...; m = m_new; d = d_new; }
 //
-// A carried variable must keep its type and shape. A value made inside a loop body and used
-// after the loop without being carried is reported at the use.
+// carry(m, d) may still name them (needed only when two variables held one value before the
+// loop, which tritium cannot tell apart). A carried variable must keep its type and shape. A
+// value made inside a loop body and used after the loop without being carried is reported at
+// the use.
 class Range {
 public:
   class Iterator {
@@ -182,6 +363,7 @@ private:
   void addCarried(Value *v);
   void close();
   std::vector<Value *> carried_;
+  std::shared_ptr<const void> before_; // the live variables when the body opened (Carry.h)
   ir::Value *start_, *end_, *step_;
   int numStages_;
   SourceLoc loc_;
@@ -191,6 +373,30 @@ private:
   bool done_ = false;
   int uncaught_ = 0;
 };
+
+// Structured control flow on runtime scalars, as Triton's `if` and `while` on scalars: each
+// region is traced once. Variables declared before and assigned inside flow out of if_ (the
+// taken branch's value) and are carried by while_ (and by range), without being named:
+//
+//   auto y = x;
+//   if_(n > 0, [&] { y = x * 2; }, [&] { y = -x; });
+//   auto i = full... ; while_([&] { return i < n; }, [&] { i = i + 1; });
+//
+// A variable must keep its type and shape on every path. A block condition is a mistake
+// (every thread takes the same branch): use where() for blocks.
+void if_(const Operand &cond, const std::function<void()> &then,
+         const std::function<void()> &otherwise = {}, Loc loc = Loc::current());
+void while_(const std::function<Value()> &cond, const std::function<void()> &body,
+            Loc loc = Loc::current());
+
+// Triton's tl.static_range: a loop unrolled at trace time (a plain C++ loop does the same).
+inline std::vector<int64_t> static_range(int64_t start, int64_t end, int64_t step = 1) {
+  std::vector<int64_t> out;
+  for (int64_t i = start; step > 0 ? i < end : i > end; i += step)
+    out.push_back(i);
+  return out;
+}
+inline std::vector<int64_t> static_range(int64_t end) { return static_range(0, end); }
 
 Range range(const Operand &start, const Operand &end, const Operand &step = 1,
             int num_stages = 0, Loc loc = Loc::current()); // 0: the kernel's num_stages

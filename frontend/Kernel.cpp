@@ -86,7 +86,8 @@ static bool signatureFits(Kernel::ParamKind kind, const std::string &annotated) 
   if (!k || type[0] == '*')
     return false;
   if (kind == Kernel::ParamKind::Int)
-    return *k == ir::ScalarKind::I32 || *k == ir::ScalarKind::I64;
+    return *k == ir::ScalarKind::I32 || *k == ir::ScalarKind::I64 ||
+           *k == ir::ScalarKind::U32 || *k == ir::ScalarKind::U64;
   return *k == ir::ScalarKind::F32;
 }
 
@@ -128,7 +129,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
     fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
   if (spec.programsPerCTA != 1) // compileTIR checks it against num_warps and the cluster
     fn->setAttr("programs_per_cta", int64_t(spec.programsPerCTA));
-  std::vector<dsl::Value> runtime;
+  std::vector<ir::Value *> runtime;
   size_t r = 0, c = 0;
   for (size_t i = 0; i < kinds_.size(); ++i) {
     if (kinds_[i] == ParamKind::Constexpr) {
@@ -145,7 +146,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
                                 : ir::Type::scalar(*ir::parseDtype(base));
     ir::Value *arg = fn->body().addArgument(t, names_[i]);
     arg->setDivisibility(divisibility);
-    runtime.emplace_back(arg);
+    runtime.push_back(arg);
   }
   {
     dsl::Tracer tracer(*fn);

@@ -76,7 +76,7 @@ protected:
   Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<ConstexprRange> ranges,
          std::vector<std::string> names, SourceLoc loc);
   // Calls the user's function with the traced parameters.
-  virtual void invoke(const std::vector<dsl::Value> &runtime,
+  virtual void invoke(const std::vector<ir::Value *> &runtime,
                       const std::vector<int64_t> &constexprs) const = 0;
 
 private:
@@ -116,7 +116,7 @@ public:
 
 protected:
   // The compile-time values were checked against their parameters' types (Kernel::trace).
-  void invoke(const std::vector<dsl::Value> &runtime,
+  void invoke(const std::vector<ir::Value *> &runtime,
               const std::vector<int64_t> &constexprs) const override {
     size_t r = 0, c = 0;
     auto next = [&]<typename T>(std::type_identity<T>) -> std::remove_cvref_t<T> {
@@ -124,10 +124,12 @@ protected:
       if constexpr (paramKindOf<T>() == ParamKind::Constexpr)
         return static_cast<U>(constexprs[c++]);
       else
-        return U(runtime[r++].ir());
+        return U(runtime[r++]);
     };
-    // Braced initialisation evaluates the parameters left to right.
-    std::apply(body_, std::tuple<std::remove_cvref_t<P>...>{next(std::type_identity<P>{})...});
+    // Braced initialisation evaluates the parameters left to right; the parameters move into
+    // the body, so no other live Value shares their values (LiveValues.h).
+    std::tuple<std::remove_cvref_t<P>...> args{next(std::type_identity<P>{})...};
+    std::apply([&](auto &...a) { body_(std::move(a)...); }, args);
   }
 
 private:

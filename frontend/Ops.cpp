@@ -29,9 +29,13 @@ Value binary(OpKind kind, const char *opName, const Operand &a, const Operand &c
   const SourceLoc &loc = a.loc;
   auto &b = builder(loc);
   auto [x, y] = unify(b, a, c, opName, loc);
-  if ((kind == OpKind::And || kind == OpKind::Or) && x->type().isFloat())
+  bool bitwise = kind == OpKind::And || kind == OpKind::Or || kind == OpKind::Xor;
+  bool integral = kind == OpKind::Shl || kind == OpKind::Shr || kind == OpKind::UMulHi;
+  if (bitwise && !x->type().isInt() && !x->type().isBool())
     userError(std::string("'") + opName + "' needs integers or masks, got " + x->type().str(),
               loc);
+  if (integral && !x->type().isInt())
+    userError(std::string("'") + opName + "' needs integers, got " + x->type().str(), loc);
   return Value(b.createValue(kind, {x, y}, x->type(), loc));
 }
 
@@ -70,11 +74,8 @@ Value pointerArith(const Operand &p, const Operand &off, bool negate) {
                      : off.value;
   if (!o)
     userError("use of an empty tritium Value as a pointer offset", loc);
-  std::vector<int64_t> shape = pt.isBlock() ? pt.shape() : o->type().shape();
-  if (pt.isBlock() && o->type().isBlock() && pt.shape() != o->type().shape())
-    userError("cannot broadcast " + pt.str() + " with " + o->type().str() +
-                  ": block shapes must be equal",
-              loc);
+  std::vector<int64_t> shape =
+      broadcastShapes(pt.shape(), o->type().shape(), "pointer arithmetic", loc);
   if (negate)
     o = b.createValue(OpKind::Neg, {o}, o->type(), loc);
   ir::Value *ptr = broadcastTo(b, p.value, shape, "pointer arithmetic", loc);
@@ -115,6 +116,55 @@ Value operator/(const Operand &a, const Operand &b) { return binary(OpKind::Div,
 Value operator%(const Operand &a, const Operand &b) { return binary(OpKind::Rem, "%", a, b); }
 Value operator&(const Operand &a, const Operand &b) { return binary(OpKind::And, "&", a, b); }
 Value operator|(const Operand &a, const Operand &b) { return binary(OpKind::Or, "|", a, b); }
+Value operator^(const Operand &a, const Operand &b) { return binary(OpKind::Xor, "^", a, b); }
+Value operator<<(const Operand &a, const Operand &b) { return binary(OpKind::Shl, "<<", a, b); }
+Value operator>>(const Operand &a, const Operand &b) { return binary(OpKind::Shr, ">>", a, b); }
+Value operator~(const Operand &a) {
+  ir::Value *v = requireValue(a, "the operand of '~'", a.loc);
+  if (!v->type().isInt() && !v->type().isBool())
+    userError("'~' needs an integer or a mask, got " + v->type().str(), a.loc);
+  return Value(builder(a.loc).createValue(OpKind::Not, {v}, v->type(), a.loc));
+}
+// A mask from any value: x != 0 (a mask stays itself).
+static ir::Value *truth(const Operand &x, const char *what, const SourceLoc &loc) {
+  ir::Value *v = requireValue(x, what, loc);
+  if (v->type().isBool())
+    return v;
+  if (v->type().isPtr())
+    userError(std::string(what) + " is not defined on pointers (" + v->type().str() + ")", loc);
+  return (x != 0).ir();
+}
+Value operator!(const Operand &a) {
+  ir::Value *m = truth(a, "the operand of '!'", a.loc);
+  return Value(builder(a.loc).createValue(OpKind::Not, {m}, m->type(), a.loc));
+}
+// An operand for a value made here, reported at the user's location.
+static Operand at(ir::Value *v, const SourceLoc &loc) {
+  Operand o{Value(v)};
+  o.loc = loc;
+  return o;
+}
+Value operator&&(const Operand &a, const Operand &b) {
+  return at(truth(a, "'&&'", a.loc), a.loc) & at(truth(b, "'&&'", a.loc), a.loc);
+}
+Value operator||(const Operand &a, const Operand &b) {
+  return at(truth(a, "'||'", a.loc), a.loc) | at(truth(b, "'||'", a.loc), a.loc);
+}
+
+Value cdiv(const Operand &a, const Operand &b, Loc l) {
+  Operand a2 = a;
+  a2.loc = SourceLoc(l);
+  return (a2 + b - 1) / b;
+}
+
+Value umulhi(const Operand &a, const Operand &b, Loc l) {
+  Operand a2 = a;
+  a2.loc = SourceLoc(l);
+  Value r = binary(OpKind::UMulHi, "umulhi", a2, b);
+  if (ir::bitWidth(r.ir()->type().kind()) < 32)
+    userError("umulhi takes 32- or 64-bit integers, got " + r.ir()->type().str(), SourceLoc(l));
+  return r;
+}
 Value operator-(const Operand &a) {
   ir::Value *v = requireValue(a, "the operand of unary '-'", a.loc);
   if (v->type().isPtr() || v->type().isBool())
@@ -129,9 +179,9 @@ Value operator==(const Operand &a, const Operand &b) { return compare("eq", "=="
 Value operator!=(const Operand &a, const Operand &b) { return compare("ne", "!=", a, b); }
 
 static Value gridQuery(OpKind kind, const char *what, int axis, const SourceLoc &loc) {
-  if (axis != 0)
+  if (axis < 0 || axis > 2)
     userError(std::string(what) + "(" + std::to_string(axis) +
-                  "): only axis 0 is supported (tritium launches 1-D grids)",
+                  "): the axis must be 0, 1 or 2 (grids have up to three dimensions)",
               loc);
   ir::Op *op = builder(loc).create(kind, {}, {Type::scalar(ScalarKind::I32)}, loc);
   op->setAttr("axis", int64_t(axis));
@@ -252,9 +302,10 @@ static ir::Value *maskFor(ir::Builder &b, const Operand &mask, const Type &ptrTy
     userError(std::string(op) + "'s mask must be a comparison result (i1), got " +
                   m->type().str(),
               loc);
-  if (m->type().isBlock() && m->type().shape() != ptrType.shape())
+  if (m->type().isBlock() &&
+      broadcastShapes(m->type().shape(), ptrType.shape(), op, loc) != ptrType.shape())
     userError(std::string(op) + "'s mask " + m->type().str() +
-                  " does not match the shape of its pointers " + ptrType.str(),
+                  " does not broadcast to the shape of its pointers " + ptrType.str(),
               loc);
   return broadcastTo(b, m, ptrType.shape(), op, loc);
 }
@@ -267,9 +318,10 @@ Value load(const Operand &ptrs, const Operand &mask, const Operand &other, Loc l
     userError("load expects a pointer or a block of pointers, got " + p->type().str(), loc);
   ir::Value *m = maskFor(b, mask, p->type(), "load", loc);
   if (other.kind == Operand::Kind::Value && other.value && other.value->type().isBlock() &&
-      other.value->type().shape() != p->type().shape())
+      broadcastShapes(other.value->type().shape(), p->type().shape(), "load", loc) !=
+          p->type().shape())
     userError("load's other value " + other.value->type().str() +
-                  " does not match the shape of its pointers " + p->type().str(),
+                  " does not broadcast to the shape of its pointers " + p->type().str(),
               loc);
   ir::Value *o = materialize(b, other, p->type().pointee(), loc);
   return Value(b.createValue(OpKind::Load, {p, m, o}, p->type().pointee(), loc));
@@ -290,9 +342,11 @@ static void storeImpl(const Operand &ptrs, const Operand &value, const Operand *
                     ": element types differ (use cast(x, \"" + ir::dtypeName(p->type().kind()) +
                     "\"))",
                 loc);
-    if (vt.isBlock() && vt.shape() != p->type().shape())
+    if (vt.isBlock() && (vt.rank() > p->type().rank() ||
+                         broadcastShapes(vt.shape(), p->type().shape(), "store", loc) !=
+                             p->type().shape()))
       userError("store of " + vt.str() + " through " + p->type().str() +
-                    ": the value's shape does not match the pointers'",
+                    ": the value's shape does not broadcast to the pointers'",
                 loc);
   }
   ir::Value *v = materialize(b, value, p->type().pointee(), loc);
@@ -317,22 +371,318 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
     userError(std::string(what) + " reduces a block, got the scalar " + t.str(), loc);
   if (t.isPtr() || t.isBool())
     userError(std::string(what) + " is not defined on " + t.str(), loc);
+  if (axis < 0)
+    axis += t.rank();
+  if (axis < 0 || axis >= t.rank())
+    userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
+                  t.str() + " (0 to " + std::to_string(t.rank() - 1) + ")",
+              loc);
+  if (t.kind() == ScalarKind::F8E4M3 || t.kind() == ScalarKind::F8E5M2)
+    userError(std::string(what) + " of " + t.str() + ": fp8 is a storage type; cast it to " +
+                  "fp16 or fp32 first",
+              loc);
+  // Sums of 8- and 16-bit integers accumulate in 32 bits, as Triton's.
+  if (kind == OpKind::ReduceSum && t.isInt() && ir::bitWidth(t.kind()) < 32)
+    v = convert(builder(loc), v, t.isUnsigned() ? ScalarKind::U32 : ScalarKind::I32, loc);
+  auto shape = v->type().shape();
+  shape.erase(shape.begin() + axis);
+  ir::Op *op = builder(loc).create(kind, {v}, {v->type().withShape(shape)}, loc);
+  op->setAttr("axis", int64_t(axis));
+  return Value(op->result());
+}
+
+// reduce and scan: N blocks of one shape, an axis, and a combine function traced into the op's
+// region with scalar arguments.
+static Group combineOp(OpKind kind, const char *what, const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc l) {
+  SourceLoc loc(l);
+  Tracer &t = Tracer::current(loc);
+  auto &b = t.builder();
+  if (xs.empty())
+    userError(std::string(what) + " needs at least one block", loc);
+  std::vector<ir::Value *> operands;
+  for (const Value &x : xs) {
+    ir::Value *v = requireValue(Operand(x, l), what, loc);
+    if (!v->type().isBlock())
+      userError(std::string(what) + " takes blocks, got the scalar " + v->type().str(), loc);
+    if (v->type().shape() != xs[0].ir()->type().shape())
+      userError(std::string(what) + "'s blocks must have one shape, got " + xs[0].ir()->type().str() + " and " +
+                    v->type().str(),
+                loc);
+    operands.push_back(v);
+  }
+  const Type &t0 = operands[0]->type();
+  if (axis < 0)
+    axis += t0.rank();
+  if (axis < 0 || axis >= t0.rank())
+    userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " + t0.str() +
+                  " (0 to " + std::to_string(t0.rank() - 1) + ")",
+              loc);
+  std::vector<Type> results;
+  for (ir::Value *v : operands) {
+    auto shape = v->type().shape();
+    if (kind == OpKind::Reduce)
+      shape.erase(shape.begin() + axis);
+    results.push_back(v->type().withShape(shape));
+  }
+  ir::Op *op = b.create(kind, operands, results, loc);
+  op->setAttr("axis", int64_t(axis));
+  ir::Block *region = op->createRegion();
+  Group a, c;
+  for (ir::Value *v : operands)
+    a.emplace_back(region->addArgument(v->type().element()));
+  for (ir::Value *v : operands)
+    c.emplace_back(region->addArgument(v->type().element()));
+  ir::Block *outer = b.block();
+  t.enterBody(region);
+  try {
+    Group out = combine(a, c);
+    if (out.size() != operands.size())
+      userError(std::string(what) + "'s combine gave " + std::to_string(out.size()) + " values for " +
+                    std::to_string(operands.size()) + " blocks",
+                loc);
+    std::vector<ir::Value *> yielded;
+    for (size_t i = 0; i < out.size(); ++i) {
+      Type want = operands[i]->type().element();
+      ir::Value *v = materialize(b, Operand(out[i], l), want, loc);
+      if (v->type() != want)
+        userError(std::string(what) + "'s combine must give " + want.str() + " for block " +
+                      std::to_string(i) + ", got " + out[i].ir()->type().str(),
+                  loc);
+      yielded.push_back(v);
+    }
+    b.create(OpKind::Yield, yielded, {}, loc);
+  } catch (...) {
+    t.exitBody(outer);
+    throw;
+  }
+  t.exitBody(outer);
+  Group r;
+  for (auto &res : op->results())
+    r.emplace_back(res.get());
+  return r;
+}
+
+Group reduce(const Group &xs, int axis,
+             const std::function<Group(const Group &, const Group &)> &combine, Loc l) {
+  return combineOp(OpKind::Reduce, "reduce", xs, axis, combine, l);
+}
+
+Group associative_scan(const Group &xs, int axis,
+                       const std::function<Group(const Group &, const Group &)> &combine,
+                       Loc l) {
+  return combineOp(OpKind::Scan, "associative_scan", xs, axis, combine, l);
+}
+
+Value associative_scan(const Operand &x, int axis,
+                       const std::function<Value(Value, Value)> &combine, Loc l) {
+  ir::Value *v = requireValue(x, "associative_scan's input", SourceLoc(l));
+  return associative_scan(Group{Value(v)}, axis,
+                          [&](const Group &a, const Group &c) {
+                            return Group{combine(a[0], c[0])};
+                          },
+                          l)[0];
+}
+
+// cumsum and cumprod accumulate 8- and 16-bit integers in 32 bits, as sum does.
+static Value cumulative(const Operand &x, int axis, bool product, const char *what, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  if (!v->type().isBlock() || v->type().isPtr() || v->type().isBool())
+    userError(std::string(what) + " takes a block of numbers, got " + v->type().str(), loc);
+  if (v->type().isInt() && ir::bitWidth(v->type().kind()) < 32)
+    v = convert(builder(loc), v, v->type().isUnsigned() ? ScalarKind::U32 : ScalarKind::I32, loc);
+  return associative_scan(Operand(Value(v), l), axis,
+                          [product](Value a, Value c) { return product ? a * c : a + c; }, l);
+}
+
+Value cumsum(const Operand &x, int axis, Loc l) { return cumulative(x, axis, false, "cumsum", l); }
+Value cumprod(const Operand &x, int axis, Loc l) {
+  return cumulative(x, axis, true, "cumprod", l);
+}
+
+Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
+             Loc l) {
+  ir::Value *v = requireValue(x, "reduce's input", SourceLoc(l));
+  return reduce(Group{Value(v)}, axis,
+                [&](const Group &a, const Group &c) { return Group{combine(a[0], c[0])}; }, l)[0];
+}
+
+// argmax/argmin: (value, index) pairs, the larger (smaller) value winning and the smaller index
+// on ties, as Triton's tie_break_left.
+static Value argReduce(const Operand &x, int axis, bool isMax, const char *what, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  const Type &t = v->type();
+  if (!t.isBlock() || t.isPtr() || t.isBool())
+    userError(std::string(what) + " takes a block of numbers, got " + t.str(), loc);
+  if (axis < 0)
+    axis += t.rank();
   if (axis < 0 || axis >= t.rank())
     userError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
                   t.str(),
               loc);
-  auto shape = t.shape();
-  shape.erase(shape.begin() + axis);
-  ir::Op *op = builder(loc).create(kind, {v}, {t.withShape(shape)}, loc);
-  op->setAttr("axis", int64_t(axis));
-  return Value(op->result());
+  // The index along the axis, as a block of x's shape.
+  Value index = arange(0, t.shape()[size_t(axis)], l);
+  for (int d = 0; d < t.rank(); ++d)
+    if (d != axis)
+      index = expand_dims(index, d, l);
+  index = broadcast_to(index, t.shape(), l);
+  Group r = reduce(Group{Value(v), index}, axis,
+                   [&](const Group &a, const Group &c) {
+                     Value better = isMax ? a[0] > c[0] : a[0] < c[0];
+                     Value tie = (a[0] == c[0]) & (a[1] < c[1]);
+                     Value pick = better | tie;
+                     return Group{where(pick, a[0], c[0], l), where(pick, a[1], c[1], l)};
+                   },
+                   l);
+  return r[1];
+}
+
+Value argmax(const Operand &x, int axis, Loc l) { return argReduce(x, axis, true, "argmax", l); }
+Value argmin(const Operand &x, int axis, Loc l) { return argReduce(x, axis, false, "argmin", l); }
+
+Value xor_sum(const Operand &x, int axis, Loc l) {
+  ir::Value *v = requireValue(x, "xor_sum's input", SourceLoc(l));
+  if (!v->type().isInt())
+    userError("xor_sum takes integers, got " + v->type().str(), SourceLoc(l));
+  return reduce(x, axis, [](Value a, Value c) { return a ^ c; }, l);
 }
 
 Value max(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceMax, "max", x, axis, SourceLoc(l));
 }
+Value min(const Operand &x, int axis, Loc l) {
+  return reduce(OpKind::ReduceMin, "min", x, axis, SourceLoc(l));
+}
 Value sum(const Operand &x, int axis, Loc l) {
   return reduce(OpKind::ReduceSum, "sum", x, axis, SourceLoc(l));
+}
+
+// --- atomics ------------------------------------------------------------------------------------
+
+namespace {
+
+void checkAtomicOrder(const std::string &sem, const std::string &scope, const char *name,
+                      const SourceLoc &loc) {
+  if (sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+    userError(std::string(name) + ": unknown sem '" + sem +
+                  "' (expected relaxed, acquire, release or acq_rel)",
+              loc);
+  if (scope != "gpu" && scope != "cta" && scope != "sys")
+    userError(std::string(name) + ": unknown scope '" + scope + "' (expected gpu, cta or sys)",
+              loc);
+}
+
+void checkAtomicType(const std::string &op, const Type &t, const char *name,
+                     const SourceLoc &loc) {
+  ScalarKind k = t.kind();
+  bool int3264 = k == ScalarKind::I32 || k == ScalarKind::U32 || k == ScalarKind::I64 ||
+                 k == ScalarKind::U64;
+  bool ok = int3264;
+  const char *supported = "i32, u32, i64 and u64";
+  if (op == "add") {
+    ok = int3264 || k == ScalarKind::F32 || k == ScalarKind::F16 || k == ScalarKind::BF16;
+    supported = "i32, u32, i64, u64, fp32, fp16 and bf16";
+  } else if (op == "max" || op == "min" || op == "xchg" || op == "cas") {
+    ok = int3264 || k == ScalarKind::F32;
+    supported = "i32, u32, i64, u64 and fp32";
+  }
+  if (!ok)
+    userError(std::string(name) + " on " + t.str() + " is not supported: it takes " + supported,
+              loc);
+}
+
+Value atomicImpl(const char *name, const std::string &op, const Operand &ptr,
+                 std::vector<Operand> values, const Operand *mask, const std::string &sem,
+                 const std::string &scope, const SourceLoc &loc) {
+  auto &b = builder(loc);
+  ir::Value *p = requireValue(ptr, (std::string(name) + "'s pointer").c_str(), loc);
+  if (!p->type().isPtr())
+    userError(std::string(name) + " expects a pointer or a block of pointers, got " +
+                  p->type().str(),
+              loc);
+  checkAtomicOrder(sem, scope, name, loc);
+  checkAtomicType(op, p->type().pointee().element(), name, loc);
+  // The pointers broadcast to the values' shape (a scalar pointer with a block of values is
+  // one address updated by each), the values and the mask to the pointers'.
+  std::vector<int64_t> shape = p->type().shape();
+  for (const Operand &v : values)
+    if (v.kind == Operand::Kind::Value && v.value)
+      shape = broadcastShapes(shape, v.value->type().shape(), name, loc);
+  p = broadcastTo(b, p, shape, name, loc);
+  std::vector<ir::Value *> operands{p};
+  for (const Operand &v : values) {
+    if (v.kind == Operand::Kind::Value && v.value && v.value->type().kind() != p->type().kind())
+      userError(std::string(name) + " of " + v.value->type().str() + " through " +
+                    p->type().str() + ": element types differ (use cast(x, \"" +
+                    ir::dtypeName(p->type().kind()) + "\"))",
+                loc);
+    operands.push_back(materialize(b, v, p->type().pointee(), loc));
+  }
+  if (mask)
+    operands.push_back(maskFor(b, *mask, p->type(), name, loc));
+  ir::Op *o = b.create(op == "cas" ? OpKind::AtomicCAS : OpKind::AtomicRMW, operands,
+                       {p->type().pointee()}, loc);
+  if (op != "cas")
+    o->setAttr("op", op);
+  o->setAttr("sem", sem);
+  o->setAttr("scope", scope);
+  return Value(o->result());
+}
+
+} // namespace
+
+#define TRITIUM_DEFINE_ATOMIC(name, op)                                                            \
+  Value name(const Operand &ptr, const Operand &val, Loc l) {                                    \
+    return atomicImpl(#name, op, ptr, {val}, nullptr, "acq_rel", "gpu", SourceLoc(l));           \
+  }                                                                                              \
+  Value name(const Operand &ptr, const Operand &val, const Operand &mask,                        \
+             const std::string &sem, const std::string &scope, Loc l) {                          \
+    return atomicImpl(#name, op, ptr, {val}, &mask, sem, scope, SourceLoc(l));                   \
+  }
+TRITIUM_DEFINE_ATOMIC(atomic_add, "add")
+TRITIUM_DEFINE_ATOMIC(atomic_max, "max")
+TRITIUM_DEFINE_ATOMIC(atomic_min, "min")
+TRITIUM_DEFINE_ATOMIC(atomic_and, "and")
+TRITIUM_DEFINE_ATOMIC(atomic_or, "or")
+TRITIUM_DEFINE_ATOMIC(atomic_xor, "xor")
+TRITIUM_DEFINE_ATOMIC(atomic_xchg, "xchg")
+#undef TRITIUM_DEFINE_ATOMIC
+
+Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                 const std::string &sem, const std::string &scope, Loc l) {
+  return atomicImpl("atomic_cas", "cas", ptr, {cmp, val}, nullptr, sem, scope, SourceLoc(l));
+}
+
+void device_assert(const Operand &cond, const std::string &message, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *c = requireValue(cond, "device_assert's condition", loc);
+  if (c->type().isPtr())
+    userError("device_assert's condition cannot be a pointer", loc);
+  if (!c->type().isBool())
+    c = (cond != 0).ir();
+  builder(loc).create(OpKind::Assert, {c}, {}, loc)->setAttr("message", message);
+}
+
+void static_assert_(bool cond, const std::string &message, Loc l) {
+  if (!cond)
+    userError("static_assert failed" + (message.empty() ? std::string() : ": " + message),
+              SourceLoc(l));
+}
+
+void static_print(const std::string &prefix, std::initializer_list<Operand> values, Loc l) {
+  SourceLoc loc(l);
+  std::string line = loc.str() + ": " + prefix;
+  for (const Operand &v : values)
+    line += " " + describe(v);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void debug_barrier(Loc l) {
+  SourceLoc loc(l);
+  builder(loc).create(OpKind::Barrier, {}, {}, loc);
 }
 
 void print(const std::string &prefix, const Operand &value, Loc l) {
@@ -358,6 +708,72 @@ Value exp(const Operand &x, Loc l) {
   return Value(builder(loc).createValue(OpKind::Exp, {v}, v->type(), loc));
 }
 
+// A math function of MathFunctions.def: operands unified to one float type (ints become f32;
+// abs keeps integers), broadcast together.
+static Value math(ir::MathFn fn, std::vector<Operand> args, const SourceLoc &loc) {
+  auto &b = builder(loc);
+  const char *name = ir::mathName(fn);
+  bool anyValue = false;
+  for (const Operand &a : args)
+    anyValue = anyValue || a.kind == Operand::Kind::Value;
+  if (!anyValue)
+    userError(std::string(name) + " needs at least one traced value", loc);
+  // Fold the operands pairwise into one type and shape, then bring each to it.
+  ir::Value *like = nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != Operand::Kind::Value)
+      continue;
+    ir::Value *v = requireValue(args[i], name, loc);
+    if (v->type().isPtr() || v->type().isBool())
+      userError(std::string(name) + " is not defined on " + v->type().str(), loc);
+    like = like ? unify(b, Operand(Value(like)), args[i], name, loc).first : v;
+  }
+  ScalarKind k = like->type().kind();
+  if (!ir::isFloatKind(k) && !(ir::mathAcceptsIntegers(fn) && args.size() == 1))
+    k = ScalarKind::F32; // integers compute as f32
+  std::vector<int64_t> shape;
+  for (const Operand &a : args)
+    if (a.kind == Operand::Kind::Value)
+      shape = broadcastShapes(shape, a.value->type().shape(), name, loc);
+  Type t = Type::scalar(k).withShape(shape);
+  std::vector<ir::Value *> operands;
+  for (const Operand &a : args)
+    operands.push_back(materialize(b, a, t, loc));
+  ir::Op *op = b.create(OpKind::Math, operands, {t}, loc);
+  op->setAttr("fn", std::string(name));
+  return Value(op->result());
+}
+
+#define TRITIUM_MATH1(fn, Fn)                                                                      \
+  Value fn(const Operand &x, Loc l) { return math(ir::MathFn::Fn, {x}, SourceLoc(l)); }
+TRITIUM_MATH1(exp2, Exp2)
+TRITIUM_MATH1(log, Log)
+TRITIUM_MATH1(log2, Log2)
+TRITIUM_MATH1(sqrt, Sqrt)
+TRITIUM_MATH1(sqrt_rn, SqrtRn)
+TRITIUM_MATH1(rsqrt, Rsqrt)
+TRITIUM_MATH1(abs, Abs)
+TRITIUM_MATH1(sin, Sin)
+TRITIUM_MATH1(cos, Cos)
+TRITIUM_MATH1(tanh, Tanh)
+TRITIUM_MATH1(sigmoid, Sigmoid)
+TRITIUM_MATH1(erf, Erf)
+TRITIUM_MATH1(floor, Floor)
+TRITIUM_MATH1(ceil, Ceil)
+#undef TRITIUM_MATH1
+Value fma(const Operand &x, const Operand &y, const Operand &z, Loc l) {
+  return math(ir::MathFn::Fma, {x, y, z}, SourceLoc(l));
+}
+Value pow(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Pow, {x, y}, SourceLoc(l));
+}
+Value div_rn(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::DivRn, {x, y}, SourceLoc(l));
+}
+Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc l) {
+  return minimum(maximum(x, lo, l), hi, l);
+}
+
 Value maximum(const Operand &a, const Operand &c, Loc l) {
   Operand a2 = a;
   a2.loc = SourceLoc(l);
@@ -376,28 +792,213 @@ Value where(const Operand &cond, const Operand &a, const Operand &c, Loc l) {
   if (!m->type().isBool())
     userError("where's condition must be a mask (i1), got " + m->type().str(), loc);
   auto [x, y] = unify(b, a, c, "where", loc);
-  std::vector<int64_t> shape = x->type().shape();
-  if (m->type().isBlock()) {
-    if (!shape.empty() && shape != m->type().shape())
-      userError("where's condition " + m->type().str() + " does not match its values " +
-                    x->type().str(),
-                loc);
-    shape = m->type().shape();
-  }
+  std::vector<int64_t> shape =
+      broadcastShapes(m->type().shape(), x->type().shape(), "where", loc);
   x = broadcastTo(b, x, shape, "where", loc);
   y = broadcastTo(b, y, shape, "where", loc);
   m = broadcastTo(b, m, shape, "where", loc);
   return Value(b.createValue(OpKind::Select, {m, x, y}, x->type(), loc));
 }
 
-Value cast(const Operand &x, const std::string &dtype, Loc l) {
-  SourceLoc loc(l);
-  auto k = ir::parseDtype(dtype);
+DType::DType(const char *name, Loc l) {
+  static const std::pair<const char *, ScalarKind> aliases[] = {
+      {"float32", ScalarKind::F32}, {"float16", ScalarKind::F16},
+      {"bfloat16", ScalarKind::BF16}, {"int1", ScalarKind::I1},
+      {"int32", ScalarKind::I32},   {"int64", ScalarKind::I64}};
+  std::string n = name ? name : "";
+  for (auto [alias, k] : aliases)
+    if (n == alias) {
+      kind = k;
+      return;
+    }
+  auto k = ir::parseDtype(n);
   if (!k)
-    userError("cast to unknown dtype '" + dtype + "' (expected fp32, fp16, bf16, i32, i64, i1)",
+    userError("unknown dtype '" + n + "' (expected one of " + ir::dtypeNames() +
+                  ", or Triton's names float32, float16, bfloat16, int1, int32, int64)",
+              SourceLoc(l));
+  kind = *k;
+}
+
+Value bitcast(const Operand &x, DType dtype, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, "bitcast's input", loc);
+  if (v->type().isPtr() || v->type().isBool() || dtype.kind == ScalarKind::I1)
+    userError("bitcast of " + v->type().str() + " to " + ir::dtypeName(dtype.kind) +
+                  ": only numbers of the same width can be bitcast",
               loc);
+  if (ir::bitWidth(v->type().kind()) != ir::bitWidth(dtype.kind))
+    userError("bitcast of " + v->type().str() + " to " + ir::dtypeName(dtype.kind) +
+                  ": the widths differ (" + std::to_string(ir::bitWidth(v->type().kind())) +
+                  " and " + std::to_string(ir::bitWidth(dtype.kind)) + " bits)",
+              loc);
+  if (v->type().kind() == dtype.kind)
+    return Value(v);
+  return Value(
+      builder(loc).createValue(OpKind::Bitcast, {v}, v->type().withKind(dtype.kind), loc));
+}
+
+Value cast(const Operand &x, DType dtype, Loc l) {
+  SourceLoc loc(l);
+  if (x.kind != Operand::Kind::Value) // a literal: a constant of that type
+    return Value(materialize(builder(loc), x, Type::scalar(dtype.kind), loc));
   ir::Value *v = requireValue(x, "cast's input", loc);
-  return Value(convert(builder(loc), v, *k, loc));
+  return Value(convert(builder(loc), v, dtype.kind, loc));
+}
+
+// --- shapes -------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kMaxRank = 3;
+
+void checkShape(const std::vector<int64_t> &shape, const std::string &what, const SourceLoc &loc) {
+  if (shape.empty() || int(shape.size()) > kMaxRank)
+    userError(what + ": blocks have 1 to " + std::to_string(kMaxRank) + " dimensions, got " +
+                  shapeStr(shape),
+              loc);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 1 || (shape.size() > 1 && !std::has_single_bit(uint64_t(d))))
+      userError(what + ": the dimensions of a block of rank " + std::to_string(shape.size()) +
+                    " must be powers of two, got " + shapeStr(shape),
+                loc);
+    if (d > (int64_t(1) << 24) || n > (int64_t(1) << 24) / d)
+      userError(what + ": the block " + shapeStr(shape) + " has more than 2^24 elements", loc);
+    n *= d;
+  }
+}
+
+ir::Value *blockInput(const Operand &x, const char *what, const SourceLoc &loc) {
+  ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
+  if (!v->type().isBlock())
+    userError(std::string(what) + " takes a block, got the scalar " + v->type().str(), loc);
+  return v;
+}
+
+} // namespace
+
+Value full(const std::vector<int64_t> &shape, const Operand &value, DType dtype, Loc l) {
+  SourceLoc loc(l);
+  checkShape(shape, "full(" + shapeStr(shape) + ", ...)", loc);
+  if (shape.size() == 1)
+    checkBlockSize(shape[0], "full(" + shapeStr(shape) + ", ...)", loc);
+  auto &b = builder(loc);
+  Type elem = Type::scalar(dtype.kind);
+  if (value.kind == Operand::Kind::Value) {
+    ir::Value *v = requireValue(value, "full's value", loc);
+    if (v->type().isBlock())
+      userError("full's value must be a scalar, got " + v->type().str(), loc);
+  }
+  return Value(materialize(b, value, elem.withShape(shape), loc));
+}
+
+Value zeros(const std::vector<int64_t> &shape, DType dtype, Loc l) {
+  return full(shape, Operand(int64_t(0), l), dtype, l);
+}
+
+Value expand_dims(const Operand &x, int axis, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = requireValue(x, "expand_dims's input", loc);
+  if (!v->type().isBlock()) { // a scalar (a 1-D reduction's result) becomes a block of one
+    if (axis != 0 && axis != -1)
+      userError("expand_dims of the scalar " + v->type().str() + ": axis " +
+                    std::to_string(axis) + " is out of range (0 or -1)",
+                loc);
+    return Value(builder(loc).createValue(OpKind::Splat, {v}, v->type().withShape({1}), loc));
+  }
+  int rank = v->type().rank();
+  if (axis < 0)
+    axis += rank + 1;
+  if (axis < 0 || axis > rank)
+    userError("expand_dims: axis " + std::to_string(axis) + " is out of range for " +
+                  v->type().str() + " (0 to " + std::to_string(rank) + ")",
+              loc);
+  std::vector<int64_t> shape = v->type().shape();
+  shape.insert(shape.begin() + axis, 1);
+  checkShape(shape, "expand_dims", loc);
+  ir::Op *op = builder(loc).create(OpKind::ExpandDims, {v}, {v->type().withShape(shape)}, loc);
+  op->setAttr("axis", int64_t(axis));
+  return Value(op->result());
+}
+
+static Value index(const Value &x, const std::vector<Index> &indices, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(Operand(x, l), "indexing with _ and None", loc);
+  int kept = 0;
+  for (Index i : indices)
+    kept += i.newAxis ? 0 : 1;
+  if (kept != v->type().rank())
+    userError("indexing " + v->type().str() + " with " + std::to_string(indices.size()) +
+                  " indices: each of its " + std::to_string(v->type().rank()) +
+                  " dimensions needs one `_` (and each new one a `None`)",
+              loc);
+  Value out = x;
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i].newAxis)
+      out = expand_dims(out, int(i), l);
+  return out;
+}
+
+Value Value::operator()(Index a, Index b, Loc l) const { return index(*this, {a, b}, l); }
+Value Value::operator()(Index a, Index b, Index c, Loc l) const {
+  return index(*this, {a, b, c}, l);
+}
+
+Value broadcast_to(const Operand &x, const std::vector<int64_t> &shape, Loc l) {
+  SourceLoc loc(l);
+  checkShape(shape, "broadcast_to", loc);
+  ir::Value *v = requireValue(x, "broadcast_to's input", loc);
+  return Value(broadcastTo(builder(loc), v, shape, "broadcast_to", loc));
+}
+
+Value reshape(const Operand &x, const std::vector<int64_t> &shape, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "reshape", loc);
+  checkShape(shape, "reshape", loc);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  if (n != v->type().numElements())
+    userError("reshape of " + v->type().str() + " to " + shapeStr(shape) +
+                  ": the element counts differ (" + std::to_string(v->type().numElements()) +
+                  " and " + std::to_string(n) + ")",
+              loc);
+  if (v->type().shape() == shape)
+    return Value(v);
+  return Value(builder(loc).createValue(OpKind::Reshape, {v}, v->type().withShape(shape), loc));
+}
+
+Value permute(const Operand &x, const std::vector<int> &dims, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "permute", loc);
+  std::vector<int64_t> order(dims.begin(), dims.end());
+  std::string text = ir::formatOrder(order);
+  if (int(dims.size()) != v->type().rank() || ir::parseOrder(text).empty())
+    userError("permute of " + v->type().str() + " by [" + text +
+                  "]: the dims must be a permutation of 0 .. " +
+                  std::to_string(v->type().rank() - 1),
+              loc);
+  std::vector<int64_t> shape;
+  for (int d : dims)
+    shape.push_back(v->type().shape()[size_t(d)]);
+  bool identity = true;
+  for (size_t i = 0; i < dims.size(); ++i)
+    identity = identity && dims[i] == int(i);
+  if (identity)
+    return Value(v);
+  ir::Op *op = builder(loc).create(OpKind::Trans, {v}, {v->type().withShape(shape)}, loc);
+  op->setAttr("order", text);
+  return Value(op->result());
+}
+
+Value trans(const Operand &x, Loc l) {
+  SourceLoc loc(l);
+  ir::Value *v = blockInput(x, "trans", loc);
+  if (v->type().rank() != 2)
+    userError("trans swaps the dimensions of a 2-D block, got " + v->type().str() +
+                  " (use permute(x, dims) for other ranks)",
+              loc);
+  return permute(x, {1, 0}, l);
 }
 
 } // namespace tritium::dsl

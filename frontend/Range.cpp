@@ -1,5 +1,6 @@
 // range(): a device loop traced from a C++ range-for. begin() opens the loop body, the single
 // increment closes it, so the body runs exactly once at trace time.
+#include "frontend/Carry.h"
 #include "frontend/DSL.h"
 #include "frontend/Tracer.h"
 #include "frontend/TypeRules.h"
@@ -42,7 +43,8 @@ Range::Range(const Operand &start, const Operand &end, const Operand &step, int 
 }
 
 Range::Range(Range &&o) noexcept
-    : carried_(std::move(o.carried_)), start_(o.start_), end_(o.end_), step_(o.step_),
+    : carried_(std::move(o.carried_)), before_(std::move(o.before_)), start_(o.start_),
+      end_(o.end_), step_(o.step_),
       numStages_(o.numStages_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
       done_(o.done_), uncaught_(o.uncaught_) {
   o.open_ = false; // the moved-from range owns no loop
@@ -80,6 +82,7 @@ Range::Iterator Range::begin() {
   // Inside the body a carried variable is the value of the current iteration.
   for (Value *c : carried_)
     c->v_ = body->addArgument(c->ir()->type());
+  before_ = std::make_shared<const std::vector<LiveValues::Entry>>(LiveValues::snapshot());
   t.enterBody(body);
   open_ = true;
   return Iterator(this);
@@ -87,6 +90,26 @@ Range::Iterator Range::begin() {
 
 void Range::close() {
   Tracer &t = Tracer::current(loc_);
+  // Variables assigned in the body and not named with carry(): carried too, their reads in the
+  // body rewritten to the iteration's value.
+  const auto &before = *static_cast<const std::vector<LiveValues::Entry> *>(before_.get());
+  std::vector<LiveValues::Change> assigned = assignedVariables(before, carried_);
+  ir::Block *body = loop_->body();
+  checkUnambiguous(assigned, before, {body}, "range loop", loc_);
+  for (const auto &ch : assigned) {
+    if (!ch.after)
+      userError("a variable was emptied in the body of this range loop", loc_);
+    if (ch.after->type() != ch.before->type())
+      userError("a variable assigned in this range loop changed type, from " +
+                    ch.before->type().str() + " to " + ch.after->type().str() +
+                    " (a carried variable must keep its type and shape; use cast() or full())",
+                loc_);
+    loop_->addOperand(ch.before);
+    ir::Value *arg = body->addArgument(ch.before->type());
+    loop_->addResult(ch.before->type());
+    ir::replaceUsesIn(*body, ch.before, arg);
+    carried_.push_back(ch.var);
+  }
   std::vector<ir::Value *> next;
   for (size_t i = 0; i < carried_.size(); ++i) {
     ir::Value *v = carried_[i]->checked(loc_); // the body may have assigned a stale value

@@ -26,7 +26,7 @@ Tracer *Tracer::liveOnThisThread(uint64_t serial) {
   return nullptr;
 }
 
-Value::Value(ir::Value *v) : v_(v), trace_(Tracer::currentSerial()) {}
+Value::Value(ir::Value *v) : v_(v), trace_(Tracer::currentSerial()) { link(); }
 
 // Only the serials are compared until the owning trace is known to be alive: the IR of an ended
 // trace may already be freed.
@@ -88,13 +88,13 @@ static void checkScopes(const ir::Block &block, std::unordered_set<const ir::Val
         continue;
       std::string where = v->definingOp() ? " (made at " + v->definingOp()->loc().str() + ")"
                                           : "";
-      userError("a value made inside a range loop body" + where +
-                    " is used after that loop has ended; to update a variable inside a range "
-                    "loop, name it in the loop's carry(...)",
+      userError("a value made inside a loop body or a branch" + where +
+                    " is used after it has ended; to update a variable inside a loop or a "
+                    "branch, give the variable its value before it (it is then carried)",
                 op->loc());
     }
-    if (op->body())
-      checkScopes(*op->body(), visible);
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      checkScopes(*op->region(r), visible);
     for (const auto &r : op->results())
       visible.insert(r.get());
   }

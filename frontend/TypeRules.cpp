@@ -17,7 +17,7 @@ std::string describe(const Operand &x) {
   return "?";
 }
 
-static std::string shapeStr(const std::vector<int64_t> &shape) {
+std::string shapeStr(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -33,6 +33,23 @@ ir::Value *convert(ir::Builder &b, ir::Value *v, ScalarKind k, const SourceLoc &
   return b.createValue(ir::OpKind::Cast, {v}, t.withKind(k), loc);
 }
 
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &c,
+                                     const std::string &what, const SourceLoc &loc) {
+  // numpy's rule: align the shapes at their last dimension; each pair is equal or has a 1.
+  std::vector<int64_t> out(std::max(a.size(), c.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < c.size() ? c[c.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1)
+      userError("cannot broadcast shapes " + shapeStr(a) + " and " + shapeStr(c) + " in " + what +
+                    ": dimension " + std::to_string(out.size() - 1 - i) + " is " +
+                    std::to_string(x) + " against " + std::to_string(y),
+                loc);
+    out[out.size() - 1 - i] = std::max(x, y);
+  }
+  return out;
+}
+
 ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> &shape,
                        const std::string &what, const SourceLoc &loc) {
   const Type &t = v->type();
@@ -40,7 +57,20 @@ ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> 
     return v;
   if (!t.isBlock())
     return b.createValue(ir::OpKind::Splat, {v}, t.withShape(shape), loc);
-  userError("cannot broadcast " + t.str() + " to shape " + shapeStr(shape) + " in " + what, loc);
+  if (t.rank() > int(shape.size()) ||
+      broadcastShapes(t.shape(), shape, what, loc) != shape)
+    userError("cannot broadcast " + t.str() + " to shape " + shapeStr(shape) + " in " + what, loc);
+  // Missing leading dimensions first (as x[None, ...]), then dimensions of 1 repeated.
+  while (v->type().rank() < int(shape.size())) {
+    std::vector<int64_t> s = v->type().shape();
+    s.insert(s.begin(), 1);
+    ir::Op *op = b.create(ir::OpKind::ExpandDims, {v}, {v->type().withShape(s)}, loc);
+    op->setAttr("axis", int64_t(0));
+    v = op->result();
+  }
+  if (v->type().shape() == shape)
+    return v;
+  return b.createValue(ir::OpKind::Broadcast, {v}, v->type().withShape(shape), loc);
 }
 
 ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const SourceLoc &loc) {
@@ -70,8 +100,13 @@ ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const
   internalError("unknown operand kind");
 }
 
-// The element kind two numeric kinds meet at: floats win over ints, wider wins.
+static bool isFp8(ScalarKind k) { return k == ScalarKind::F8E4M3 || k == ScalarKind::F8E5M2; }
+
+// The element kind two numeric kinds meet at: floats win over ints, wider wins, and at equal
+// width unsigned wins (C's and Triton's rule). fp8 computes in f32.
 static ScalarKind join(ScalarKind a, ScalarKind c) {
+  if (isFp8(a) || isFp8(c))
+    return ScalarKind::F32;
   if (a == c)
     return a;
   bool fa = ir::isFloatKind(a), fc = ir::isFloatKind(c);
@@ -79,7 +114,9 @@ static ScalarKind join(ScalarKind a, ScalarKind c) {
     return ScalarKind::F32; // f16 with bf16 or f32: compute in f32
   if (fa != fc)
     return fa ? a : c;
-  return ir::bitWidth(a) >= ir::bitWidth(c) ? a : c;
+  if (ir::bitWidth(a) != ir::bitWidth(c))
+    return ir::bitWidth(a) > ir::bitWidth(c) ? a : c;
+  return ir::isUnsignedKind(a) ? a : c;
 }
 
 std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, const Operand &c,
@@ -105,24 +142,19 @@ std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, cons
   };
   auto ka = kindOf(a), kc = kindOf(c);
   ScalarKind k = ka && kc ? join(*ka, *kc) : (ka ? *ka : *kc);
+  if (isFp8(k))
+    k = ScalarKind::F32; // fp8 is a storage type: arithmetic happens in f32
   if (k == ScalarKind::I1 && (!ka || !kc))
     k = ScalarKind::I32; // mask & 1 is integer arithmetic
   if (av && cv && a.value->type().kind() == ScalarKind::I1 &&
       c.value->type().kind() == ScalarKind::I1)
     k = ScalarKind::I1;
 
-  // Shape: blocks must agree; scalars splat.
+  // Shape: numpy broadcasting; scalars splat.
   std::vector<int64_t> shape;
-  for (const Operand *x : {&a, &c}) {
-    if (x->kind != Operand::Kind::Value || !x->value->type().isBlock())
-      continue;
-    const auto &s = x->value->type().shape();
-    if (!shape.empty() && shape != s)
-      userError("cannot broadcast " + a.value->type().str() + " with " + c.value->type().str() +
-                    " in '" + opName + "': block shapes must be equal",
-                loc);
-    shape = s;
-  }
+  for (const Operand *x : {&a, &c})
+    if (x->kind == Operand::Kind::Value && x->value->type().isBlock())
+      shape = broadcastShapes(shape, x->value->type().shape(), "'" + opName + "'", loc);
   Type target = Type::scalar(k).withShape(shape);
   return {materialize(b, a, target, loc), materialize(b, c, target, loc)};
 }

@@ -12,7 +12,12 @@ ir::Value *materialize(ir::Builder &b, const Operand &x, const ir::Type &like,
                        const SourceLoc &loc);
 // Converts `v` to element kind `k`, keeping its shape (no-op if already there).
 ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceLoc &loc);
-// Splats a scalar to `shape`; blocks must already have it.
+// numpy's broadcast of two shapes (aligned at the last dimension, 1s repeat); a UserError
+// naming both shapes and `what` when they do not meet.
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &c,
+                                     const std::string &what, const SourceLoc &loc);
+std::string shapeStr(const std::vector<int64_t> &shape); // "[4, 8]"
+// Splats a scalar, or broadcasts a block, to `shape`.
 ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> &shape,
                        const std::string &what, const SourceLoc &loc);
 // Brings two operands of a non-pointer binary op to one type.

@@ -29,6 +29,9 @@ double roundTo(ScalarKind k, double x) {
     return double(float(x));
   case ScalarKind::F16:
     return double(_Float16(x));
+  case ScalarKind::F8E4M3:
+  case ScalarKind::F8E5M2:
+    return ir::fromFp8(ir::toFp8(x, k), k);
   case ScalarKind::BF16: {
     // Round to nearest even on the upper 16 bits of the f32 (NaN stays NaN).
     float f = float(x);
@@ -47,9 +50,19 @@ int64_t wrapTo(ScalarKind k, int64_t x) {
   switch (k) {
   case ScalarKind::I1:
     return x & 1;
+  case ScalarKind::I8:
+    return int64_t(int8_t(uint8_t(uint64_t(x))));
+  case ScalarKind::I16:
+    return int64_t(int16_t(uint16_t(uint64_t(x))));
   case ScalarKind::I32:
     return int64_t(int32_t(uint32_t(uint64_t(x))));
-  default:
+  case ScalarKind::U8:
+    return int64_t(uint8_t(uint64_t(x)));
+  case ScalarKind::U16:
+    return int64_t(uint16_t(uint64_t(x)));
+  case ScalarKind::U32:
+    return int64_t(uint32_t(uint64_t(x)));
+  default: // i64, and u64 as its bits
     return x;
   }
 }
@@ -87,10 +100,14 @@ public:
     switch (op_.kind()) {
     case OpKind::Constant:
       return constant();
-    case OpKind::ProgramId:
-      return scalarInt(m_.pid);
-    case OpKind::NumPrograms:
-      return scalarInt(m_.grid);
+    case OpKind::ProgramId: {
+      int64_t axis = op_.intAttr("axis");
+      return scalarInt(axis == 0 ? m_.pid : axis == 1 ? m_.pidY : m_.pidZ);
+    }
+    case OpKind::NumPrograms: {
+      int64_t axis = op_.intAttr("axis");
+      return scalarInt(axis == 0 ? m_.grid : axis == 1 ? m_.gridY : m_.gridZ);
+    }
     case OpKind::Arange:
       return arange();
     case OpKind::Splat:
@@ -104,7 +121,15 @@ public:
     case OpKind::Maximum:
     case OpKind::And:
     case OpKind::Or:
+    case OpKind::Xor:
+    case OpKind::Shl:
+    case OpKind::Shr:
+    case OpKind::UMulHi:
       return binary();
+    case OpKind::Not:
+      return bitwiseNot();
+    case OpKind::Bitcast:
+      return bitcast();
     case OpKind::Cmp:
       return compare();
     case OpKind::Select:
@@ -112,6 +137,8 @@ public:
     case OpKind::Neg:
     case OpKind::Exp:
       return unary();
+    case OpKind::Math:
+      return math();
     case OpKind::Cast:
       return cast();
     case OpKind::AddPtr:
@@ -121,8 +148,17 @@ public:
     case OpKind::Store:
       return store();
     case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
     case OpKind::ReduceSum:
       return reduce();
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::ConvertLayout:
+      out() = in(0); // row-major order is unchanged; layouts are the GPU's business
+      return true;
+    case OpKind::Broadcast:
+    case OpKind::Trans:
+      return gather();
     case OpKind::ClusterRank:
       return scalarInt(m_.pid % m_.clusterSize);
     case OpKind::ClusterMax:
@@ -130,6 +166,21 @@ public:
       return clusterReduce();
     case OpKind::ClusterGather:
       return clusterGather();
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS:
+      return atomic();
+    case OpKind::Barrier:
+      return true; // one program runs at a time: nothing to wait for
+    case OpKind::Assert: {
+      const auto &c = in(0).i;
+      for (size_t e = 0; e < c.size(); ++e)
+        if (!c[e])
+          userError("device_assert failed in program " + std::to_string(m_.pid) +
+                        (op_.operand(0)->type().isBlock() ? ", element " + std::to_string(e) : "") +
+                        ": " + op_.strAttr("message"),
+                    op_.loc());
+      return true;
+    }
     case OpKind::Print:
       return print();
     default:
@@ -257,11 +308,14 @@ private:
     case OpKind::Div:
     case OpKind::Rem: {
       bool div = kind == OpKind::Div;
+      bool u = resultType().isUnsigned();
       mapI([&](int64_t a, int64_t b) -> int64_t {
         if (b == 0)
           userError(std::string("integer ") + (div ? "division" : "remainder") +
                         " by zero in program " + std::to_string(m_.pid),
                     op_.loc());
+        if (u) // zero-extended below 64 bits; u64 as its bits
+          return int64_t(div ? uint64_t(a) / uint64_t(b) : uint64_t(a) % uint64_t(b));
         if (b == -1) // INT_MIN / -1 wraps as the hardware does
           return div ? subWrap(0, a) : 0;
         return div ? a / b : a % b;
@@ -269,11 +323,48 @@ private:
       break;
     }
     case OpKind::Minimum:
-      mapI([](int64_t a, int64_t b) { return std::min(a, b); });
+      if (resultType().isUnsigned())
+        mapI([](int64_t a, int64_t b) { return int64_t(std::min(uint64_t(a), uint64_t(b))); });
+      else
+        mapI([](int64_t a, int64_t b) { return std::min(a, b); });
       break;
     case OpKind::Maximum:
-      mapI([](int64_t a, int64_t b) { return std::max(a, b); });
+      if (resultType().isUnsigned())
+        mapI([](int64_t a, int64_t b) { return int64_t(std::max(uint64_t(a), uint64_t(b))); });
+      else
+        mapI([](int64_t a, int64_t b) { return std::max(a, b); });
       break;
+    case OpKind::Xor:
+      mapI([](int64_t a, int64_t b) { return a ^ b; });
+      break;
+    case OpKind::Shl:
+    case OpKind::Shr: {
+      // Shifts past the width give 0 (or the sign for arithmetic right shifts), as the GPU's.
+      int bits = ir::bitWidth(resultType().kind());
+      bool logical = resultType().isUnsigned() || resultType().isBool();
+      bool left = kind == OpKind::Shl;
+      mapI([&](int64_t a, int64_t b) -> int64_t {
+        uint64_t n = uint64_t(b) & (bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+        if (left)
+          return n >= uint64_t(bits) ? 0 : int64_t(uint64_t(a) << n);
+        if (logical) {
+          uint64_t ua = bits == 64 ? uint64_t(a) : uint64_t(a) & ((uint64_t(1) << bits) - 1);
+          return n >= uint64_t(bits) ? 0 : int64_t(ua >> n);
+        }
+        return a >> std::min<uint64_t>(n, 63); // sign-extended in the slot
+      });
+      break;
+    }
+    case OpKind::UMulHi: {
+      int bits = ir::bitWidth(resultType().kind());
+      mapI([&](int64_t a, int64_t b) -> int64_t {
+        if (bits == 64)
+          return int64_t((unsigned __int128)uint64_t(a) * uint64_t(b) >> 64);
+        uint64_t ua = uint64_t(a) & 0xffffffffu, ub = uint64_t(b) & 0xffffffffu;
+        return int64_t((ua * ub) >> 32);
+      });
+      break;
+    }
     case OpKind::And:
       mapI([](int64_t a, int64_t b) { return a & b; });
       break;
@@ -302,10 +393,16 @@ private:
       }
       return true;
     }
-    // Pointers compare unsigned; host addresses are below 2^63, so signed order agrees.
+    // Pointers compare unsigned; host addresses are below 2^63, so signed order agrees. u64
+    // compares its bits unsigned (narrower unsigned values are zero-extended in the slot).
     const auto &a = in(0).i, &b = in(1).i;
+    bool u64 = op_.operand(0)->type().kind() == ScalarKind::U64;
     for (size_t e = 0; e < o.size(); ++e) {
       int64_t x = a[e], y = b[e];
+      if (u64) { // flip the sign bit: unsigned order in signed arithmetic
+        x = int64_t(uint64_t(x) ^ (uint64_t(1) << 63));
+        y = int64_t(uint64_t(y) ^ (uint64_t(1) << 63));
+      }
       o[e] = pred == "lt"   ? x < y
              : pred == "le" ? x <= y
              : pred == "gt" ? x > y
@@ -349,6 +446,96 @@ private:
     return true;
   }
 
+  bool bitwiseNot() {
+    ScalarKind k = resultType().kind();
+    const auto &a = in(0).i;
+    auto &o = outI();
+    for (size_t e = 0; e < o.size(); ++e)
+      o[e] = wrapTo(k, ~a[e]);
+    return true;
+  }
+
+  // The same bits under another type of the same width.
+  bool bitcast() {
+    const ir::Type &from = op_.operand(0)->type(), &to = resultType();
+    size_t n = count(to);
+    std::vector<uint64_t> bits(n);
+    for (size_t e = 0; e < n; ++e) {
+      if (from.isFloat()) {
+        double x = in(0).f[e];
+        switch (from.kind()) {
+        case ScalarKind::F32: bits[e] = std::bit_cast<uint32_t>(float(x)); break;
+        case ScalarKind::F16: bits[e] = std::bit_cast<uint16_t>(_Float16(x)); break;
+        case ScalarKind::BF16: bits[e] = std::bit_cast<uint32_t>(float(x)) >> 16; break;
+        default: bits[e] = ir::toFp8(x, from.kind()); break;
+        }
+      } else {
+        bits[e] = uint64_t(in(0).i[e]);
+      }
+    }
+    if (to.isFloat()) {
+      auto &o = outF();
+      for (size_t e = 0; e < n; ++e) {
+        switch (to.kind()) {
+        case ScalarKind::F32: o[e] = std::bit_cast<float>(uint32_t(bits[e])); break;
+        case ScalarKind::F16: o[e] = double(std::bit_cast<_Float16>(uint16_t(bits[e]))); break;
+        case ScalarKind::BF16: o[e] = std::bit_cast<float>(uint32_t(bits[e]) << 16); break;
+        default: o[e] = ir::fromFp8(uint8_t(bits[e]), to.kind()); break;
+        }
+      }
+    } else {
+      auto &o = outI();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = wrapTo(to.kind(), int64_t(bits[e]));
+    }
+    return true;
+  }
+
+  // The math functions in double, rounded to the element type once (the GPU computes 16-bit
+  // floats in f32; its approximate functions are within docs/INTERPRETER.md's tolerance).
+  bool math() {
+    using ir::MathFn;
+    MathFn fn = *ir::parseMathFn(op_.strAttr("fn"));
+    ScalarKind k = resultType().kind();
+    if (resultType().isInt()) { // abs
+      const auto &a = in(0).i;
+      auto &o = outI();
+      for (size_t e = 0; e < o.size(); ++e)
+        o[e] = wrapTo(k, a[e] < 0 ? subWrap(0, a[e]) : a[e]);
+      return true;
+    }
+    std::vector<const std::vector<double> *> args;
+    for (unsigned i = 0; i < op_.numOperands(); ++i)
+      args.push_back(&in(i).f);
+    auto &o = outF();
+    for (size_t e = 0; e < o.size(); ++e) {
+      double x = (*args[0])[e];
+      double y = args.size() > 1 ? (*args[1])[e] : 0, z = args.size() > 2 ? (*args[2])[e] : 0;
+      double r = 0;
+      switch (fn) {
+      case MathFn::Exp2: r = std::exp2(x); break;
+      case MathFn::Log: r = std::log(x); break;
+      case MathFn::Log2: r = std::log2(x); break;
+      case MathFn::Sqrt:
+      case MathFn::SqrtRn: r = std::sqrt(x); break;
+      case MathFn::Rsqrt: r = 1.0 / std::sqrt(x); break;
+      case MathFn::Abs: r = std::fabs(x); break;
+      case MathFn::Sin: r = std::sin(x); break;
+      case MathFn::Cos: r = std::cos(x); break;
+      case MathFn::Tanh: r = std::tanh(x); break;
+      case MathFn::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
+      case MathFn::Erf: r = std::erf(x); break;
+      case MathFn::Floor: r = std::floor(x); break;
+      case MathFn::Ceil: r = std::ceil(x); break;
+      case MathFn::Fma: r = std::fma(x, y, z); break;
+      case MathFn::Pow: r = std::pow(x, y); break;
+      case MathFn::DivRn: r = x / y; break;
+      }
+      o[e] = roundTo(k, r);
+    }
+    return true;
+  }
+
   bool cast() {
     const ir::Type &from = op_.operand(0)->type(), &to = resultType();
     ScalarKind k = to.kind();
@@ -366,10 +553,16 @@ private:
             o[e] = x != 0 || std::isnan(x);
             continue;
           }
-          // fptosi truncates; out of range is poison on the GPU: saturate here.
-          double lo = k == ScalarKind::I32 ? -2147483648.0 : -9223372036854775808.0;
-          double hi = k == ScalarKind::I32 ? 2147483647.0 : 9223372036854774784.0;
-          o[e] = std::isnan(x) ? 0 : int64_t(std::trunc(std::clamp(x, lo, hi)));
+          // fptosi/fptoui truncate; out of range is undefined on the GPU: saturate here.
+          int bits = ir::bitWidth(k);
+          if (to.isUnsigned()) {
+            double hi = bits == 64 ? 18446744073709549568.0 : std::ldexp(1.0, bits) - 1;
+            o[e] = std::isnan(x) ? 0 : int64_t(uint64_t(std::trunc(std::clamp(x, 0.0, hi))));
+          } else {
+            double lo = -std::ldexp(1.0, bits - 1);
+            double hi = bits == 64 ? 9223372036854774784.0 : std::ldexp(1.0, bits - 1) - 1;
+            o[e] = std::isnan(x) ? 0 : int64_t(std::trunc(std::clamp(x, lo, hi)));
+          }
         }
       }
       return true;
@@ -377,8 +570,11 @@ private:
     const auto &a = in(0).i;
     if (to.isFloat()) {
       auto &o = outF();
+      bool u64 = from.kind() == ScalarKind::U64;
+      // One rounding, as the GPU's cvt: 64-bit integers go to f32 directly, not through double.
       for (size_t e = 0; e < o.size(); ++e)
-        o[e] = roundTo(k, double(a[e]));
+        o[e] = k == ScalarKind::F32 ? double(u64 ? float(uint64_t(a[e])) : float(a[e]))
+                                    : roundTo(k, u64 ? double(uint64_t(a[e])) : double(a[e]));
     } else {
       auto &o = outI();
       for (size_t e = 0; e < o.size(); ++e)
@@ -429,6 +625,12 @@ private:
       std::memcpy(&h, p, 2);
       return double(h);
     }
+    case ScalarKind::F8E4M3:
+    case ScalarKind::F8E5M2: {
+      uint8_t b;
+      std::memcpy(&b, p, 1);
+      return ir::fromFp8(b, k);
+    }
     default: { // bf16: the upper half of an f32
       uint16_t h;
       std::memcpy(&h, p, 2);
@@ -448,46 +650,33 @@ private:
       std::memcpy(p, &h, 2);
       break;
     }
+    case ScalarKind::F8E4M3:
+    case ScalarKind::F8E5M2: {
+      uint8_t b = ir::toFp8(x, k);
+      std::memcpy(p, &b, 1);
+      break;
+    }
     default: {
       uint16_t h = uint16_t(std::bit_cast<uint32_t>(float(roundTo(ScalarKind::BF16, x))) >> 16);
       std::memcpy(p, &h, 2);
     }
     }
   }
+  // Integers of every width, sign- or zero-extended into the slot by their kind; i1 as a byte.
   static int64_t readInt(ScalarKind k, const void *p) {
-    switch (k) {
-    case ScalarKind::I64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case ScalarKind::I32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default: {
+    if (k == ScalarKind::I1) {
       uint8_t v;
       std::memcpy(&v, p, 1);
       return v & 1;
     }
-    }
+    uint64_t v = 0;
+    std::memcpy(&v, p, size_t(elementBytes(k))); // little-endian: the low bytes
+    return wrapTo(k, int64_t(v));
   }
   static void writeInt(ScalarKind k, void *p, int64_t v) {
-    switch (k) {
-    case ScalarKind::I64:
-      std::memcpy(p, &v, 8);
-      break;
-    case ScalarKind::I32: {
-      int32_t w = int32_t(v);
-      std::memcpy(p, &w, 4);
-      break;
-    }
-    default: {
-      uint8_t b = uint8_t(v & 1);
-      std::memcpy(p, &b, 1);
-    }
-    }
+    if (k == ScalarKind::I1)
+      v &= 1;
+    std::memcpy(p, &v, size_t(elementBytes(k))); // little-endian: the low bytes
   }
 
   bool load() {
@@ -546,6 +735,116 @@ private:
     return true;
   }
 
+  // --- shape changes -------------------------------------------------------------------------
+
+  // Broadcast and trans: each result element reads one operand element, found from the
+  // result's coordinates (a broadcast dimension reads index 0; trans reads dim order[i]).
+  bool gather() {
+    const ir::Type &from = op_.operand(0)->type();
+    const std::vector<int64_t> &shape = resultType().shape();
+    std::vector<int64_t> order(shape.size());
+    for (size_t d = 0; d < order.size(); ++d)
+      order[d] = int64_t(d);
+    if (op_.kind() == OpKind::Trans)
+      order = ir::parseOrder(op_.strAttr("order"));
+    std::vector<int64_t> strides(from.shape().size(), 0);
+    for (int64_t d = int64_t(strides.size()) - 1, s = 1; d >= 0; --d) {
+      strides[size_t(d)] = from.shape()[size_t(d)] == 1 ? 0 : s;
+      s *= from.shape()[size_t(d)];
+    }
+    size_t n = count(resultType());
+    std::vector<size_t> source(n);
+    std::vector<int64_t> coord(shape.size(), 0);
+    for (size_t e = 0; e < n; ++e) {
+      size_t at = 0;
+      for (size_t d = 0; d < shape.size(); ++d)
+        at += size_t(coord[d] * strides[size_t(order[d])]);
+      source[e] = at;
+      for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+        if (++coord[size_t(d)] < shape[size_t(d)])
+          break;
+        coord[size_t(d)] = 0;
+      }
+    }
+    const Tensor &x = in(0);
+    if (resultType().isFloat()) {
+      auto &o = outF();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = x.f[source[e]];
+    } else {
+      auto &o = outI();
+      for (size_t e = 0; e < n; ++e)
+        o[e] = x.i[source[e]];
+    }
+    return true;
+  }
+
+  // Atomics, element by element in order (programs run one at a time, so each is atomic); the
+  // old values come back, 0 where masked off.
+  bool atomic() {
+    const ir::Type &t = resultType();
+    ScalarKind k = t.kind();
+    bool cas = op_.kind() == OpKind::AtomicCAS;
+    std::string kind = cas ? "cas" : op_.strAttr("op");
+    int64_t bytes = elementBytes(k);
+    const auto &ptrs = in(0).i;
+    const std::vector<int64_t> *mask = !cas && op_.numOperands() == 3 ? &in(2).i : nullptr;
+    size_t n = count(t);
+    if (t.isFloat()) {
+      auto &o = outF();
+      const auto &val = in(1).f;
+      for (size_t e = 0; e < n; ++e) {
+        if (mask && !(*mask)[e]) {
+          o[e] = 0;
+          continue;
+        }
+        check("atomic", ptrs[e], bytes, e, n);
+        void *p = reinterpret_cast<void *>(ptrs[e]);
+        double old = readFloat(k, p), v = val[e], next = v;
+        if (kind == "add")
+          next = old + v;
+        else if (kind == "max")
+          next = fmaximum(old, v);
+        else if (kind == "min")
+          next = fminimum(old, v);
+        else if (kind == "cas")
+          next = old == v ? in(2).f[e] : old;
+        writeFloat(k, p, roundTo(k, next));
+        o[e] = old;
+      }
+      return true;
+    }
+    auto &o = outI();
+    const auto &val = in(1).i;
+    bool u = t.isUnsigned();
+    for (size_t e = 0; e < n; ++e) {
+      if (mask && !(*mask)[e]) {
+        o[e] = 0;
+        continue;
+      }
+      check("atomic", ptrs[e], bytes, e, n);
+      void *p = reinterpret_cast<void *>(ptrs[e]);
+      int64_t old = readInt(k, p), v = val[e], next = v;
+      if (kind == "add")
+        next = addWrap(old, v);
+      else if (kind == "max")
+        next = u ? int64_t(std::max(uint64_t(old), uint64_t(v))) : std::max(old, v);
+      else if (kind == "min")
+        next = u ? int64_t(std::min(uint64_t(old), uint64_t(v))) : std::min(old, v);
+      else if (kind == "and")
+        next = old & v;
+      else if (kind == "or")
+        next = old | v;
+      else if (kind == "xor")
+        next = old ^ v;
+      else if (kind == "cas")
+        next = old == v ? in(2).i[e] : old;
+      writeInt(k, p, wrapTo(k, next));
+      o[e] = old;
+    }
+    return true;
+  }
+
   // --- reductions -----------------------------------------------------------------------------
 
   bool reduce() {
@@ -559,7 +858,7 @@ private:
       else if (d > axis)
         inner *= t.shape()[size_t(d)];
     }
-    bool isMax = op_.kind() == OpKind::ReduceMax;
+    OpKind kind = op_.kind();
     ScalarKind k = t.kind();
     auto index = [&](int64_t o, int64_t j, int64_t i) { return size_t((o * len + j) * inner + i); };
     if (t.isFloat()) {
@@ -567,9 +866,13 @@ private:
       auto &o = outF();
       for (int64_t x = 0; x < outer; ++x)
         for (int64_t i = 0; i < inner; ++i) {
-          double acc = isMax ? -INFINITY : 0.0;
-          for (int64_t j = 0; j < len; ++j)
-            acc = isMax ? fmaximum(acc, a[index(x, j, i)]) : acc + a[index(x, j, i)];
+          double acc = kind == OpKind::ReduceMax ? -INFINITY
+                       : kind == OpKind::ReduceMin ? INFINITY : 0.0;
+          for (int64_t j = 0; j < len; ++j) {
+            double v = a[index(x, j, i)];
+            acc = kind == OpKind::ReduceMax ? fmaximum(acc, v)
+                  : kind == OpKind::ReduceMin ? fminimum(acc, v) : acc + v;
+          }
           o[size_t(x * inner + i)] = roundTo(k, acc);
         }
     } else {
@@ -577,9 +880,13 @@ private:
       auto &o = outI();
       for (int64_t x = 0; x < outer; ++x)
         for (int64_t i = 0; i < inner; ++i) {
-          int64_t acc = isMax ? std::numeric_limits<int64_t>::min() : 0;
-          for (int64_t j = 0; j < len; ++j)
-            acc = isMax ? std::max(acc, a[index(x, j, i)]) : addWrap(acc, a[index(x, j, i)]);
+          int64_t acc = kind == OpKind::ReduceMax ? std::numeric_limits<int64_t>::min()
+                        : kind == OpKind::ReduceMin ? std::numeric_limits<int64_t>::max() : 0;
+          for (int64_t j = 0; j < len; ++j) {
+            int64_t v = a[index(x, j, i)];
+            acc = kind == OpKind::ReduceMax ? std::max(acc, v)
+                  : kind == OpKind::ReduceMin ? std::min(acc, v) : addWrap(acc, v);
+          }
           o[size_t(x * inner + i)] = wrapTo(k, acc);
         }
     }
@@ -645,8 +952,16 @@ private:
     std::string text;
     for (size_t e = 0; e < count(t); ++e) {
       appendf(text, "pid (%lld) ", (long long)m_.pid);
-      if (t.isBlock())
-        appendf(text, "idx (%zu) ", e);
+      if (t.isBlock()) { // row-major coordinates, as the GPU prints them
+        std::string index;
+        size_t rest = e;
+        for (int d = t.rank() - 1; d >= 0; --d) {
+          size_t extent = size_t(t.shape()[size_t(d)]);
+          index = std::to_string(rest % extent) + (index.empty() ? "" : ", ") + index;
+          rest /= extent;
+        }
+        appendf(text, "idx (%s) ", index.c_str());
+      }
       if (!prefix.empty())
         appendf(text, "%s ", prefix.c_str());
       if (t.isFloat())

@@ -26,7 +26,9 @@ struct Machine {
 
   const ir::Function &fn;
   int64_t grid;
-  int64_t pid = 0;
+  int64_t pid = 0;                 // along x (program_id(0))
+  int64_t pidY = 0, pidZ = 0;       // along y and z
+  int64_t gridY = 1, gridZ = 1;
   int64_t clusterSize = 1;    // the kernel's cluster_size attribute
   Cluster *cluster = nullptr; // the running cluster's shared state; null when clusterSize is 1
   const Options &options;

@@ -45,8 +45,8 @@ Machine::Machine(const ir::Function &f, int64_t g, const Options &o) : fn(f), gr
   ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
     for (auto &r : op.results())
       slot(r.get());
-    if (op.body())
-      for (auto &arg : op.body()->arguments())
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      for (auto &arg : op.region(r)->arguments())
         slot(arg.get());
   });
   env.resize(slots.size());
@@ -67,6 +67,18 @@ private:
       switch (op->kind()) {
       case ir::OpKind::For:
         execFor(*op);
+        break;
+      case ir::OpKind::If:
+        execIf(*op);
+        break;
+      case ir::OpKind::While:
+        execWhile(*op);
+        break;
+      case ir::OpKind::Reduce:
+        execReduce(*op);
+        break;
+      case ir::OpKind::Scan:
+        execScan(*op);
         break;
       case ir::OpKind::Yield:
         return op.get();
@@ -103,6 +115,131 @@ private:
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
       m_.at(op.result(i)) = carried[i];
+  }
+
+  // The taken branch runs; its yield gives the results.
+  void execIf(const ir::Op &op) {
+    bool taken = m_.at(op.operand(0)).i[0] != 0;
+    const ir::Op *yield = execBlock(*op.region(taken ? 0 : 1));
+    std::vector<Tensor> out;
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      out.push_back(m_.at(yield->operand(i)));
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      m_.at(op.result(i)) = std::move(out[i]);
+  }
+
+  // The condition region sees the carried values; while it yields true the body runs and
+  // hands on the next ones. The GPU has no bound on iterations; neither has this.
+  void execWhile(const ir::Op &op) {
+    const ir::Block &cond = *op.region(0), &body = *op.region(1);
+    std::vector<Tensor> carried;
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      carried.push_back(m_.at(op.operand(i)));
+    for (;;) {
+      for (size_t c = 0; c < carried.size(); ++c)
+        m_.at(cond.argument(unsigned(c))) = carried[c];
+      const ir::Op *check = execBlock(cond);
+      if (!m_.at(check->operand(0)).i[0])
+        break;
+      for (size_t c = 0; c < carried.size(); ++c)
+        m_.at(body.argument(unsigned(c))) = carried[c];
+      const ir::Op *yield = execBlock(body);
+      for (size_t c = 0; c < carried.size(); ++c)
+        carried[c] = m_.at(yield->operand(unsigned(c)));
+    }
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      m_.at(op.result(i)) = carried[i];
+  }
+
+  // A general reduction: for each result element, the region folds the operands' elements along
+  // the axis from the first to the last (the GPU combines in a tree: for floats the results may
+  // differ by rounding).
+  void execReduce(const ir::Op &op) {
+    const ir::Type &t = op.operand(0)->type();
+    const ir::Block &combine = *op.region(0);
+    unsigned n = op.numOperands();
+    int64_t axis = op.intAttr("axis");
+    int64_t outer = 1, inner = 1, len = t.shape()[size_t(axis)];
+    for (int d = 0; d < t.rank(); ++d)
+      (d < axis ? outer : inner) *= d == axis ? 1 : t.shape()[size_t(d)];
+    std::vector<Tensor> results(n);
+    for (unsigned i = 0; i < n; ++i) {
+      bool isFloat = op.operand(i)->type().isFloat();
+      if (isFloat)
+        results[i].f.resize(size_t(outer * inner));
+      else
+        results[i].i.resize(size_t(outer * inner));
+    }
+    auto element = [&](unsigned i, size_t at, Tensor &into) {
+      const Tensor &src = m_.at(op.operand(i));
+      if (op.operand(i)->type().isFloat())
+        into.f.assign(1, src.f[at]);
+      else
+        into.i.assign(1, src.i[at]);
+    };
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        std::vector<Tensor> acc(n);
+        for (unsigned i = 0; i < n; ++i)
+          element(i, size_t(o * len * inner + in), acc[i]);
+        for (int64_t j = 1; j < len; ++j) {
+          for (unsigned i = 0; i < n; ++i) {
+            m_.at(combine.argument(i)) = acc[i];
+            element(i, size_t((o * len + j) * inner + in), m_.at(combine.argument(i + n)));
+          }
+          const ir::Op *yield = execBlock(combine);
+          for (unsigned i = 0; i < n; ++i)
+            acc[i] = m_.at(yield->operand(i));
+        }
+        for (unsigned i = 0; i < n; ++i) {
+          size_t at = size_t(o * inner + in);
+          if (op.operand(i)->type().isFloat())
+            results[i].f[at] = acc[i].f[0];
+          else
+            results[i].i[at] = acc[i].i[0];
+        }
+      }
+    for (unsigned i = 0; i < n; ++i)
+      m_.at(op.result(i)) = std::move(results[i]);
+  }
+
+  // An inclusive scan: along the axis, element j is combine(element j - 1's result, element j).
+  void execScan(const ir::Op &op) {
+    const ir::Type &t = op.operand(0)->type();
+    const ir::Block &combine = *op.region(0);
+    unsigned n = op.numOperands();
+    int64_t axis = op.intAttr("axis");
+    int64_t outer = 1, inner = 1, len = t.shape()[size_t(axis)];
+    for (int d = 0; d < t.rank(); ++d)
+      (d < axis ? outer : inner) *= d == axis ? 1 : t.shape()[size_t(d)];
+    std::vector<Tensor> results(n);
+    for (unsigned i = 0; i < n; ++i)
+      results[i] = m_.at(op.operand(i));
+    auto element = [&](unsigned i, size_t at, Tensor &into) {
+      if (op.operand(i)->type().isFloat())
+        into.f.assign(1, results[i].f[at]);
+      else
+        into.i.assign(1, results[i].i[at]);
+    };
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in)
+        for (int64_t j = 1; j < len; ++j) {
+          size_t prev = size_t((o * len + j - 1) * inner + in), at = size_t((o * len + j) * inner + in);
+          for (unsigned i = 0; i < n; ++i) {
+            element(i, prev, m_.at(combine.argument(i)));
+            element(i, at, m_.at(combine.argument(i + n)));
+          }
+          const ir::Op *yield = execBlock(combine);
+          for (unsigned i = 0; i < n; ++i) {
+            const Tensor &v = m_.at(yield->operand(i));
+            if (op.operand(i)->type().isFloat())
+              results[i].f[at] = v.f[0];
+            else
+              results[i].i[at] = v.i[0];
+          }
+        }
+    for (unsigned i = 0; i < n; ++i)
+      m_.at(op.result(i)) = std::move(results[i]);
   }
 
   Machine &m_;
@@ -188,6 +325,15 @@ void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
 
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
          const Options &options) {
+  run(fn, {grid, 1, 1}, args, options);
+}
+
+void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector<Arg> &args,
+         const Options &options) {
+  int64_t grid = grid3[0];
+  if (grid3[1] < 1 || grid3[2] < 1)
+    throw UserError("interpreting '" + fn.name() + "': the grid must have at least one program "
+                    "along y and z");
   const ir::Block &body = fn.body();
   if (args.size() != body.arguments().size())
     throw UserError("interpreting '" + fn.name() + "': expected " +
@@ -204,13 +350,19 @@ void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
   if (clusterSize > 1) {
+    if (grid3[1] != 1 || grid3[2] != 1)
+      throw UserError("interpreting '" + fn.name() + "': thread-block clusters take a 1-D grid");
     runClusters(fn, grid, clusterSize, args, options);
   } else {
     Machine m(fn, grid, options);
+    m.gridY = grid3[1];
+    m.gridZ = grid3[2];
     bindArguments(m, args);
     Driver d(m);
-    for (m.pid = 0; m.pid < grid; ++m.pid)
-      d.runProgram();
+    for (m.pidZ = 0; m.pidZ < grid3[2]; ++m.pidZ)
+      for (m.pidY = 0; m.pidY < grid3[1]; ++m.pidY)
+        for (m.pid = 0; m.pid < grid; ++m.pid)
+          d.runProgram();
   }
   if (options.printTo)
     std::fflush(options.printTo);

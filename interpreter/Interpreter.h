@@ -9,6 +9,7 @@
 #include "interpreter/Memory.h"
 
 #include <cstdint>
+#include <array>
 #include <cstdio>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct Options {
 // clusters in order; the first error of a cluster's programs is rethrown here, and programs that
 // reach different cluster reductions (which would hang a GPU) are a UserError.
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
+         const Options &options = {});
+// A 2-D or 3-D grid {x, y, z}: programs in order of x, then y, then z (program_id(1) and (2)
+// count along y and z; clusters run along x).
+void run(const ir::Function &fn, std::array<int64_t, 3> grid, const std::vector<Arg> &args,
          const Options &options = {});
 
 // The persistent grid in interpret mode: min(rows, 4 x CPU threads), at least 1.

@@ -218,11 +218,12 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
 }
 
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
-                        CUstream stream, void *args, size_t argBytes) {
+                        CUstream stream, void *args, size_t argBytes, unsigned gridY,
+                        unsigned gridZ) {
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
-  check(Driver::get().cuLaunchKernel(f, grid, 1, 1, block, 1, 1, sharedBytes, stream, nullptr,
-                                     extra),
+  check(Driver::get().cuLaunchKernel(f, grid, gridY, gridZ, block, 1, 1, sharedBytes, stream,
+                                     nullptr, extra),
         "cuLaunchKernel");
 }
 

@@ -68,6 +68,7 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
 // natural alignment), passed as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): the driver copies
 // it whole instead of following a pointer per argument.
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
-                        CUstream stream, void *args, size_t argBytes);
+                        CUstream stream, void *args, size_t argBytes, unsigned gridY = 1,
+                        unsigned gridZ = 1);
 
 } // namespace tritium::rt

@@ -1,5 +1,6 @@
 // The axis analysis's transfer functions, one forward walk in program order (loop-carried
-// values are taken as unknown, so no fixed point is needed).
+// values are taken as unknown, so no fixed point is needed). Elementwise rules apply dimension
+// by dimension; shape changes move, insert or drop dimensions.
 #include "compiler/analysis/AxisInfo.h"
 
 #include <algorithm>
@@ -14,103 +15,190 @@ constexpr int64_t kUnbounded = int64_t(1) << 30; // divisibility of 0
 int64_t lowBit(int64_t v) {
   if (v == 0)
     return kUnbounded;
-  uint64_t u = uint64_t(v < 0 ? -v : v);
-  return std::min<int64_t>(int64_t(u & (~u + 1)), kUnbounded);
+  // |v| without the overflow of negating INT64_MIN, whose lowest set bit is 2^63.
+  uint64_t u = v < 0 ? ~uint64_t(v) + 1 : uint64_t(v);
+  return std::min<int64_t>(int64_t(std::min<uint64_t>(u & (~u + 1), uint64_t(kUnbounded))),
+                           kUnbounded);
 }
 
-int64_t extent(const ir::Value *v) {
-  return v->type().isBlock() ? v->type().numElements() : 1;
+int rankOf(const ir::Value *v) { return std::max(1, v->type().rank()); }
+
+int64_t extent(const ir::Value *v, int d) {
+  return v->type().isBlock() ? v->type().shape()[size_t(d)] : 1;
 }
 
 int64_t elementBytes(const ir::Type &t) { return ir::byteWidth(t.kind()); }
 
+AxisInfo uniform(const ir::Value *v, int64_t divisibility) {
+  AxisInfo r = AxisInfo::unknown(rankOf(v));
+  for (int d = 0; d < r.rank(); ++d) {
+    r.constancy[size_t(d)] = extent(v, d);
+    r.divisibility[size_t(d)] = divisibility;
+  }
+  return r;
+}
+
 } // namespace
+
+AxisInfo AxisInfo::unknown(int rank) {
+  return {std::vector<int64_t>(size_t(rank), 1), std::vector<int64_t>(size_t(rank), 1),
+          std::vector<int64_t>(size_t(rank), 1)};
+}
+
+int64_t AxisInfo::elementDivisibility() const {
+  int64_t div = kUnbounded;
+  for (int d = 0; d < rank(); ++d)
+    div = std::min(div, contiguity[size_t(d)] > 1 ? 1 : divisibility[size_t(d)]);
+  return div;
+}
 
 AxisAnalysis::AxisAnalysis(const ir::Function &fn) {
   for (auto &arg : fn.body().arguments()) {
     const ir::Type &t = arg->type();
     int64_t natural = t.isPtr() ? elementBytes(t) : 1; // valid pointers are element-aligned
-    info_[arg.get()] = {1, std::max<int64_t>(natural, arg->divisibility()), 1};
+    info_[arg.get()] = uniform(arg.get(), std::max<int64_t>(natural, arg->divisibility()));
+    info_[arg.get()].constancy.assign(size_t(rankOf(arg.get())), 1);
   }
   ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) { visit(op); });
 }
 
-const AxisInfo &AxisAnalysis::get(const ir::Value *v) const {
-  static const AxisInfo unknown;
+AxisInfo AxisAnalysis::get(const ir::Value *v) const {
   auto it = info_.find(v);
-  return it == info_.end() ? unknown : it->second;
+  return it == info_.end() ? AxisInfo::unknown(rankOf(v)) : it->second;
 }
 
 void AxisAnalysis::visit(const ir::Op &op) {
   using ir::OpKind;
   auto in = [&](unsigned i) { return get(op.operand(i)); };
-  auto constancyOfAll = [&] {
-    int64_t c = extent(op.result());
-    for (ir::Value *v : op.operands())
-      c = std::gcd(c, get(v).constancy);
-    return c;
+  if (!op.numResults()) {
+    if (op.kind() == OpKind::For) {
+      const ir::Block *body = op.body();
+      int64_t d = std::gcd(in(0).divisibility[0], in(2).divisibility[0]); // iv = lb + k * step
+      info_[body->argument(0)] = {{1}, {d}, {1}};
+    }
+    return;
+  }
+  const ir::Value *res = op.result();
+  int rank = rankOf(res);
+  AxisInfo r = AxisInfo::unknown(rank);
+  auto perDim = [&](auto &&fn) {
+    for (int d = 0; d < rank; ++d)
+      fn(size_t(d));
   };
-  AxisInfo r;
   switch (op.kind()) {
   case OpKind::Constant: {
     const ir::Attr &a = op.attr("value");
-    r.divisibility = std::holds_alternative<int64_t>(a) ? lowBit(std::get<int64_t>(a)) : 1;
-    r.constancy = extent(op.result());
+    r = uniform(res, std::holds_alternative<int64_t>(a) ? lowBit(std::get<int64_t>(a)) : 1);
     break;
   }
   case OpKind::Arange:
-    r.contiguity = extent(op.result());
-    r.divisibility = lowBit(op.intAttr("start"));
+    r.contiguity[0] = extent(res, 0);
+    r.divisibility[0] = lowBit(op.intAttr("start"));
     break;
   case OpKind::Splat:
-    r.divisibility = in(0).divisibility;
-    r.constancy = extent(op.result());
+    r = uniform(res, in(0).divisibility[0]);
+    break;
+  case OpKind::ExpandDims: {
+    AxisInfo a = in(0);
+    size_t axis = size_t(op.intAttr("axis"));
+    r = a;
+    r.contiguity.insert(r.contiguity.begin() + long(axis), 1);
+    r.constancy.insert(r.constancy.begin() + long(axis), 1);
+    r.divisibility.insert(r.divisibility.begin() + long(axis), a.elementDivisibility());
+    break;
+  }
+  case OpKind::Broadcast: {
+    r = in(0);
+    perDim([&](size_t d) {
+      if (extent(op.operand(0), int(d)) == 1 && extent(res, int(d)) > 1) {
+        r.constancy[d] = extent(res, int(d));
+        r.contiguity[d] = 1;
+      }
+    });
+    break;
+  }
+  case OpKind::Trans: {
+    AxisInfo a = in(0);
+    std::vector<int64_t> order = ir::parseOrder(op.strAttr("order"));
+    perDim([&](size_t d) {
+      size_t from = size_t(order[d]);
+      r.contiguity[d] = a.contiguity[from];
+      r.divisibility[d] = a.divisibility[from];
+      r.constancy[d] = a.constancy[from];
+    });
+    break;
+  }
+  case OpKind::ConvertLayout:
+    r = in(0);
+    break;
+  case OpKind::Reshape:
+    r = uniform(res, in(0).elementDivisibility());
+    r.constancy.assign(size_t(rank), 1);
     break;
   case OpKind::Add:
   case OpKind::Sub:
   case OpKind::AddPtr: {
     AxisInfo a = in(0), b = in(1);
-    int64_t scale = op.kind() == OpKind::AddPtr ? elementBytes(op.result()->type()) : 1;
-    r.contiguity = std::max(std::gcd(a.contiguity, b.constancy), std::gcd(a.constancy, b.contiguity));
-    if (op.kind() == OpKind::Sub)
-      r.contiguity = std::gcd(a.contiguity, b.constancy); // x - arange runs downwards
-    r.divisibility = std::gcd(a.divisibility, std::min(kUnbounded, b.divisibility * scale));
-    r.constancy = std::gcd(a.constancy, b.constancy);
+    int64_t scale = op.kind() == OpKind::AddPtr ? elementBytes(res->type()) : 1;
+    perDim([&](size_t d) {
+      r.contiguity[d] = std::max(std::gcd(a.contiguity[d], b.constancy[d]),
+                                 std::gcd(a.constancy[d], b.contiguity[d]));
+      if (op.kind() == OpKind::Sub)
+        r.contiguity[d] = std::gcd(a.contiguity[d], b.constancy[d]); // x - arange runs down
+      r.divisibility[d] =
+          std::gcd(a.divisibility[d], std::min(kUnbounded, b.divisibility[d] * scale));
+      r.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    });
     break;
   }
-  case OpKind::Mul:
-    r.divisibility = std::min(kUnbounded, in(0).divisibility * in(1).divisibility);
-    r.constancy = std::gcd(in(0).constancy, in(1).constancy);
+  case OpKind::Mul: {
+    AxisInfo a = in(0), b = in(1);
+    perDim([&](size_t d) {
+      // Where an operand is contiguous, only its elements' common divisor is known.
+      int64_t da = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
+      int64_t db = b.contiguity[d] > 1 ? 1 : b.divisibility[d];
+      r.divisibility[d] = std::min(kUnbounded, da * db);
+      r.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    });
     break;
+  }
   case OpKind::Cmp: {
     AxisInfo a = in(0), b = in(1);
-    r.constancy = std::gcd(a.constancy, b.constancy);
-    // A run of consecutive values starting at a multiple of d, compared with a constant that
-    // is a multiple of d, gives the same answer across each aligned group of d.
-    if (b.constancy == extent(op.operand(1)) || !op.operand(1)->type().isBlock()) {
-      int64_t g = std::gcd(std::gcd(a.contiguity, a.divisibility), b.divisibility);
-      r.constancy = std::max(r.constancy, g);
-    }
+    perDim([&](size_t d) {
+      r.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+      // A run of consecutive values starting at a multiple of g, compared with a value that
+      // is constant along d and a multiple of g, gives the same answer across each aligned
+      // group of g.
+      if (b.constancy[d] == extent(op.operand(1), int(d))) {
+        int64_t g = std::gcd(std::gcd(a.contiguity[d], a.divisibility[d]), b.divisibility[d]);
+        r.constancy[d] = std::max(r.constancy[d], g);
+      }
+    });
     break;
   }
   case OpKind::Cast:
     r = in(0);
-    if (!op.result()->type().isInt() || !op.operand(0)->type().isInt())
-      r = {1, 1, in(0).constancy};
+    if (!res->type().isInt() || !op.operand(0)->type().isInt()) {
+      AxisInfo a = in(0);
+      r = AxisInfo::unknown(rank);
+      r.constancy = a.constancy;
+    }
     break;
-  case OpKind::For: {
-    const ir::Block *body = op.body();
-    int64_t d = std::gcd(in(0).divisibility, in(2).divisibility); // iv = lb + k * step
-    info_[body->argument(0)] = {1, d, 1};
-    break; // carried values: unknown
-  }
   default:
-    if (op.numResults())
-      r.constancy = ir::trait(op.kind()) == ir::OpTrait::Pure ? constancyOfAll() : 1;
+    // Pure elementwise ops keep the runs of equal values their operands share.
+    if (ir::trait(op.kind()) == ir::OpTrait::Pure && ir::isElementwise(op.kind())) {
+      perDim([&](size_t d) {
+        int64_t c = extent(res, int(d));
+        for (ir::Value *v : op.operands())
+          if (v->type().isBlock())
+            c = std::gcd(c, get(v).constancy[d]);
+        r.constancy[d] = c;
+      });
+    }
     break;
   }
-  for (auto &res : op.results())
-    info_[res.get()] = r;
+  for (auto &out : op.results())
+    info_[out.get()] = r;
 }
 
 } // namespace tritium

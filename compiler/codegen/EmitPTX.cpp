@@ -1,6 +1,7 @@
 // The NVPTX back end, initialised once per process: target machine for the requested
 // architecture and PTX version, the new pass manager's O3, then assembly printing.
 #include "compiler/codegen/EmitPTX.h"
+#include "compiler/codegen/LinkLibdevice.h"
 
 #include "compiler/support/Error.h"
 #include "compiler/support/Log.h"
@@ -53,6 +54,7 @@ std::string emitPTX(llvm::Module &mod, const TargetOptions &target, std::string 
       llvm::CodeGenOptLevel::Aggressive));
   mod.setTargetTriple(triple);
   mod.setDataLayout(tm->createDataLayout());
+  linkLibdevice(mod);
 
   auto t1 = Clock::now();
   {

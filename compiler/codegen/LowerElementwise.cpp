@@ -2,6 +2,7 @@
 // comparisons, select, casts, exp and pointer offsets.
 #include "compiler/codegen/Lowering.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <numbers>
@@ -17,6 +18,8 @@ llvm::Value *constantOf(Lowering &l, const ir::Type &t, const ir::Attr &value) {
   if (t.isFloat()) {
     double d = std::holds_alternative<double>(value) ? std::get<double>(value)
                                                      : double(std::get<int64_t>(value));
+    if (t.kind() == ir::ScalarKind::F8E4M3 || t.kind() == ir::ScalarKind::F8E5M2)
+      return llvm::ConstantInt::get(ty, ir::toFp8(d, t.kind())); // fp8 registers hold bits
     return llvm::ConstantFP::get(ty, d);
   }
   return llvm::ConstantInt::get(ty, uint64_t(std::get<int64_t>(value)), /*signed=*/true);
@@ -24,22 +27,43 @@ llvm::Value *constantOf(Lowering &l, const ir::Type &t, const ir::Attr &value) {
 
 llvm::Value *binary(Lowering &l, OpKind kind, const ir::Type &t, llvm::Value *x, llvm::Value *y) {
   auto &b = l.b;
-  bool f = t.isFloat();
+  bool f = t.isFloat(), u = t.isUnsigned();
   switch (kind) {
   case OpKind::Add: return f ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
   case OpKind::Sub: return f ? b.CreateFSub(x, y) : b.CreateSub(x, y);
   case OpKind::Mul: return f ? b.CreateFMul(x, y) : b.CreateMul(x, y);
-  case OpKind::Div: return f ? b.CreateFDiv(x, y) : b.CreateSDiv(x, y);
-  case OpKind::Rem: return f ? b.CreateFRem(x, y) : b.CreateSRem(x, y);
+  case OpKind::Div: return f ? b.CreateFDiv(x, y) : u ? b.CreateUDiv(x, y) : b.CreateSDiv(x, y);
+  case OpKind::Rem: return f ? b.CreateFRem(x, y) : u ? b.CreateURem(x, y) : b.CreateSRem(x, y);
   case OpKind::And: return b.CreateAnd(x, y);
   case OpKind::Or: return b.CreateOr(x, y);
+  case OpKind::Xor: return b.CreateXor(x, y);
+  case OpKind::Shl:
+  case OpKind::Shr: {
+    // PTX clamps shift amounts, LLVM makes them poison: shifts past the width give 0 (or the
+    // sign for arithmetic right shifts), as Triton's.
+    unsigned bits = x->getType()->getIntegerBitWidth();
+    llvm::Value *width = llvm::ConstantInt::get(x->getType(), bits);
+    llvm::Value *past = b.CreateICmpUGE(y, width);
+    llvm::Value *amount = b.CreateSelect(past, llvm::ConstantInt::get(x->getType(), bits - 1), y);
+    if (kind == OpKind::Shl)
+      return b.CreateSelect(past, llvm::ConstantInt::get(x->getType(), 0), b.CreateShl(x, amount));
+    if (u || t.isBool())
+      return b.CreateSelect(past, llvm::ConstantInt::get(x->getType(), 0), b.CreateLShr(x, amount));
+    return b.CreateAShr(x, amount); // bits - 1 gives the sign
+  }
+  case OpKind::UMulHi: {
+    unsigned bits = x->getType()->getIntegerBitWidth();
+    llvm::Type *wide = b.getIntNTy(2 * bits);
+    llvm::Value *p = b.CreateMul(b.CreateZExt(x, wide), b.CreateZExt(y, wide));
+    return b.CreateTrunc(b.CreateLShr(p, 2 * bits / 2), x->getType());
+  }
   // NaN-propagating min/max, as torch's softmax propagates NaN through the row maximum.
   case OpKind::Minimum:
-    return f ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y)
-             : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+    return b.CreateBinaryIntrinsic(f ? llvm::Intrinsic::minimum
+                                   : u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, x, y);
   case OpKind::Maximum:
-    return f ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y)
-             : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+    return b.CreateBinaryIntrinsic(f ? llvm::Intrinsic::maximum
+                                   : u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, x, y);
   default: internalError("not a binary op");
   }
 }
@@ -53,7 +77,7 @@ llvm::Value *compare(Lowering &l, const std::string &pred, const ir::Type &t, ll
         : pred == "ge" ? P::FCMP_OGE : pred == "eq" ? P::FCMP_OEQ : P::FCMP_UNE;
     return b.CreateFCmp(p, x, y);
   }
-  bool isPtr = t.isPtr();
+  bool isPtr = t.isPtr() || t.isUnsigned() || t.isBool();
   P p = pred == "lt" ? (isPtr ? P::ICMP_ULT : P::ICMP_SLT)
       : pred == "le" ? (isPtr ? P::ICMP_ULE : P::ICMP_SLE)
       : pred == "gt" ? (isPtr ? P::ICMP_UGT : P::ICMP_SGT)
@@ -62,11 +86,45 @@ llvm::Value *compare(Lowering &l, const std::string &pred, const ir::Type &t, ll
   return b.CreateICmp(p, x, y);
 }
 
+bool isFp8(ir::ScalarKind k) { return k == ir::ScalarKind::F8E4M3 || k == ir::ScalarKind::F8E5M2; }
+
+// fp8 <-> f16 with Hopper's (sm_89+) paired conversions, the second lane unused: f16 -> fp8
+// rounds to nearest even and saturates to the largest finite value (NaN stays NaN), as Triton.
+llvm::Value *fp8ToHalf(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
+  auto &b = l.b;
+  const char *fmt = k == ir::ScalarKind::F8E4M3 ? "e4m3x2" : "e5m2x2";
+  auto *fnTy = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt16Ty()}, false);
+  auto *cvt = llvm::InlineAsm::get(fnTy, std::string("cvt.rn.f16x2.") + fmt + " $0, $1;", "=r,h",
+                                   false);
+  llvm::Value *pair = b.CreateCall(cvt, {b.CreateZExt(x, b.getInt16Ty())});
+  return b.CreateBitCast(b.CreateTrunc(pair, b.getInt16Ty()), b.getHalfTy());
+}
+
+llvm::Value *floatToFp8(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
+  auto &b = l.b;
+  const char *fmt = k == ir::ScalarKind::F8E4M3 ? "e4m3x2" : "e5m2x2";
+  x = b.CreateFPCast(x, b.getFloatTy());
+  auto *fnTy = llvm::FunctionType::get(b.getInt16Ty(), {b.getFloatTy(), b.getFloatTy()}, false);
+  auto *cvt = llvm::InlineAsm::get(
+      fnTy, std::string("cvt.rn.satfinite.") + fmt + ".f32 $0, $1, $2;", "=h,f,f", false);
+  llvm::Value *pair = b.CreateCall(cvt, {llvm::ConstantFP::get(b.getFloatTy(), 0.0), x});
+  return b.CreateTrunc(pair, b.getInt8Ty()); // the second source lands in the low byte
+}
+
 llvm::Value *castTo(Lowering &l, llvm::Value *x, const ir::Type &from, const ir::Type &to) {
   auto &b = l.b;
   llvm::Type *ty = l.scalarType(to.kind());
   if (from.kind() == to.kind())
     return x;
+  if (isFp8(from.kind())) { // through f16, which holds every fp8 value exactly
+    ir::Type half = from.withKind(ir::ScalarKind::F16);
+    return castTo(l, fp8ToHalf(l, x, from.kind()), half, to);
+  }
+  if (isFp8(to.kind())) {
+    if (!from.isFloat())
+      x = castTo(l, x, from, from.withKind(ir::ScalarKind::F32));
+    return floatToFp8(l, x, to.kind());
+  }
   if (from.isBool())
     return to.isFloat() ? b.CreateUIToFP(x, ty) : b.CreateZExt(x, ty);
   if (to.isBool())
@@ -75,10 +133,10 @@ llvm::Value *castTo(Lowering &l, llvm::Value *x, const ir::Type &from, const ir:
   if (from.isFloat() && to.isFloat())
     return b.CreateFPCast(x, ty);
   if (from.isFloat())
-    return b.CreateFPToSI(x, ty);
+    return to.isUnsigned() ? b.CreateFPToUI(x, ty) : b.CreateFPToSI(x, ty);
   if (to.isFloat())
-    return b.CreateSIToFP(x, ty);
-  return b.CreateSExtOrTrunc(x, ty);
+    return from.isUnsigned() ? b.CreateUIToFP(x, ty) : b.CreateSIToFP(x, ty);
+  return from.isUnsigned() ? b.CreateZExtOrTrunc(x, ty) : b.CreateSExtOrTrunc(x, ty);
 }
 
 // exp(x) = 2^(x * log2(e)) with the hardware's ex2.approx, as Triton and CUDA's __expf do.
@@ -114,16 +172,26 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     perElement([&](int64_t) { return c; });
     return true;
   }
-  case OpKind::ProgramId: { // ctaid * programs per CTA + this thread's program slot
-    llvm::Value *cta = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {});
-    l.set(res, {l.programsPerCTA == 1
+  case OpKind::ProgramId: { // ctaid * programs per CTA + this thread's program slot (along x)
+    int64_t axis = op.intAttr("axis");
+    llvm::Value *cta = l.intrinsic(axis == 0   ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x
+                                   : axis == 1 ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y
+                                               : llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z,
+                                   {}, {});
+    l.set(res, {l.programsPerCTA == 1 || axis != 0
                     ? cta
                     : b.CreateAdd(b.CreateMul(cta, b.getInt32(l.programsPerCTA)), l.programSlot)});
     return true;
   }
   case OpKind::NumPrograms: {
-    llvm::Value *ctas = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {}, {});
-    l.set(res, {l.programsPerCTA == 1 ? ctas : b.CreateMul(ctas, b.getInt32(l.programsPerCTA))});
+    int64_t axis = op.intAttr("axis");
+    llvm::Value *ctas = l.intrinsic(axis == 0   ? llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x
+                                    : axis == 1 ? llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y
+                                                : llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z,
+                                    {}, {});
+    l.set(res, {l.programsPerCTA == 1 || axis != 0
+                    ? ctas
+                    : b.CreateMul(ctas, b.getInt32(l.programsPerCTA))});
     return true;
   }
   case OpKind::Arange: {
@@ -149,6 +217,7 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     [[fallthrough]];
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Rem:
   case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
+  case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::UMulHi:
     perElement([&](int64_t k) {
       return binary(l, op.kind(), res->type(), operand(0, k), operand(1, k));
     });
@@ -161,6 +230,16 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
   case OpKind::Select:
     perElement([&](int64_t k) {
       return b.CreateSelect(operand(0, k), operand(1, k), operand(2, k));
+    });
+    return true;
+  case OpKind::Not:
+    perElement([&](int64_t k) { return b.CreateNot(operand(0, k)); });
+    return true;
+  case OpKind::Bitcast:
+    perElement([&](int64_t k) {
+      llvm::Value *x = operand(0, k);
+      llvm::Type *ty = l.scalarType(res->type().kind());
+      return x->getType() == ty ? x : b.CreateBitCast(x, ty);
     });
     return true;
   case OpKind::Neg:

@@ -1,5 +1,5 @@
 // Lowering of print (Triton's device_print) through CUDA's vprintf(format, args): one call per
-// element this thread owns, "pid (P) idx (I) prefix value\n", the interpreter's format. Scalars
+// element this thread owns, "pid (P) idx (I, J..) prefix value\n", the interpreter's format. Scalars
 // print once per program (thread 0). The format string is a module constant in the generic
 // address space; the argument buffer is a stack slot of the C layout vprintf expects (each
 // argument aligned to its size, floats promoted to double).
@@ -26,7 +26,31 @@ std::string escapePercent(const std::string &s) {
 
 } // namespace
 
+// device_assert: where the condition is false, CUDA's __assertfail(message, file, line,
+// function, 1) prints "file:line: function: block [..], thread [..] Assertion `message` failed."
+// and stops the kernel (the launch then fails with an illegal-instruction error).
+static void lowerAssert(Lowering &l, const ir::Op &op) {
+  auto &b = l.b;
+  auto *ptr = llvm::PointerType::get(l.ctx, 0);
+  llvm::FunctionCallee fail = l.mod.getOrInsertFunction(
+      "__assertfail", llvm::FunctionType::get(b.getVoidTy(),
+                                              {ptr, ptr, b.getInt32Ty(), ptr, b.getInt64Ty()},
+                                              false));
+  const SourceLoc &loc = op.loc();
+  llvm::Value *message = b.CreateGlobalString(op.strAttr("message"), "assert.message", 0, &l.mod);
+  llvm::Value *file = b.CreateGlobalString(loc.known() ? loc.file : "?", "assert.file", 0, &l.mod);
+  llvm::Value *function = b.CreateGlobalString(l.kernel.name(), "assert.function", 0, &l.mod);
+  for (llvm::Value *ok : l.get(op.operand(0)))
+    l.ifThen(b.CreateNot(ok), "assert.fail", [&] {
+      b.CreateCall(fail, {message, file, b.getInt32(int32_t(loc.line)), function, b.getInt64(1)});
+    });
+}
+
 bool lowerPrint(Lowering &l, const ir::Op &op) {
+  if (op.kind() == ir::OpKind::Assert) {
+    lowerAssert(l, op);
+    return true;
+  }
   if (op.kind() != ir::OpKind::Print)
     return false;
   auto &b = l.b;
@@ -48,12 +72,18 @@ bool lowerPrint(Lowering &l, const ir::Op &op) {
     valueTy = b.getInt64Ty();
   }
   const std::string &prefix = op.strAttr("prefix");
-  std::string format = std::string("pid (%d) ") + (block ? "idx (%d) " : "") +
+  // Blocks of rank r print r coordinates: "idx (1, 2) ".
+  std::string index;
+  for (int d = 0; d < t.rank(); ++d)
+    index += d ? ", %d" : "idx (%d";
+  if (block)
+    index += ") ";
+  std::string format = std::string("pid (%d) ") + index +
                        (prefix.empty() ? "" : escapePercent(prefix) + " ") + valueFormat + "\n";
   llvm::Value *fmt = b.CreateGlobalString(format, "printf.format", 0, &l.mod);
 
   std::vector<llvm::Type *> fields{b.getInt32Ty()};
-  if (block)
+  for (int d = 0; d < t.rank(); ++d)
     fields.push_back(b.getInt32Ty());
   fields.push_back(valueTy);
   auto *argsTy = llvm::StructType::get(l.ctx, fields);
@@ -86,7 +116,8 @@ bool lowerPrint(Lowering &l, const ir::Op &op) {
     unsigned field = 0;
     b.CreateStore(pid, b.CreateStructGEP(argsTy, slot, field++));
     if (block)
-      b.CreateStore(l.elementIndex(v, k), b.CreateStructGEP(argsTy, slot, field++));
+      for (llvm::Value *c : l.coordinates(v, k))
+        b.CreateStore(c, b.CreateStructGEP(argsTy, slot, field++));
     b.CreateStore(x, b.CreateStructGEP(argsTy, slot, field));
     b.CreateCall(vprintf(l), {fmt, args});
     if (cont) {

@@ -1,7 +1,8 @@
-// Lowering of reductions over a 1-D block: each thread combines its own elements, a warp
-// combines its lanes with butterfly shuffles, and when there are several warps each warp's
-// lane 0 leaves its partial in shared memory for every thread to combine after a barrier. The
-// result is uniform across the CTA.
+// Lowering of reductions along one axis of a block of any rank, under its layout: each thread
+// combines its own elements that share the other coordinates, the lanes along the axis combine
+// with butterfly shuffles, and when warps also lie along the axis each warp leaves its partials
+// in shared memory for every thread to combine after a barrier. The result has the input's
+// layout sliced along the axis (a 1-D input gives a scalar, uniform across the program).
 //
 // One barrier per reduction is enough: each reduction has two banks of slots, and successive
 // reductions (of any site) alternate between them. The next write into the bank a reduction
@@ -12,6 +13,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <limits>
+#include <optional>
 
 namespace tritium::codegen {
 
@@ -19,27 +21,48 @@ namespace {
 
 struct Combiner {
   Lowering &l;
-  bool isMax;
+  ir::OpKind kind;
   bool isFloat;
+  bool isUnsigned;
 
   llvm::Value *operator()(llvm::Value *a, llvm::Value *b) const {
     auto &ir = l.b;
-    if (isMax)
-      return ir.CreateBinaryIntrinsic(isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax,
+    switch (kind) {
+    case ir::OpKind::ReduceMax:
+      return ir.CreateBinaryIntrinsic(isFloat      ? llvm::Intrinsic::maximum
+                                      : isUnsigned ? llvm::Intrinsic::umax
+                                                   : llvm::Intrinsic::smax,
                                       a, b);
-    return isFloat ? ir.CreateFAdd(a, b) : ir.CreateAdd(a, b);
+    case ir::OpKind::ReduceMin:
+      return ir.CreateBinaryIntrinsic(isFloat      ? llvm::Intrinsic::minimum
+                                      : isUnsigned ? llvm::Intrinsic::umin
+                                                   : llvm::Intrinsic::smin,
+                                      a, b);
+    default:
+      return isFloat ? ir.CreateFAdd(a, b) : ir.CreateAdd(a, b);
+    }
   }
 
   llvm::Value *identity(llvm::Type *t) const {
+    double inf = std::numeric_limits<double>::infinity();
     if (isFloat)
-      return llvm::ConstantFP::get(t, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
-    auto *it = llvm::cast<llvm::IntegerType>(t);
-    return isMax ? llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(it->getBitWidth()))
-                 : llvm::ConstantInt::get(t, 0);
+      return llvm::ConstantFP::get(t, kind == ir::OpKind::ReduceMax   ? -inf
+                                      : kind == ir::OpKind::ReduceMin ? inf
+                                                                      : 0.0);
+    unsigned bits = llvm::cast<llvm::IntegerType>(t)->getBitWidth();
+    if (kind == ir::OpKind::ReduceMax)
+      return llvm::ConstantInt::get(t, isUnsigned ? llvm::APInt::getMinValue(bits)
+                                                  : llvm::APInt::getSignedMinValue(bits));
+    if (kind == ir::OpKind::ReduceMin)
+      return llvm::ConstantInt::get(t, isUnsigned ? llvm::APInt::getMaxValue(bits)
+                                                  : llvm::APInt::getSignedMaxValue(bits));
+    return llvm::ConstantInt::get(t, 0);
   }
 };
 
-// shfl.sync.bfly over 32-bit lanes; 64-bit values travel as two halves.
+} // namespace
+
+// shfl.sync.bfly over 32-bit lanes; 64-bit values travel as two halves, narrower ones widened.
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
   auto &b = l.b;
   llvm::Value *mask = b.getInt32(-1), *off = b.getInt32(offset), *clamp = b.getInt32(0x1f);
@@ -48,6 +71,12 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {}, {mask, v, off, clamp});
   if (t->isIntegerTy(32))
     return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {}, {mask, v, off, clamp});
+  if (t->isHalfTy() || t->isBFloatTy())
+    return b.CreateBitCast(shuffleXor(l, b.CreateBitCast(v, b.getInt16Ty()), offset), t);
+  if (t->isPointerTy())
+    return b.CreateIntToPtr(shuffleXor(l, b.CreatePtrToInt(v, b.getInt64Ty()), offset), t);
+  if (t->isIntegerTy(8) || t->isIntegerTy(16) || t->isIntegerTy(1)) // travel as 32 bits
+    return b.CreateTrunc(shuffleXor(l, b.CreateZExt(v, b.getInt32Ty()), offset), t);
   if (t->isIntegerTy(64)) {
     llvm::Value *lo = b.CreateTrunc(v, b.getInt32Ty());
     llvm::Value *hi = b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty());
@@ -58,56 +87,93 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
   internalError("shuffle of an unsupported type");
 }
 
-} // namespace
+
+bool isReduction(ir::OpKind k) {
+  return k == ir::OpKind::ReduceMax || k == ir::OpKind::ReduceMin || k == ir::OpKind::ReduceSum;
+}
 
 bool lowerReduction(Lowering &l, const ir::Op &op) {
-  if (op.kind() != ir::OpKind::ReduceMax && op.kind() != ir::OpKind::ReduceSum)
+  if (!isReduction(op.kind()))
     return false;
   auto &b = l.b;
   const ir::Value *in = op.operand(0);
-  if (in->type().rank() != 1)
-    internalError("reductions of rank > 1 are not lowered yet");
-  llvm::Type *resultTy = l.elementType(op.result()->type());
+  const ir::Value *res = op.result();
+  llvm::Type *resultTy = l.elementType(res->type());
   bool narrowFloat = in->type().isFloat() && !resultTy->isFloatTy();
   llvm::Type *accTy = narrowFloat ? b.getFloatTy() : resultTy; // f16/bf16 reduce in f32
-  Combiner combine{l, op.kind() == ir::OpKind::ReduceMax, in->type().isFloat()};
+  Combiner combine{l, op.kind(), in->type().isFloat(), in->type().isUnsigned()};
+  ir::LayoutMap inMap(*in->layout(), in->type().shape());
+  int axis = inMap.rootDim(int(op.intAttr("axis")));
+  bool scalar = !res->type().isBlock();
+  std::optional<ir::LayoutMap> outMap;
+  if (!scalar)
+    outMap.emplace(*res->layout(), res->type().shape());
+  int64_t outCount = scalar ? 1 : outMap->elementsPerThread();
 
-  // 1. Within the thread; copies of elements owned elsewhere count as the identity.
+  // 1. Within the thread: elements that differ only along the axis meet in one accumulator;
+  // copies of an element along the axis held by another thread count as the identity.
   const Elements &elems = l.get(in);
-  llvm::Value *acc = nullptr;
+  std::vector<llvm::Value *> acc(size_t(outCount), nullptr);
   for (size_t k = 0; k < elems.size(); ++k) {
     llvm::Value *v = narrowFloat ? b.CreateFPExt(elems[k], accTy) : elems[k];
-    if (llvm::Value *owns = l.ownsElement(in, int64_t(k)))
+    if (llvm::Value *owns = l.ownsElement(in, int64_t(k), axis))
       v = b.CreateSelect(owns, v, combine.identity(accTy));
-    acc = acc ? combine(acc, v) : v;
+    size_t slot = 0;
+    if (!scalar) {
+      std::vector<int64_t> index = inMap.registerIndex(int64_t(k));
+      index[size_t(axis)] = 0;
+      slot = size_t(outMap->registerNumber(index));
+    }
+    acc[slot] = acc[slot] ? combine(acc[slot], v) : v;
   }
-  // 2. Across the lanes of a warp.
-  for (int offset = 16; offset >= 1; offset /= 2)
-    acc = combine(acc, shuffleXor(l, acc, offset));
-  // 3. Across warps, through shared memory.
-  if (l.numWarps > 1) {
+  // 2. Across the lanes along the axis.
+  const ir::Layout &root = inMap.root();
+  int64_t lanes = root.threadsPerWarp()[size_t(axis)];
+  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2)
+    for (auto &a : acc)
+      a = combine(a, shuffleXor(l, a, int(offset * inMap.laneStride(axis))));
+  // 3. Across the warps along the axis, through shared memory: slot [bank][element][warp].
+  int64_t warps = root.warpsPerCTA()[size_t(axis)];
+  if (warps > 1) {
+    int64_t elements = scalar ? 1 : res->type().numElements();
     int64_t base = op.intAttr("smem_offset");
     llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.reductionBank);
     b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.reductionBank);
     llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(base));
-    llvm::Value *slots = b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(l.numWarps)));
-    llvm::Function *fn = l.fn;
-    auto *write = llvm::BasicBlock::Create(l.ctx, "reduce.write", fn);
-    auto *join = llvm::BasicBlock::Create(l.ctx, "reduce.join", fn);
-    b.CreateCondBr(b.CreateICmpEQ(l.laneId, b.getInt32(0)), write, join);
-    b.SetInsertPoint(write);
-    b.CreateStore(acc, b.CreateGEP(accTy, slots, l.warpId));
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
+    llvm::Value *slots =
+        b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(int32_t(elements * warps))));
+    // Each result element's first slot: its row-major index in the result, times the warps.
+    auto elementSlots = [&](int64_t k) -> llvm::Value * {
+      if (scalar)
+        return slots;
+      std::vector<llvm::Value *> coords = l.coordinates(res, k);
+      llvm::Value *flat = b.getInt32(0);
+      for (size_t d = 0; d < coords.size(); ++d)
+        flat = b.CreateAdd(b.CreateMul(flat, b.getInt32(int32_t(res->type().shape()[d]))),
+                           coords[d]);
+      return b.CreateGEP(accTy, slots, b.CreateMul(flat, b.getInt32(int32_t(warps))));
+    };
+    llvm::Value *warp = l.warpCoordinate(inMap, axis);
+    l.ifThen(b.CreateICmpEQ(l.laneCoordinate(inMap, axis), b.getInt32(0)), "reduce.write", [&] {
+      for (int64_t k = 0; k < outCount; ++k)
+        b.CreateStore(acc[size_t(k)], b.CreateGEP(accTy, elementSlots(k), warp));
+    });
     l.barrier();
-    llvm::Value *total = nullptr;
-    for (int w = 0; w < l.numWarps; ++w) {
-      llvm::Value *part = b.CreateLoad(accTy, b.CreateGEP(accTy, slots, b.getInt32(w)));
-      total = total ? combine(total, part) : part;
+    for (int64_t k = 0; k < outCount; ++k) {
+      llvm::Value *first = elementSlots(k);
+      llvm::Value *total = nullptr;
+      for (int64_t w = 0; w < warps; ++w) {
+        llvm::Value *part =
+            b.CreateLoad(accTy, b.CreateGEP(accTy, first, b.getInt32(int32_t(w))));
+        total = total ? combine(total, part) : part;
+      }
+      acc[size_t(k)] = total;
     }
-    acc = total;
   }
-  l.set(op.result(), {narrowFloat ? b.CreateFPTrunc(acc, resultTy) : acc});
+  Elements out;
+  for (llvm::Value *a : acc)
+    out.push_back(narrowFloat ? b.CreateFPTrunc(a, resultTy) : a);
+  l.set(res, std::move(out));
   return true;
 }
 

@@ -16,8 +16,12 @@ namespace tritium::codegen {
 llvm::Type *Lowering::scalarType(ir::ScalarKind k) {
   switch (k) {
   case ir::ScalarKind::I1: return b.getInt1Ty();
-  case ir::ScalarKind::I32: return b.getInt32Ty();
-  case ir::ScalarKind::I64: return b.getInt64Ty();
+  // fp8 values live in registers as their bits; casts convert them (LowerElementwise.cpp).
+  case ir::ScalarKind::I8: case ir::ScalarKind::U8: case ir::ScalarKind::F8E4M3:
+  case ir::ScalarKind::F8E5M2: return b.getInt8Ty();
+  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return b.getInt16Ty();
+  case ir::ScalarKind::I32: case ir::ScalarKind::U32: return b.getInt32Ty();
+  case ir::ScalarKind::I64: case ir::ScalarKind::U64: return b.getInt64Ty();
   case ir::ScalarKind::F16: return b.getHalfTy();
   case ir::ScalarKind::BF16: return b.getBFloatTy();
   case ir::ScalarKind::F32: return b.getFloatTy();
@@ -34,32 +38,6 @@ const Elements &Lowering::get(const ir::Value *v) const {
   if (it == values.end())
     internalError("lowering: value used before it was lowered");
   return it->second;
-}
-
-int64_t Lowering::elementsPerThread(const ir::Value *v) const {
-  if (!v->type().isBlock())
-    return 1;
-  return std::max<int64_t>(1, v->type().numElements() / threads());
-}
-
-// Blocked 1-D layout: element k = r * spt + j of a thread sits at r * tile + tid * spt + j;
-// blocks smaller than the CTA wrap (tid mod n).
-llvm::Value *Lowering::elementIndex(const ir::Value *v, int64_t k) {
-  const ir::Layout &layout = *v->layout();
-  int64_t n = v->type().shape()[0];
-  int64_t spt = layout.sizePerThread[0];
-  if (n < threads())
-    return b.CreateAnd(tid, b.getInt32(int32_t(n - 1)));
-  int64_t r = k / spt, j = k % spt;
-  llvm::Value *base = b.CreateMul(tid, b.getInt32(int32_t(spt)));
-  return b.CreateAdd(base, b.getInt32(int32_t(r * layout.tile(0) + j)));
-}
-
-llvm::Value *Lowering::ownsElement(const ir::Value *v, int64_t) {
-  int64_t n = v->type().shape()[0];
-  if (n >= threads())
-    return nullptr;
-  return b.CreateICmpULT(tid, b.getInt32(int32_t(n)));
 }
 
 llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
@@ -121,6 +99,7 @@ public:
     l_.reductionBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "reduce.bank");
     b.CreateStore(b.getInt32(0), l_.reductionBank);
     clusterEntry(l_);
+    l_.lowerRegion = [this](const ir::Block &region) { return lowerRegion(region); };
     lowerBlock(body);
     b.CreateRetVoid();
   }
@@ -135,9 +114,15 @@ private:
       }
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
+      else if (op->kind() == ir::OpKind::If)
+        lowerIf(*op);
+      else if (op->kind() == ir::OpKind::While)
+        lowerWhile(*op);
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
+               !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
+               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
@@ -252,6 +237,85 @@ private:
       finishRing(l_, *plan);
     for (unsigned i = 0; i < op.numResults(); ++i)
       l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
+  }
+
+  // Lowers a region and returns its yield (left in the insertion block it ends in).
+  const ir::Op *lowerRegion(const ir::Block &region) {
+    yields_.push_back(nullptr);
+    lowerBlock(region);
+    const ir::Op *yield = yields_.back();
+    yields_.pop_back();
+    return yield;
+  }
+
+  // if/else on a program-uniform scalar: every thread takes the same branch, so the branches
+  // may hold barriers. The results are phis of each branch's yield.
+  void lowerIf(const ir::Op &op) {
+    auto &b = l_.b;
+    auto *thenBB = llvm::BasicBlock::Create(l_.ctx, "if.then", l_.fn);
+    auto *elseBB = llvm::BasicBlock::Create(l_.ctx, "if.else", l_.fn);
+    auto *merge = llvm::BasicBlock::Create(l_.ctx, "if.end", l_.fn);
+    b.CreateCondBr(l_.get(op.operand(0))[0], thenBB, elseBB);
+    std::vector<std::pair<llvm::BasicBlock *, std::vector<Elements>>> arms;
+    for (auto [bb, r] : {std::pair{thenBB, 0u}, std::pair{elseBB, 1u}}) {
+      b.SetInsertPoint(bb);
+      const ir::Op *yield = lowerRegion(*op.region(r));
+      std::vector<Elements> vals;
+      for (unsigned i = 0; i < op.numResults(); ++i)
+        vals.push_back(l_.get(yield->operand(i)));
+      arms.emplace_back(b.GetInsertBlock(), std::move(vals));
+      b.CreateBr(merge);
+    }
+    b.SetInsertPoint(merge);
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      Elements out;
+      for (size_t e = 0; e < arms[0].second[i].size(); ++e) {
+        llvm::PHINode *phi = b.CreatePHI(arms[0].second[i][e]->getType(), 2);
+        for (auto &[bb, vals] : arms)
+          phi->addIncoming(vals[i].at(e), bb);
+        out.push_back(phi);
+      }
+      l_.set(op.result(i), std::move(out));
+    }
+  }
+
+  // while: a header of phis for the carried values runs the condition region, then the body
+  // region loops back to it.
+  void lowerWhile(const ir::Op &op) {
+    auto &b = l_.b;
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(l_.ctx, "while.cond", l_.fn);
+    auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "while.body", l_.fn);
+    auto *exit = llvm::BasicBlock::Create(l_.ctx, "while.end", l_.fn);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    std::vector<std::vector<llvm::PHINode *>> phis;
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      std::vector<llvm::PHINode *> ps;
+      Elements elems;
+      for (llvm::Value *init : l_.get(op.operand(i))) {
+        llvm::PHINode *phi = b.CreatePHI(init->getType(), 2);
+        phi->addIncoming(init, pre);
+        ps.push_back(phi);
+        elems.push_back(phi);
+      }
+      l_.set(op.region(0)->argument(i), elems);
+      l_.set(op.region(1)->argument(i), elems);
+      l_.set(op.result(i), elems);
+      phis.push_back(ps);
+    }
+    const ir::Op *check = lowerRegion(*op.region(0));
+    b.CreateCondBr(l_.get(check->operand(0))[0], bodyBB, exit);
+    b.SetInsertPoint(bodyBB);
+    const ir::Op *yield = lowerRegion(*op.region(1));
+    llvm::BasicBlock *latch = b.GetInsertBlock();
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Elements &next = l_.get(yield->operand(i));
+      for (size_t e = 0; e < next.size(); ++e)
+        phis[i][e]->addIncoming(next[e], latch);
+    }
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
   }
 
   Lowering &l_;

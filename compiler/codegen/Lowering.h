@@ -4,10 +4,12 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
+#include "compiler/ir/Layout.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -46,12 +48,22 @@ struct Lowering {
   const Elements &get(const ir::Value *v) const;
   void set(const ir::Value *v, Elements e) { values[v] = std::move(e); }
 
-  // How many elements of `t` this thread holds, and each one's index in the block.
+  // How many elements of `v` this thread holds, and where each one sits in the block
+  // (LayoutIndexing.cpp): one i32 coordinate per dimension; elementIndex for 1-D blocks.
   int64_t elementsPerThread(const ir::Value *v) const;
+  std::vector<llvm::Value *> coordinates(const ir::Value *v, int64_t k);
   llvm::Value *elementIndex(const ir::Value *v, int64_t k);
   // False for threads that hold a copy of an element another thread owns (blocks smaller than
-  // the CTA): stores and reductions must count each element once. Null when every copy is unique.
-  llvm::Value *ownsElement(const ir::Value *v, int64_t k);
+  // the layout's tile, or sliced dimensions): stores must write each element once. Only the
+  // root dimensions in `dims` are considered when given (a reduction along one dimension
+  // must count each element of it once, but copies along others still need the result).
+  // Null when every copy is unique.
+  llvm::Value *ownsElement(const ir::Value *v, int64_t k, int rootDimOnly = -1);
+  // This thread's lane and warp coordinates along a root dimension of v's layout.
+  llvm::Value *laneCoordinate(const ir::LayoutMap &map, int rootDim);
+  llvm::Value *warpCoordinate(const ir::LayoutMap &map, int rootDim);
+  // The element's coordinate along root dim d before wrapping to the block's extent.
+  llvm::Value *unwrappedCoordinate(const ir::LayoutMap &map, int rootDim, int64_t reg);
 
   // Emits `body` in a block that runs only where `cond` holds, then continues after it.
   template <typename F> void ifThen(llvm::Value *cond, const char *name, F body) {
@@ -69,6 +81,9 @@ struct Lowering {
   void barrier();
 
   std::unordered_map<const ir::Value *, Elements> values;
+  // Lowers a region's ops at the insertion point and returns its yield (set by the function
+  // lowering, for ops whose regions are applied like functions: reduce's combine).
+  std::function<const ir::Op *(const ir::Block &)> lowerRegion;
   // For each pipelined loop being lowered: the shared-memory stage this iteration reads, how
   // many iterations of this run of the loop came before it, and the induction variable and
   // bound of the iteration num_stages - 1 ahead (which a bulk ring copies into this stage as
@@ -83,6 +98,13 @@ struct Lowering {
 bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
+bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layout conversions
+bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
+bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
+bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
+bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
+// shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
+llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using

@@ -1,5 +1,6 @@
-// Shared-memory allocation (GIR): two banks of one scratch slot per warp for each cross-warp
-// reduction (LowerReduction.cpp alternates them), and two banks of one slot per program of the
+// Shared-memory allocation (GIR): two banks of one scratch slot per result element and warp
+// along the axis for each cross-warp reduction (LowerReduction.cpp alternates them), a staging
+// buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot per program of the
 // cluster for each cluster reduction (its peers write there; LowerCluster.cpp alternates the
 // banks), plus one mbarrier per bank that counts the bytes the peers' writes bring in
 // (kernel attribute cluster_barriers). Each reduction gets its own region, so consecutive
@@ -7,18 +8,91 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace tritium {
+
+int64_t reduceSlotBytes(const ir::Type &t) {
+  return t.isPtr() ? 8 : std::max(4, ir::bitWidth(t.kind()) / 8);
+}
+
+int64_t stagedElements(const ir::Type &t) {
+  // One padding element after each row of 32 elements or more, so that threads reading a
+  // column hit different banks.
+  int64_t row = t.shape().back();
+  return t.numElements() + (t.rank() > 1 && row >= 32 ? t.numElements() / row : 0);
+}
 
 void allocateSharedMemory(ir::Function &fn, int numWarps) {
   int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
   int64_t offset = 0;
   bool exchanges = false;
+  std::unordered_set<const ir::Value *> used;
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    for (const ir::Value *v : op.operands())
+      used.insert(v);
+  });
   ir::walk(fn.body(), [&](ir::Op &op) {
     int64_t slots = 0;
-    if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceSum)
-      slots = numWarps > 1 ? 2 * numWarps : 0; // one warp needs only shuffles
-    else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
+    // An atomic's old values reach every thread through shared memory when one thread does the
+    // operation for several (a scalar, or a block with copies): LowerAtomics.cpp.
+    if ((op.kind() == ir::OpKind::AtomicRMW || op.kind() == ir::OpKind::AtomicCAS) &&
+        used.count(op.result())) {
+      const ir::Type &t = op.result()->type();
+      int64_t bytes = std::max(4, ir::bitWidth(t.kind()) / 8);
+      int64_t elements = 0;
+      if (!t.isBlock())
+        elements = 1;
+      else if (ir::LayoutMap(*op.result()->layout(), t.shape()).replicates())
+        elements = stagedElements(t);
+      if (!elements)
+        return;
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      offset += bytes * elements;
+      return;
+    }
+    if (op.kind() == ir::OpKind::Scan) {
+      // Each component's rows (the axis innermost), then one total per thread (LowerScan.cpp).
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      int64_t threads = 32 * int64_t(numWarps);
+      for (auto &r : op.results())
+        offset += (r->type().numElements() + threads) * reduceSlotBytes(r->type());
+      return;
+    }
+    if (op.kind() == ir::OpKind::Reduce) {
+      // Each component's slots, [bank][element][warp], one region after another.
+      const ir::Value *in = op.operand(0);
+      ir::LayoutMap map(*in->layout(), in->type().shape());
+      int axis = map.rootDim(int(op.intAttr("axis")));
+      int64_t warps = map.root().warpsPerCTA()[size_t(axis)];
+      if (warps == 1)
+        return;
+      int64_t elements = op.result()->type().isBlock() ? op.result()->type().numElements() : 1;
+      offset = (offset + 7) / 8 * 8;
+      op.setAttr("smem_offset", offset);
+      for (auto &r : op.results())
+        offset += 2 * elements * warps * reduceSlotBytes(r->type());
+      return;
+    }
+    if (op.kind() == ir::OpKind::ReduceMax || op.kind() == ir::OpKind::ReduceMin ||
+        op.kind() == ir::OpKind::ReduceSum) {
+      const ir::Value *in = op.operand(0);
+      ir::LayoutMap map(*in->layout(), in->type().shape());
+      int axis = map.rootDim(int(op.intAttr("axis")));
+      int64_t warps = map.root().warpsPerCTA()[size_t(axis)];
+      int64_t elements = op.result()->type().isBlock() ? op.result()->type().numElements() : 1;
+      slots = warps > 1 ? 2 * elements * warps : 0; // warps off the axis need only shuffles
+    } else if (op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
+               op.kind() == ir::OpKind::Trans) {
+      const ir::Type &t = op.result()->type();
+      int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      offset += bytes * stagedElements(t);
+      return;
+    } else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
              op.kind() == ir::OpKind::ClusterGather) {
       slots = clusterSize > 1 ? 2 * clusterSize : 0;
       exchanges = exchanges || slots > 0;

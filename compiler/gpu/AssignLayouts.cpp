@@ -1,11 +1,28 @@
-// Layout assignment (TIR -> GIR). All blocks of one shape share one layout, so elementwise ops
-// need no data movement; the run per thread is sized for the narrowest element that is loaded
-// or stored at that shape, so each thread's run is one 16-byte access.
+// Layout assignment (TIR -> GIR): gives every block value a layout, anchored on loads and
+// stores, and inserts convert_layout where two choices meet.
+//
+// 1. Anchors: each block shape that is loaded or stored gets a blocked layout whose fastest
+//    dimension is the one the addresses run along (axis analysis), with runs of up to 16 bytes
+//    of the narrowest element loaded or stored at that shape. Other shapes get the same rule
+//    with the last dimension fastest. For 1-D blocks this is the layout every kernel had
+//    before layouts became values, so 1-D kernels compile as they did.
+// 2. Backward: each value wants the layout its consumers want. A store's value and a load's
+//    pointers want the anchor; elementwise operands want their result's layout; an
+//    expand_dims input wants the slice of its result's layout along the new axis; a reduction
+//    input wants the parent of its result's slice. The first want that reaches a value wins.
+// 3. Forward, in program order: each op's result takes the layout the op implies from its
+//    operands (a reduction: the slice of its input's; expand_dims: the parent of its input's
+//    slice), else the one it wants, else the default for its shape; an operand whose layout
+//    differs from what the op needs is converted (convert_layout, through shared memory), or,
+//    when it is made from scalars alone (arange, constant, splat), made again in that layout.
+#include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
-#include <numeric>
+#include <bit>
 #include <map>
+#include <numeric>
+#include <unordered_map>
 
 namespace tritium {
 
@@ -14,66 +31,387 @@ namespace {
 constexpr int kWarpSize = 32;
 constexpr int kVectorBytes = 16;
 
-int elementBytes(const ir::Type &t) {
-  return t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
+int64_t floorPow2(int64_t v) { return v < 1 ? 1 : int64_t(std::bit_floor(uint64_t(v))); }
+
+// Ops whose pointers anchor layouts: loads, stores and atomics.
+bool isMemoryOp(ir::OpKind k) {
+  return k == ir::OpKind::Load || k == ir::OpKind::Store || k == ir::OpKind::AtomicRMW ||
+         k == ir::OpKind::AtomicCAS;
 }
 
-} // namespace
+class LayoutAssignment {
+public:
+  LayoutAssignment(ir::Function &fn, int numWarps)
+      : fn_(fn), numWarps_(numWarps), threads_(int64_t(kWarpSize) * numWarps), axes_(fn) {}
 
-void assignLayouts(ir::Function &fn, int numWarps) {
-  // The narrowest memory element per shape decides the vector run.
-  std::map<std::vector<int64_t>, int> narrowest;
-  ir::walk(fn.body(), [&](ir::Op &op) {
-    if (op.kind() != ir::OpKind::Load && op.kind() != ir::OpKind::Store)
-      return;
-    const ir::Type &ptr = op.operand(0)->type();
-    if (!ptr.isBlock())
-      return;
-    int bytes = ir::byteWidth(ptr.kind());
-    auto [it, inserted] = narrowest.emplace(ptr.shape(), bytes);
-    if (!inserted)
-      it->second = std::min(it->second, bytes);
-  });
+  void run() {
+    // Shapes no layout can hold are reported at the first op that makes one.
+    ir::walk(fn_.body(), [&](ir::Op &op) {
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          checkShape(r->type(), op.loc());
+    });
+    collectAnchors();
+    propagateBackward();
+    for (auto &arg : fn_.body().arguments())
+      if (arg->type().isBlock())
+        arg->setLayout(defaultLayout(arg->type(), fn_.loc()));
+    assignBlock(fn_.body());
+    fn_.setAttr("num_warps", int64_t(numWarps_));
+  }
 
-  const int64_t threads = int64_t(kWarpSize) * numWarps;
-  auto layoutFor = [&](const ir::Type &t, const SourceLoc &loc) {
-    if (t.rank() != 1)
-      userError("blocks of rank " + std::to_string(t.rank()) + " (" + t.str() +
-                    ") are not supported yet: tritium lowers 1-D blocks",
-                loc);
-    int64_t n = t.shape()[0];
-    if (!ir::hasBlockedLayout(n, threads))
-      userError(t.str() + ": a block size must be a power of two or a multiple of 32 x " +
-                    "num_warps = " + std::to_string(threads),
-                loc);
-    int64_t perThread = std::max<int64_t>(1, n / threads);
+private:
+  // --- choosing blocked layouts ---------------------------------------------------------------
+
+  void checkShape(const ir::Type &t, const SourceLoc &loc) {
+    if (t.rank() == 1) {
+      int64_t n = t.shape()[0];
+      if (!ir::hasBlockedLayout(n, threads_))
+        userError(t.str() + ": a block size must be a power of two or a multiple of 32 x " +
+                      "num_warps = " + std::to_string(threads_),
+                  loc);
+    } else {
+      for (int64_t d : t.shape())
+        if (!std::has_single_bit(uint64_t(d)))
+          userError(t.str() + ": the dimensions of a block of rank " + std::to_string(t.rank()) +
+                        " must be powers of two",
+                    loc);
+    }
+    int64_t perThread = std::max<int64_t>(1, t.numElements() / threads_);
     if (perThread > kMaxElementsPerThread)
       userError(t.str() + " needs " + std::to_string(perThread) + " elements per thread with " +
-                    "num_warps=" + std::to_string(numWarps) + " (at most " +
+                    "num_warps=" + std::to_string(numWarps_) + " (at most " +
                     std::to_string(kMaxElementsPerThread) +
                     "): raise num_warps or loop over smaller blocks",
                 loc);
-    auto it = narrowest.find(t.shape());
-    int bytes = it != narrowest.end() ? it->second : elementBytes(t);
-    // The run is a power of two that divides the thread's elements (12 fp16 take runs of 4).
-    int64_t spt = std::gcd(perThread, int64_t(std::max(1, kVectorBytes / bytes)));
-    return ir::Layout{{int(spt)}, {kWarpSize}, {numWarps}};
-  };
+  }
 
-  auto assign = [&](ir::Value *v, const SourceLoc &loc) {
-    if (v->type().isBlock())
-      v->setLayout(layoutFor(v->type(), loc));
-  };
-  for (auto &arg : fn.body().arguments())
-    assign(arg.get(), fn.loc());
-  ir::walk(fn.body(), [&](ir::Op &op) {
-    for (auto &r : op.results())
-      assign(r.get(), op.loc());
-    if (op.body())
-      for (auto &arg : op.body()->arguments())
-        assign(arg.get(), op.loc());
-  });
-  fn.setAttr("num_warps", int64_t(numWarps));
-}
+  // Runs of up to 16 bytes of `bytes`-wide elements along `order[0]`, then lanes and warps
+  // spread from the fastest dimension outwards; what is left over replicates along the fastest.
+  ir::Layout blockedFor(const std::vector<int64_t> &shape, int bytes, std::vector<int> order) {
+    int rank = int(shape.size());
+    std::vector<int> spt(size_t(rank), 1), tpw(size_t(rank), 1), wpc(size_t(rank), 1);
+    int fast = order[0];
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    int64_t perThread = std::max<int64_t>(1, n / threads_);
+    int64_t vec = std::max(1, kVectorBytes / bytes);
+    // The run divides the thread's elements (12 fp16 elements take runs of 4).
+    spt[size_t(fast)] = int(rank == 1 ? std::gcd(perThread, vec)
+                                      : std::min({vec, shape[size_t(fast)], perThread}));
+    int64_t lanes = kWarpSize, warps = numWarps_;
+    for (int d : order) {
+      int64_t room = std::max<int64_t>(1, shape[size_t(d)] / spt[size_t(d)]);
+      tpw[size_t(d)] = int(std::min(lanes, floorPow2(room)));
+      lanes /= tpw[size_t(d)];
+    }
+    tpw[size_t(fast)] *= int(lanes);
+    for (int d : order) {
+      int64_t room =
+          std::max<int64_t>(1, shape[size_t(d)] / (int64_t(spt[size_t(d)]) * tpw[size_t(d)]));
+      wpc[size_t(d)] = int(std::min(warps, floorPow2(room)));
+      warps /= wpc[size_t(d)];
+    }
+    wpc[size_t(fast)] *= int(warps);
+    return ir::Layout::blocked(spt, tpw, wpc, order);
+  }
+
+  static std::vector<int> defaultOrder(int rank) {
+    std::vector<int> order;
+    for (int d = rank - 1; d >= 0; --d)
+      order.push_back(d);
+    return order;
+  }
+
+  ir::Layout defaultLayout(const ir::Type &t, const SourceLoc &loc) {
+    checkShape(t, loc);
+    auto it = anchors_.find(t.shape());
+    if (it != anchors_.end())
+      return it->second;
+    int bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
+    return blockedFor(t.shape(), bytes, defaultOrder(t.rank()));
+  }
+
+  // --- 1. anchors -----------------------------------------------------------------------------
+
+  void collectAnchors() {
+    // The narrowest element loaded or stored at each shape decides the run.
+    std::map<std::vector<int64_t>, int> narrowest;
+    std::vector<ir::Op *> memoryOps;
+    ir::walk(fn_.body(), [&](ir::Op &op) {
+      if (!isMemoryOp(op.kind()))
+        return;
+      const ir::Type &ptr = op.operand(0)->type();
+      if (!ptr.isBlock())
+        return;
+      memoryOps.push_back(&op);
+      int bytes = ir::byteWidth(ptr.kind());
+      auto [it, inserted] = narrowest.emplace(ptr.shape(), bytes);
+      if (!inserted)
+        it->second = std::min(it->second, bytes);
+    });
+    for (ir::Op *op : memoryOps) {
+      const ir::Value *ptr = op->operand(0);
+      const ir::Type &t = ptr->type();
+      checkShape(t, op->loc());
+      if (anchors_.count(t.shape()))
+        continue;
+      // Fastest: the dimension the addresses are most contiguous along (the last on ties).
+      AxisInfo info = axes_.get(ptr);
+      std::vector<int> order = defaultOrder(t.rank());
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return info.contiguity[size_t(a)] > info.contiguity[size_t(b)];
+      });
+      anchors_.emplace(t.shape(), blockedFor(t.shape(), narrowest.at(t.shape()), order));
+    }
+  }
+
+  // --- 2. backward wants ----------------------------------------------------------------------
+
+  void want(const ir::Value *v, const ir::Layout &l) {
+    if (v->type().isBlock() && l.rank() == v->type().rank())
+      wants_.emplace(v, l); // the first want wins
+  }
+
+  void propagateBackward() {
+    // Anchored ops first, then everything in reverse program order so consumers go first.
+    std::vector<ir::Op *> ops;
+    ir::walk(fn_.body(), [&](ir::Op &op) { ops.push_back(&op); });
+    for (ir::Op *op : ops)
+      if (isMemoryOp(op->kind()) && op->operand(0)->type().isBlock()) {
+        const ir::Layout &anchor = anchors_.at(op->operand(0)->type().shape());
+        for (const ir::Value *v : op->operands())
+          want(v, anchor);
+        if (op->numResults())
+          want(op->result(), anchor);
+      }
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      ir::Op &op = **it;
+      if (!op.numResults() || !op.result()->type().isBlock())
+        continue;
+      auto w = wants_.find(op.result());
+      if (w == wants_.end())
+        continue;
+      const ir::Layout l = w->second;
+      switch (op.kind()) {
+      case ir::OpKind::ExpandDims:
+        want(op.operand(0), ir::Layout::slice(l, int(op.intAttr("axis"))));
+        break;
+      case ir::OpKind::Broadcast:
+        want(op.operand(0), l);
+        break;
+      case ir::OpKind::ReduceMax: case ir::OpKind::ReduceMin: case ir::OpKind::ReduceSum:
+      case ir::OpKind::Reduce:
+        if (!l.isBlocked() && l.sliceDim() == op.intAttr("axis"))
+          for (const ir::Value *v : op.operands())
+            want(v, l.parent());
+        break;
+      default:
+        if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()))
+          for (const ir::Value *v : op.operands())
+            if (v->type().shape() == op.result()->type().shape())
+              want(v, l);
+        break;
+      }
+    }
+  }
+
+  // --- 3. forward assignment ------------------------------------------------------------------
+
+  ir::Layout preferred(const ir::Value *v, const SourceLoc &loc) {
+    auto it = wants_.find(v);
+    if (it != wants_.end()) {
+      checkShape(v->type(), loc);
+      return it->second;
+    }
+    return defaultLayout(v->type(), loc);
+  }
+
+  // Operand i of `op` as a value of layout `l`: itself, or a convert_layout inserted before op.
+  void require(ir::Op &op, unsigned i, const ir::Layout &l) {
+    ir::Value *v = op.operand(i);
+    if (!v->type().isBlock() || *v->layout() == l)
+      return;
+    auto key = std::make_pair(v, l.str());
+    auto found = converted_.find(key);
+    // A conversion made earlier in this block (or an enclosing one) is reused.
+    if (found != converted_.end() && dominates(found->second, op)) {
+      op.setOperand(i, found->second);
+      return;
+    }
+    ir::Block *block = op.parentBlock();
+    auto pos = std::find_if(block->ops().begin(), block->ops().end(),
+                            [&](const std::unique_ptr<ir::Op> &o) { return o.get() == &op; });
+    // Values made from nothing but scalars (arange, constants, splats) are made again in the
+    // new layout: cheaper than a trip through shared memory.
+    const ir::Op *def = v->definingOp();
+    bool remake = def && (def->kind() == ir::OpKind::Arange || def->kind() == ir::OpKind::Splat ||
+                          def->kind() == ir::OpKind::Constant);
+    auto cvt = remake ? std::make_unique<ir::Op>(def->kind(), def->operands(),
+                                                 std::vector<ir::Type>{v->type()}, def->loc())
+                      : std::make_unique<ir::Op>(ir::OpKind::ConvertLayout,
+                                                 std::vector<ir::Value *>{v},
+                                                 std::vector<ir::Type>{v->type()}, op.loc());
+    if (remake)
+      for (const auto &[name, value] : def->attrs())
+        cvt->setAttr(name, value);
+    cvt->setParentBlock(block);
+    cvt->result()->setLayout(l);
+    ir::Value *out = cvt->result();
+    block->ops().insert(pos, std::move(cvt));
+    converted_[key] = out;
+    op.setOperand(i, out);
+  }
+
+  // Whether the value `v`, made by a convert, is visible at `op` (its block encloses op's).
+  static bool dominates(const ir::Value *v, const ir::Op &op) {
+    const ir::Block *home = v->definingOp()->parentBlock();
+    for (const ir::Block *b = op.parentBlock(); b;
+         b = b->parentOp() ? b->parentOp()->parentBlock() : nullptr)
+      if (b == home)
+        return true;
+    return false;
+  }
+
+  void assignBlock(ir::Block &block) {
+    for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
+      ir::Op &op = **it;
+      if (op.numResults() && op.result()->layout())
+        continue; // inserted by require(): already has its layout
+      assignOp(op);
+      for (unsigned r = 0; r < op.numRegions(); ++r) {
+        assignBlock(*op.region(r));
+        // Every yield but a while condition's hands on the results: in their layouts.
+        if (op.kind() == ir::OpKind::While && r == 0)
+          continue;
+        for (unsigned i = 0; i < op.numResults(); ++i)
+          if (op.result(i)->type().isBlock())
+            require(*op.region(r)->terminator(), i, *op.result(i)->layout());
+      }
+    }
+  }
+
+  void assignOp(ir::Op &op) {
+    using ir::OpKind;
+    auto setResult = [&](const ir::Layout &l) {
+      if (op.numResults() && op.result()->type().isBlock())
+        op.result()->setLayout(l);
+    };
+    const SourceLoc &loc = op.loc();
+    switch (op.kind()) {
+    case OpKind::Load:
+    case OpKind::Store:
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS: {
+      ir::Value *ptr = op.operand(0);
+      if (!ptr->type().isBlock())
+        return;
+      const ir::Layout &l = *ptr->layout();
+      for (unsigned i = 1; i < op.numOperands(); ++i)
+        require(op, i, l);
+      setResult(l);
+      return;
+    }
+    case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ReduceSum:
+    case OpKind::Reduce: {
+      // The operands of a general reduce share the first one's layout.
+      const ir::Layout l = *op.operand(0)->layout();
+      for (unsigned i = 1; i < op.numOperands(); ++i)
+        require(op, i, l);
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          r->setLayout(ir::Layout::slice(l, int(op.intAttr("axis"))));
+      return;
+    }
+    case OpKind::ExpandDims: {
+      int axis = int(op.intAttr("axis"));
+      const ir::Layout &l = *op.operand(0)->layout();
+      if (!l.isBlocked() && l.sliceDim() == axis) {
+        setResult(l.parent());
+        return;
+      }
+      ir::Layout target = preferred(op.result(), loc);
+      require(op, 0, ir::Layout::slice(target, axis));
+      setResult(target);
+      return;
+    }
+    case OpKind::Broadcast: {
+      // The small input is converted rather than the broadcast result.
+      ir::Layout target = preferred(op.result(), loc);
+      require(op, 0, target);
+      setResult(target);
+      return;
+    }
+    case OpKind::Scan: { // through shared memory: the operands' layout in and out
+      const ir::Layout l = *op.operand(0)->layout();
+      for (unsigned i = 1; i < op.numOperands(); ++i)
+        require(op, i, l);
+      for (auto &r : op.results())
+        r->setLayout(l);
+      return;
+    }
+    case OpKind::Reshape:
+    case OpKind::Trans: // through shared memory: any layout in, the preferred one out
+      setResult(preferred(op.result(), loc));
+      return;
+    case OpKind::For:
+    case OpKind::While: {
+      // Carried values keep their initial value's layout through the loop.
+      unsigned first = op.kind() == OpKind::For ? 3 : 0;
+      for (unsigned i = first; i < op.numOperands(); ++i) {
+        ir::Value *init = op.operand(i);
+        if (!init->type().isBlock())
+          continue;
+        for (unsigned r = 0; r < op.numRegions(); ++r)
+          op.region(r)->argument(i - first + (op.kind() == OpKind::For ? 1 : 0))
+              ->setLayout(*init->layout());
+        op.result(i - first)->setLayout(*init->layout());
+      }
+      return;
+    }
+    case OpKind::If:
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          r->setLayout(preferred(r.get(), loc));
+      return;
+    default:
+      break;
+    }
+    if (!op.numResults() || !op.result()->type().isBlock()) {
+      return;
+    }
+    // Elementwise ops and sources: the wanted layout if an operand already has it, else the
+    // first block operand's, else the wanted or default one.
+    std::optional<ir::Layout> chosen;
+    auto w = wants_.find(op.result());
+    for (ir::Value *v : op.operands())
+      if (v->type().isBlock() && w != wants_.end() && *v->layout() == w->second)
+        chosen = w->second;
+    if (!chosen)
+      for (ir::Value *v : op.operands())
+        if (v->type().isBlock() && v->type().shape() == op.result()->type().shape()) {
+          chosen = *v->layout();
+          break;
+        }
+    if (!chosen)
+      chosen = preferred(op.result(), loc);
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      require(op, i, *chosen);
+    setResult(*chosen);
+  }
+
+  ir::Function &fn_;
+  int numWarps_;
+  int64_t threads_;
+  AxisAnalysis axes_;
+  std::map<std::vector<int64_t>, ir::Layout> anchors_;
+  std::unordered_map<const ir::Value *, ir::Layout> wants_;
+  std::map<std::pair<const ir::Value *, std::string>, ir::Value *> converted_;
+};
+
+} // namespace
+
+void assignLayouts(ir::Function &fn, int numWarps) { LayoutAssignment(fn, numWarps).run(); }
 
 } // namespace tritium

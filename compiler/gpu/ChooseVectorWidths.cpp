@@ -19,12 +19,23 @@ void chooseVectorWidths(ir::Function &fn) {
     if (!ptr->type().isBlock())
       return;
     int64_t bytes = ir::byteWidth(ptr->type().kind());
-    const AxisInfo &p = axes.get(ptr);
-    int64_t vec = std::min<int64_t>({int64_t(ptr->layout()->sizePerThread[0]), p.contiguity,
-                                     std::max<int64_t>(1, p.divisibility / bytes), 16 / bytes});
-    unsigned maskIndex = op.kind() == ir::OpKind::Load ? 1 : 2;
-    if (op.numOperands() > maskIndex)
-      vec = std::min(vec, axes.get(op.operand(maskIndex)).constancy);
+    AxisInfo p = axes.get(ptr);
+    // Vectors run along the layout's fastest dimension; a sliced one holds single elements.
+    ir::LayoutMap map(*ptr->layout(), ptr->type().shape());
+    int f = map.root().order()[0];
+    int d = -1;
+    for (int i = 0; i < ptr->type().rank(); ++i)
+      if (map.rootDim(i) == f)
+        d = i;
+    int64_t vec = 1;
+    if (d >= 0) {
+      vec = std::min<int64_t>({map.run(f), p.contiguity[size_t(d)],
+                               std::max<int64_t>(1, p.divisibility[size_t(d)] / bytes),
+                               16 / bytes});
+      unsigned maskIndex = op.kind() == ir::OpKind::Load ? 1 : 2;
+      if (op.numOperands() > maskIndex)
+        vec = std::min(vec, axes.get(op.operand(maskIndex)).constancy[size_t(d)]);
+    }
     // Blocks that are not a power of two long can make a run or constancy like 6: vectors are
     // 1, 2, 4, 8 or 16 elements.
     op.setAttr("vec", int64_t(std::bit_floor(uint64_t(std::max<int64_t>(1, vec)))));

@@ -14,6 +14,14 @@ inline constexpr int64_t kMaxElementsPerThread = 256;
 // elements) for blocks smaller than the CTA.
 void assignLayouts(ir::Function &fn, int numWarps);
 
+// Bytes a general reduce's partial of type `t` takes in shared memory (at least 4: 16-bit
+// values travel as 32).
+int64_t reduceSlotBytes(const ir::Type &t);
+
+// Elements of a block staged in shared memory by convert_layout, reshape and trans: the block in
+// row-major order with one padding element after each row of 32 or more (stagedIndex).
+int64_t stagedElements(const ir::Type &t);
+
 // Gives each op that needs shared memory (cross-warp reductions) an offset ("smem_offset") and
 // records the kernel's total in the "shared_bytes" function attribute.
 void allocateSharedMemory(ir::Function &fn, int numWarps);

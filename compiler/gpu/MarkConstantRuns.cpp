@@ -22,8 +22,14 @@ void markConstantRuns(ir::Function &fn) {
     const ir::Value *res = op.result();
     if (!res->type().isBlock() || !res->layout())
       return;
-    // Runs are powers of two, so the gcd with one is a power of two that divides it.
-    int64_t run = std::gcd(axes.get(res).constancy, int64_t(res->layout()->sizePerThread[0]));
+    // Runs along the layout's fastest dimension are consecutive registers. Runs are powers of
+    // two, so the gcd with one is a power of two that divides it.
+    ir::LayoutMap map(*res->layout(), res->type().shape());
+    int f = map.root().order()[0];
+    int64_t run = 1;
+    for (int d = 0; d < res->type().rank(); ++d)
+      if (map.rootDim(d) == f)
+        run = std::gcd(axes.get(res).constancy[size_t(d)], map.run(f));
     if (run > 1)
       op.setAttr("constancy", run);
   });

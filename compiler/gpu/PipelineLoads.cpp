@@ -67,18 +67,18 @@ bool dependsOnlyOnInductionVariable(const ir::Value *v, const ir::Block &body,
 bool bulkCopyable(const ir::Op &load, const AxisAnalysis &axis) {
   const ir::Type &t = load.result()->type();
   int64_t n = t.numElements(), bytes = ir::byteWidth(t.kind());
-  const AxisInfo &ptr = axis.get(load.operand(0));
-  if (ptr.contiguity < n || ptr.divisibility < 16 || n * bytes % 16 != 0)
+  AxisInfo ptr = axis.get(load.operand(0));
+  if (ptr.contiguity[0] < n || ptr.divisibility[0] < 16 || n * bytes % 16 != 0)
     return false;
   if (load.numOperands() == 1)
     return true;
   const ir::Op *cmp = load.operand(1)->definingOp();
   if (!cmp || cmp->kind() != ir::OpKind::Cmp || cmp->strAttr("pred") != "lt")
     return false;
-  const AxisInfo &index = axis.get(cmp->operand(0)), &bound = axis.get(cmp->operand(1));
+  AxisInfo index = axis.get(cmp->operand(0)), bound = axis.get(cmp->operand(1));
   int64_t granule = 16 / std::min<int64_t>(bytes, 16);
-  return index.contiguity >= n && bound.constancy >= n && index.divisibility % granule == 0 &&
-         bound.divisibility % granule == 0;
+  return index.contiguity[0] >= n && bound.constancy[0] >= n &&
+         index.divisibility[0] % granule == 0 && bound.divisibility[0] % granule == 0;
 }
 
 // Plans one loop whose rings may start at `base`; returns the bytes its rings take.
@@ -90,7 +90,8 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   std::vector<ir::Op *> loads;
   int64_t bytesPerStage = 0;
   for (auto &op : loop.body()->ops()) {
-    if (op->kind() != ir::OpKind::Load || !op->result()->type().isBlock())
+    // Rings hold 1-D blocks (rows); blocks of higher rank load directly.
+    if (op->kind() != ir::OpKind::Load || op->result()->type().rank() != 1)
       continue;
     const ir::Type &t = op->result()->type();
     if (t.numElements() < threads) // copies held by several threads: not worth a ring

@@ -17,6 +17,41 @@ constexpr OpInfo kOpInfo[] = {
 const char *mnemonic(OpKind k) { return kOpInfo[static_cast<int>(k)].mnemonic; }
 OpTrait trait(OpKind k) { return kOpInfo[static_cast<int>(k)].trait; }
 
+namespace {
+struct MathInfo {
+  const char *name;
+  int arity;
+  bool ints;
+};
+constexpr MathInfo kMathInfo[] = {
+#define MATH(name, text, arity, ints) {text, arity, ints},
+#include "compiler/ir/MathFunctions.def"
+};
+} // namespace
+
+const char *mathName(MathFn f) { return kMathInfo[int(f)].name; }
+int mathArity(MathFn f) { return kMathInfo[int(f)].arity; }
+bool mathAcceptsIntegers(MathFn f) { return kMathInfo[int(f)].ints; }
+std::optional<MathFn> parseMathFn(const std::string &name) {
+  for (size_t i = 0; i < std::size(kMathInfo); ++i)
+    if (name == kMathInfo[i].name)
+      return MathFn(i);
+  return std::nullopt;
+}
+
+bool isElementwise(OpKind k) {
+  switch (k) {
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
+  case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
+  case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::Not: case OpKind::UMulHi:
+  case OpKind::Bitcast: case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
+  case OpKind::AddPtr: case OpKind::Math:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::optional<OpKind> parseMnemonic(const std::string &s) {
   for (size_t i = 0; i < std::size(kOpInfo); ++i)
     if (s == kOpInfo[i].mnemonic)
@@ -24,18 +59,34 @@ std::optional<OpKind> parseMnemonic(const std::string &s) {
   return std::nullopt;
 }
 
-std::string Layout::str() const {
-  auto list = [](const std::vector<int> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i)
-        s += ',';
-      s += std::to_string(v[i]);
-    }
-    return s + "]";
-  };
-  return "#blocked<spt=" + list(sizePerThread) + ", tpw=" + list(threadsPerWarp) +
-         ", wpc=" + list(warpsPerCTA) + ">";
+std::string formatOrder(const std::vector<int64_t> &order) {
+  std::string s;
+  for (size_t i = 0; i < order.size(); ++i)
+    s += (i ? "," : "") + std::to_string(order[i]);
+  return s;
+}
+
+std::vector<int64_t> parseOrder(const std::string &text) {
+  std::vector<int64_t> order;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    if (item.empty() || item.size() > 2 || item.find_first_not_of("0123456789") != std::string::npos)
+      return {};
+    order.push_back(std::stoll(item));
+    pos = end + 1;
+  }
+  // A permutation of 0 .. n-1.
+  std::vector<bool> seen(order.size(), false);
+  for (int64_t d : order) {
+    if (d >= int64_t(order.size()) || seen[size_t(d)])
+      return {};
+    seen[size_t(d)] = true;
+  }
+  return order;
 }
 
 Value *Block::addArgument(Type type, std::string name) {
@@ -104,9 +155,23 @@ const std::string &Op::strAttr(const std::string &name) const {
   internalError(std::string("attribute '") + name + "' of '" + this->name() + "' is not a string");
 }
 
-Block *Op::createBody() {
-  body_ = std::make_unique<Block>(this);
-  return body_.get();
+Value *Op::addResult(Type type) {
+  results_.push_back(
+      std::make_unique<Value>(std::move(type), this, nullptr, unsigned(results_.size())));
+  return results_.back().get();
+}
+
+void replaceUsesIn(Block &block, const Value *from, Value *to) {
+  walk(block, [&](Op &op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (op.operand(i) == from)
+        op.setOperand(i, to);
+  });
+}
+
+Block *Op::createRegion() {
+  regions_.push_back(std::make_unique<Block>(this));
+  return regions_.back().get();
 }
 
 void Function::setAttr(const std::string &name, Attr value) {

@@ -24,6 +24,8 @@ enum class OpKind {
 enum class OpTrait { Pure, Read, Effect };
 
 const char *mnemonic(OpKind k);
+// Ops whose result element i depends only on element i of each operand (all of one shape).
+bool isElementwise(OpKind k);
 OpTrait trait(OpKind k);
 std::optional<OpKind> parseMnemonic(const std::string &s);
 
@@ -93,6 +95,8 @@ public:
   Value *operand(unsigned i) const { return operands_.at(i); }
   unsigned numOperands() const { return static_cast<unsigned>(operands_.size()); }
   void setOperand(unsigned i, Value *v) { operands_.at(i) = v; }
+  void addOperand(Value *v) { operands_.push_back(v); }
+  Value *addResult(Type type); // a new last result (the tracer's loops gain carried values)
 
   Value *result(unsigned i = 0) const { return results_.at(i).get(); }
   unsigned numResults() const { return static_cast<unsigned>(results_.size()); }
@@ -107,9 +111,13 @@ public:
   const std::string &strAttr(const std::string &name) const;
   const std::vector<std::pair<std::string, Attr>> &attrs() const { return attrs_; }
 
-  // Ops with a body (for) own exactly one block.
-  Block *body() const { return body_.get(); }
-  Block *createBody();
+  // Ops with regions own one block per region: for has one (its body), if two (then, else),
+  // while two (the condition, the body). body() is the first.
+  Block *body() const { return regions_.empty() ? nullptr : regions_[0].get(); }
+  Block *region(unsigned i) const { return regions_.at(i).get(); }
+  unsigned numRegions() const { return unsigned(regions_.size()); }
+  Block *createBody() { return createRegion(); } // the first region
+  Block *createRegion();
   Block *parentBlock() const { return parent_; }
   void setParentBlock(Block *b) { parent_ = b; }
 
@@ -118,7 +126,7 @@ private:
   std::vector<Value *> operands_;
   std::vector<std::unique_ptr<Value>> results_;
   std::vector<std::pair<std::string, Attr>> attrs_;
-  std::unique_ptr<Block> body_;
+  std::vector<std::unique_ptr<Block>> regions_;
   Block *parent_ = nullptr;
   SourceLoc loc_;
 };
@@ -144,12 +152,29 @@ private:
   std::vector<std::pair<std::string, Attr>> attrs_;
 };
 
-// Walks every op in program order, entering bodies before continuing.
+// Replaces every use of `from` by `to` in the ops of `block` and of the regions inside it.
+void replaceUsesIn(Block &block, const Value *from, Value *to);
+
+// The functions of the math op (MathFunctions.def).
+enum class MathFn {
+#define MATH(name, text, arity, ints) name,
+#include "compiler/ir/MathFunctions.def"
+};
+const char *mathName(MathFn f);
+int mathArity(MathFn f);
+bool mathAcceptsIntegers(MathFn f);
+std::optional<MathFn> parseMathFn(const std::string &name);
+
+// The permutation attribute of trans ("1,0"), and back; parseOrder returns {} when malformed.
+std::string formatOrder(const std::vector<int64_t> &order);
+std::vector<int64_t> parseOrder(const std::string &text);
+
+// Walks every op in program order, entering regions (in order) before continuing.
 template <typename Fn> void walk(Block &block, Fn &&fn) {
   for (auto &op : block.ops()) {
     fn(*op);
-    if (op->body())
-      walk(*op->body(), fn);
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      walk(*op->region(r), fn);
   }
 }
 

@@ -1,25 +1,67 @@
-// GIR layouts: how a block's elements are spread over the threads of a CTA, as Triton's
-// "blocked" layout. Per dimension: elements per thread (contiguous), threads per warp, warps.
-// 1-D today; the fields are per dimension so 2-D needs no new representation.
+// GIR layouts: which thread of a program holds which elements of a block, as Triton's
+// encodings. A layout is a value of its own, independent of the block's shape:
+//
+//   blocked  per dimension: elements per thread (a contiguous run), threads per warp, warps per
+//            program, and an order (the fastest-varying dimension first). A block larger than
+//            the layout's tile repeats the tile; a smaller one wraps (threads hold copies).
+//   slice    a parent layout with one dimension removed: what a reduction along that dimension
+//            gives, and what expand_dims takes back to the parent.
+//
+// The index arithmetic below is shared by the layout passes and the lowering: a thread's k-th
+// element is found from its register multi-index (a pure function of the layout and shape) and
+// its lane and warp coordinates. Shapes need not be powers of two where they are multiples of
+// the tile (softmax rows of 12288), so the classic formulas are used rather than a GF(2) form.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tritium::ir {
 
-struct Layout {
-  std::vector<int> sizePerThread;
-  std::vector<int> threadsPerWarp;
-  std::vector<int> warpsPerCTA;
+class Layout {
+public:
+  enum class Kind { Blocked, Slice };
 
+  // A blocked layout; an empty order means the default [rank-1, ..., 0] (last dim fastest).
+  static Layout blocked(std::vector<int> sizePerThread, std::vector<int> threadsPerWarp,
+                        std::vector<int> warpsPerCTA, std::vector<int> order = {});
+  static Layout slice(const Layout &parent, int dim);
+
+  Kind kind() const { return kind_; }
+  bool isBlocked() const { return kind_ == Kind::Blocked; }
+  int rank() const;
+
+  // Blocked fields (the layout must be blocked).
+  const std::vector<int> &sizePerThread() const { return spt_; }
+  const std::vector<int> &threadsPerWarp() const { return tpw_; }
+  const std::vector<int> &warpsPerCTA() const { return wpc_; }
+  const std::vector<int> &order() const { return order_; }
   // Elements one layout tile covers along dim d; a block larger than that repeats the tile.
-  int64_t tile(int d) const {
-    return int64_t(sizePerThread[d]) * threadsPerWarp[d] * warpsPerCTA[d];
-  }
-  std::string str() const; // "#blocked<spt=[4], tpw=[32], wpc=[4]>"
-  bool operator==(const Layout &o) const = default;
+  int64_t tile(int d) const { return int64_t(spt_[d]) * tpw_[d] * wpc_[d]; }
+
+  // Slice fields (the layout must be a slice).
+  int sliceDim() const { return dim_; }
+  const Layout &parent() const { return *parent_; }
+
+  // The blocked layout at the root of a chain of slices, and which of its dimensions the chain
+  // removed (in the root's numbering).
+  const Layout &root() const;
+  std::vector<bool> removedDims() const;
+  // The root dimension that dimension d of this layout is.
+  int rootDim(int d) const;
+
+  // "#blocked<spt=[4], tpw=[32], wpc=[4]>" (order printed when not the default),
+  // "#slice<dim=1, #blocked<...>>"
+  std::string str() const;
+  bool operator==(const Layout &o) const;
+
+private:
+  Kind kind_ = Kind::Blocked;
+  std::vector<int> spt_, tpw_, wpc_, order_;
+  int dim_ = -1;
+  std::shared_ptr<const Layout> parent_;
 };
 
 // Whether a 1-D block of n elements has a blocked layout over `threads` threads: a power of two
@@ -27,5 +69,44 @@ struct Layout {
 inline bool hasBlockedLayout(int64_t n, int64_t threads) {
   return n > 0 && ((n & (n - 1)) == 0 || n % threads == 0);
 }
+
+// How a layout places a block of `shape` on the threads. Registers are enumerated over the
+// root layout's dimensions (a sliced dimension counts once), the order's fastest dim first, so
+// a thread's contiguous run along the fastest dimension is consecutive registers.
+class LayoutMap {
+public:
+  LayoutMap(const Layout &layout, const std::vector<int64_t> &shape);
+
+  int64_t elementsPerThread() const { return total_; }
+  // Whether several threads hold copies of some element (a dimension smaller than the tile).
+  bool replicates() const {
+    for (size_t d = 0; d < rootShape_.size(); ++d)
+      if (rootShape_[d] < root_.tile(int(d)))
+        return true;
+    return false;
+  }
+  // Per root dimension: the block's extent (1 where sliced) and the registers along it.
+  const std::vector<int64_t> &rootShape() const { return rootShape_; }
+  const std::vector<int64_t> &registersPerDim() const { return regs_; }
+  const Layout &root() const { return root_; }
+  int rootDim(int d) const { return rootDims_[size_t(d)]; } // the block's dim d in the root
+
+  // Register k's index along each root dimension, and back.
+  std::vector<int64_t> registerIndex(int64_t k) const;
+  int64_t registerNumber(const std::vector<int64_t> &index) const;
+  // The part of root dim d's coordinate that register index r contributes (rep * tile + j).
+  int64_t registerOffset(int d, int64_t r) const;
+  // The run of consecutive elements one thread holds along root dim d (spt capped by extent).
+  int64_t run(int d) const;
+  // Lane and warp coordinates along root dim d: (id / stride) % count.
+  int64_t laneStride(int d) const { return laneStride_[size_t(d)]; }
+  int64_t warpStride(int d) const { return warpStride_[size_t(d)]; }
+
+private:
+  Layout root_;
+  std::vector<int64_t> rootShape_, regs_, laneStride_, warpStride_;
+  std::vector<int> rootDims_;
+  int64_t total_ = 1;
+};
 
 } // namespace tritium::ir

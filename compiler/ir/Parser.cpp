@@ -241,27 +241,59 @@ private:
     return v;
   }
 
-  Layout layout() {
+  // #blocked<spt=[..], tpw=[..], wpc=[..][, order=[..]]> or #slice<dim=D, LAYOUT>
+  Layout layout(int depth = 0) {
     skip();
+    if (s_.compare(pos_, 7, "#slice<") == 0) {
+      if (depth >= 8) // a slice removes one of at most 8 dimensions
+        fail("slice layouts nest at most 8 deep");
+      pos_ += 6;
+      expect('<', "'<'");
+      expectWord("dim");
+      expect('=', "'=' after dim");
+      int64_t dim = integer("a dimension");
+      expect(',', "',' after the slice's dim");
+      Layout parent = layout(depth + 1);
+      expect('>', "'>' to close the slice layout");
+      if (dim < 0 || dim >= parent.rank())
+        fail("the slice's dim " + std::to_string(dim) + " is out of range for its parent " +
+             parent.str());
+      return Layout::slice(parent, int(dim));
+    }
     if (s_.compare(pos_, 9, "#blocked<") != 0)
-      fail("expected a layout '#blocked<spt=[..], tpw=[..], wpc=[..]>'" + found());
+      fail("expected a layout '#blocked<spt=[..], tpw=[..], wpc=[..]>' or '#slice<dim=.., ..>'" +
+           found());
     pos_ += 8;
     expect('<', "'<'");
-    Layout l;
+    std::vector<int> spt, tpw, wpc, order;
     using Field = std::pair<const char *, std::vector<int> *>;
-    for (auto [key, field] : {Field{"spt", &l.sizePerThread}, Field{"tpw", &l.threadsPerWarp},
-                              Field{"wpc", &l.warpsPerCTA}}) {
+    for (auto [key, field] : {Field{"spt", &spt}, Field{"tpw", &tpw}, Field{"wpc", &wpc}}) {
       if (key != std::string("spt"))
         expect(',', "',' between the layout's fields");
       expectWord(key);
       expect('=', "'=' after " + std::string(key));
       *field = intList();
     }
+    if (accept(',')) {
+      expectWord("order");
+      expect('=', "'=' after order");
+      order = intList();
+    }
     expect('>', "'>' to close the layout");
-    if (l.threadsPerWarp.size() != l.sizePerThread.size() ||
-        l.warpsPerCTA.size() != l.sizePerThread.size())
-      fail("the layout's spt, tpw and wpc lists must have one entry per dimension");
-    return l;
+    if (tpw.size() != spt.size() || wpc.size() != spt.size() ||
+        (!order.empty() && order.size() != spt.size()))
+      fail("the layout's spt, tpw, wpc and order lists must have one entry per dimension");
+    std::vector<bool> seen(spt.size(), false);
+    for (int d : order) {
+      if (d < 0 || d >= int(spt.size()) || seen[size_t(d)])
+        fail("the layout's order must be a permutation of its dimensions");
+      seen[size_t(d)] = true;
+    }
+    for (size_t d = 0; d < spt.size(); ++d)
+      for (int v : {spt[d], tpw[d], wpc[d]})
+        if (v < 1 || v > 1024 || (v & (v - 1)))
+          fail("the layout's spt, tpw and wpc entries must be powers of two from 1 to 1024");
+    return Layout::blocked(spt, tpw, wpc, order);
   }
 
   // A type, and for GIR blocks the layout written inside it.
@@ -286,7 +318,7 @@ private:
     Type t = Type::block(elementType(), shape);
     if (accept(',')) {
       Layout l = layout();
-      if (int(l.sizePerThread.size()) != t.rank())
+      if (l.rank() != t.rank())
         fail("the layout's rank differs from the block's");
       if (layoutOut)
         *layoutOut = l;
@@ -438,13 +470,19 @@ private:
     Op *raw = op.get();
     block.ops().push_back(std::move(op));
 
-    if (peekIs('{', true)) {
-      if (*kind != OpKind::For)
-        fail("only 'for' has a body, '" + word + "' does not");
+    unsigned regions = *kind == OpKind::For || *kind == OpKind::Reduce || *kind == OpKind::Scan
+                           ? 1
+                       : *kind == OpKind::If || *kind == OpKind::While ? 2
+                                                                         : 0;
+    for (unsigned r = 0; r < regions; ++r) {
+      if (!peekIs('{', true))
+        fail("expected '{' and region " + std::to_string(r + 1) + " of " +
+             std::to_string(regions) + " of '" + word + "'" + found());
       parseBody(*raw);
-    } else if (*kind == OpKind::For) {
-      fail("expected '{' and the body of 'for'" + found());
     }
+    if (peekIs('{', true))
+      fail(regions ? "'" + word + "' has " + std::to_string(regions) + " region(s), not more"
+                   : "'" + word + "' has no body");
     // Results become visible after the op (and its body).
     for (size_t i = 0; i < results.size(); ++i) {
       if (values_.count(results[i].first))
@@ -460,7 +498,7 @@ private:
     if (s_.compare(pos_, 5, "^body") != 0)
       fail("expected '^body(...):' to open the body" + found());
     pos_ += 5;
-    Block *body = op.createBody();
+    Block *body = op.createRegion();
     scopes_.emplace_back();
     expect('(', "'(' after ^body");
     if (!peekIs(')')) {

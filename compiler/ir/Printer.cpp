@@ -108,9 +108,9 @@ private:
     }
     if (opts_.locations && op.loc().known())
       out_ += "  loc(\"" + op.loc().str() + "\")";
-    if (op.body()) {
+    for (unsigned r = 0; r < op.numRegions(); ++r) { // "{ ^body(...): ... } { ... }"
       out_ += " {\n";
-      printBlock(*op.body(), depth + 1);
+      printBlock(*op.region(r), depth + 1);
       out_ += indent + "}";
     }
     out_ += "\n";

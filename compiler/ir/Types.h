@@ -1,15 +1,19 @@
-// TIR types: scalars (i1, i32, i64, f16, bf16, f32), pointers to a scalar type, and blocks of a
-// static shape whose elements are scalars or pointers. Types are small values compared by value.
+// TIR types: scalars (i1; signed i8, i16, i32, i64; unsigned u8, u16, u32, u64; floats f8e4m3,
+// f8e5m2, f16, bf16, f32), pointers to a scalar type, and blocks of a static shape whose
+// elements are scalars or pointers. Types are small values compared by value. Integer
+// signedness is part of the type, as in Triton: it picks division, shifts, comparisons and
+// widening.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tritium::ir {
 
-enum class ScalarKind { I1, I32, I64, F16, BF16, F32 };
+enum class ScalarKind { I1, I8, I16, I32, I64, U8, U16, U32, U64, F8E4M3, F8E5M2, F16, BF16, F32 };
 
 // Triton's spelling ("fp32", "i32", ...), used in signatures; and the IR spelling ("f32").
 std::string dtypeName(ScalarKind k);
@@ -18,6 +22,15 @@ std::optional<ScalarKind> parseDtype(const std::string &name); // accepts "fp32"
 int bitWidth(ScalarKind k);
 int byteWidth(ScalarKind k); // bytes an element takes in memory (an i1 takes one)
 bool isFloatKind(ScalarKind k);
+bool isUnsignedKind(ScalarKind k); // u8 .. u64 (i1 is neither signed nor unsigned)
+// fp8 (e4m3 "fn": no infinities, largest 448; e5m2: largest finite 57344) on the host: a value
+// rounded to nearest even and saturated to the largest finite magnitude (NaN stays NaN), as
+// the GPU's cvt.rn.satfinite does; and the exact value of a bit pattern.
+uint8_t toFp8(double x, ScalarKind k);
+double fromFp8(uint8_t bits, ScalarKind k);
+// Every scalar kind, and the valid dtype names for error messages.
+const std::vector<ScalarKind> &allScalarKinds();
+std::string dtypeNames(); // "i1, i8, ..., fp32"
 
 class Type {
 public:
@@ -33,6 +46,7 @@ public:
   bool isFloat() const { return !isPtr_ && isFloatKind(kind_); }
   bool isInt() const { return !isPtr_ && !isFloatKind(kind_) && kind_ != ScalarKind::I1; }
   bool isBool() const { return !isPtr_ && kind_ == ScalarKind::I1; }
+  bool isUnsigned() const { return !isPtr_ && isUnsignedKind(kind_); }
   // The scalar kind, or for pointers the pointee's kind.
   ScalarKind kind() const { return kind_; }
   const std::vector<int64_t> &shape() const { return shape_; }

@@ -48,8 +48,8 @@ private:
         if (!v || !visible_.count(v))
           fail(op.get(), "operand used where it is not defined (SSA dominance)");
       verifyOp(*op);
-      if (op->body())
-        verifyBlock(*op->body());
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        verifyBlock(*op->region(r));
       for (auto &r : op->results()) {
         define(r.get(), op.get());
         scope.push_back(r.get());
@@ -78,6 +78,8 @@ private:
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
       expect(op, res() == Type::scalar(ScalarKind::I32), "grid queries give i32");
+      expect(op, op.hasAttr("axis") && op.intAttr("axis") >= 0 && op.intAttr("axis") <= 2,
+             "grid queries take an axis from 0 to 2");
       break;
     case OpKind::Arange:
       expect(op, res().rank() == 1 && res().numElements() == op.intAttr("end") - op.intAttr("start"),
@@ -92,6 +94,21 @@ private:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && !ty(0).isPtr(),
              "binary op needs two operands of the result's type");
       break;
+    case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::UMulHi:
+      expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && (res().isInt() || res().isBool()),
+             "integer op needs two integer operands of the result's type");
+      if (op.kind() == OpKind::UMulHi)
+        expect(op, bitWidth(res().kind()) >= 32, "umulhi takes 32- or 64-bit integers");
+      break;
+    case OpKind::Not:
+      expect(op, n == 1 && ty(0) == res() && (res().isInt() || res().isBool()),
+             "not takes an integer or mask");
+      break;
+    case OpKind::Bitcast:
+      expect(op, n == 1 && ty(0).shape() == res().shape() && !res().isPtr() && !ty(0).isPtr() &&
+                     bitWidth(ty(0).kind()) == bitWidth(res().kind()),
+             "bitcast keeps the shape and the bit width");
+      break;
     case OpKind::Cmp:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0).withKind(ScalarKind::I1),
              "cmp needs equal operand types and gives i1 of their shape");
@@ -104,6 +121,17 @@ private:
       expect(op, n == 1 && ty(0) == res() && (op.kind() == OpKind::Neg || res().isFloat()),
              "unary op types disagree");
       break;
+    case OpKind::Math: {
+      expect(op, op.hasAttr("fn") && std::holds_alternative<std::string>(op.attr("fn")),
+             "math needs a function name {fn}");
+      auto fn = parseMathFn(op.strAttr("fn"));
+      expect(op, fn.has_value(), "unknown math function '" + op.strAttr("fn") + "'");
+      expect(op, int(n) == mathArity(*fn), "wrong number of operands for " + op.strAttr("fn"));
+      for (unsigned i = 0; i < n; ++i)
+        expect(op, ty(i) == res() && (res().isFloat() || (mathAcceptsIntegers(*fn) && res().isInt())),
+               "math operands must have the result's (float) type");
+      break;
+    }
     case OpKind::Cast:
       expect(op, n == 1 && ty(0).shape() == res().shape() && !res().isPtr(),
              "cast keeps the shape");
@@ -125,12 +153,105 @@ private:
       if (n == 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "store's mask has the wrong type");
       break;
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS: {
+      bool cas = op.kind() == OpKind::AtomicCAS;
+      expect(op, (cas ? n == 3 : (n == 2 || n == 3)) && ty(0).isPtr() && op.numResults() == 1 &&
+                     ty(1) == ty(0).pointee() && res() == ty(0).pointee(),
+             "atomics take pointers and values of their pointee type and give the old values");
+      if (cas)
+        expect(op, ty(2) == ty(1), "atomic_cas's compare and new values have one type");
+      else if (n == 3)
+        expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "an atomic's mask has the wrong type");
+      static const char *sems[] = {"relaxed", "acquire", "release", "acq_rel"};
+      static const char *scopes[] = {"cta", "gpu", "sys"};
+      auto oneOf = [&](const char *key, auto &list) {
+        if (!op.hasAttr(key) || !std::holds_alternative<std::string>(op.attr(key)))
+          return false;
+        for (const char *s : list)
+          if (op.strAttr(key) == s)
+            return true;
+        return false;
+      };
+      expect(op, oneOf("sem", sems) && oneOf("scope", scopes), "an atomic's sem or scope is wrong");
+      if (!cas) {
+        static const char *ops[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
+        expect(op, oneOf("op", ops), "unknown atomic op");
+      }
+      break;
+    }
+    case OpKind::Barrier:
+      expect(op, n == 0 && op.numResults() == 0, "barrier takes and gives nothing");
+      break;
+    case OpKind::Assert:
+      expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&
+                     std::holds_alternative<std::string>(op.attr("message")),
+             "assert takes a mask and a message");
+      break;
     case OpKind::Print:
       expect(op, n == 1 && op.numResults() == 0 && op.hasAttr("prefix") &&
                      std::holds_alternative<std::string>(op.attr("prefix")),
              "print(value) {prefix} takes one value, a string prefix and gives nothing");
       break;
-    case OpKind::ReduceMax: case OpKind::ReduceSum: {
+    case OpKind::ExpandDims: {
+      expect(op, n == 1 && ty(0).isBlock() && op.hasAttr("axis"), "expand_dims takes a block");
+      auto shape = ty(0).shape();
+      int64_t axis = op.intAttr("axis");
+      expect(op, axis >= 0 && axis <= ty(0).rank(), "expand_dims axis out of range");
+      shape.insert(shape.begin() + axis, 1);
+      expect(op, res() == ty(0).withShape(shape), "expand_dims result type is wrong");
+      break;
+    }
+    case OpKind::Broadcast: {
+      expect(op, n == 1 && ty(0).isBlock() && ty(0).rank() == res().rank() &&
+                     ty(0).element() == res().element(),
+             "broadcast keeps the rank and element type");
+      for (int d = 0; d < res().rank(); ++d)
+        expect(op, ty(0).shape()[d] == res().shape()[d] || ty(0).shape()[d] == 1,
+               "broadcast repeats dimensions of 1 only");
+      break;
+    }
+    case OpKind::Reshape:
+      expect(op, n == 1 && ty(0).isBlock() && res().isBlock() &&
+                     ty(0).element() == res().element() &&
+                     ty(0).numElements() == res().numElements(),
+             "reshape keeps the element type and count");
+      break;
+    case OpKind::Trans: {
+      expect(op, n == 1 && ty(0).isBlock() && op.hasAttr("order"), "trans takes a block");
+      std::vector<int64_t> order = parseOrder(op.strAttr("order"));
+      expect(op, int(order.size()) == ty(0).rank(), "trans order must permute the dimensions");
+      std::vector<int64_t> shape;
+      for (int64_t d : order)
+        shape.push_back(ty(0).shape()[size_t(d)]);
+      expect(op, res() == ty(0).withShape(shape), "trans result type is wrong");
+      break;
+    }
+    case OpKind::ConvertLayout:
+      expect(op, n == 1 && ty(0).isBlock() && res() == ty(0),
+             "convert_layout keeps the type");
+      break;
+    case OpKind::Reduce:
+    case OpKind::Scan: {
+      expect(op, n >= 1 && op.numResults() == n && op.numRegions() == 1 && op.hasAttr("axis"),
+             "reduce and scan take N blocks, give N results and have a combine region");
+      int64_t axis = op.intAttr("axis");
+      expect(op, ty(0).isBlock() && axis >= 0 && axis < ty(0).rank(), "reduce axis out of range");
+      auto shape = ty(0).shape();
+      if (op.kind() == OpKind::Reduce)
+        shape.erase(shape.begin() + axis);
+      const Block &combine = *op.region(0);
+      expect(op, combine.arguments().size() == 2 * n, "reduce's region takes 2N scalars");
+      for (unsigned i = 0; i < n; ++i) {
+        expect(op, ty(i).shape() == ty(0).shape(), "reduce's operands have one shape");
+        expect(op, op.result(i)->type() == ty(i).withShape(shape), "reduce result type is wrong");
+        expect(op, combine.argument(i)->type() == ty(i).element() &&
+                       combine.argument(i + n)->type() == ty(i).element(),
+               "reduce's region arguments have the operands' element types");
+      }
+      break;
+    }
+    case OpKind::ReduceMax: case OpKind::ReduceSum: case OpKind::ReduceMin: {
       expect(op, n == 1 && ty(0).isBlock(), "reductions take one block");
       auto shape = ty(0).shape();
       int64_t axis = op.intAttr("axis");
@@ -166,13 +287,48 @@ private:
       expect(op, op.intAttr("num_stages") >= 1, "num_stages must be at least 1");
       break;
     }
+    case OpKind::If: {
+      expect(op, n == 1 && ty(0) == Type::scalar(ScalarKind::I1) && op.numRegions() == 2,
+             "if takes an i1 scalar and has a then and an else region");
+      for (unsigned r = 0; r < 2; ++r)
+        expect(op, op.region(r)->arguments().empty(), "if's regions take no arguments");
+      break;
+    }
+    case OpKind::While: {
+      expect(op, op.numRegions() == 2 && op.numResults() == n,
+             "while has a condition and a body region and one result per carried value");
+      for (unsigned r = 0; r < 2; ++r) {
+        const Block &b = *op.region(r);
+        expect(op, b.arguments().size() == n, "while's regions take the carried values");
+        for (unsigned i = 0; i < n; ++i)
+          expect(op, b.argument(i)->type() == ty(i) && op.result(i)->type() == ty(i),
+                 "carried value types disagree");
+      }
+      break;
+    }
     case OpKind::Yield: {
-      const Op *loop = op.parentBlock()->parentOp();
-      expect(op, loop && loop->kind() == OpKind::For, "yield outside a loop");
-      expect(op, n == loop->numResults(), "yield gives one value per carried value");
-      for (unsigned i = 0; i < n; ++i)
-        expect(op, ty(i) == loop->result(i)->type(), "yielded type disagrees with the loop's");
+      const Op *parent = op.parentBlock()->parentOp();
+      expect(op, parent && (parent->kind() == OpKind::For || parent->kind() == OpKind::If ||
+                            parent->kind() == OpKind::While || parent->kind() == OpKind::Reduce ||
+                            parent->kind() == OpKind::Scan),
+             "yield outside a region");
       expect(op, op.parentBlock()->terminator() == &op, "yield must end its block");
+      if (parent->kind() == OpKind::While && op.parentBlock() == parent->region(0)) {
+        expect(op, n == 1 && ty(0) == Type::scalar(ScalarKind::I1),
+               "a while condition yields one i1 scalar");
+        break;
+      }
+      if (parent->kind() == OpKind::Reduce || parent->kind() == OpKind::Scan) {
+        // the combined group, typed as the region's arguments
+        expect(op, n == parent->numOperands(), "reduce's combine yields one value per block");
+        for (unsigned i = 0; i < n; ++i)
+          expect(op, ty(i) == parent->region(0)->argument(i)->type(),
+                 "reduce's combine yields the wrong type");
+        break;
+      }
+      expect(op, n == parent->numResults(), "yield gives one value per result");
+      for (unsigned i = 0; i < n; ++i)
+        expect(op, ty(i) == parent->result(i)->type(), "yielded type disagrees with the result's");
       break;
     }
     }

@@ -1,6 +1,6 @@
 // Common subexpression elimination over pure ops: an op equal to an earlier visible one (same
-// kind, operands, attributes and types) is replaced by it. Scopes follow the loop nesting, so a
-// value from inside a loop body never replaces one outside it. Loads are never merged: a store
+// kind, operands, attributes and types) is replaced by it. Scopes follow the region nesting, so
+// a value from inside a loop body or a branch never replaces one outside it. Loads are never merged: a store
 // may sit between them.
 #include "compiler/transforms/Passes.h"
 
@@ -32,8 +32,9 @@ public:
       for (unsigned i = 0; i < op->numOperands(); ++i)
         if (auto it = replaced_.find(op->operand(i)); it != replaced_.end())
           op->setOperand(i, it->second);
-      if (op->body()) {
-        run(*op->body(), scope);
+      if (op->numRegions()) {
+        for (unsigned r = 0; r < op->numRegions(); ++r)
+          run(*op->region(r), scope);
         continue;
       }
       if (ir::trait(op->kind()) != ir::OpTrait::Pure || op->numResults() == 0)

@@ -10,8 +10,8 @@ static void collectUses(ir::Block &block, std::unordered_set<const ir::Value *> 
   for (auto &op : block.ops()) {
     for (ir::Value *v : op->operands())
       used.insert(v);
-    if (op->body())
-      collectUses(*op->body(), used);
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      collectUses(*op->region(r), used);
   }
 }
 
@@ -19,8 +19,8 @@ static bool sweep(ir::Block &block, const std::unordered_set<const ir::Value *> 
   bool changed = false;
   for (auto it = block.ops().begin(); it != block.ops().end();) {
     ir::Op &op = **it;
-    if (op.body())
-      changed |= sweep(*op.body(), used);
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      changed |= sweep(*op.region(r), used);
     bool removable = ir::trait(op.kind()) != ir::OpTrait::Effect;
     for (auto &r : op.results())
       removable = removable && !used.count(r.get());

@@ -151,12 +151,25 @@ void carriedChangesShape(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
-void assignedInLoopWithoutCarry(Ptr out, Ptr in, Int n, int BLOCK) {
-  auto acc = dsl::full(BLOCK, 0.0);
+// A variable empty before the loop has no value to carry: its value from the body is out of
+// scope after the loop.
+void firstAssignedInLoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::Value acc;
   for (auto i : dsl::range(0, n, BLOCK)) {
-    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK));
+    acc = dsl::load(in + i + dsl::arange(0, BLOCK));
   }
   gLine = __LINE__; dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
+// Two variables hold one value before the loop, one is assigned in it, and the body reads the
+// value: which variable it reads cannot be told.
+void ambiguousCarry(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  auto start = acc;
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK)) {
+    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK)) + start;
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
@@ -215,7 +228,7 @@ class DslErrorTest : public tritium::testing::CompilerTest {};
 
 TEST_F(DslErrorTest, ShapesThatDoNotBroadcast) {
   expectUserError([] { traceKernel(shapesDoNotBroadcast); },
-                  {"cannot broadcast block<128xi32> with block<256xi32>", "'+'"});
+                  {"cannot broadcast shapes [128] and [256] in '+'", "'+'"});
 }
 
 TEST_F(DslErrorTest, ArangeOfNonPowerOfTwo) {
@@ -240,8 +253,7 @@ TEST_F(DslErrorTest, ArangeOfAMultipleOfTheThreads) {
 
 TEST_F(DslErrorTest, LoadMaskOfWrongShape) {
   expectUserError([] { traceKernel(maskOfWrongShape); },
-                  {"load's mask block<256xi1> does not match the shape of its pointers "
-                   "block<128xptr<f32>>"});
+                  {"cannot broadcast shapes [256] and [128] in load"});
 }
 
 TEST_F(DslErrorTest, MaskThatIsNotAComparison) {
@@ -320,10 +332,15 @@ TEST_F(DslErrorTest, CarriedVariableThatChangesShape) {
                    "from block<128xf32> to f32"});
 }
 
-TEST_F(DslErrorTest, VariableAssignedInLoopWithoutCarry) {
-  expectUserError([] { traceKernel(assignedInLoopWithoutCarry); },
-                  {"a value made inside a range loop body (made at ", "DslErrorTest.cpp:",
-                   "is used after that loop has ended", "carry(...)"});
+TEST_F(DslErrorTest, VariableFirstAssignedInLoop) {
+  expectUserError([] { traceKernel(firstAssignedInLoop); },
+                  {"a value made inside a loop body or a branch (made at ", "DslErrorTest.cpp:",
+                   "is used after it has ended", "give the variable its value before"});
+}
+
+TEST_F(DslErrorTest, TwoVariablesWithOneValueBeforeALoop) {
+  expectUserError([] { traceKernel(ambiguousCarry); },
+                  {"held the same value as another variable before it", "carry(...)"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
@@ -397,9 +414,9 @@ TEST_F(DslErrorTest, SignatureWithBadDtype) {
   expectUserError(
       [] {
         gLine = __LINE__; auto k = tritium::kernel("sig_kernel", good, kNames);
-        k.trace(spec({"*fp32", "*fp32", "u32"}));
+        k.trace(spec({"*fp32", "*fp32", "u16"})); // Int parameters are i32, i64, u32 or u64
       },
-      {"parameter 2 ('n')", "'u32'"});
+      {"parameter 2 ('n')", "'u16'"});
 }
 
 TEST_F(DslErrorTest, WrongNumberOfConstexprs) {
@@ -572,4 +589,83 @@ TEST_F(DslErrorTest, LaunchArgumentsOfOtherSignatureTypes) {
   expectLaunchError(k, 1, {p, p, p}, {"argument 2 ('n') must be i64 but a pointer was given"});
   expectLaunchError(k, 1, {3, p, int64_t(1) << 40},
                     {"argument 0 ('out') must be *fp16 but an integer was given"});
+}
+
+// --- The language of blocks of rank 2 and 3, control flow and atomics ----------------------------
+
+namespace {
+
+void axisOutOfRange(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto v = dsl::zeros({16, 64}, dsl::float32);
+  gLine = __LINE__; auto s = dsl::sum(v, 2);
+  dsl::store(out + dsl::arange(0, 16), s);
+}
+
+void twoDimensionsNotPowersOfTwo(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto v = dsl::zeros({48, 64}, dsl::float32);
+  (void)v;
+}
+
+void atomicOnBytes(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; dsl::atomic_add(out + dsl::arange(0, 128), 1);
+}
+
+void ifOnABlock(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto cols = dsl::arange(0, 128);
+  gLine = __LINE__; dsl::if_(cols < n, [&] {});
+}
+
+void ifWithTwoTypes(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::Value y = dsl::load(in);
+  gLine = __LINE__; dsl::if_(n > 0, [&] { y = dsl::load(in + dsl::arange(0, 128)); }, [&] {});
+  dsl::store(out, y);
+}
+
+void unknownSem(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; dsl::atomic_add(out, 1.0, n > 0, "seq_cst");
+}
+
+void unknownDtype(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto v = dsl::cast(dsl::load(in), "float128");
+  (void)v;
+}
+
+} // namespace
+
+TEST_F(DslErrorTest, AxisOutOfRangeNamesTheShape) {
+  expectUserError([] { traceKernel(axisOutOfRange); },
+                  {"sum: axis 2 is out of range for block<16x64xf32> (0 to 1)"});
+}
+
+TEST_F(DslErrorTest, BlocksOfRankTwoHavePowerOfTwoDimensions) {
+  expectUserError([] { traceKernel(twoDimensionsNotPowersOfTwo); },
+                  {"the dimensions of a block of rank 2 must be powers of two, got [48, 64]"});
+}
+
+TEST_F(DslErrorTest, AtomicOnAnUnsupportedType) {
+  expectUserError([] { traceKernel(atomicOnBytes, spec({"*i8", "*fp32", "i32"})); },
+                  {"atomic_add on i8 is not supported: it takes i32, u32, i64, u64, fp32, fp16 "
+                   "and bf16"});
+}
+
+TEST_F(DslErrorTest, AtomicWithAnUnknownSem) {
+  expectUserError([] { traceKernel(unknownSem); },
+                  {"atomic_add: unknown sem 'seq_cst' (expected relaxed, acquire, release or "
+                   "acq_rel)"});
+}
+
+TEST_F(DslErrorTest, IfOnABlockCondition) {
+  expectUserError([] { traceKernel(ifOnABlock); },
+                  {"if_'s condition must be a scalar", "got block<128xi1>; use where() for blocks"});
+}
+
+TEST_F(DslErrorTest, IfBranchesGiveDifferentTypes) {
+  expectUserError([] { traceKernel(ifWithTwoTypes); },
+                  {"has type block<128xf32> on one path and f32 on the other"});
+}
+
+TEST_F(DslErrorTest, UnknownDtypeListsTheValidOnes) {
+  expectUserError([] { traceKernel(unknownDtype); },
+                  {"unknown dtype 'float128' (expected one of i1, i8, i16, i32, i64, u8, u16, u32, "
+                   "u64, fp8e4m3, fp8e5m2, fp16, bf16, fp32"});
 }

@@ -71,6 +71,27 @@ void usesTheOuterValue(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), x);
 }
 
+// A loop whose assigned variables are found by comparing every live variable before and after
+// the body (LiveValues.h): the kept value is among them and must not be read.
+void loopsWhileAValueIsKept(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  auto acc = dsl::full(BLOCK, 0.0);
+  for (auto i : dsl::range(0, n, 1)) {
+    acc = acc + dsl::load(in + i * BLOCK + offs);
+  }
+  dsl::store(out + offs, acc);
+}
+
+// A variable of this trace given the kept value inside a loop body is not carried; its next use
+// is the mistake.
+void assignsTheKeptValueInALoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  for (auto i : dsl::range(0, n, 1)) {
+    offs = gKept;
+  }
+  gLine = __LINE__; dsl::store(out + offs, 0.0);
+}
+
 int gOuterLine = 0;
 void tracesAnotherKernelInside(Ptr out, Ptr in, Int n, int BLOCK) {
   gOuterLine = __LINE__; gOuter = dsl::arange(0, BLOCK);
@@ -140,6 +161,14 @@ TEST_F(TraceLifetimeTest, ValueOfAnOuterTraceNamesWhereItWasMade) {
               std::string::npos)
         << msg;
   }
+}
+
+TEST_F(TraceLifetimeTest, LoopsIgnoreAKeptValue) {
+  EXPECT_NO_THROW(
+      tritium::kernel("looper", loopsWhileAValueIsKept, kNames).compileTo(gSpec, Stage::GIR));
+  expectUserError(
+      [] { tritium::kernel("assigner", assignsTheKeptValueInALoop, kNames).trace(gSpec); },
+      {"made during a trace that has ended is used while tracing kernel 'assigner'"});
 }
 
 TEST_F(TraceLifetimeTest, FreshValuesStillWork) {

@@ -1,0 +1,145 @@
+// Layouts as values (construction, printing, equality) and the index arithmetic of LayoutMap.
+#include "compiler/ir/Layout.h"
+
+#include "compiler/support/Error.h"
+
+#include <algorithm>
+
+namespace tritium::ir {
+
+Layout Layout::blocked(std::vector<int> spt, std::vector<int> tpw, std::vector<int> wpc,
+                       std::vector<int> order) {
+  Layout l;
+  l.kind_ = Kind::Blocked;
+  if (order.empty())
+    for (int d = int(spt.size()) - 1; d >= 0; --d)
+      order.push_back(d);
+  l.spt_ = std::move(spt);
+  l.tpw_ = std::move(tpw);
+  l.wpc_ = std::move(wpc);
+  l.order_ = std::move(order);
+  return l;
+}
+
+Layout Layout::slice(const Layout &parent, int dim) {
+  if (dim < 0 || dim >= parent.rank())
+    internalError("slice of dimension " + std::to_string(dim) + " of " + parent.str());
+  Layout l;
+  l.kind_ = Kind::Slice;
+  l.dim_ = dim;
+  l.parent_ = std::make_shared<const Layout>(parent);
+  return l;
+}
+
+int Layout::rank() const {
+  return isBlocked() ? int(spt_.size()) : parent_->rank() - 1;
+}
+
+const Layout &Layout::root() const { return isBlocked() ? *this : parent_->root(); }
+
+std::vector<bool> Layout::removedDims() const {
+  if (isBlocked())
+    return std::vector<bool>(spt_.size(), false);
+  std::vector<bool> removed = parent_->removedDims();
+  // This slice removes the parent's dim_, counted among the dims the parent still has.
+  int seen = 0;
+  for (size_t d = 0; d < removed.size(); ++d)
+    if (!removed[d] && seen++ == dim_) {
+      removed[d] = true;
+      break;
+    }
+  return removed;
+}
+
+int Layout::rootDim(int d) const {
+  std::vector<bool> removed = removedDims();
+  int seen = 0;
+  for (size_t r = 0; r < removed.size(); ++r)
+    if (!removed[r] && seen++ == d)
+      return int(r);
+  internalError("dimension " + std::to_string(d) + " out of range for " + str());
+}
+
+std::string Layout::str() const {
+  if (!isBlocked())
+    return "#slice<dim=" + std::to_string(dim_) + ", " + parent_->str() + ">";
+  auto list = [](const std::vector<int> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::string s = "#blocked<spt=" + list(spt_) + ", tpw=" + list(tpw_) + ", wpc=" + list(wpc_);
+  if (order_ != blocked(spt_, tpw_, wpc_).order_)
+    s += ", order=" + list(order_);
+  return s + ">";
+}
+
+bool Layout::operator==(const Layout &o) const {
+  if (kind_ != o.kind_)
+    return false;
+  if (isBlocked())
+    return spt_ == o.spt_ && tpw_ == o.tpw_ && wpc_ == o.wpc_ && order_ == o.order_;
+  return dim_ == o.dim_ && *parent_ == *o.parent_;
+}
+
+LayoutMap::LayoutMap(const Layout &layout, const std::vector<int64_t> &shape)
+    : root_(layout.root()) {
+  if (int(shape.size()) != layout.rank())
+    internalError("layout " + layout.str() + " applied to a block of rank " +
+                  std::to_string(shape.size()));
+  std::vector<bool> removed = layout.removedDims();
+  size_t rank = removed.size();
+  size_t next = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (removed[d]) {
+      rootShape_.push_back(1);
+    } else {
+      rootShape_.push_back(shape[next++]);
+      rootDims_.push_back(int(d));
+    }
+  }
+  laneStride_.resize(rank);
+  warpStride_.resize(rank);
+  int64_t lanes = 1, warps = 1;
+  for (int d : root_.order()) {
+    laneStride_[size_t(d)] = lanes;
+    warpStride_[size_t(d)] = warps;
+    lanes *= root_.threadsPerWarp()[size_t(d)];
+    warps *= root_.warpsPerCTA()[size_t(d)];
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t tile = root_.tile(int(d));
+    int64_t reps = (rootShape_[d] + tile - 1) / tile;
+    regs_.push_back(run(int(d)) * reps);
+    total_ *= regs_.back();
+  }
+}
+
+int64_t LayoutMap::run(int d) const {
+  return std::min<int64_t>(root_.sizePerThread()[size_t(d)], rootShape_[size_t(d)]);
+}
+
+std::vector<int64_t> LayoutMap::registerIndex(int64_t k) const {
+  std::vector<int64_t> index(regs_.size());
+  for (int d : root_.order()) {
+    index[size_t(d)] = k % regs_[size_t(d)];
+    k /= regs_[size_t(d)];
+  }
+  return index;
+}
+
+int64_t LayoutMap::registerNumber(const std::vector<int64_t> &index) const {
+  int64_t k = 0;
+  const auto &order = root_.order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    k = k * regs_[size_t(*it)] + index[size_t(*it)];
+  return k;
+}
+
+int64_t LayoutMap::registerOffset(int d, int64_t r) const {
+  int64_t s = run(d);
+  return (r / s) * root_.tile(d) + r % s;
+}
+
+} // namespace tritium::ir

@@ -1,0 +1,44 @@
+// Assigned-variable detection for traced regions (Carry.h).
+#include "frontend/Carry.h"
+
+#include "compiler/support/Error.h"
+
+#include <algorithm>
+
+namespace tritium::dsl {
+
+std::vector<LiveValues::Change> assignedVariables(const std::vector<LiveValues::Entry> &before,
+                                                  const std::vector<Value *> &skip) {
+  std::vector<LiveValues::Change> out;
+  for (const LiveValues::Change &c : LiveValues::compare(before))
+    if (c.after != c.before && std::find(skip.begin(), skip.end(), c.var) == skip.end())
+      out.push_back(c);
+  return out;
+}
+
+void checkUnambiguous(const std::vector<LiveValues::Change> &carried,
+                      const std::vector<LiveValues::Entry> &before,
+                      const std::vector<ir::Block *> &regions, const char *what,
+                      const SourceLoc &loc) {
+  for (const auto &c : carried) {
+    bool sharedWithAnother = false;
+    for (const auto &e : LiveValues::compare(before))
+      sharedWithAnother = sharedWithAnother || (e.before == c.before && e.var != c.var);
+    if (!sharedWithAnother)
+      continue;
+    bool used = false;
+    for (ir::Block *r : regions)
+      ir::walk(*r, [&](ir::Op &op) {
+        for (ir::Value *v : op.operands())
+          used = used || v == c.before;
+      });
+    if (used)
+      userError(std::string("a variable assigned in this ") + what +
+                    " held the same value as another variable before it, and the body reads "
+                    "that value: tritium cannot tell which of the two it reads; give the other "
+                    "variable its own value, or name the loop's variables with carry(...)",
+                loc);
+  }
+}
+
+} // namespace tritium::dsl

@@ -1,0 +1,219 @@
+// Blocks of rank 2 and 3 on the GPU against double-precision references (tests/BlockCases.h):
+// 2-D tiles with row and column masks, reductions along every axis under several warp counts,
+// trans() and reshape() through shared memory, broadcasting across ranks and 3-D blocks.
+#include "BlockCases.h"
+#include "GpuTestSupport.h"
+
+#include "interpreter/Interpreter.h"
+#include "runtime/Memory.h"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include "runtime/Memory.h"
+
+using namespace tritium;
+using namespace tritium::testing::blocks;
+using rt::DeviceBuffer;
+
+namespace {
+
+class BlocksGpuTest : public tritium::testing::CompilerTest {
+protected:
+  rt::Stream &stream() {
+    if (!stream_)
+      stream_.emplace();
+    return *stream_;
+  }
+  std::function<void()> sync = [this] { stream().sync(); };
+
+private:
+  std::optional<rt::Stream> stream_;
+};
+
+TEST_F(BlocksGpuTest, TileAffineWithRowAndColumnMasks) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4, 8}) {
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 37, 45, 16, 32, warps);
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 1000, 1000, 64, 64, warps);
+    checkTileAffine<DeviceBuffer>(stream().get(), sync, 5, 300, 2, 128, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, ReductionsAlongEachAxis) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 2, 4, 8}) {
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 13, 29, 16, 32, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 64, 8, 64, 8, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 3, 100, 4, 128, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 100, 3, 128, 4, warps);
+    checkTileReductions<DeviceBuffer>(stream().get(), sync, 64, 64, 64, 64, warps);
+  }
+  // 256 elements per thread, the most a block may give one.
+  checkTileReductions<DeviceBuffer>(stream().get(), sync, 250, 255, 256, 256, 8);
+}
+
+TEST_F(BlocksGpuTest, Transpose) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 30, 50, 32, 64, warps);
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 8, 8, 8, 8, warps);
+    checkTranspose<DeviceBuffer>(stream().get(), sync, 128, 64, 128, 64, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, OuterProductBroadcastsAcrossRanks) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4})
+    checkOuterProduct<DeviceBuffer>(stream().get(), sync, 20, 70, 32, 128, warps);
+}
+
+TEST_F(BlocksGpuTest, ReshapeThenReduce) {
+  SKIP_WITHOUT_GPU();
+  checkReshape<DeviceBuffer>(stream().get(), sync, 8, 64, 2);
+  checkReshape<DeviceBuffer>(stream().get(), sync, 16, 256, 4);
+}
+
+TEST_F(BlocksGpuTest, ThreeDimensionalSums) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkCubeSums<DeviceBuffer>(stream().get(), sync, 4, 8, 16, warps);
+    checkCubeSums<DeviceBuffer>(stream().get(), sync, 2, 32, 4, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, MathFunctions) {
+  SKIP_WITHOUT_GPU();
+  for (int f = 0; f <= int(ir::MathFn::DivRn); ++f) {
+    SCOPED_TRACE(ir::mathName(ir::MathFn(f)));
+    checkMathFunction<DeviceBuffer>(stream().get(), sync, ir::MathFn(f),
+                                    mathTolerance(ir::MathFn(f)));
+  }
+}
+
+TEST_F(BlocksGpuTest, IntegerOps) {
+  SKIP_WITHOUT_GPU();
+  for (int op = 0; op < kIntOps; ++op)
+    for (bool u : {false, true})
+      checkIntOp<DeviceBuffer>(stream().get(), sync, IntOp(op), u);
+}
+
+TEST_F(BlocksGpuTest, Fp8CastsAndBitcast) {
+  SKIP_WITHOUT_GPU();
+  checkFp8<DeviceBuffer>(stream().get(), sync, ir::ScalarKind::F8E4M3);
+  checkFp8<DeviceBuffer>(stream().get(), sync, ir::ScalarKind::F8E5M2);
+}
+
+TEST_F(BlocksGpuTest, LoopsBranchesAndWhileCarryVariables) {
+  SKIP_WITHOUT_GPU();
+  for (int mode : {0, 1})
+    for (int64_t n : {1, 300, 1000})
+      checkControlFlow<DeviceBuffer>(stream().get(), sync, n, mode);
+}
+
+TEST_F(BlocksGpuTest, AtomicsUnderContention) {
+  SKIP_WITHOUT_GPU();
+  for (int op = 0; op < 6; ++op)
+    for (int warps : {1, 4})
+      checkAtomics<DeviceBuffer>(stream().get(), sync, op, warps);
+}
+
+TEST_F(BlocksGpuTest, ArgmaxArgminXorSumAndUserReduce) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4, 8}) {
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 16, 64, warps);
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 64, 8, warps);
+    checkArgReductions<DeviceBuffer>(stream().get(), sync, 4, 4, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, CumsumCumprodAndAssociativeScan) {
+  SKIP_WITHOUT_GPU();
+  for (int warps : {1, 4}) {
+    checkScans<DeviceBuffer>(stream().get(), sync, 8, 64, warps);
+    checkScans<DeviceBuffer>(stream().get(), sync, 64, 8, warps);
+    checkScans<DeviceBuffer>(stream().get(), sync, 2, 512, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, ThreeDimensionalGrids) {
+  SKIP_WITHOUT_GPU();
+  checkGrid3<DeviceBuffer>(stream().get(), sync, {3, 4, 5});
+  checkGrid3<DeviceBuffer>(stream().get(), sync, {7, 2});
+}
+
+TEST_F(BlocksGpuTest, PhiloxKnownAnswersAndRandomNumbers) {
+  SKIP_WITHOUT_GPU();
+  checkPhiloxKnownAnswers<DeviceBuffer>(stream().get(), sync);
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7})
+      checkRandomProperties(runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, wide), seed, wide);
+}
+
+// The GPU's random numbers against the interpreter's: randint and rand bit for bit, randn
+// within 4 ulp.
+TEST_F(BlocksGpuTest, RandomNumbersMatchTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7}) {
+      RandomOutputs gpu = runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, wide);
+      setInterpret(true);
+      RandomOutputs ref = runRandomNumbers<interpreter::HostBuffer>(nullptr, [] {}, seed, wide);
+      resetInterpret();
+      EXPECT_EQ(gpu.ints, ref.ints) << "seed " << seed << (wide ? " (64-bit offsets)" : "");
+      for (size_t i = 0; i < gpu.uniforms.size(); ++i) {
+        ASSERT_EQ(tritium::testing::bitsOf(gpu.uniforms[i]), tritium::testing::bitsOf(ref.uniforms[i])) << "rand at " << i;
+        ASSERT_NEAR(gpu.normals[i], ref.normals[i], 4e-6 * std::max(1.0f, std::fabs(ref.normals[i])))
+            << "randn at " << i;
+      }
+    }
+}
+
+// Triton's own numbers (tools/triton_random_reference.py writes them on the GPU machine; the
+// file is named by TRITIUM_TRITON_RANDOM_CSV): randint and rand bit for bit, randn counted.
+TEST_F(BlocksGpuTest, TritonRandomReference) {
+  SKIP_WITHOUT_GPU();
+  const char *path = std::getenv("TRITIUM_TRITON_RANDOM_CSV");
+  if (!path)
+    GTEST_SKIP() << "TRITIUM_TRITON_RANDOM_CSV is not set (run tools/triton_random_reference.py)";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::map<int32_t, std::vector<std::array<uint32_t, 3>>> want;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    int32_t seed;
+    unsigned off, a, b, c;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%u,%x,%x,%x", &seed, &off, &a, &b, &c), 5) << line;
+    auto &rows = want[seed];
+    rows.resize(std::max<size_t>(rows.size(), off + 1));
+    rows[off] = {a, b, c};
+  }
+  ASSERT_FALSE(want.empty());
+  for (auto &[seed, rows] : want) {
+    RandomOutputs got = runRandomNumbers<DeviceBuffer>(stream().get(), sync, seed, false);
+    size_t intsOff = 0, randOff = 0, randnExact = 0, randnClose = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      intsOff += got.ints[i] != rows[i][0];
+      randOff += tritium::testing::bitsOf(got.uniforms[i]) != rows[i][1];
+      float z = tritium::testing::floatOf(rows[i][2]);
+      randnExact += tritium::testing::bitsOf(got.normals[i]) == rows[i][2];
+      randnClose += std::fabs(got.normals[i] - z) <= 4e-6f * std::max(1.0f, std::fabs(z));
+    }
+    EXPECT_EQ(intsOff, 0u) << "randint differs from Triton's for seed " << seed;
+    EXPECT_EQ(randOff, 0u) << "rand differs from Triton's for seed " << seed;
+    EXPECT_EQ(randnClose, rows.size()) << "randn beyond 4e-6 of Triton's for seed " << seed;
+    std::printf("seed %d: randint and rand equal to Triton's for %zu offsets; randn bit-equal "
+                "for %zu of them\n", seed, rows.size(), randnExact);
+  }
+}
+
+TEST_F(BlocksGpuTest, ReadmeNormalizeRows) {
+  SKIP_WITHOUT_GPU();
+  checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 100, 200, 4, 256, 4);
+  checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 37, 1000, 2, 1024, 8);
+}
+
+} // namespace

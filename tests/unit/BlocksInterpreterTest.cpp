@@ -1,0 +1,263 @@
+// Blocks of rank 2 and 3 in the interpreter (tests/BlockCases.h): the twins of
+// tests/gpu/BlocksGpuTest.cpp, which run everywhere. Each kernel is also compiled to PTX, so
+// the layout passes and the lowering see every shape here too.
+#include "BlockCases.h"
+
+#include "interpreter/Interpreter.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+using namespace tritium;
+using namespace tritium::testing::blocks;
+using interpreter::HostBuffer;
+
+namespace {
+
+class BlocksInterpreterTest : public tritium::testing::CompilerTest {
+protected:
+  void SetUp() override { setInterpret(true); }
+  void TearDown() override { resetInterpret(); }
+  std::function<void()> sync = [] {};
+};
+
+TEST_F(BlocksInterpreterTest, TileAffineWithRowAndColumnMasks) {
+  checkTileAffine<HostBuffer>(nullptr, sync, 37, 45, 16, 32, 4);
+  checkTileAffine<HostBuffer>(nullptr, sync, 64, 64, 32, 16, 2);
+  checkTileAffine<HostBuffer>(nullptr, sync, 5, 300, 2, 128, 4);
+}
+
+TEST_F(BlocksInterpreterTest, ReductionsAlongEachAxis) {
+  checkTileReductions<HostBuffer>(nullptr, sync, 13, 29, 16, 32, 4);
+  checkTileReductions<HostBuffer>(nullptr, sync, 64, 8, 64, 8, 8);
+  checkTileReductions<HostBuffer>(nullptr, sync, 3, 100, 4, 128, 1);
+}
+
+TEST_F(BlocksInterpreterTest, Transpose) {
+  checkTranspose<HostBuffer>(nullptr, sync, 30, 50, 32, 64, 4);
+  checkTranspose<HostBuffer>(nullptr, sync, 8, 8, 8, 8, 1);
+}
+
+TEST_F(BlocksInterpreterTest, OuterProductBroadcastsAcrossRanks) {
+  checkOuterProduct<HostBuffer>(nullptr, sync, 20, 70, 32, 128, 4);
+}
+
+TEST_F(BlocksInterpreterTest, ReshapeThenReduce) { checkReshape<HostBuffer>(nullptr, sync, 8, 64, 2); }
+
+TEST_F(BlocksInterpreterTest, ThreeDimensionalSums) {
+  checkCubeSums<HostBuffer>(nullptr, sync, 4, 8, 16, 4);
+  checkCubeSums<HostBuffer>(nullptr, sync, 2, 32, 4, 2);
+}
+
+TEST_F(BlocksInterpreterTest, MathFunctions) {
+  for (int f = 0; f <= int(ir::MathFn::DivRn); ++f) {
+    SCOPED_TRACE(ir::mathName(ir::MathFn(f)));
+    checkMathFunction<HostBuffer>(nullptr, sync, ir::MathFn(f), mathTolerance(ir::MathFn(f)));
+  }
+}
+
+TEST_F(BlocksInterpreterTest, IntegerOps) {
+  for (int op = 0; op < kIntOps; ++op)
+    for (bool u : {false, true})
+      checkIntOp<HostBuffer>(nullptr, sync, IntOp(op), u);
+}
+
+TEST_F(BlocksInterpreterTest, Fp8CastsAndBitcast) {
+  checkFp8<HostBuffer>(nullptr, sync, ir::ScalarKind::F8E4M3);
+  checkFp8<HostBuffer>(nullptr, sync, ir::ScalarKind::F8E5M2);
+}
+
+TEST_F(BlocksInterpreterTest, LoopsBranchesAndWhileCarryVariables) {
+  for (int mode : {0, 1})
+    for (int64_t n : {1, 300, 1000})
+      checkControlFlow<HostBuffer>(nullptr, sync, n, mode);
+}
+
+TEST_F(BlocksInterpreterTest, AtomicsUnderContention) {
+  for (int op = 0; op < 6; ++op)
+    for (int warps : {1, 4})
+      checkAtomics<HostBuffer>(nullptr, sync, op, warps);
+}
+
+TEST_F(BlocksInterpreterTest, ArgmaxArgminXorSumAndUserReduce) {
+  for (int warps : {1, 4, 8}) {
+    checkArgReductions<HostBuffer>(nullptr, sync, 16, 64, warps);
+    checkArgReductions<HostBuffer>(nullptr, sync, 64, 8, warps);
+    checkArgReductions<HostBuffer>(nullptr, sync, 4, 4, warps);
+  }
+}
+
+TEST_F(BlocksInterpreterTest, CumsumCumprodAndAssociativeScan) {
+  for (int warps : {1, 4}) {
+    checkScans<HostBuffer>(nullptr, sync, 8, 64, warps);
+    checkScans<HostBuffer>(nullptr, sync, 64, 8, warps);
+    checkScans<HostBuffer>(nullptr, sync, 2, 512, warps);
+  }
+}
+
+TEST_F(BlocksInterpreterTest, ThreeDimensionalGrids) {
+  checkGrid3<HostBuffer>(nullptr, sync, {3, 4, 5});
+  checkGrid3<HostBuffer>(nullptr, sync, {7, 2});
+}
+
+TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
+  checkPhiloxKnownAnswers<HostBuffer>(nullptr, sync);
+  for (bool wide : {false, true})
+    for (int32_t seed : {0, 12345, -7})
+      checkRandomProperties(runRandomNumbers<HostBuffer>(nullptr, sync, seed, wide), seed, wide);
+}
+
+TEST_F(BlocksInterpreterTest, ReadmeNormalizeRows) {
+  checkNormalizeRows<HostBuffer>(nullptr, sync, 100, 200, 4, 256, 4);
+  checkNormalizeRows<HostBuffer>(nullptr, sync, 37, 1000, 2, 1024, 8);
+}
+
+} // namespace
+
+namespace {
+
+void assertPositive(Ptr x, int BLOCK) {
+  auto offs = arange(0, BLOCK);
+  device_assert(load(x + offs) > 0, "x must be positive");
+}
+
+void traceTimeChecks(Ptr x, int BLOCK) {
+  static_print("BLOCK and x:", {BLOCK, x});
+  static_assert_(BLOCK % 32 == 0, "BLOCK must be a multiple of 32");
+  store(x + arange(0, BLOCK), 1.0);
+}
+
+// device_assert passes quietly on good data and, on bad data, names the message, the program,
+// the element and the kernel's file:line; its PTX calls CUDA's __assertfail.
+TEST_F(BlocksInterpreterTest, DeviceAssert) {
+  std::vector<float> good(64, 1.0f), bad(64, 1.0f);
+  bad[17] = -2.0f;
+  interpreter::HostBuffer g(64 * 4), b(64 * 4);
+  g.upload(good.data(), 64 * 4);
+  b.upload(bad.data(), 64 * 4);
+  auto k = kernel("assert_positive", assertPositive, {"x", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32"}, .constexprs = {64}, .numWarps = 2});
+  EXPECT_NO_THROW(c.launch(1, nullptr, {g}));
+  try {
+    c.launch(3, nullptr, {b});
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("BlocksInterpreterTest.cpp:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("device_assert failed in program 0, element 17: x must be positive"),
+              std::string::npos)
+        << msg;
+  }
+  EXPECT_NE(c.artifacts().ptx.find("__assertfail"), std::string::npos);
+}
+
+TEST_F(BlocksInterpreterTest, StaticAssertAndStaticPrint) {
+  auto k = kernel("trace_time_checks", traceTimeChecks, {"x", "BLOCK"});
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(k.compile({.signature = {"*fp32"}, .constexprs = {64}, .numWarps = 2}));
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("BLOCK and x: int literal 64 ptr<f32>"), std::string::npos) << printed;
+  try {
+    k.compile({.signature = {"*fp32"}, .constexprs = {48}, .numWarps = 2});
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("static_assert failed: BLOCK must be a multiple of 32"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
+
+namespace {
+
+// Triton 3.6's own random numbers (tests/data/triton_random.csv, written on the H200 by
+// tools/triton_random_reference.py: seeds 0, 12345 and -7, offsets 0 .. 1023): the interpreter's
+// randint and rand equal them bit for bit; randn within 1e-6 (the host's log and cos in double
+// against libdevice's in f32; the GPU's are bit-equal, BlocksGpuTest.TritonRandomReference).
+TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritons) {
+  std::ifstream in(std::string(TRITIUM_TEST_DATA) + "/triton_random.csv");
+  ASSERT_TRUE(in) << "tests/data/triton_random.csv is missing";
+  std::map<int32_t, std::map<unsigned, std::array<uint32_t, 3>>> want;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    int32_t seed;
+    unsigned off, a, b, c;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d,%u,%x,%x,%x", &seed, &off, &a, &b, &c), 5) << line;
+    want[seed][off] = {a, b, c};
+  }
+  ASSERT_EQ(want.size(), 3u);
+  for (auto &[seed, rows] : want) {
+    RandomOutputs got = runRandomNumbers<HostBuffer>(nullptr, sync, seed, false);
+    for (auto &[off, w] : rows) {
+      ASSERT_EQ(got.ints[off], w[0]) << "randint, seed " << seed << ", offset " << off;
+      ASSERT_EQ(tritium::testing::bitsOf(got.uniforms[off]), w[1])
+          << "rand, seed " << seed << ", offset " << off;
+      float z = tritium::testing::floatOf(w[2]);
+      ASSERT_NEAR(got.normals[off], z, 1e-6 * std::max(1.0f, std::fabs(z)))
+          << "randn, seed " << seed << ", offset " << off;
+    }
+  }
+}
+
+} // namespace
+
+namespace {
+
+// Cold compile times of kernels of the new language (a fresh cache each): printed as a table
+// for docs/PERF.md; bounded generously here (the machine may be loaded), measured on the GPU
+// machine.
+TEST_F(BlocksInterpreterTest, CompileTimes) {
+  struct Case {
+    const char *name;
+    std::function<void()> compile;
+  };
+  auto time = [](const std::function<void()> &f) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
+  std::vector<Case> cases = {
+      {"normalize_rows 4x256", [] {
+         kernel("normalize_rows", normalizeRows, {"out", "x", "M", "N", "stride", "BM", "BN"})
+             .compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32"},
+                       .constexprs = {4, 256}, .numWarps = 4});
+       }},
+      {"tile_transpose 32x64", [] {
+         kernel("tile_transpose", tileTranspose,
+                {"out", "x", "M", "N", "x_stride", "out_stride", "BM", "BN"})
+             .compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
+                       .constexprs = {32, 64}, .numWarps = 4});
+       }},
+      {"math sin (libdevice)", [] {
+         kernel("math_sin", mathTile, {"out", "x", "y", "z", "n", "FN", "BM", "BN"})
+             .compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32"},
+                       .constexprs = {int(ir::MathFn::Sin), 8, 128}, .numWarps = 4});
+       }},
+      {"random numbers 1024", [] {
+         kernel("random_numbers", randomNumbers,
+                {"ints", "uniforms", "normals", "seed", "BLOCK", "WIDE"})
+             .compile({.signature = {"*u32", "*fp32", "*fp32", "i32"},
+                       .constexprs = {1024, 0}, .numWarps = 4});
+       }},
+      {"scans 8x64", [] {
+         kernel("scans", scans,
+                {"sum_rows", "sum_cols", "prod_rows", "run_max", "flat_sum", "x", "k", "BM", "BN"})
+             .compile({.signature = {"*fp32", "*fp32", "*i32", "*fp32", "*fp32", "*fp32", "*i32"},
+                       .constexprs = {8, 64}, .numWarps = 4});
+       }},
+  };
+  std::printf("%-24s %10s\n", "kernel", "cold ms");
+  for (const Case &c : cases) {
+    double ms = time(c.compile);
+    std::printf("%-24s %10.1f\n", c.name, ms);
+    ::testing::Test::RecordProperty(c.name, std::to_string(ms));
+    EXPECT_LT(ms, 2000.0) << c.name;
+  }
+}
+
+} // namespace
