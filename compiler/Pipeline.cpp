@@ -1,6 +1,7 @@
 // The pipeline driver: runs passes in order, verifies between them, keeps and dumps each stage.
 #include "compiler/Pipeline.h"
 
+#include "compiler/Targets.h"
 #include "compiler/codegen/EmitPTX.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/gpu/GpuPasses.h"
@@ -113,6 +114,10 @@ void optimizeTIR(ir::Function &fn) {
 
 Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last,
                      const ir::PrintOptions &print) {
+  if (std::string bad = checkArch(options.arch); !bad.empty())
+    throw UserError(bad);
+  if (std::string bad = checkPtxVersion(options.ptxVersion, options.arch); !bad.empty())
+    throw UserError(bad);
   if (options.numWarps < 1 || options.numWarps > 32 ||
       !std::has_single_bit(unsigned(options.numWarps)))
     throw UserError("num_warps must be a power of two from 1 to 32, got " +

@@ -38,24 +38,29 @@ public:
   // Every Value object is listed while it lives (LiveValues.h), so that loops and branches can
   // find the variables their bodies assigned and carry them, as Triton does by name.
   Value() { link(); }
-  explicit Value(ir::Value *v) : v_(v) { link(); }
-  Value(const Value &o) : v_(o.v_) { link(); }
+  explicit Value(ir::Value *v); // belongs to the trace in progress (Tracer.cpp)
+  Value(const Value &o) : v_(o.v_), trace_(o.trace_) { link(); }
   // A moved-from Value is empty, so that the copies the tracer passes along (parameters, return
   // values) are not taken for variables holding the same value.
-  Value(Value &&o) noexcept : v_(o.v_) {
+  Value(Value &&o) noexcept : v_(o.v_), trace_(o.trace_) {
     o.v_ = nullptr;
     link();
   }
   Value &operator=(const Value &o) {
     v_ = o.v_;
+    trace_ = o.trace_;
     return *this;
   }
   ~Value() { unlink(); }
   ir::Value *ir() const { return v_; }
-  const ir::Type &type() const;
+  // ir() once the value is known to belong to the trace in progress: a value kept (in a static,
+  // say) from an ended trace or another kernel's is a user error at `use`, raised before the
+  // stale IR is touched.
+  ir::Value *checked(const SourceLoc &use) const;
+  const ir::Type &type(Loc loc = Loc::current()) const;
   // The element type's name ("fp32", "bf16", "i32"); for pointers the pointee's, as Triton's
   // ptr.dtype.element_ty: cast(y, output_ptr.dtype()) stores in the output's type.
-  std::string dtype() const;
+  std::string dtype(Loc loc = Loc::current()) const;
   // Triton's x[:, None] and x[None, :]: x(_, None), x(None, _) (and three-index forms).
   Value operator()(Index a, Index b, Loc loc = Loc::current()) const;
   Value operator()(Index a, Index b, Index c, Loc loc = Loc::current()) const;
@@ -68,6 +73,7 @@ private:
   ir::Value *v_ = nullptr;
   Value *prev_ = nullptr, *next_ = nullptr;
   uint64_t serial_ = 0; // tells a variable from a later one at the same address
+  uint64_t trace_ = 0;  // the serial of the Tracer that made it; 0: made outside any trace
 };
 
 // Several values handled together (a general reduce's operands, Philox's four words).
@@ -86,7 +92,8 @@ struct Operand {
   double f = 0;
   SourceLoc loc;
 
-  Operand(const Value &v, Loc l = Loc::current()) : kind(Kind::Value), value(v.ir()), loc(l) {}
+  Operand(const Value &v, Loc l = Loc::current())
+      : kind(Kind::Value), value(v.checked(l)), loc(l) {}
   Operand(int v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(int64_t v, Loc l = Loc::current()) : kind(Kind::Int), i(v), loc(l) {}
   Operand(uint32_t v, Loc l = Loc::current()) : kind(Kind::Int), i(int64_t(v)), loc(l) {}

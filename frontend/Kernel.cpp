@@ -50,14 +50,16 @@ Specialization Specialization::specializedFor(std::initializer_list<KernelArg> a
   return s;
 }
 
-Kernel::Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,
-               SourceLoc loc)
-    : name_(std::move(name)), kinds_(std::move(kinds)), names_(std::move(names)),
-      loc_(std::move(loc)) {
+Kernel::Kernel(std::string name, std::vector<ParamKind> kinds,
+               std::vector<ConstexprRange> ranges, std::vector<std::string> names, SourceLoc loc)
+    : name_(std::move(name)), kinds_(std::move(kinds)), ranges_(std::move(ranges)),
+      names_(std::move(names)), loc_(std::move(loc)) {
+  checkKernelName(name_, loc_);
   if (!names_.empty() && names_.size() != kinds_.size())
     userError("kernel '" + name_ + "' has " + std::to_string(kinds_.size()) +
                   " parameters but " + std::to_string(names_.size()) + " names were given",
               loc_);
+  checkParamNames(name_, names_, loc_);
   for (size_t i = names_.size(); i < kinds_.size(); ++i)
     names_.push_back("arg" + std::to_string(i));
 }
@@ -113,16 +115,16 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
                   " compile-time parameter(s) but " + std::to_string(spec.constexprs.size()) +
                   " values were given",
               loc_);
+  checkSpecialization(name_, spec, loc_);
+  for (size_t i = 0, c = 0; i < kinds_.size(); ++i)
+    if (kinds_[i] == ParamKind::Constexpr)
+      checkConstexpr(name_, names_[i], spec.constexprs[c++], ranges_[i], spec, loc_);
 
   auto fn = std::make_unique<ir::Function>(name_, loc_);
   fn->setAttr("num_warps", int64_t(spec.numWarps));
   fn->setAttr("num_stages", int64_t(spec.numStages));
   if (spec.clusterSize != 1)
     fn->setAttr("cluster_size", int64_t(spec.clusterSize));
-  if (spec.minBlocksPerSM < 1 || spec.minBlocksPerSM > 32)
-    userError("kernel '" + name_ + "': minBlocksPerSM must be from 1 to 32, got " +
-                  std::to_string(spec.minBlocksPerSM),
-              loc_);
   if (spec.minBlocksPerSM != 1)
     fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
   if (spec.programsPerCTA != 1) // compileTIR checks it against num_warps and the cluster
@@ -203,14 +205,45 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
   rt::DiskCache cache;
   meta.cacheDir = cache.entryDir(meta.cacheKey);
 
+  // What an entry for this key must say about itself: loaded entries are checked against it
+  // (a hand-edited json is rebuilt, not trusted), stored entries carry it.
+  rt::CacheExpectation expect;
+  expect.requiredFiles = {name_ + ".tir", name_ + ".gir", name_ + ".ll", name_ + ".ptx"};
+  expect.counts = {"shared"};
+  llvm::json::Object &f = expect.fields;
+  f["name"] = name_;
+  llvm::json::Array sig, names, consts;
+  for (auto &t : meta.signature.types)
+    sig.push_back(t);
+  for (auto &n : meta.signature.names)
+    names.push_back(n);
+  for (auto &[n, v] : meta.constexprs)
+    consts.push_back(llvm::json::Object{{"name", n}, {"value", v}});
+  f["signature"] = std::move(sig);
+  f["arg_names"] = std::move(names);
+  f["constexprs"] = std::move(consts);
+  f["specialization"] = specKey;
+  f["num_warps"] = spec.numWarps;
+  f["num_stages"] = spec.numStages;
+  f["arch"] = spec.arch;
+  f["ptx_version"] = spec.ptxVersion;
+  f["threads"] = 32 * spec.numWarps * spec.programsPerCTA;
+  f["programs_per_cta"] = spec.programsPerCTA;
+  f["cluster_size"] = spec.clusterSize;
+  f["min_blocks_per_sm"] = spec.minBlocksPerSM;
+  f["bulk_copies"] = spec.bulkCopies;
+  f["tritium_version"] = TRITIUM_VERSION;
+  f["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;
+  f["llvm_version"] = TRITIUM_LLVM_VERSION;
+
   std::unique_ptr<CompiledKernel> result;
-  if (auto entry = cache.load(meta.cacheKey, name_)) {
+  if (auto entry = cache.load(meta.cacheKey, name_, expect)) {
     Artifacts a;
     a.tir = entry->files[name_ + ".tir"];
     a.gir = entry->files[name_ + ".gir"];
     a.llvm = entry->files[name_ + ".ll"];
     a.ptx = entry->files[name_ + ".ptx"];
-    a.sharedBytes = entry->metadata.getInteger("shared").value_or(0);
+    a.sharedBytes = *entry->metadata.getInteger("shared"); // checked by load
     std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
     meta.sharedBytes = a.sharedBytes;
     meta.fromCache = true;
@@ -224,29 +257,8 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     e.kernelName = name_;
     e.files = {{name_ + ".tir", a.tir}, {name_ + ".gir", a.gir}, {name_ + ".ll", a.llvm},
                {name_ + ".ptx", a.ptx}};
-    e.metadata["name"] = name_;
-    llvm::json::Array sig, names, consts;
-    for (auto &t : meta.signature.types)
-      sig.push_back(t);
-    for (auto &n : meta.signature.names)
-      names.push_back(n);
-    for (auto &[n, v] : meta.constexprs)
-      consts.push_back(llvm::json::Object{{"name", n}, {"value", v}});
-    e.metadata["signature"] = std::move(sig);
-    e.metadata["arg_names"] = std::move(names);
-    e.metadata["constexprs"] = std::move(consts);
-    e.metadata["specialization"] = specKey;
-    e.metadata["num_warps"] = spec.numWarps;
-    e.metadata["num_stages"] = spec.numStages;
-    e.metadata["arch"] = spec.arch;
-    e.metadata["ptx_version"] = spec.ptxVersion;
+    e.metadata = std::move(expect.fields);
     e.metadata["shared"] = a.sharedBytes;
-    e.metadata["threads"] = 32 * spec.numWarps * spec.programsPerCTA;
-    e.metadata["programs_per_cta"] = spec.programsPerCTA;
-    e.metadata["cluster_size"] = spec.clusterSize;
-    e.metadata["tritium_version"] = TRITIUM_VERSION;
-    e.metadata["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;
-    e.metadata["llvm_version"] = TRITIUM_LLVM_VERSION;
     cache.store(meta.cacheKey, e);
     result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::string());
   }

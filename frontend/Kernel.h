@@ -12,6 +12,7 @@
 
 #include "frontend/CompiledKernel.h"
 #include "frontend/DSL.h"
+#include "frontend/Limits.h"
 
 #include <functional>
 #include <map>
@@ -70,8 +71,10 @@ public:
                       const ir::PrintOptions &print = {}) const;
 
 protected:
-  Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<std::string> names,
-         SourceLoc loc);
+  // Checks the names (frontend/Limits.h) at the declaration `loc`. `ranges` holds, per
+  // parameter, what its C++ type can hold (used for compile-time ones only).
+  Kernel(std::string name, std::vector<ParamKind> kinds, std::vector<ConstexprRange> ranges,
+         std::vector<std::string> names, SourceLoc loc);
   // Calls the user's function with the traced parameters.
   virtual void invoke(const std::vector<ir::Value *> &runtime,
                       const std::vector<int64_t> &constexprs) const = 0;
@@ -79,6 +82,7 @@ protected:
 private:
   std::string name_;
   std::vector<ParamKind> kinds_;
+  std::vector<ConstexprRange> ranges_;
   std::vector<std::string> names_;
   SourceLoc loc_;
   std::mutex mutex_;
@@ -106,10 +110,12 @@ template <typename... P> class FunctionKernel : public Kernel {
 public:
   FunctionKernel(std::string name, std::function<void(P...)> body,
                  std::vector<std::string> names, SourceLoc loc)
-      : Kernel(std::move(name), {paramKindOf<P>()...}, std::move(names), std::move(loc)),
+      : Kernel(std::move(name), {paramKindOf<P>()...}, {constexprRangeOf<P>()...},
+               std::move(names), std::move(loc)),
         body_(std::move(body)) {}
 
 protected:
+  // The compile-time values were checked against their parameters' types (Kernel::trace).
   void invoke(const std::vector<ir::Value *> &runtime,
               const std::vector<int64_t> &constexprs) const override {
     size_t r = 0, c = 0;

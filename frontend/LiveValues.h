@@ -19,6 +19,8 @@ public:
     uint64_t serial;
     ir::Value *held;
   };
+  // The variables holding values of the trace in progress: one kept from another trace (in a
+  // static, say) is never carried, and its stale IR never read.
   static std::vector<Entry> snapshot();
   // The snapshot's variables that are still alive (same address and serial), with what they
   // hold now beside what they held.
@@ -27,7 +29,8 @@ public:
     ir::Value *before, *after;
   };
   static std::vector<Change> compare(const std::vector<Entry> &before);
-  static void rebind(Value *var, ir::Value *v) { var->v_ = v; }
+  // Makes `var` hold `v`, a value of the trace in progress.
+  static void rebind(Value *var, ir::Value *v);
 };
 
 } // namespace tritium::dsl

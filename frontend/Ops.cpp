@@ -13,13 +13,13 @@ using ir::OpKind;
 using ir::ScalarKind;
 using ir::Type;
 
-const Type &Value::type() const {
+const Type &Value::type(Loc loc) const {
   if (!v_)
     throw UserError("use of an empty tritium Value (declared but never assigned)");
-  return v_->type();
+  return checked(loc)->type();
 }
 
-std::string Value::dtype() const { return ir::dtypeName(type().kind()); }
+std::string Value::dtype(Loc loc) const { return ir::dtypeName(type(loc).kind()); }
 
 namespace {
 

@@ -53,7 +53,7 @@ Range::Range(Range &&o) noexcept
 void Range::addCarried(Value *v) {
   if (open_ || done_)
     userError("carry() must name the loop's variables before the loop starts", loc_);
-  if (!v->ir())
+  if (!v->checked(loc_))
     userError("carry() of an empty tritium Value: give the variable its initial value first",
               loc_);
   for (Value *c : carried_)
@@ -71,7 +71,7 @@ Range::Iterator Range::begin() {
   std::vector<ir::Value *> operands = {start_, end_, step_};
   std::vector<Type> types;
   for (Value *c : carried_) {
-    operands.push_back(c->ir());
+    operands.push_back(c->checked(loc_));
     types.push_back(c->ir()->type());
   }
   loop_ = b.create(OpKind::For, operands, types, loc_);
@@ -112,7 +112,7 @@ void Range::close() {
   }
   std::vector<ir::Value *> next;
   for (size_t i = 0; i < carried_.size(); ++i) {
-    ir::Value *v = carried_[i]->ir();
+    ir::Value *v = carried_[i]->checked(loc_); // the body may have assigned a stale value
     const Type &want = loop_->result(unsigned(i))->type();
     if (!v)
       userError("carried variable " + std::to_string(i + 1) + " was emptied in the loop body",

@@ -4,6 +4,7 @@
 
 #include "compiler/ir/Builder.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,14 @@ public:
 
   // The active trace; a DSL call outside a kernel body is a user error at `loc`.
   static Tracer &current(const SourceLoc &loc);
+  // The active trace's serial, 0 outside any trace. Serials are unique in the process and never
+  // reused, so a dsl::Value that records one can tell that its trace has ended without touching
+  // anything the trace owned.
+  static uint64_t currentSerial();
+  // The trace with this serial if it is still in progress on this thread (an outer trace of a
+  // nested one), else null: only such a trace's IR may still be read.
+  static Tracer *liveOnThisThread(uint64_t serial);
+  uint64_t serial() const { return serial_; }
 
   ir::Function &function() { return fn_; }
   ir::Builder &builder() { return builder_; }
@@ -39,6 +48,7 @@ private:
   ir::Function &fn_;
   ir::Builder builder_;
   Tracer *previous_;
+  uint64_t serial_;
   std::unique_ptr<UserError> deferred_;
 };
 

@@ -43,6 +43,14 @@ bool isPlainName(const std::string &name) {
 
 std::string metadataName(const std::string &kernelName) { return kernelName + ".json"; }
 
+// Compact json with sorted keys: the text metadata_sha256 hashes, and values in warnings.
+std::string jsonText(const llvm::json::Value &v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << v;
+  return text;
+}
+
 void checkEntryNames(const CacheEntry &entry) {
   if (!isPlainName(entry.kernelName))
     internalError("cache: invalid kernel name '" + entry.kernelName + "'");
@@ -150,15 +158,27 @@ fs::path DiskCache::entryDir(const std::string &key) const {
   return root_ / key;
 }
 
-void DiskCache::discard(const fs::path &dir, const std::string &why) {
-  log().warn("cache: corrupt entry {}: {}; removing it", dir.string(), why);
+void DiskCache::discard(const fs::path &dir, const std::string &kernelName,
+                        const std::string &why) {
+  log().warn("cache: entry {} ({}) is unusable: {}; removing it so that it is rebuilt",
+             dir.string(), kernelName, why);
+  // Renamed first, so that two processes finding the same bad entry do not trip over each
+  // other's removal: the loser of the rename finds nothing left to do.
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::path doomed = root_ / tmpName(dir.filename().string() + ".removed");
+  fs::rename(dir, doomed, ec);
+  if (ec == std::errc::no_such_file_or_directory)
+    return; // already gone
   if (ec)
-    log().warn("cache: cannot remove {}: {}", dir.string(), ec.message());
+    doomed = dir; // e.g. the root is read-only for renames: remove in place
+  fs::remove_all(doomed, ec);
+  std::error_code ignored;
+  if (ec && ec != std::errc::no_such_file_or_directory && fs::exists(doomed, ignored))
+    log().warn("cache: cannot remove {}: {}", doomed.string(), ec.message());
 }
 
-std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::string &kernelName) {
+std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::string &kernelName,
+                                          const CacheExpectation &expect) {
   if (!isPlainName(kernelName))
     internalError("cache: invalid kernel name '" + kernelName + "'");
   fs::path dir = entryDir(key);
@@ -168,32 +188,56 @@ std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::str
     log().debug("cache miss: no {} in {}", metadataName(kernelName), dir.string());
     return std::nullopt;
   }
+  auto reject = [&](const std::string &why) -> std::optional<CacheEntry> {
+    discard(dir, kernelName, why);
+    return std::nullopt;
+  };
 
   std::optional<std::string> text = readFile(jsonPath);
-  if (!text) {
-    discard(dir, "cannot read " + metadataName(kernelName));
-    return std::nullopt;
-  }
+  if (!text)
+    return reject("cannot read " + metadataName(kernelName));
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*text);
-  if (!parsed) {
-    discard(dir, "invalid json: " + llvm::toString(parsed.takeError()));
-    return std::nullopt;
-  }
+  if (!parsed)
+    return reject("invalid json: " + llvm::toString(parsed.takeError()));
   llvm::json::Object *root = parsed->getAsObject();
-  if (!root) {
-    discard(dir, "json is not an object");
-    return std::nullopt;
-  }
+  if (!root)
+    return reject("json is not an object");
   std::optional<llvm::StringRef> storedKey = root->getString("key");
-  if (!storedKey || *storedKey != key) {
-    discard(dir, "json key does not match " + key);
-    return std::nullopt;
+  if (!storedKey || *storedKey != key)
+    return reject("json key does not match " + key);
+
+  // What was asked for, field by field, so the warning can name the one that differs.
+  for (const auto &[field, want] : expect.fields) {
+    const llvm::json::Value *got = root->get(field);
+    if (!got)
+      return reject("the json has no \"" + field.str() + "\", expected " + jsonText(want));
+    if (*got != want)
+      return reject("\"" + field.str() + "\" is " + jsonText(*got) + " in the json, expected " +
+                    jsonText(want));
   }
+  for (const std::string &field : expect.counts) {
+    std::optional<int64_t> n = root->getInteger(field);
+    if (!n || *n < 0)
+      return reject("\"" + field + "\" is " +
+                    (root->get(field) ? jsonText(*root->get(field)) : std::string("missing")) +
+                    " in the json, expected a count");
+  }
+  // Then everything else the record says, through its own hash.
+  std::optional<llvm::StringRef> recorded = root->getString("metadata_sha256");
+  if (!recorded)
+    return reject("the json has no metadata_sha256");
+  std::string recordedHash = recorded->str();
+  root->erase("metadata_sha256");
+  if (sha256Hex(jsonText(llvm::json::Value(llvm::json::Object(*root)))) != recordedHash)
+    return reject("the json's fields do not match its metadata_sha256 (edited after it was "
+                  "written)");
+
   const llvm::json::Object *listed = root->getObject("files");
-  if (!listed) {
-    discard(dir, "json has no \"files\" object");
-    return std::nullopt;
-  }
+  if (!listed)
+    return reject("json has no \"files\" object");
+  for (const std::string &name : expect.requiredFiles)
+    if (!listed->get(name))
+      return reject("required file " + name + " is not listed");
 
   CacheEntry entry;
   entry.kernelName = kernelName;
@@ -202,24 +246,16 @@ std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::str
     const llvm::json::Object *fields = info.getAsObject();
     std::optional<int64_t> size = fields ? fields->getInteger("bytes") : std::nullopt;
     std::optional<llvm::StringRef> hash = fields ? fields->getString("sha256") : std::nullopt;
-    if (!isPlainName(name) || !size || !hash) {
-      discard(dir, "bad listing for file '" + name + "'");
-      return std::nullopt;
-    }
+    if (!isPlainName(name) || !size || !hash)
+      return reject("bad listing for file '" + name + "'");
     std::optional<std::string> bytes = readFile(dir / name);
-    if (!bytes) {
-      discard(dir, "missing file " + name);
-      return std::nullopt;
-    }
-    if (static_cast<int64_t>(bytes->size()) != *size) {
-      discard(dir, name + " has " + std::to_string(bytes->size()) + " bytes, expected " +
-                       std::to_string(*size));
-      return std::nullopt;
-    }
-    if (sha256Hex(*bytes) != *hash) {
-      discard(dir, name + " does not match its sha256");
-      return std::nullopt;
-    }
+    if (!bytes)
+      return reject("missing file " + name);
+    if (static_cast<int64_t>(bytes->size()) != *size)
+      return reject(name + " has " + std::to_string(bytes->size()) + " bytes, expected " +
+                    std::to_string(*size));
+    if (sha256Hex(*bytes) != *hash)
+      return reject(name + " does not match its sha256");
     entry.files.emplace(std::move(name), std::move(*bytes));
   }
 
@@ -257,8 +293,10 @@ void DiskCache::commit(const std::string &key, const std::string &kernelName,
       manifest[name] = llvm::json::Object{{"bytes", static_cast<int64_t>(bytes.size())},
                                           {"sha256", sha256Hex(bytes)}};
     llvm::json::Object record = metadata;
+    record.erase("metadata_sha256");
     record["files"] = std::move(manifest);
     record["key"] = key;
+    record["metadata_sha256"] = sha256Hex(jsonText(llvm::json::Value(llvm::json::Object(record))));
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(record))) << "\n";

@@ -36,9 +36,23 @@ struct CacheEntry {
   llvm::json::Object metadata;
 };
 
+// What the asker knows an entry must hold, beyond what the entry says about itself: load checks
+// it, so a json edited by hand (or written by other code) cannot pass for the asked-for kernel.
+struct CacheExpectation {
+  // Files that must be present and match the size and SHA-256 recorded for them, whether or not
+  // the json lists them (a file dropped from the listing is as bad as a file lost).
+  std::vector<std::string> requiredFiles;
+  // Metadata fields that must hold exactly these values: the kernel's name, every field of the
+  // specialization, the compiler's version.
+  llvm::json::Object fields;
+  // Metadata fields that must hold non-negative integers (results such as "shared").
+  std::vector<std::string> counts;
+};
+
 // A cache rooted at one directory; entries live in <root>/<key>/ and the commit record is
-// <root>/<key>/<kernelName>.json, holding the metadata plus "key" and a "files" object mapping
-// each file name to {"bytes": N, "sha256": "<hex>"}.
+// <root>/<key>/<kernelName>.json, holding the metadata plus "key", a "files" object mapping
+// each file name to {"bytes": N, "sha256": "<hex>"}, and "metadata_sha256", the SHA-256 of the
+// rest of the record (compact, keys sorted), so an edited field is caught as a changed byte is.
 //
 // The cache is only an optimization, so I/O failures never escape: store/addFiles log a warning
 // and return (compilation continues uncached) when the root cannot be created or written, and
@@ -52,9 +66,11 @@ public:
   std::filesystem::path entryDir(const std::string &key) const;
 
   // The verified entry, or nullopt. A missing json is a plain miss (debug log). A json that does
-  // not parse, names another key, or lists a file that is missing or differs in size or SHA-256
-  // makes the entry corrupt: it is logged as a warning and its folder removed so it is rebuilt.
-  std::optional<CacheEntry> load(const std::string &key, const std::string &kernelName);
+  // not parse, names another key, fails its metadata_sha256, lists a file that is missing or
+  // differs in size or SHA-256, or does not meet `expect` makes the entry unusable: a warning
+  // names the entry and what did not match, and its folder is removed so that it is rebuilt.
+  std::optional<CacheEntry> load(const std::string &key, const std::string &kernelName,
+                                 const CacheExpectation &expect = {});
 
   // Writes every file atomically (temp file + rename), then the json last. Concurrent stores of
   // the same key are safe: each file's last rename wins and both writers produce the same bytes.
@@ -73,8 +89,10 @@ private:
               const std::map<std::string, std::string> &toWrite,
               const std::map<std::string, std::string> &allFiles,
               const llvm::json::Object &metadata);
-  // Logs why the entry is unusable and removes its folder.
-  void discard(const std::filesystem::path &dir, const std::string &why);
+  // Logs why the entry is unusable and removes its folder. Another process removing it at the
+  // same time is no failure: the folder is first renamed to a name of this call's own.
+  void discard(const std::filesystem::path &dir, const std::string &kernelName,
+               const std::string &why);
 
   std::filesystem::path root_;
 };

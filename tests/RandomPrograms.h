@@ -50,9 +50,9 @@ inline ProgramShape shapeFor(uint32_t seed) {
 
 // Buffers: out (floats, one per element), count (one i32 for atomics), x and y (inputs, one
 // float per element); n masks the tail; SEED picks the program.
-inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, int SEED) {
-  ProgramShape s = shapeFor(uint32_t(SEED));
-  std::mt19937 rng(uint32_t(SEED) * 2654435761u + 1);
+inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uint32_t SEED) {
+  ProgramShape s = shapeFor(SEED);
+  std::mt19937 rng(SEED * 2654435761u + 1);
   auto pick = [&](int k) { return int(rng() % uint32_t(k)); };
   int rank = int(s.shape.size());
   // Row-major offsets of the block.
@@ -134,7 +134,7 @@ struct Outcome {
 
 // One kernel object per thread: a kernel compiles one specialization at a time, so threads
 // compiling seeds side by side each have their own (they share the disk cache).
-inline tritium::detail::FunctionKernel<Ptr, Ptr, Ptr, Ptr, Int, Int, int> &randomKernel() {
+inline tritium::detail::FunctionKernel<Ptr, Ptr, Ptr, Ptr, Int, Int, uint32_t> &randomKernel() {
   thread_local auto k = kernel("random_program", randomProgram,
                                {"out", "count", "x", "y", "n", "flag", "SEED"});
   return k;

@@ -1,6 +1,7 @@
 // What tritium's command-line tools share: usage errors, integer flags and writing the result.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,10 +18,21 @@ namespace tritium::tools {
 
 inline int64_t parseInt(const char *tool, const std::string &flag, const std::string &v) {
   char *end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end)
     usageError(tool, flag + " expects an integer, got '" + v + "'");
+  if (errno == ERANGE)
+    usageError(tool, flag + "=" + v + " is out of range (a 64-bit integer)");
   return x;
+}
+
+// For options that become an `int`: values that int cannot hold are refused, not wrapped.
+inline int parseInt32(const char *tool, const std::string &flag, const std::string &v) {
+  int64_t x = parseInt(tool, flag, v);
+  if (x < INT32_MIN || x > INT32_MAX)
+    usageError(tool, flag + "=" + v + " is out of range (a 32-bit integer)");
+  return int(x);
 }
 
 // Writes `text` to `path`, or to standard output when `path` is empty; false on failure.

@@ -586,7 +586,7 @@ int main(int argc, char **argv) {
       } else if (a.rfind("--programs-per-cta=", 0) == 0) {
         o.programsPerCTA = list();
       } else if (a.rfind("--ptx-version=", 0) == 0) {
-        o.ptxVersion = int(tools::parseInt("bench_softmax", "--ptx-version", value()));
+        o.ptxVersion = tools::parseInt32("bench_softmax", "--ptx-version", value());
       } else if (a.rfind("--min-blocks=", 0) == 0) {
         o.minBlocks = int(integer());
       } else if (a.rfind("--cluster-size=", 0) == 0) {

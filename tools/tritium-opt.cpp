@@ -49,10 +49,6 @@ options:
 
 [[noreturn]] void usageError(const std::string &msg) { tools::usageError("tritium-opt", msg); }
 
-int64_t parseInt(const std::string &flag, const std::string &v) {
-  return tools::parseInt("tritium-opt", flag, v);
-}
-
 std::vector<std::string> splitList(const std::string &list) {
   std::vector<std::string> out;
   std::stringstream ss(list);
@@ -108,11 +104,11 @@ int main(int argc, char **argv) {
       if (!request.emit)
         usageError("--emit must be tir, gir, llvm or ptx, got '" + *v + "'");
     } else if (auto v = value("--num-warps")) {
-      request.numWarps = int(parseInt("--num-warps", *v));
+      request.numWarps = tools::parseInt32("tritium-opt", "--num-warps", *v);
     } else if (auto v = value("--arch")) {
       request.options.arch = *v;
     } else if (auto v = value("--ptx-version")) {
-      request.options.ptxVersion = int(parseInt("--ptx-version", *v));
+      request.options.ptxVersion = tools::parseInt32("tritium-opt", "--ptx-version", *v);
     } else if (a.rfind("--", 0) == 0) {
       usageError("unknown option '" + a.substr(0, a.find('=')) + "'");
     } else if (input.empty()) {

@@ -1,5 +1,6 @@
 // tritiumc: tritium's command-line compiler. Compiles a built-in kernel for given compile-time
 // parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does.
+#include "compiler/Targets.h"
 #include "examples/kernels/SoftmaxPlan.h"
 #include "frontend/Kernel.h"
 #include "tools/CommandLine.h"
@@ -63,6 +64,10 @@ int64_t parseInt(const std::string &flag, const std::string &v) {
   return tools::parseInt("tritiumc", flag, v);
 }
 
+int parseInt32(const std::string &flag, const std::string &v) {
+  return tools::parseInt32("tritiumc", flag, v);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -112,8 +117,8 @@ int main(int argc, char **argv) {
     usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
 
   int64_t nCols = opts.count("n-cols") ? parseInt("--n-cols", opts["n-cols"]) : 1024;
-  if (nCols < 1)
-    usageError("--n-cols must be positive");
+  if (nCols < 1 || nCols > INT32_MAX) // the kernels take n_cols as an i32
+    usageError("--n-cols must be from 1 to 2147483647, got " + std::to_string(nCols));
   std::string dtype = opts.count("dtype") ? opts["dtype"] : "fp32";
   if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16")
     usageError("--dtype must be fp32, fp16 or bf16, got '" + dtype + "'");
@@ -129,7 +134,9 @@ int main(int argc, char **argv) {
     plan.splitOver(int(cluster), nCols);
   }
   if (opts.count("num-stages")) {
-    plan.numStages = int(parseInt("--num-stages", opts["num-stages"]));
+    plan.numStages = parseInt32("--num-stages", opts["num-stages"]);
+    if (plan.numStages < 1)
+      usageError("--num-stages must be at least 1, got " + std::to_string(plan.numStages));
     // A cp.async ring asked for replaces the planner's register prefetch (which has none).
     if (plan.numStages > 1) {
       plan.prefetch = false;
@@ -146,7 +153,10 @@ int main(int argc, char **argv) {
     plan.prefetch = true;
   }
   if (opts.count("num-warps")) {
-    int warps = int(parseInt("--num-warps", opts["num-warps"]));
+    int warps = parseInt32("--num-warps", opts["num-warps"]);
+    if (warps < 1 || warps > 32 || !std::has_single_bit(unsigned(warps)))
+      usageError("--num-warps must be a power of two from 1 to 32, got " +
+                 std::to_string(warps));
     // The planner's block and its CTAs-per-SM register cap were chosen for its own num_warps:
     // a cap meant for 8 warps would make 16 spill.
     if (warps != plan.numWarps)
@@ -157,8 +167,12 @@ int main(int argc, char **argv) {
     if (!plan.online && plan.clusterSize == 1)
       plan.fitBlock(nCols, dtype);
   }
-  if (opts.count("programs-per-cta"))
-    plan.programsPerCTA = int(parseInt("--programs-per-cta", opts["programs-per-cta"]));
+  if (opts.count("programs-per-cta")) {
+    plan.programsPerCTA = parseInt32("--programs-per-cta", opts["programs-per-cta"]);
+    if (plan.programsPerCTA < 1 || plan.programsPerCTA > 32)
+      usageError("--programs-per-cta must be from 1 to 32, got " +
+                 std::to_string(plan.programsPerCTA));
+  }
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
     spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);
@@ -173,10 +187,17 @@ int main(int argc, char **argv) {
       pos = comma + 1;
     }
   }
-  if (opts.count("arch"))
+  // The kernel checks every field again (frontend/Limits.h); here the flag is named.
+  if (opts.count("arch")) {
     spec.arch = opts["arch"];
-  if (opts.count("ptx-version"))
-    spec.ptxVersion = int(parseInt("--ptx-version", opts["ptx-version"]));
+    if (std::string bad = checkArch(spec.arch); !bad.empty())
+      usageError("--arch: " + bad);
+  }
+  if (opts.count("ptx-version")) {
+    spec.ptxVersion = parseInt32("--ptx-version", opts["ptx-version"]);
+    if (std::string bad = checkPtxVersion(spec.ptxVersion, spec.arch); !bad.empty())
+      usageError("--ptx-version: " + bad);
+  }
 
   try {
     Artifacts a = plan.kernel().compileTo(spec, *stage, {.locations = locations});

@@ -336,3 +336,141 @@ TEST_F(CacheTest, DefaultCacheDirHonoursEnvironment) {
   restore("TRITIUM_CACHE_DIR", oldDir);
   restore("HOME", oldHome);
 }
+
+// --- What the asker expects, and the record's own hash -----------------------------------------
+
+TEST_F(CacheTest, RecordCarriesItsMetadataHash) {
+  DiskCache cache(dir_);
+  cache.store(Key, sampleEntry());
+  std::ifstream in(dir_ / Key / "softmax_kernel.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto json = llvm::json::parse(text.str());
+  ASSERT_TRUE(bool(json));
+  std::optional<llvm::StringRef> hash = json->getAsObject()->getString("metadata_sha256");
+  ASSERT_TRUE(hash);
+  EXPECT_EQ(hash->size(), 64u);
+  // Not handed back: it is bookkeeping.
+  std::optional<CacheEntry> out = cache.load(Key, "softmax_kernel");
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->metadata.get("metadata_sha256"), nullptr);
+}
+
+TEST_F(CacheTest, EditedMetadataIsDetected) {
+  DiskCache cache(dir_);
+  cache.store(Key, sampleEntry());
+  fs::path json = dir_ / Key / "softmax_kernel.json";
+  std::string text;
+  {
+    std::ifstream in(json);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  size_t at = text.find("\"shared\": 1024");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 14, "\"shared\": 4096");
+  std::ofstream(json, std::ios::trunc) << text;
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel"));
+  EXPECT_FALSE(fs::exists(dir_ / Key));
+  EXPECT_NE(logs().find("the json's fields do not match its metadata_sha256"), std::string::npos)
+      << logs();
+}
+
+TEST_F(CacheTest, ExpectedFieldsAreCompared) {
+  DiskCache cache(dir_);
+  CacheExpectation expect;
+  expect.fields["name"] = "softmax_kernel";
+  expect.fields["num_warps"] = 4;
+  cache.store(Key, sampleEntry());
+  EXPECT_TRUE(cache.load(Key, "softmax_kernel", expect));
+  EXPECT_FALSE(warned());
+
+  expect.fields["num_warps"] = 8;
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel", expect));
+  EXPECT_FALSE(fs::exists(dir_ / Key));
+  EXPECT_NE(logs().find("warning: cache: entry " + (dir_ / Key).string() +
+                        " (softmax_kernel) is unusable: \"num_warps\" is 4 in the json, "
+                        "expected 8; removing it so that it is rebuilt"),
+            std::string::npos)
+      << logs();
+
+  cache.store(Key, sampleEntry());
+  CacheExpectation named;
+  named.fields["name"] = "other";
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel", named));
+  EXPECT_NE(logs().find("\"name\" is \"softmax_kernel\" in the json, expected \"other\""),
+            std::string::npos)
+      << logs();
+
+  cache.store(Key, sampleEntry());
+  CacheExpectation absent;
+  absent.fields["arch"] = "sm_90";
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel", absent));
+  EXPECT_NE(logs().find("the json has no \"arch\", expected \"sm_90\""), std::string::npos)
+      << logs();
+}
+
+TEST_F(CacheTest, ExpectedCountsMustBeNonNegativeIntegers) {
+  DiskCache cache(dir_);
+  CacheExpectation expect;
+  expect.counts = {"shared"};
+  cache.store(Key, sampleEntry());
+  EXPECT_TRUE(cache.load(Key, "softmax_kernel", expect));
+  for (llvm::json::Value bad : {llvm::json::Value(-1), llvm::json::Value("1024"),
+                                llvm::json::Value(nullptr)}) {
+    CacheEntry e = sampleEntry();
+    e.metadata["shared"] = bad;
+    cache.store(Key, e);
+    EXPECT_FALSE(cache.load(Key, "softmax_kernel", expect));
+  }
+  CacheEntry e = sampleEntry();
+  e.metadata.erase("shared");
+  cache.store(Key, e);
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel", expect));
+  EXPECT_NE(logs().find("\"shared\" is missing in the json, expected a count"), std::string::npos)
+      << logs();
+}
+
+TEST_F(CacheTest, RequiredFileThatIsNotListedIsDetected) {
+  // An entry whose json never listed a file the asker needs (written by other code, or with the
+  // listing removed) is not a hit with that file empty.
+  DiskCache cache(dir_);
+  CacheEntry e = sampleEntry();
+  e.files.erase("softmax_kernel.ptx");
+  cache.store(Key, e);
+  CacheExpectation expect;
+  expect.requiredFiles = {"softmax_kernel.tir", "softmax_kernel.ptx"};
+  EXPECT_FALSE(cache.load(Key, "softmax_kernel", expect));
+  EXPECT_FALSE(fs::exists(dir_ / Key));
+  EXPECT_NE(logs().find("required file softmax_kernel.ptx is not listed"), std::string::npos)
+      << logs();
+  // Listed and present: a hit.
+  cache.store(Key, sampleEntry());
+  EXPECT_TRUE(cache.load(Key, "softmax_kernel", expect));
+}
+
+TEST_F(CacheTest, ConcurrentRemovalOfOneBadEntryIsQuiet) {
+  // Many readers find the same damaged entry at once; each may try to remove it, and the ones
+  // that find it gone already must not warn that they cannot remove it.
+  for (int round = 0; round < 20; ++round) {
+    DiskCache cache(dir_);
+    cache.store(Key, sampleEntry());
+    fs::resize_file(dir_ / Key / "softmax_kernel.ptx", 3);
+    std::atomic<int> hits{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&] {
+        if (DiskCache(dir_).load(Key, "softmax_kernel"))
+          ++hits;
+      });
+    for (auto &t : threads)
+      t.join();
+    EXPECT_EQ(hits, 0);
+    EXPECT_FALSE(fs::exists(dir_ / Key));
+  }
+  EXPECT_TRUE(warned()); // the damage itself is reported
+  EXPECT_EQ(logs().find("cannot remove"), std::string::npos) << logs();
+  // Nothing is left behind in the root: no entry, no renamed-away folder.
+  EXPECT_TRUE(fs::is_empty(dir_)) << fs::directory_iterator(dir_)->path();
+}

@@ -1,19 +1,29 @@
 // The disk cache end to end through Kernel::compile: what the first compile writes, that a fresh
-// Kernel object finds it, what changes the key, that a damaged entry is rebuilt, and the
-// in-memory cache of one Kernel object.
+// Kernel object finds it, what changes the key, that a damaged or hand-edited entry is reported
+// and rebuilt, and the in-memory cache of one Kernel object.
 #include "TestSupport.h"
 
 #include "examples/kernels/Softmax.h"
 #include "frontend/Kernel.h"
 
+#include "compiler/support/Log.h"
+
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/JSON.h>
+#include <llvm/Support/SHA256.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 using namespace tritium;
 using namespace tritium::dsl;
@@ -258,4 +268,224 @@ TEST_F(KernelCacheTest, SameKernelObjectHitsMemory) {
   CompiledKernel &c = kernel.compile(s);
   EXPECT_NE(&c, &a);
   EXPECT_EQ(&kernel.compile(s), &c);
+}
+
+// --- Hand-edited entries: checked against the specialization that asks, and rebuilt -----------
+
+namespace {
+
+// Captures what tritium logs at warning level and above while it lives.
+class LogCapture {
+public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    sink_->set_pattern("%l: %v");
+    sink_->set_level(spdlog::level::warn);
+    tritium::log().sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto &sinks = tritium::log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() const { return text_.str(); }
+
+private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+llvm::json::Object readJson(const fs::path &p) {
+  auto json = llvm::json::parse(readFile(p));
+  EXPECT_TRUE(bool(json));
+  return json ? std::move(*json->getAsObject()) : llvm::json::Object();
+}
+
+std::string compact(const llvm::json::Value &v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << v;
+  return s;
+}
+
+// Writes `o` as the entry's json. With `rehash`, metadata_sha256 is recomputed as the cache
+// does, as someone who knows the format would: then only the checks against the asked-for
+// specialization and the files' own hashes stand between the edit and a hit.
+void writeJson(const fs::path &p, llvm::json::Object o, bool rehash) {
+  if (rehash) {
+    o.erase("metadata_sha256");
+    std::string text = compact(llvm::json::Value(llvm::json::Object(o)));
+    o["metadata_sha256"] = llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
+                                       /*LowerCase=*/true);
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      << compact(llvm::json::Value(std::move(o))) << "\n";
+}
+
+// A different value of the same kind, for the field-by-field edits.
+llvm::json::Value changed(const llvm::json::Value &v) {
+  if (auto s = v.getAsString())
+    return s->str() + "x";
+  if (auto b = v.getAsBoolean())
+    return !*b;
+  if (auto i = v.getAsInteger())
+    return *i + 1;
+  if (auto a = v.getAsArray()) {
+    llvm::json::Array copy = *a;
+    copy.push_back("extra");
+    return copy;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+// Compiles smallSpec() once, lets `edit` damage the entry, and checks that a fresh Kernel
+// object reports the damage with `warning` and rebuilds a correct, whole entry.
+static void expectRebuilt(const std::function<void(const fs::path &dir)> &edit,
+                          const std::string &warning) {
+  auto first = FRESH_SOFTMAX();
+  CompiledKernel &a = first.compile(smallSpec());
+  fs::path dir = a.metadata().cacheDir;
+  edit(dir);
+
+  LogCapture logs;
+  auto second = FRESH_SOFTMAX();
+  CompiledKernel &b = second.compile(smallSpec());
+  EXPECT_FALSE(b.metadata().fromCache) << "the edited entry was used";
+  EXPECT_NE(logs.text().find("cache: entry " + dir.string() + " (softmax_kernel) is unusable: " +
+                             warning),
+            std::string::npos)
+      << logs.text();
+  EXPECT_EQ(logs.text().find("cannot remove"), std::string::npos) << logs.text();
+  EXPECT_EQ(b.artifacts().ptx, a.artifacts().ptx);
+  EXPECT_EQ(b.metadata().sharedBytes, a.metadata().sharedBytes);
+  EXPECT_EQ(b.metadata().options.numWarps, 4);
+  // Rewritten whole: the next fresh object hits it.
+  auto third = FRESH_SOFTMAX();
+  CompiledKernel &c = third.compile(smallSpec());
+  EXPECT_TRUE(c.metadata().fromCache);
+  EXPECT_EQ(c.artifacts().ptx, a.artifacts().ptx);
+  EXPECT_EQ(c.metadata().sharedBytes, a.metadata().sharedBytes);
+  EXPECT_EQ(readJson(dir / "softmax_kernel.json").getInteger("num_warps"), 4);
+  fs::remove_all(dir);
+}
+
+TEST_F(KernelCacheTest, EditedNameIsRebuilt) {
+  for (bool rehash : {false, true})
+    expectRebuilt(
+        [&](const fs::path &dir) {
+          llvm::json::Object o = readJson(dir / "softmax_kernel.json");
+          o["name"] = "other_kernel";
+          writeJson(dir / "softmax_kernel.json", std::move(o), rehash);
+        },
+        "\"name\" is \"other_kernel\" in the json, expected \"softmax_kernel\"");
+}
+
+TEST_F(KernelCacheTest, EditedNumWarpsIsRebuilt) {
+  for (bool rehash : {false, true})
+    expectRebuilt(
+        [&](const fs::path &dir) {
+          llvm::json::Object o = readJson(dir / "softmax_kernel.json");
+          o["num_warps"] = 8;
+          writeJson(dir / "softmax_kernel.json", std::move(o), rehash);
+        },
+        "\"num_warps\" is 8 in the json, expected 4");
+}
+
+TEST_F(KernelCacheTest, EditedSharedBytesAreRebuilt) {
+  // Shared bytes are the compiler's result, not the specialization's: the record's hash
+  // catches the edit.
+  expectRebuilt(
+      [](const fs::path &dir) {
+        llvm::json::Object o = readJson(dir / "softmax_kernel.json");
+        o["shared"] = *o.getInteger("shared") + 4096;
+        writeJson(dir / "softmax_kernel.json", std::move(o), /*rehash=*/false);
+      },
+      "the json's fields do not match its metadata_sha256");
+  // Removed (with the hash made to fit), it is not read as 0.
+  expectRebuilt(
+      [](const fs::path &dir) {
+        llvm::json::Object o = readJson(dir / "softmax_kernel.json");
+        o.erase("shared");
+        writeJson(dir / "softmax_kernel.json", std::move(o), /*rehash=*/true);
+      },
+      "\"shared\" is missing in the json, expected a count");
+}
+
+TEST_F(KernelCacheTest, EverySpecializationFieldIsCompared) {
+  auto kernel = FRESH_SOFTMAX();
+  fs::path dir = kernel.compile(smallSpec()).metadata().cacheDir;
+  llvm::json::Object original = readJson(dir / "softmax_kernel.json");
+  std::vector<std::string> fields = {
+      "name",           "signature",         "arg_names",       "constexprs",
+      "specialization", "num_warps",         "num_stages",      "arch",
+      "ptx_version",    "threads",           "programs_per_cta", "cluster_size",
+      "min_blocks_per_sm", "bulk_copies",    "tritium_version", "source_fingerprint",
+      "llvm_version"};
+  for (const std::string &field : fields) {
+    SCOPED_TRACE(field);
+    const llvm::json::Value *v = original.get(field);
+    ASSERT_NE(v, nullptr) << "the entry does not record " << field;
+    expectRebuilt(
+        [&](const fs::path &d) {
+          llvm::json::Object o = readJson(d / "softmax_kernel.json");
+          o[field] = changed(*v);
+          writeJson(d / "softmax_kernel.json", std::move(o), /*rehash=*/true);
+        },
+        "\"" + field + "\" is " + compact(changed(*v)) + " in the json, expected " + compact(*v));
+  }
+}
+
+TEST_F(KernelCacheTest, MissingFileIsRebuilt) {
+  expectRebuilt([](const fs::path &dir) { fs::remove(dir / "softmax_kernel.gir"); },
+                "missing file softmax_kernel.gir");
+}
+
+TEST_F(KernelCacheTest, UnlistedFileIsRebuilt) {
+  // The listing of the LLVM IR removed from the json (and the hash made to fit): the stage
+  // needs the file whether or not the json lists it.
+  expectRebuilt(
+      [](const fs::path &dir) {
+        llvm::json::Object o = readJson(dir / "softmax_kernel.json");
+        o.getObject("files")->erase("softmax_kernel.ll");
+        writeJson(dir / "softmax_kernel.json", std::move(o), /*rehash=*/true);
+      },
+      "required file softmax_kernel.ll is not listed");
+}
+
+TEST_F(KernelCacheTest, TruncatedFileIsRebuiltWithAWarning) {
+  expectRebuilt(
+      [](const fs::path &dir) {
+        fs::resize_file(dir / "softmax_kernel.tir", fs::file_size(dir / "softmax_kernel.tir") / 2);
+      },
+      "softmax_kernel.tir has ");
+}
+
+TEST_F(KernelCacheTest, ChangedBytesAreRebuiltWithAWarning) {
+  expectRebuilt(
+      [](const fs::path &dir) {
+        std::string text = readFile(dir / "softmax_kernel.ll");
+        text[text.size() / 3] ^= 1;
+        std::ofstream(dir / "softmax_kernel.ll", std::ios::binary | std::ios::trunc) << text;
+      },
+      "softmax_kernel.ll does not match its sha256");
+}
+
+TEST_F(KernelCacheTest, TwoCompilersFindingOneBadEntryAreQuiet) {
+  auto first = FRESH_SOFTMAX();
+  fs::path dir = first.compile(smallSpec()).metadata().cacheDir;
+  fs::resize_file(dir / "softmax_kernel.ptx", 10);
+  LogCapture logs;
+  std::vector<std::thread> threads;
+  std::atomic<int> hits{0};
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&] {
+      auto mine = FRESH_SOFTMAX();
+      if (mine.compile(smallSpec()).metadata().fromCache)
+        ++hits; // the other one may have rebuilt it already: a valid hit
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(logs.text().find("cannot remove"), std::string::npos) << logs.text();
+  auto last = FRESH_SOFTMAX();
+  EXPECT_TRUE(last.compile(smallSpec()).metadata().fromCache);
 }
