@@ -15,9 +15,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -281,6 +284,21 @@ inline void randomNumbers(Ptr ints, Ptr uniforms, Ptr normals, Int seed, int BLO
   store(ints + offs, randint(seed, o));
   store(uniforms + offs, rand(seed, o));
   store(normals + offs, randn(seed, o));
+}
+
+// Triton's reference kernel (tools/triton_random_reference.py) in tritium: offsets loaded from
+// memory (i32 or i64), randint4x's four words, randint, rand and randn stored per offset.
+inline void tritonRandomCase(Ptr offsets, Ptr ints4, Ptr single, Ptr uniforms, Ptr normals,
+                             Int seed, Int n, int BLOCK) {
+  auto i = program_id(0) * BLOCK + arange(0, BLOCK);
+  auto mask = i < n;
+  auto offs = load(offsets + i, mask, 0);
+  Group r = randint4x(seed, offs);
+  for (int w = 0; w < 4; ++w)
+    store(ints4 + i * 4 + w, r[size_t(w)], mask);
+  store(single + i, randint(seed, offs), mask);
+  store(uniforms + i, rand(seed, offs), mask);
+  store(normals + i, randn(seed, offs), mask);
 }
 
 // README's 2-D example: each row of a tile normalized to mean 0 and variance 1.
@@ -1032,6 +1050,85 @@ inline void checkRandomProperties(const RandomOutputs &r, int32_t seed, bool wid
   EXPECT_NEAR(nvar, 1.0, 0.08);
   if (seed == 0 && !wide) {
     EXPECT_EQ(r.ints[0], 0x6627e8d5u); // Philox(counter 0, key 0)'s first word
+  }
+}
+
+// tests/data/triton_random.csv (tools/triton_random_reference.py on the H200 with Triton 3.6;
+// docs/RANDOM.md): seeds of i32, i64 and u64 arguments, offsets of i32 and i64 blocks including
+// ones with a high word. randint4x, randint and rand must equal Triton's bit for bit; randn within
+// `randnTolerance` relative (the interpreter computes log and cos on the host).
+template <typename Buffer>
+void checkTritonRandomCsv(CUstream stream, const std::function<void()> &sync,
+                          float randnTolerance) {
+  std::ifstream in(testDataPath("triton_random.csv"));
+  ASSERT_TRUE(in) << "tests/data/triton_random.csv is missing";
+  struct Row {
+    int64_t offset;
+    std::array<uint32_t, 4> words;
+    uint32_t single, uniform, normal;
+  };
+  // Keyed by the seed's text (Python ints up to 2^64) and the offsets' dtype.
+  std::map<std::pair<std::string, std::string>, std::vector<Row>> groups;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("seed,", 0) == 0)
+      continue;
+    std::stringstream ss(line);
+    std::vector<std::string> f;
+    for (std::string cell; std::getline(ss, cell, ',');)
+      f.push_back(cell);
+    ASSERT_EQ(f.size(), 9u) << line;
+    auto hex = [](const std::string &h) { return uint32_t(std::stoul(h, nullptr, 16)); };
+    groups[{f[0], f[1]}].push_back({std::stoll(f[2]), {hex(f[3]), hex(f[4]), hex(f[5]), hex(f[6])},
+                                    hex(f[3]), hex(f[7]), hex(f[8])});
+  }
+  ASSERT_GE(groups.size(), 10u);
+  const int BLOCK = 128;
+  auto k = kernel("triton_random_case", tritonRandomCase,
+                  {"offsets", "ints4", "single", "uniforms", "normals", "seed", "n", "BLOCK"});
+  for (auto &[key, rows] : groups) {
+    const auto &[seedText, dtype] = key;
+    // Triton's argument typing: an int in i32 range is i32, below 2^63 i64, else u64.
+    bool negative = seedText[0] == '-';
+    uint64_t bits = negative ? uint64_t(std::stoll(seedText)) : std::stoull(seedText);
+    int64_t asSigned = int64_t(bits);
+    std::string seedType = !negative && bits >= (uint64_t(1) << 63) ? "u64"
+                           : asSigned >= INT32_MIN && asSigned <= INT32_MAX ? "i32"
+                                                                              : "i64";
+    bool wide = dtype == "int64";
+    size_t n = rows.size();
+    std::vector<int64_t> offs64(n);
+    std::vector<int32_t> offs32(n);
+    for (size_t i = 0; i < n; ++i)
+      offs64[i] = rows[i].offset, offs32[i] = int32_t(rows[i].offset);
+    Buffer offsets(n * (wide ? 8 : 4)), ints4(n * 16), single(n * 4), uni(n * 4), nor(n * 4);
+    offsets.upload(wide ? static_cast<const void *>(offs64.data()) : offs32.data(),
+                   n * (wide ? 8 : 4));
+    CompiledKernel &c = k.compile(
+        {.signature = {wide ? "*i64" : "*i32", "*u32", "*u32", "*fp32", "*fp32", seedType, "i32"},
+         .constexprs = {BLOCK},
+         .numWarps = 4});
+    KernelArg seedArg = seedType == "u64" ? KernelArg(bits)
+                        : seedType == "i64" ? KernelArg(asSigned)
+                                            : KernelArg(int32_t(asSigned));
+    c.launch(int64_t((n + BLOCK - 1) / BLOCK), stream,
+             {offsets, ints4, single, uni, nor, seedArg, int32_t(n)});
+    sync();
+    std::vector<uint32_t> w(n * 4), s(n), u(n), z(n);
+    ints4.download(w.data(), n * 16);
+    single.download(s.data(), n * 4);
+    uni.download(u.data(), n * 4);
+    nor.download(z.data(), n * 4);
+    for (size_t i = 0; i < n; ++i) {
+      std::string where = "seed " + seedText + " (" + seedType + "), " + dtype + " offset " +
+                          std::to_string(rows[i].offset);
+      for (int j = 0; j < 4; ++j)
+        ASSERT_EQ(w[i * 4 + j], rows[i].words[j]) << "randint4x word " << j << ", " << where;
+      ASSERT_EQ(s[i], rows[i].single) << "randint, " << where;
+      ASSERT_EQ(u[i], rows[i].uniform) << "rand, " << where;
+      float want = floatOf(rows[i].normal), got = floatOf(z[i]);
+      ASSERT_NEAR(got, want, randnTolerance * std::max(1.0f, std::fabs(want))) << "randn, " << where;
+    }
   }
 }
 

@@ -80,6 +80,15 @@ private:
 };
 
 // The ptxas found at configure time ("" when none).
+// A file of tests/data: the source tree's copy where the tests were built, else the one under
+// the working directory (the GPU machine runs the bundle from a copy of the repository).
+inline std::string testDataPath(const std::string &name) {
+  std::filesystem::path built = std::filesystem::path(TRITIUM_TEST_DATA) / name;
+  if (std::filesystem::exists(built))
+    return built.string();
+  return (std::filesystem::path("tests/data") / name).string();
+}
+
 inline std::string ptxasPath() {
 #ifdef TRITIUM_PTXAS
   return TRITIUM_PTXAS;

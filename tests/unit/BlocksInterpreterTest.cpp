@@ -179,7 +179,7 @@ namespace {
 // randint and rand equal them bit for bit; randn within 1e-6 (the host's log and cos in double
 // against libdevice's in f32; the GPU's are bit-equal, BlocksGpuTest.TritonRandomReference).
 TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritons) {
-  std::ifstream in(std::string(TRITIUM_TEST_DATA) + "/triton_random_arange.csv");
+  std::ifstream in(tritium::testing::testDataPath("triton_random_arange.csv"));
   ASSERT_TRUE(in) << "tests/data/triton_random_arange.csv is missing";
   std::map<int32_t, std::map<unsigned, std::array<uint32_t, 3>>> want;
   for (std::string line; std::getline(in, line);) {
@@ -202,6 +202,12 @@ TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritons) {
           << "randn, seed " << seed << ", offset " << off;
     }
   }
+}
+
+// Triton 3.6's numbers for i32/i64/u64 seeds and i32/i64 offsets, high words included
+// (tests/data/triton_random.csv): the interpreter's randn within 1e-6 (host log and cos).
+TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritonsForEverySeedAndOffsetType) {
+  checkTritonRandomCsv<HostBuffer>(nullptr, sync, 1e-6f);
 }
 
 } // namespace

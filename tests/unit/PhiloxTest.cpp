@@ -1,8 +1,9 @@
 // The host reference for Triton's random numbers (interpreter/Philox.h): Random123's published
 // Philox known-answer vectors, Triton's own numpy reference (test_random.py's CustomPhilox4x)
-// re-done independently, properties of rand/randn, and, when tests/data/triton_random.csv exists
-// (written by tools/triton_random_reference.py on a GPU with Triton 3.6), the exact Triton values.
+// re-done independently, properties of rand/randn, and tests/data/triton_random.csv
+// (written by tools/triton_random_reference.py on the H200 with Triton 3.6): the exact Triton values.
 #include "interpreter/Philox.h"
+#include "TestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -241,8 +242,8 @@ TEST(Philox, UlpDistance) {
 
 // --- Values produced by real Triton --------------------------------------------------------------
 
-// tools/triton_random_reference.py writes this file; see docs/RANDOM.md.
-const char *const TritonCsv = TRITIUM_TEST_DATA_DIR "/triton_random.csv";
+// tools/triton_random_reference.py wrote this file on the H200 (Triton 3.6); see docs/RANDOM.md.
+const std::string TritonCsv = tritium::testing::testDataPath("triton_random.csv");
 
 // randn through libdevice logf/cosf and a fast sqrt vs. the C library's: a few ulp apart. Where
 // cos(th) crosses zero the result is tiny and an ulp bound is too strict, hence the absolute one.
@@ -253,12 +254,7 @@ uint32_t parseHex32(const std::string &s) { return uint32_t(std::stoul(s, nullpt
 
 TEST(Philox, MatchesTritonCsv) {
   std::ifstream in(TritonCsv);
-  if (!in) {
-    std::printf("[  SKIPPED ] %s not found: run tools/triton_random_reference.py on a machine "
-                "with Triton 3.6 to compare against real Triton (docs/RANDOM.md)\n",
-                TritonCsv);
-    GTEST_SKIP() << TritonCsv << " absent";
-  }
+  ASSERT_TRUE(in) << TritonCsv << " is missing (tools/triton_random_reference.py writes it)";
   std::string line;
   while (std::getline(in, line) && !line.empty() && line[0] == '#') {
     std::printf("%s\n", line.c_str()); // provenance: Triton/torch versions, GPU
