@@ -6,9 +6,9 @@
 // dtype). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
 #pragma once
 
-#include "examples/kernels/HostDtype.h"
-#include "examples/kernels/SoftmaxPlan.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/HostDtype.h"
+#include "kernels/SoftmaxPlan.h"
+#include "kernels/SoftmaxReference.h"
 
 #include <gtest/gtest.h>
 

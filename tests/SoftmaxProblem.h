@@ -6,7 +6,7 @@
 #pragma once
 
 #include "TestSupport.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/SoftmaxReference.h"
 #include "frontend/CompiledKernel.h"
 
 #include <gtest/gtest.h>

@@ -7,10 +7,10 @@
 // planSoftmaxBackward (overridable from the command line) and is checked against the
 // double-precision reference on a sample of rows. Also: host time per launch, and compile /
 // first-call time.
-#include "examples/kernels/HostDtype.h"
-#include "examples/kernels/Softmax.h"
-#include "examples/kernels/SoftmaxPlan.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/HostDtype.h"
+#include "kernels/Softmax.h"
+#include "kernels/SoftmaxPlan.h"
+#include "kernels/SoftmaxReference.h"
 #include "frontend/Tritium.h"
 #include "tools/CommandLine.h"
 

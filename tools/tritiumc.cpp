@@ -1,7 +1,7 @@
 // tritiumc: tritium's command-line compiler. Compiles a built-in kernel for given compile-time
 // parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does.
 #include "compiler/Targets.h"
-#include "examples/kernels/SoftmaxPlan.h"
+#include "kernels/SoftmaxPlan.h"
 #include "frontend/Kernel.h"
 #include "tools/CommandLine.h"
 

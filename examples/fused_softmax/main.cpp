@@ -5,9 +5,9 @@
 // the fused backward on its output; `--dtype` picks fp32, fp16 or bf16 storage (fp32 math).
 // Without a GPU (or with TRITIUM_INTERPRET=1) the same kernels run in tritium's CPU interpreter
 // on smaller shapes and are checked the same way.
-#include "examples/kernels/HostDtype.h"
-#include "examples/kernels/SoftmaxPlan.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/HostDtype.h"
+#include "kernels/SoftmaxPlan.h"
+#include "kernels/SoftmaxReference.h"
 #include "frontend/Tritium.h"
 
 #include <algorithm>

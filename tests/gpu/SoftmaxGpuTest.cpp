@@ -5,8 +5,8 @@
 #include "GpuTestSupport.h"
 #include "TestSupport.h"
 
-#include "examples/kernels/Softmax.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/Softmax.h"
+#include "kernels/SoftmaxReference.h"
 #include "frontend/Kernel.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"

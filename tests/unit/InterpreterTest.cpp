@@ -7,8 +7,8 @@
 
 #include "compiler/ir/Parser.h"
 #include "compiler/ir/Verifier.h"
-#include "examples/kernels/Softmax.h"
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/Softmax.h"
+#include "kernels/SoftmaxReference.h"
 #include "frontend/Kernel.h"
 #include "interpreter/Interpreter.h"
 

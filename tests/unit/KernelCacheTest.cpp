@@ -3,7 +3,7 @@
 // and rebuilt, and the in-memory cache of one Kernel object.
 #include "TestSupport.h"
 
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 #include "frontend/Kernel.h"
 
 #include "compiler/support/Log.h"
@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The tutorial's kernel again (examples/kernels/Softmax.cpp keeps its function private), so each
+// The tutorial's kernel again (kernels/Softmax.cpp keeps its function private), so each
 // test can declare fresh Kernel objects with empty in-memory caches.
 void softmax_kernel(Ptr output_ptr, Ptr input_ptr, Int input_row_stride, Int output_row_stride,
                     Int n_rows, Int n_cols, int BLOCK_SIZE, int num_stages) {

@@ -7,7 +7,7 @@
 #include "compiler/ir/Parser.h"
 #include "compiler/ir/Printer.h"
 #include "compiler/ir/Verifier.h"
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 #include "frontend/Kernel.h"
 
 #include <gtest/gtest.h>

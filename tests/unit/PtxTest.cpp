@@ -4,7 +4,7 @@
 #include "TestSupport.h"
 
 #include "compiler/support/Error.h"
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 #include "frontend/Kernel.h"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // changing the plan before launching it.
 #pragma once
 
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 #include "frontend/CompiledKernel.h"
 
 #include <cstdint>

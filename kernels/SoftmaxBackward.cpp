@@ -1,7 +1,7 @@
 // The backward of softmax, fused: from the forward's output o and the gradient dout,
 // dx = o * (dout - sum(o * dout)). Two kernels, as for the forward: the row in registers, or
 // two passes over the row (the first sums o * dout per lane, the second writes dx).
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"
 

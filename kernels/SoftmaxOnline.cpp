@@ -3,7 +3,7 @@
 // exp(x - m), rescaling d whenever m grows, so one pass finds both. A second pass reads the row
 // again (mostly from L2, which the first pass just filled) and writes exp(x - max) / sum. Both
 // passes are range loops, so their loads are cp.async-pipelined num_stages deep.
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"
 

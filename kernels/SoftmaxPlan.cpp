@@ -1,8 +1,8 @@
 // Plans and launches for the softmax kernels. The thresholds and configurations are the best
 // measured on the H200 (docs/PERF.md); a caller can change any field of a plan.
-#include "examples/kernels/SoftmaxPlan.h"
+#include "kernels/SoftmaxPlan.h"
 
-#include "examples/kernels/HostDtype.h"
+#include "kernels/HostDtype.h"
 
 #include <algorithm>
 #include <bit>

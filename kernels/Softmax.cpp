@@ -2,7 +2,7 @@
 // program walks rows with a persistent-grid stride, holds one row in registers, and writes
 // exp(x - max) / sum(exp(x - max)). fp16 and bf16 rows are computed in fp32 and stored back in
 // the output's type.
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"
 

@@ -1,5 +1,5 @@
 // The double-precision softmax references.
-#include "examples/kernels/SoftmaxReference.h"
+#include "kernels/SoftmaxReference.h"
 
 #include <cmath>
 

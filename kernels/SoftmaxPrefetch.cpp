@@ -4,7 +4,7 @@
 // (num_stages > 1) does through a shared-memory ring, without the trip through shared memory
 // (whose load/store queue limits the ring at long rows, docs/PERF.md), at the price of a
 // second row's worth of registers.
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"
 

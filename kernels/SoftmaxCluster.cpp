@@ -8,7 +8,7 @@
 // as the online kernel does (running max and sum per lane, then a second pass that writes), so
 // a slice need not fit in registers. The second pass re-reads the slice from L2: the rows in
 // flight are only those of the clusters resident at once.
-#include "examples/kernels/Softmax.h"
+#include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"
 

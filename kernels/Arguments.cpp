@@ -1,0 +1,46 @@
+#include "kernels/Arguments.h"
+
+#include "compiler/support/Error.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tritium::kernels {
+
+void Arguments::fail(const std::string &message) const {
+  throw UserError(std::string(function_) + ": " + message);
+}
+
+KernelArg Arguments::pointer(const char *name, const void *p) const {
+  if (!p)
+    fail(std::string(name) + " is null");
+  return KernelArg::pointer(CUdeviceptr(reinterpret_cast<uintptr_t>(p)));
+}
+
+KernelArg Arguments::optionalPointer(const void *p) const {
+  return KernelArg::pointer(CUdeviceptr(reinterpret_cast<uintptr_t>(p)));
+}
+
+void Arguments::atLeast(const char *name, int64_t value, int64_t min) const {
+  if (value < min)
+    fail(std::string(name) + " is " + std::to_string(value) + ", but must be at least " +
+         std::to_string(min));
+}
+
+void Arguments::rowStride(const char *name, int64_t stride, int64_t cols) const {
+  if (stride < cols)
+    fail(std::string(name) + " is " + std::to_string(stride) +
+         " elements, shorter than a row of " + std::to_string(cols));
+}
+
+void Arguments::fraction(const char *name, double value, bool oneAllowed) const {
+  if (!(value >= 0.0) || value > 1.0 || (!oneAllowed && value == 1.0))
+    fail(std::string(name) + " is " + std::to_string(value) + ", but must be in [0, 1" +
+         (oneAllowed ? "]" : ")"));
+}
+
+std::string indexType(int64_t maxIndex) {
+  return maxIndex > std::numeric_limits<int32_t>::max() ? "i64" : "i32";
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,37 @@
+// Checks of the library's launch arguments: each mistake is a tritium::UserError whose message
+// names the function and the argument ("layerNormForward: x is null"), raised before anything
+// is compiled or launched.
+#pragma once
+
+#include "frontend/CompiledKernel.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tritium::kernels {
+
+class Arguments {
+public:
+  explicit Arguments(const char *function) : function_(function) {}
+
+  // A device pointer that must not be null.
+  KernelArg pointer(const char *name, const void *p) const;
+  // A device pointer that may be null (an output the caller does not want): 0 then.
+  KernelArg optionalPointer(const void *p) const;
+  // A size that must be at least `min`.
+  void atLeast(const char *name, int64_t value, int64_t min) const;
+  // A row stride (elements) that must be at least the row length.
+  void rowStride(const char *name, int64_t stride, int64_t cols) const;
+  // A probability in [0, 1) (dropout) or [0, 1] (label smoothing).
+  void fraction(const char *name, double value, bool oneAllowed) const;
+  [[noreturn]] void fail(const std::string &message) const;
+
+private:
+  const char *function_;
+};
+
+// "i32" when every index below `maxIndex` fits 32 bits, else "i64": the type of the strides
+// and sizes a kernel computes its offsets in (32-bit offsets are cheaper; past 2^31 they wrap).
+std::string indexType(int64_t maxIndex);
+
+} // namespace tritium::kernels

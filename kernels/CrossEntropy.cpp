@@ -1,0 +1,193 @@
+// Cross-entropy in tritium's DSL. Each program walks rows with a persistent-grid stride and
+// streams a row in blocks through a cp.async ring. Each lane keeps a running maximum m and a sum
+// s of exp(x - m); one exp per element suffices: for d = x - m, e = exp(-|d|) either rescales
+// the sum (x is the new maximum: s = s e + 1) or is the new term (s = s + e). The backward reads
+// the row once more and writes the gradient (in place when asked).
+#include "kernels/CrossEntropy.h"
+
+#include "kernels/Arguments.h"
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+
+#include <cmath>
+
+namespace tritium::kernels {
+
+using namespace tritium::dsl;
+
+static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets, Int stride,
+                                  Int n_rows, Int vocab, Int ignore_index, Float smoothing,
+                                  int BLOCK, int num_stages, int SMOOTH) {
+  auto cols = arange(0, BLOCK);
+  for (auto row : range(program_id(0), n_rows, num_programs(0), 1)) {
+    auto base = logits + row * stride;
+    auto m = full({BLOCK}, -INFINITY, float32);
+    auto s = zeros({BLOCK}, float32);
+    auto total = zeros({BLOCK}, float32); // the row's sum, for label smoothing
+    for (auto off : range(0, vocab, BLOCK, num_stages)) {
+      auto c = off + cols;
+      auto mask = c < vocab;
+      auto x = cast(load(base + c, mask, -INFINITY), float32);
+      auto e = where(x == -INFINITY, 0.0, exp(-abs(x - m)));
+      auto larger = x > m;
+      s = where(larger, s * e + 1.0, s + e);
+      m = maximum(m, x);
+      if (SMOOTH)
+        total = total + where(mask, x, 0.0);
+    }
+    auto row_max = max(m, 0);
+    auto shift = where(row_max == -INFINITY, 0.0, row_max); // a row of only -inf: lse = -inf
+    auto lse = shift + log(sum(s * exp(m - shift), 0));
+    auto t = load(targets + row);
+    auto counted = t != ignore_index;
+    auto inside = (t >= 0) & (t < vocab);
+    auto xt = cast(load(base + t, counted & inside, 0.0), float32);
+    auto nll = lse - xt;
+    auto value = SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - sum(total, 0) / vocab) : nll;
+    store(loss + row, where(counted, where(inside, value, NAN), 0.0));
+    store(lse_out + row, lse);
+  }
+}
+
+// stats[0] = the mean loss over rows whose target is not ignore_index, stats[1] = their count.
+static void cross_entropy_mean(Ptr stats, Ptr loss, Ptr targets, Int n_rows, Int ignore_index,
+                               int BLOCK) {
+  auto acc = zeros({BLOCK}, float32);
+  auto n = zeros({BLOCK}, float32);
+  for (auto r0 : range(0, n_rows, BLOCK)) {
+    auto r = r0 + arange(0, BLOCK);
+    auto counted = (r < n_rows) & (load(targets + r, r < n_rows, ignore_index) != ignore_index);
+    acc = acc + where(counted, load(loss + r, counted, 0.0), 0.0);
+    n = n + cast(counted, float32);
+  }
+  auto count = sum(n, 0);
+  store(stats, sum(acc, 0) / count);
+  store(stats + 1, count);
+}
+
+static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse, Ptr stats,
+                                   Int x_stride, Int dx_stride, Int n_rows, Int vocab,
+                                   Int ignore_index, Float smoothing, Float grad, int BLOCK,
+                                   int num_stages, int MEAN) {
+  auto cols = arange(0, BLOCK);
+  auto scale = MEAN ? grad / load(stats + 1) : grad * 1.0;
+  for (auto row : range(program_id(0), n_rows, num_programs(0), 1)) {
+    auto t = load(targets + row);
+    auto inside = (t >= 0) & (t < vocab);
+    auto row_scale = where(t != ignore_index, where(inside, scale, NAN), 0.0);
+    auto l = load(lse + row);
+    auto in = logits + row * x_stride;
+    auto out = dlogits + row * dx_stride;
+    auto uniform = smoothing / vocab;
+    for (auto off : range(0, vocab, BLOCK, num_stages)) {
+      auto c = off + cols;
+      auto mask = c < vocab;
+      auto x = cast(load(in + c, mask, 0.0), float32);
+      auto g = exp(x - l) - where(c == t, 1.0 - smoothing, 0.0) - uniform;
+      store(out + c, cast(g * row_scale, dlogits.dtype()), mask);
+    }
+  }
+}
+
+static Kernel &forwardKernel() {
+  static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
+                         {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
+                          "ignore_index", "smoothing", "BLOCK", "num_stages", "SMOOTH"});
+  return k;
+}
+static Kernel &meanKernel() {
+  static auto k = kernel("cross_entropy_mean", cross_entropy_mean,
+                         {"stats", "loss", "targets", "n_rows", "ignore_index", "BLOCK"});
+  return k;
+}
+static Kernel &backwardKernel() {
+  static auto k = kernel("cross_entropy_backward", cross_entropy_backward,
+                         {"dlogits", "logits", "targets", "lse", "stats", "x_stride",
+                          "dx_stride", "n_rows", "vocab", "ignore_index", "smoothing", "grad",
+                          "BLOCK", "num_stages", "MEAN"});
+  return k;
+}
+
+CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype) {
+  (void)vocab, (void)dtype; // a first choice; docs/PERF.md records what was measured
+  return CrossEntropyPlan{};
+}
+
+static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
+  args.atLeast("rows", rows, 0);
+  args.atLeast("vocab", vocab, 1);
+  if (rows > std::numeric_limits<int32_t>::max() || vocab > std::numeric_limits<int32_t>::max())
+    args.fail("rows and vocab must each be below 2^31");
+}
+
+void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream stream,
+                         const CrossEntropyPlan *given) {
+  Arguments args("crossEntropyForward");
+  KernelArg loss = args.pointer("loss", a.loss), lse = args.pointer("lse", a.lse),
+            x = args.pointer("logits", a.logits), t = args.pointer("targets", a.targets);
+  checkShape(args, a.rows, a.vocab);
+  int64_t stride = a.logitsStride ? a.logitsStride : a.vocab;
+  args.rowStride("logitsStride", stride, a.vocab);
+  args.fraction("labelSmoothing", a.labelSmoothing, true);
+  if (a.rows == 0)
+    return;
+  CrossEntropyPlan plan = given ? *given : planCrossEntropy(a.vocab, dtype);
+  std::string idx = indexType(a.rows * stride);
+  KernelArg s = idx == "i64" ? KernelArg(stride) : KernelArg(int32_t(stride));
+  KernelArg r(int32_t(a.rows)), v(int32_t(a.vocab)), ignore(a.ignoreIndex),
+      smooth(a.labelSmoothing);
+  bool smoothing = a.labelSmoothing != 0.0f;
+  Specialization spec =
+      Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
+                                   "i32", "i64", "fp32"},
+                     .constexprs = {plan.block, plan.numStages, smoothing ? 1 : 0},
+                     .numWarps = plan.numWarps,
+                     .numStages = plan.numStages}
+          .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
+  CompiledKernel &k = forwardKernel().compile(spec);
+  k.launch(k.persistentGrid(a.rows), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
+  if (a.stats) {
+    KernelArg stats = args.pointer("stats", a.stats);
+    Specialization ms = Specialization{.signature = {"*fp32", "*fp32", "*i64", "i32", "i64"},
+                                       .constexprs = {1024},
+                                       .numWarps = 8}
+                            .specializedFor({stats, loss, t, r, ignore});
+    meanKernel().compile(ms).launch(1, stream, {stats, loss, t, r, ignore});
+  }
+}
+
+void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstream stream,
+                          const CrossEntropyPlan *given) {
+  Arguments args("crossEntropyBackward");
+  KernelArg dx = args.pointer("dlogits", a.dlogits), x = args.pointer("logits", a.logits),
+            t = args.pointer("targets", a.targets), lse = args.pointer("lse", a.lse),
+            stats = args.optionalPointer(a.stats);
+  checkShape(args, a.rows, a.vocab);
+  int64_t xs = a.logitsStride ? a.logitsStride : a.vocab;
+  int64_t ds = a.dlogitsStride ? a.dlogitsStride : a.vocab;
+  args.rowStride("logitsStride", xs, a.vocab);
+  args.rowStride("dlogitsStride", ds, a.vocab);
+  args.fraction("labelSmoothing", a.labelSmoothing, true);
+  if (a.dlogits == a.logits && xs != ds)
+    args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
+  if (a.rows == 0)
+    return;
+  CrossEntropyPlan plan = given ? *given : planCrossEntropy(a.vocab, dtype);
+  std::string idx = indexType(a.rows * std::max(xs, ds));
+  auto index = [&](int64_t v) { return idx == "i64" ? KernelArg(v) : KernelArg(int32_t(v)); };
+  KernelArg sx = index(xs), sd = index(ds), r(int32_t(a.rows)), v(int32_t(a.vocab)),
+            ignore(a.ignoreIndex), smooth(a.labelSmoothing), grad(a.gradLoss);
+  std::string type = "*" + dtypeName(dtype);
+  Specialization spec =
+      Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
+                                   "i64", "fp32", "fp32"},
+                     .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0},
+                     .numWarps = plan.numWarps,
+                     .numStages = plan.numStages}
+          .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
+  CompiledKernel &k = backwardKernel().compile(spec);
+  k.launch(k.persistentGrid(a.rows), stream,
+           {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,58 @@
+// Cross-entropy over a vocabulary, forward and fused backward: rows of `vocab` logits (fp32,
+// fp16 or bf16; rows of any length, each read in blocks with an online log-sum-exp), int64
+// targets, PyTorch's ignore_index and label_smoothing, and the mean over the rows that are not
+// ignored. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1); every call
+// is asynchronous on `stream`. A target outside [0, vocab) that is not ignoreIndex gives a NaN
+// loss and a NaN gradient row, never a read outside the row.
+#pragma once
+
+#include "kernels/Dtype.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace tritium::kernels {
+
+struct CrossEntropyForwardArgs {
+  float *loss = nullptr; // [rows]: the row's loss, 0 where the target is ignoreIndex
+  float *lse = nullptr;  // [rows]: log-sum-exp of the row's logits (the backward needs it)
+  // May be null. Else [2]: the mean of the loss over the rows not ignored, and their count (as
+  // a float); the backward's mean scaling reads the count from here.
+  float *stats = nullptr;
+  const void *logits = nullptr;
+  const int64_t *targets = nullptr;
+  int64_t rows = 0, vocab = 0, logitsStride = 0; // stride 0: vocab
+  int64_t ignoreIndex = -100;
+  float labelSmoothing = 0.0f;
+};
+
+// dlogits = (softmax(logits) - (1 - s) onehot(target) - s / vocab) x scale, 0 on ignored rows,
+// with scale = gradLoss / count when `stats` is given (the forward's mean), else gradLoss.
+// dlogits may be logits (the gradient written in place).
+struct CrossEntropyBackwardArgs {
+  void *dlogits = nullptr;
+  const void *logits = nullptr;
+  const int64_t *targets = nullptr;
+  const float *lse = nullptr;
+  const float *stats = nullptr;
+  int64_t rows = 0, vocab = 0, logitsStride = 0, dlogitsStride = 0;
+  int64_t ignoreIndex = -100;
+  float labelSmoothing = 0.0f;
+  float gradLoss = 1.0f;
+};
+
+// Columns per step, warps and the depth of the cp.async ring over a row's blocks.
+struct CrossEntropyPlan {
+  int64_t block = 4096;
+  int numWarps = 8;
+  int numStages = 3;
+};
+CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
+
+void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &args, CUstream stream,
+                         const CrossEntropyPlan *plan = nullptr);
+void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &args, CUstream stream,
+                          const CrossEntropyPlan *plan = nullptr);
+
+} // namespace tritium::kernels

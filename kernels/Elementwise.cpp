@@ -1,0 +1,90 @@
+// The elementwise kernels: one program per block of BLOCK elements, as Triton's tutorials
+// launch them, 16-byte vector accesses where n and the pointers allow (the launch specializes
+// on them). Offsets are 64-bit only when n passes 2^31.
+#include "kernels/Elementwise.h"
+
+#include "kernels/Arguments.h"
+#include "kernels/ElementwisePlan.h"
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+
+namespace tritium::kernels {
+
+using namespace tritium::dsl;
+
+// This program's offsets: BLOCK of them from program_id(0) * BLOCK, in i64 when WIDE.
+static Value blockOffsets(int BLOCK, int WIDE) {
+  auto pid = WIDE ? cast(program_id(0), int64) : program_id(0);
+  return pid * BLOCK + arange(0, BLOCK);
+}
+
+static void vector_add_kernel(Ptr out, Ptr a, Ptr b, Int n, int BLOCK, int WIDE) {
+  auto offs = blockOffsets(BLOCK, WIDE);
+  auto mask = offs < n;
+  auto sum = cast(load(a + offs, mask, 0.0), float32) + cast(load(b + offs, mask, 0.0), float32);
+  store(out + offs, cast(sum, out.dtype()), mask);
+}
+
+static void dropout_kernel(Ptr out, Ptr x, Int n, Float p, Float scale, Int seed, int BLOCK,
+                           int WIDE) {
+  auto offs = blockOffsets(BLOCK, WIDE);
+  auto mask = offs < n;
+  auto v = cast(load(x + offs, mask, 0.0), float32);
+  auto keep = rand(seed, offs) > p;
+  store(out + offs, cast(where(keep, v * scale, 0.0), out.dtype()), mask);
+}
+
+Kernel &vectorAddKernel() {
+  static auto k = kernel("vector_add", vector_add_kernel, {"out", "a", "b", "n", "BLOCK", "WIDE"});
+  return k;
+}
+
+Kernel &dropoutKernel() {
+  static auto k = kernel("dropout", dropout_kernel,
+                         {"out", "x", "n", "p", "scale", "seed", "BLOCK", "WIDE"});
+  return k;
+}
+
+void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n,
+               CUstream stream) {
+  Arguments args("vectorAdd");
+  KernelArg o = args.pointer("out", out), x = args.pointer("a", a), y = args.pointer("b", b);
+  args.atLeast("n", n, 0);
+  if (n == 0)
+    return;
+  ElementwisePlan plan = planElementwise(n, dtype, ElementwiseKind::Add);
+  bool wide = plan.wide(n);
+  std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
+  KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
+  Specialization spec = Specialization{.signature = {t, t, t, idx},
+                                       .constexprs = {plan.block, wide ? 1 : 0},
+                                       .numWarps = plan.numWarps}
+                            .specializedFor({o, x, y, count});
+  vectorAddKernel().compile(spec).launch(plan.grid(n), stream, {o, x, y, count});
+}
+
+void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
+             CUstream stream) {
+  Arguments args("dropout");
+  KernelArg o = args.pointer("out", out), in = args.pointer("x", x);
+  args.atLeast("n", n, 0);
+  args.fraction("p", p, false);
+  if (n == 0)
+    return;
+  ElementwisePlan plan = planElementwise(n, dtype, ElementwiseKind::Dropout);
+  bool wide = plan.wide(n);
+  bool seed32 = seed >= INT32_MIN && seed <= INT32_MAX;
+  std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
+  KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
+  KernelArg seedArg = seed32 ? KernelArg(int32_t(seed)) : KernelArg(seed);
+  KernelArg pArg{float(p)}, scale{float(1.0 / (1.0 - p))};
+  Specialization spec =
+      Specialization{.signature = {t, t, idx, "fp32", "fp32", seed32 ? "i32" : "i64"},
+                     .constexprs = {plan.block, wide ? 1 : 0},
+                     .numWarps = plan.numWarps}
+          .specializedFor({o, in, count, pArg, scale, seedArg});
+  dropoutKernel().compile(spec).launch(plan.grid(n), stream,
+                                       {o, in, count, pArg, scale, seedArg});
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,63 @@
+#include "kernels/RowPlan.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace tritium::kernels {
+
+std::string RowPlan::str() const {
+  return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
+         " rows, cluster " + std::to_string(clusterSize) + ", warps " +
+         std::to_string(numWarps) + ", stages " + std::to_string(numStages);
+}
+
+Specialization RowPlan::specialization(std::vector<std::string> signature,
+                                       std::vector<int64_t> more) const {
+  std::vector<int64_t> constexprs = {block, rowsPerTile, clusterSize, numStages};
+  constexprs.insert(constexprs.end(), more.begin(), more.end());
+  return Specialization{.signature = std::move(signature),
+                        .constexprs = std::move(constexprs),
+                        .numWarps = numWarps,
+                        .numStages = numStages,
+                        .clusterSize = clusterSize};
+}
+
+int64_t RowPlan::maxPartials(int64_t rows) const {
+  // 512 programs fill the H200's 132 SMs several times over; more would only add partial sums.
+  constexpr int64_t kMaxPrograms = 512;
+  return std::max<int64_t>(1, std::min(tiles(rows), kMaxPrograms / clusterSize));
+}
+
+// fp32 values per thread and array: enough independent loads per thread to cover DRAM latency,
+// few enough registers that a CTA of up to 32 warps does not spill. Rows longer than 32 warps
+// x perThread are split over a cluster; rows shorter than `minTile` columns are stacked into
+// 2-D tiles so that a step still moves enough bytes.
+static RowPlan plan(int64_t cols, int perThread, int64_t minTile) {
+  constexpr int kMaxWarps = 32, kMaxCluster = 16;
+  const int64_t maxBlock = int64_t(perThread) * 32 * kMaxWarps;
+  int64_t whole = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
+  RowPlan p;
+  if (whole <= maxBlock) {
+    p.block = whole;
+  } else {
+    p.clusterSize = int(std::min<int64_t>((cols + maxBlock - 1) / maxBlock, kMaxCluster));
+    p.block = int64_t(std::bit_ceil(uint64_t((cols + p.clusterSize - 1) / p.clusterSize)));
+  }
+  p.rowsPerTile = int(std::clamp<int64_t>(minTile / p.block, 1, 16));
+  int64_t elements = p.block * p.rowsPerTile;
+  p.numWarps = int(std::clamp<int64_t>(elements / (32 * perThread), 1, kMaxWarps));
+  p.numStages = p.rowsPerTile == 1 ? 2 : 1;
+  return p;
+}
+
+RowPlan planNormForward(int64_t cols, Dtype dtype) {
+  (void)dtype;
+  return plan(cols, 16, 2048);
+}
+
+RowPlan planNormBackward(int64_t cols, Dtype dtype) {
+  (void)dtype;
+  return plan(cols, 8, 2048);
+}
+
+} // namespace tritium::kernels

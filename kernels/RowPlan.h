@@ -1,0 +1,40 @@
+// Launch choices of the row kernels (LayerNorm, RMSNorm): how many columns each program holds
+// in registers, how many programs of a thread-block cluster share a row that is too long for
+// one, how many rows a program takes per step (a 2-D tile, for short rows), warps and the depth
+// of the cp.async ring. The planner's defaults; every field may be changed before a launch.
+#pragma once
+
+#include "frontend/Kernel.h"
+#include "kernels/Dtype.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tritium::kernels {
+
+struct RowPlan {
+  int64_t block = 1024; // columns per program, a power of two
+  int rowsPerTile = 1;  // rows per step: above 1, [rowsPerTile, block] tiles (no cp.async ring)
+  int clusterSize = 1;  // programs sharing a row (each holds `block` of its columns)
+  int numWarps = 4;
+  int numStages = 2; // the ring of rows loaded ahead (1-row tiles only)
+
+  int64_t maxCols() const { return block * clusterSize; }
+  std::string str() const; // "block 4096 x 1 rows, cluster 1, warps 8, stages 2"
+  // The specialization: the given signature, constexprs (block, rows per tile, cluster size,
+  // stages, then `more`) and the launch fields.
+  Specialization specialization(std::vector<std::string> signature,
+                                std::vector<int64_t> more = {}) const;
+  // Tiles of `rows` rows (rowsPerTile each).
+  int64_t tiles(int64_t rows) const { return (rows + rowsPerTile - 1) / rowsPerTile; }
+  // Backward kernels keep one partial sum of the weight gradients per cluster: at most this
+  // many clusters run, so the partial sums stay small beside the rows.
+  int64_t maxPartials(int64_t rows) const;
+};
+
+// Forward kernels hold one array per row (x); backward ones hold x, dy and the weight gradient
+// accumulators, so they take fewer columns per thread.
+RowPlan planNormForward(int64_t cols, Dtype dtype);
+RowPlan planNormBackward(int64_t cols, Dtype dtype);
+
+} // namespace tritium::kernels

@@ -1,0 +1,169 @@
+// The C interface: each call converts its arguments, calls the C++ function and turns an
+// exception into -1 and a message kept per thread.
+#include "kernels/capi/tritium_kernels.h"
+
+#include "kernels/CrossEntropy.h"
+#include "kernels/Elementwise.h"
+#include "kernels/Norms.h"
+#include "kernels/SoftmaxPlan.h"
+
+#include <exception>
+#include <string>
+
+using namespace tritium::kernels;
+using tritium::KernelArg;
+
+namespace {
+
+thread_local std::string lastError;
+
+Dtype toDtype(int d) {
+  if (d < 0 || d > 2)
+    throw std::invalid_argument("dtype is " + std::to_string(d) +
+                                ", but must be 0 (fp32), 1 (fp16) or 2 (bf16)");
+  return Dtype(d);
+}
+
+CUstream toStream(void *s) { return static_cast<CUstream>(s); }
+
+template <typename F> int guarded(F &&f) {
+  try {
+    f();
+    lastError.clear();
+    return 0;
+  } catch (const std::exception &e) {
+    lastError = e.what();
+  } catch (...) {
+    lastError = "unknown exception";
+  }
+  return -1;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *tritium_last_error(void) { return lastError.c_str(); }
+
+int tritium_vector_add(int dtype, void *out, const void *a, const void *b, int64_t n,
+                       void *stream) {
+  return guarded([&] { vectorAdd(toDtype(dtype), out, a, b, n, toStream(stream)); });
+}
+
+int tritium_dropout(int dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
+                    void *stream) {
+  return guarded([&] { dropout(toDtype(dtype), out, x, n, p, seed, toStream(stream)); });
+}
+
+int tritium_softmax_forward(int dtype, void *out, const void *in, int64_t rows, int64_t cols,
+                            int64_t in_stride, int64_t out_stride, void *stream) {
+  return guarded([&] {
+    std::string d = dtypeName(toDtype(dtype));
+    softmaxForward(planSoftmax(cols, d), d, KernelArg(out), KernelArg(in), {rows, cols},
+                   in_stride ? in_stride : cols, out_stride ? out_stride : cols,
+                   toStream(stream));
+  });
+}
+
+int tritium_softmax_backward(int dtype, void *dx, const void *o, const void *dout, int64_t rows,
+                             int64_t cols, int64_t dx_stride, int64_t o_stride,
+                             int64_t dout_stride, void *stream) {
+  return guarded([&] {
+    std::string d = dtypeName(toDtype(dtype));
+    softmaxBackward(planSoftmaxBackward(cols, d), d, KernelArg(dx), KernelArg(o),
+                    KernelArg(dout), {rows, cols}, dx_stride ? dx_stride : cols,
+                    o_stride ? o_stride : cols, dout_stride ? dout_stride : cols,
+                    toStream(stream));
+  });
+}
+
+int tritium_layer_norm_forward(int dtype, void *y, float *mean, float *rstd, const void *x,
+                               const void *weight, const void *bias, int64_t rows, int64_t cols,
+                               int64_t x_stride, int64_t y_stride, float eps, void *stream) {
+  return guarded([&] {
+    layerNormForward(toDtype(dtype),
+                     {.y = y, .mean = mean, .rstd = rstd, .x = x, .weight = weight, .bias = bias,
+                      .rows = rows, .cols = cols, .xStride = x_stride, .yStride = y_stride,
+                      .eps = eps},
+                     toStream(stream));
+  });
+}
+
+int64_t tritium_layer_norm_backward_workspace(int64_t rows, int64_t cols) {
+  return int64_t(layerNormBackwardWorkspaceBytes(rows, cols));
+}
+
+int tritium_layer_norm_backward(int dtype, void *dx, void *dweight, void *dbias, const void *dy,
+                                const void *x, const void *weight, const float *mean,
+                                const float *rstd, int64_t rows, int64_t cols, int64_t dy_stride,
+                                int64_t x_stride, int64_t dx_stride, void *workspace,
+                                int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    layerNormBackward(toDtype(dtype),
+                      {.dx = dx, .dweight = dweight, .dbias = dbias, .dy = dy, .x = x,
+                       .weight = weight, .mean = mean, .rstd = rstd, .rows = rows, .cols = cols,
+                       .dyStride = dy_stride, .xStride = x_stride, .dxStride = dx_stride,
+                       .workspace = workspace, .workspaceBytes = size_t(workspace_bytes)},
+                      toStream(stream));
+  });
+}
+
+int tritium_rms_norm_forward(int dtype, void *y, float *rstd, const void *x, const void *weight,
+                             int64_t rows, int64_t cols, int64_t x_stride, int64_t y_stride,
+                             float eps, void *stream) {
+  return guarded([&] {
+    rmsNormForward(toDtype(dtype),
+                   {.y = y, .rstd = rstd, .x = x, .weight = weight, .rows = rows, .cols = cols,
+                    .xStride = x_stride, .yStride = y_stride, .eps = eps},
+                   toStream(stream));
+  });
+}
+
+int64_t tritium_rms_norm_backward_workspace(int64_t rows, int64_t cols) {
+  return int64_t(rmsNormBackwardWorkspaceBytes(rows, cols));
+}
+
+int tritium_rms_norm_backward(int dtype, void *dx, void *dweight, const void *dy, const void *x,
+                              const void *weight, const float *rstd, int64_t rows, int64_t cols,
+                              int64_t dy_stride, int64_t x_stride, int64_t dx_stride,
+                              void *workspace, int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    rmsNormBackward(toDtype(dtype),
+                    {.dx = dx, .dweight = dweight, .dy = dy, .x = x, .weight = weight,
+                     .rstd = rstd, .rows = rows, .cols = cols, .dyStride = dy_stride,
+                     .xStride = x_stride, .dxStride = dx_stride, .workspace = workspace,
+                     .workspaceBytes = size_t(workspace_bytes)},
+                    toStream(stream));
+  });
+}
+
+int tritium_cross_entropy_forward(int dtype, float *loss, float *lse, float *stats,
+                                  const void *logits, const int64_t *targets, int64_t rows,
+                                  int64_t vocab, int64_t stride, int64_t ignore_index,
+                                  float label_smoothing, void *stream) {
+  return guarded([&] {
+    crossEntropyForward(toDtype(dtype),
+                        {.loss = loss, .lse = lse, .stats = stats, .logits = logits,
+                         .targets = targets, .rows = rows, .vocab = vocab, .logitsStride = stride,
+                         .ignoreIndex = ignore_index, .labelSmoothing = label_smoothing},
+                        toStream(stream));
+  });
+}
+
+int tritium_cross_entropy_backward(int dtype, void *dlogits, const void *logits,
+                                   const int64_t *targets, const float *lse, const float *stats,
+                                   int64_t rows, int64_t vocab, int64_t logits_stride,
+                                   int64_t dlogits_stride, int64_t ignore_index,
+                                   float label_smoothing, float grad_loss, void *stream) {
+  return guarded([&] {
+    crossEntropyBackward(toDtype(dtype),
+                         {.dlogits = dlogits, .logits = logits, .targets = targets, .lse = lse,
+                          .stats = stats, .rows = rows, .vocab = vocab,
+                          .logitsStride = logits_stride, .dlogitsStride = dlogits_stride,
+                          .ignoreIndex = ignore_index, .labelSmoothing = label_smoothing,
+                          .gradLoss = grad_loss},
+                         toStream(stream));
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,114 @@
+// The kernel library in the interpreter (tests/KernelLibraryCases.h): the twins of
+// tests/gpu/KernelLibraryGpuTest.cpp on smaller shapes, so that CI runs every kernel, dtype and
+// direction without a GPU. Each kernel is also compiled to PTX on the way.
+#include "KernelLibraryCases.h"
+
+#include "compiler/support/Error.h"
+#include "interpreter/Interpreter.h"
+
+using namespace tritium;
+using namespace tritium::testing::library;
+using interpreter::HostBuffer;
+
+namespace {
+
+class KernelLibraryInterpreterTest : public tritium::testing::CompilerTest {
+protected:
+  void SetUp() override { setInterpret(true); }
+  void TearDown() override { resetInterpret(); }
+  Sync sync = [] {};
+};
+
+const Dtype kDtypes[] = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
+
+TEST_F(KernelLibraryInterpreterTest, VectorAdd) {
+  for (Dtype d : kDtypes) {
+    checkVectorAdd<HostBuffer>(nullptr, sync, d, 5000, 0);
+    checkVectorAdd<HostBuffer>(nullptr, sync, d, 777, size_t(kernels::dtypeBytes(d)));
+  }
+}
+
+TEST_F(KernelLibraryInterpreterTest, DropoutMatchesTritonsMask) {
+  for (Dtype d : kDtypes)
+    checkDropout<HostBuffer>(nullptr, sync, d, 3000, 0.5, 1234);
+  checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 2049, 0.1, -7);
+  checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 1000, 0.9, int64_t(1) << 40);
+}
+
+TEST_F(KernelLibraryInterpreterTest, LayerNorm) {
+  for (Dtype d : kDtypes) {
+    checkNorm<HostBuffer>(nullptr, sync, d, {7, 100, 100}, false, true);
+    checkNorm<HostBuffer>(nullptr, sync, d, {5, 600, 608}, false, true,
+                          size_t(kernels::dtypeBytes(d)));
+  }
+  checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, {9, 33, 40}, false, false);
+}
+
+TEST_F(KernelLibraryInterpreterTest, RMSNorm) {
+  for (Dtype d : kDtypes) {
+    checkNorm<HostBuffer>(nullptr, sync, d, {7, 100, 100}, true, false);
+    checkNorm<HostBuffer>(nullptr, sync, d, {5, 600, 608}, true, false);
+  }
+}
+
+// Rows longer than one program's registers: the cluster path (3 programs per row).
+TEST_F(KernelLibraryInterpreterTest, NormsOfLongRowsUseClusters) {
+  checkNorm<HostBuffer>(nullptr, sync, Dtype::bf16, {2, 20000, 20000}, false, true);
+  checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, {2, 20000, 20008}, true, false);
+}
+
+TEST_F(KernelLibraryInterpreterTest, NormGradientsByFiniteDifferences) {
+  checkNormFiniteDifferences<HostBuffer>(nullptr, sync, false);
+  checkNormFiniteDifferences<HostBuffer>(nullptr, sync, true);
+}
+
+TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
+  for (Dtype d : kDtypes) {
+    checkCrossEntropy<HostBuffer>(nullptr, sync, d, {9, 1000, 1000, 0.0f, false});
+    checkCrossEntropy<HostBuffer>(nullptr, sync, d, {6, 5000, 5008, 0.1f, true});
+  }
+}
+
+TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
+  auto message = [](const std::function<void()> &f) {
+    try {
+      f();
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  HostBuffer a(64), b(64);
+  EXPECT_NE(message([&] { kernels::vectorAdd(Dtype::fp32, nullptr, a.data(), b.data(), 4, nullptr); })
+                .find("vectorAdd: out is null"),
+            std::string::npos);
+  EXPECT_NE(message([&] { kernels::dropout(Dtype::fp32, a.data(), b.data(), 4, 1.0, 0, nullptr); })
+                .find("dropout: p is 1"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              kernels::layerNormForward(Dtype::fp32, {.y = a.data(), .x = b.data(),
+                                                      .weight = a.data(), .rows = 2, .cols = 8,
+                                                      .xStride = 4},
+                                        nullptr);
+            }).find("layerNormForward: xStride is 4 elements, shorter than a row of 8"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              kernels::rmsNormBackward(Dtype::fp32, {.dx = a.data(), .dweight = a.data(),
+                                                     .dy = a.data(), .x = a.data(),
+                                                     .weight = a.data(), .rstd = (float *)b.data(),
+                                                     .rows = 2, .cols = 8,
+                                                     .workspace = b.data(), .workspaceBytes = 4},
+                                       nullptr);
+            }).find("rmsNormBackward: workspaceBytes is 4"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              kernels::crossEntropyForward(Dtype::fp32, {.loss = (float *)a.data(),
+                                                         .lse = (float *)a.data(),
+                                                         .logits = b.data(), .targets = nullptr,
+                                                         .rows = 1, .vocab = 4},
+                                           nullptr);
+            }).find("crossEntropyForward: targets is null"),
+            std::string::npos);
+}
+
+} // namespace
