@@ -39,6 +39,22 @@ void Arguments::fraction(const char *name, double value, bool oneAllowed) const 
          (oneAllowed ? "]" : ")"));
 }
 
+bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span> inputs) {
+  auto overlap = [](const Span &a, const Span &b) {
+    auto x = reinterpret_cast<uintptr_t>(a.p), y = reinterpret_cast<uintptr_t>(b.p);
+    return a.p && b.p && x < y + uintptr_t(b.bytes) && y < x + uintptr_t(a.bytes);
+  };
+  for (const Span &o : outputs) {
+    for (const Span &i : inputs)
+      if (overlap(o, i))
+        return true;
+    for (const Span &other : outputs) // one output written through another
+      if (&other != &o && overlap(o, other))
+        return true;
+  }
+  return false;
+}
+
 std::string indexType(int64_t maxIndex) {
   return maxIndex > std::numeric_limits<int32_t>::max() ? "i64" : "i32";
 }

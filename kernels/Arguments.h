@@ -6,6 +6,7 @@
 #include "frontend/CompiledKernel.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace tritium::kernels {
@@ -29,6 +30,14 @@ public:
 private:
   const char *function_;
 };
+
+// Bytes a launch reads or writes from `p` on: the autotuner launches a kernel several times on
+// the caller's arguments, which is safe only when no output overlaps an input.
+struct Span {
+  const void *p = nullptr;
+  int64_t bytes = 0;
+};
+bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span> inputs);
 
 // "i32" when every index below `maxIndex` fits 32 bits, else "i64": the type of the strides
 // and sizes a kernel computes its offsets in (32-bit offsets are cheaper; past 2^31 they wrap).

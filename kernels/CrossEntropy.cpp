@@ -6,10 +6,14 @@
 #include "kernels/CrossEntropy.h"
 
 #include "kernels/Arguments.h"
+#include "compiler/support/Error.h"
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <functional>
 
 namespace tritium::kernels {
 
@@ -113,6 +117,38 @@ CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype) {
   return CrossEntropyPlan{};
 }
 
+std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype) {
+  std::vector<CrossEntropyPlan> out{planCrossEntropy(vocab, dtype)};
+  for (int64_t block : {2048, 4096, 8192})
+    for (int warps : {4, 8})
+      for (int stages : {2, 3}) {
+        CrossEntropyPlan p{.block = block, .numWarps = warps, .numStages = stages};
+        if (std::none_of(out.begin(), out.end(),
+                         [&](const CrossEntropyPlan &q) { return q.fields() == p.fields(); }))
+          out.push_back(p);
+      }
+  return out;
+}
+
+static std::string bucket(Dtype dtype, int64_t rows, int64_t vocab) {
+  auto up = [](int64_t v) {
+    return std::to_string(std::bit_ceil(uint64_t(std::max<int64_t>(v, 1))));
+  };
+  return dtypeName(dtype) + "-vocab" + up(vocab) + "-rows" + up(std::min<int64_t>(rows, 1 << 16));
+}
+
+static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given, Dtype dtype,
+                               int64_t rows, int64_t vocab, bool rerunSafe, CUstream stream,
+                               const std::function<void(const CrossEntropyPlan &)> &launch) {
+  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
+    throw UserError(std::string(kernel) + ": the plan's block is " +
+                    std::to_string(given->block) + ", not a power of two");
+  return choosePlan<CrossEntropyPlan>(given, planCrossEntropy(vocab, dtype),
+                                      crossEntropyCandidates(vocab, dtype),
+                                      {kernel, bucket(dtype, rows, vocab)}, rerunSafe, stream,
+                                      launch);
+}
+
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
   args.atLeast("rows", rows, 0);
   args.atLeast("vocab", vocab, 1);
@@ -131,21 +167,27 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   args.fraction("labelSmoothing", a.labelSmoothing, true);
   if (a.rows == 0)
     return;
-  CrossEntropyPlan plan = given ? *given : planCrossEntropy(a.vocab, dtype);
   std::string idx = indexType(a.rows * stride);
   KernelArg s = idx == "i64" ? KernelArg(stride) : KernelArg(int32_t(stride));
   KernelArg r(int32_t(a.rows)), v(int32_t(a.vocab)), ignore(a.ignoreIndex),
       smooth(a.labelSmoothing);
   bool smoothing = a.labelSmoothing != 0.0f;
-  Specialization spec =
-      Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
-                                   "i32", "i64", "fp32"},
-                     .constexprs = {plan.block, plan.numStages, smoothing ? 1 : 0},
-                     .numWarps = plan.numWarps,
-                     .numStages = plan.numStages}
-          .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
-  CompiledKernel &k = forwardKernel().compile(spec);
-  k.launch(k.persistentGrid(a.rows), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
+  auto launch = [&](const CrossEntropyPlan &plan) {
+    Specialization spec =
+        Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx,
+                                     "i32", "i32", "i64", "fp32"},
+                       .constexprs = {plan.block, plan.numStages, smoothing ? 1 : 0},
+                       .numWarps = plan.numWarps,
+                       .numStages = plan.numStages}
+            .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
+    CompiledKernel &k = forwardKernel().compile(spec);
+    k.launch(k.persistentGrid(a.rows), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
+  };
+  int64_t rowsBytes = ((a.rows - 1) * stride + a.vocab) * dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap({{a.loss, a.rows * 4}, {a.lse, a.rows * 4}},
+                               {{a.logits, rowsBytes}, {a.targets, a.rows * 8}});
+  launch(choose("cross_entropy_forward", given, dtype, a.rows, a.vocab, rerunSafe, stream,
+                launch));
   if (a.stats) {
     KernelArg stats = args.pointer("stats", a.stats);
     Specialization ms = Specialization{.signature = {"*fp32", "*fp32", "*i64", "i32", "i64"},
@@ -172,22 +214,30 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
     args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
   if (a.rows == 0)
     return;
-  CrossEntropyPlan plan = given ? *given : planCrossEntropy(a.vocab, dtype);
   std::string idx = indexType(a.rows * std::max(xs, ds));
   auto index = [&](int64_t v) { return idx == "i64" ? KernelArg(v) : KernelArg(int32_t(v)); };
   KernelArg sx = index(xs), sd = index(ds), r(int32_t(a.rows)), v(int32_t(a.vocab)),
             ignore(a.ignoreIndex), smooth(a.labelSmoothing), grad(a.gradLoss);
   std::string type = "*" + dtypeName(dtype);
-  Specialization spec =
-      Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
-                                   "i64", "fp32", "fp32"},
-                     .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0},
-                     .numWarps = plan.numWarps,
-                     .numStages = plan.numStages}
-          .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
-  CompiledKernel &k = backwardKernel().compile(spec);
-  k.launch(k.persistentGrid(a.rows), stream,
-           {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
+  auto launch = [&](const CrossEntropyPlan &plan) {
+    Specialization spec =
+        Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32",
+                                     "i32", "i64", "fp32", "fp32"},
+                       .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0},
+                       .numWarps = plan.numWarps,
+                       .numStages = plan.numStages}
+            .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
+    CompiledKernel &k = backwardKernel().compile(spec);
+    k.launch(k.persistentGrid(a.rows), stream,
+             {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
+  };
+  int64_t e = dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap(
+      {{a.dlogits, ((a.rows - 1) * ds + a.vocab) * e}},
+      {{a.logits, ((a.rows - 1) * xs + a.vocab) * e}, {a.targets, a.rows * 8},
+       {a.lse, a.rows * 4}, {a.stats, 8}});
+  launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, rerunSafe, stream,
+                launch));
 }
 
 } // namespace tritium::kernels

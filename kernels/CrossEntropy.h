@@ -6,11 +6,13 @@
 // loss and a NaN gradient row, never a read outside the row.
 #pragma once
 
+#include "kernels/Autotuner.h"
 #include "kernels/Dtype.h"
 
 #include <cuda.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace tritium::kernels {
 
@@ -47,8 +49,17 @@ struct CrossEntropyPlan {
   int64_t block = 4096;
   int numWarps = 8;
   int numStages = 3;
+  PlanFields fields() const {
+    return {{"block", block}, {"warps", numWarps}, {"stages", numStages}};
+  }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
+// What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, rings of 2 or 3.
+std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
+
+// Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward
+// written in place is not tuned (it cannot run twice on its arguments): it takes the winner
+// recorded by an earlier call of the same shape that was not in place, else the planner's.
 
 void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &args, CUstream stream,
                          const CrossEntropyPlan *plan = nullptr);

@@ -8,6 +8,9 @@
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
 
+#include <bit>
+#include <functional>
+
 namespace tritium::kernels {
 
 using namespace tritium::dsl;
@@ -45,46 +48,68 @@ Kernel &dropoutKernel() {
   return k;
 }
 
-void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n,
-               CUstream stream) {
+// The given plan, else the autotuner's or the planner's.
+static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, Dtype dtype,
+                              int64_t n, ElementwiseKind kind, bool rerunSafe, CUstream stream,
+                              const std::function<void(const ElementwisePlan &)> &launch) {
+  return choosePlan<ElementwisePlan>(given, planElementwise(n, dtype, kind),
+                                     elementwiseCandidates(n, dtype, kind),
+                                     {kernel, elementwiseBucket(dtype, n)}, rerunSafe, stream,
+                                     launch);
+}
+
+void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, CUstream stream,
+               const ElementwisePlan *given) {
   Arguments args("vectorAdd");
   KernelArg o = args.pointer("out", out), x = args.pointer("a", a), y = args.pointer("b", b);
   args.atLeast("n", n, 0);
   if (n == 0)
     return;
-  ElementwisePlan plan = planElementwise(n, dtype, ElementwiseKind::Add);
-  bool wide = plan.wide(n);
-  std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
-  KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
-  Specialization spec = Specialization{.signature = {t, t, t, idx},
-                                       .constexprs = {plan.block, wide ? 1 : 0},
-                                       .numWarps = plan.numWarps}
-                            .specializedFor({o, x, y, count});
-  vectorAddKernel().compile(spec).launch(plan.grid(n), stream, {o, x, y, count});
+  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
+    args.fail("the plan's block is " + std::to_string(given->block) + ", not a power of two");
+  auto launch = [&](const ElementwisePlan &plan) {
+    bool wide = plan.wide(n);
+    std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
+    KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
+    Specialization spec = Specialization{.signature = {t, t, t, idx},
+                                         .constexprs = {plan.block, wide ? 1 : 0},
+                                         .numWarps = plan.numWarps}
+                              .specializedFor({o, x, y, count});
+    vectorAddKernel().compile(spec).launch(plan.grid(n), stream, {o, x, y, count});
+  };
+  int64_t bytes = n * dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap({{out, bytes}}, {{a, bytes}, {b, bytes}});
+  launch(choose("vector_add", given, dtype, n, ElementwiseKind::Add, rerunSafe, stream, launch));
 }
 
 void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
-             CUstream stream) {
+             CUstream stream, const ElementwisePlan *given) {
   Arguments args("dropout");
   KernelArg o = args.pointer("out", out), in = args.pointer("x", x);
   args.atLeast("n", n, 0);
   args.fraction("p", p, false);
   if (n == 0)
     return;
-  ElementwisePlan plan = planElementwise(n, dtype, ElementwiseKind::Dropout);
-  bool wide = plan.wide(n);
+  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
+    args.fail("the plan's block is " + std::to_string(given->block) + ", not a power of two");
   bool seed32 = seed >= INT32_MIN && seed <= INT32_MAX;
-  std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
-  KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
   KernelArg seedArg = seed32 ? KernelArg(int32_t(seed)) : KernelArg(seed);
   KernelArg pArg{float(p)}, scale{float(1.0 / (1.0 - p))};
-  Specialization spec =
-      Specialization{.signature = {t, t, idx, "fp32", "fp32", seed32 ? "i32" : "i64"},
-                     .constexprs = {plan.block, wide ? 1 : 0},
-                     .numWarps = plan.numWarps}
-          .specializedFor({o, in, count, pArg, scale, seedArg});
-  dropoutKernel().compile(spec).launch(plan.grid(n), stream,
-                                       {o, in, count, pArg, scale, seedArg});
+  auto launch = [&](const ElementwisePlan &plan) {
+    bool wide = plan.wide(n);
+    std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
+    KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
+    Specialization spec =
+        Specialization{.signature = {t, t, idx, "fp32", "fp32", seed32 ? "i32" : "i64"},
+                       .constexprs = {plan.block, wide ? 1 : 0},
+                       .numWarps = plan.numWarps}
+            .specializedFor({o, in, count, pArg, scale, seedArg});
+    dropoutKernel().compile(spec).launch(plan.grid(n), stream,
+                                         {o, in, count, pArg, scale, seedArg});
+  };
+  int64_t bytes = n * dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap({{out, bytes}}, {{x, bytes}});
+  launch(choose("dropout", given, dtype, n, ElementwiseKind::Dropout, rerunSafe, stream, launch));
 }
 
 } // namespace tritium::kernels

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/Dtype.h"
+#include "kernels/ElementwisePlan.h"
 
 #include <cuda.h>
 
@@ -12,17 +13,19 @@
 namespace tritium::kernels {
 
 // out = a + b (computed in fp32, stored in `dtype`).
-void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, CUstream stream);
+// Each takes the autotuner's (or the planner's) choice unless a plan is given.
+void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, CUstream stream,
+               const ElementwisePlan *plan = nullptr);
 
 // Seeded dropout: out[i] = x[i] / (1 - p) where tl.rand(seed, i) > p, else 0. The mask is never
 // stored: it is Philox 4x32 of (seed, i), bit for bit Triton 3.6's tl.rand for the same seed
 // (typed i32 when it fits, else i64, as Triton types a Python int) and offsets i. The backward
 // is the same call on the output's gradient with the same seed and p. `out` may equal `x`.
 void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
-             CUstream stream);
+             CUstream stream, const ElementwisePlan *plan = nullptr);
 inline void dropoutBackward(Dtype dtype, void *dx, const void *dy, int64_t n, double p,
-                            int64_t seed, CUstream stream) {
-  dropout(dtype, dx, dy, n, p, seed, stream);
+                            int64_t seed, CUstream stream, const ElementwisePlan *plan = nullptr) {
+  dropout(dtype, dx, dy, n, p, seed, stream, plan);
 }
 
 } // namespace tritium::kernels

@@ -2,10 +2,13 @@
 // defaults, measured on the H200; the autotuner may replace them).
 #pragma once
 
+#include "kernels/Autotuner.h"
 #include "kernels/Dtype.h"
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace tritium::kernels {
 
@@ -14,6 +17,7 @@ enum class ElementwiseKind { Add, Dropout };
 struct ElementwisePlan {
   int64_t block = 2048; // elements per program, a power of two
   int numWarps = 4;
+  PlanFields fields() const { return {{"block", block}, {"warps", numWarps}}; }
   int64_t grid(int64_t n) const { return (n + block - 1) / block; }
   // 64-bit offsets once an offset (up to the last program's last lane) can pass 2^31 - 1.
   bool wide(int64_t n) const {
@@ -22,5 +26,9 @@ struct ElementwisePlan {
 };
 
 ElementwisePlan planElementwise(int64_t n, Dtype dtype, ElementwiseKind kind);
+// What the autotuner times: 1024 to 16384 elements per program, 4 or 8 warps.
+std::vector<ElementwisePlan> elementwiseCandidates(int64_t n, Dtype dtype, ElementwiseKind kind);
+// The autotuner's shape bucket: the dtype and n rounded up to a power of two.
+std::string elementwiseBucket(Dtype dtype, int64_t n);
 
 } // namespace tritium::kernels

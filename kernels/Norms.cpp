@@ -14,6 +14,7 @@
 #include "frontend/Kernel.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace tritium::kernels {
 
@@ -160,16 +161,39 @@ namespace {
 struct RowLaunch {
   RowLaunch(const char *function, Dtype dtype, int64_t rows, int64_t cols, const RowPlan *given,
             bool backward)
-      : args(function), dtype(dtype), rows(rows), cols(cols) {
+      : args(function), dtype(dtype), rows(rows), cols(cols), given(given), backward(backward) {
     args.atLeast("rows", rows, 0);
     args.atLeast("cols", cols, 1);
-    plan = given ? *given : backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype);
-    if (cols > plan.maxCols())
+    if (given && cols > given->maxCols())
       args.fail("rows of " + std::to_string(cols) + " columns are longer than the plan's " +
-                std::to_string(plan.maxCols()) + " (" + plan.str() + ")");
+                std::to_string(given->maxCols()) + " (" + given->str() + ")");
     if (cols > std::numeric_limits<int32_t>::max())
       args.fail("cols is " + std::to_string(cols) + ", more than 2^31 - 1");
+    if (!given && normCandidates(cols, dtype, backward).empty())
+      args.fail("rows of " + std::to_string(cols) + " columns are longer than the " +
+                std::to_string(planNormForward(cols, dtype).maxCols()) +
+                " a 16-program cluster holds");
   }
+  // The given plan, else the autotuner's (or the planner's) among the candidates that `fits`.
+  RowPlan choose(const char *kernel, bool rerunSafe, CUstream stream,
+                 const std::function<void(const RowPlan &)> &launch,
+                 const std::function<bool(const RowPlan &)> &fits = nullptr) const {
+    std::vector<RowPlan> candidates;
+    for (const RowPlan &p : normCandidates(cols, dtype, backward))
+      if (!fits || fits(p))
+        candidates.push_back(p);
+    RowPlan planned = backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype);
+    return choosePlan<RowPlan>(given, planned, candidates,
+                               {kernel, rowBucket(dtype, rows, cols)}, rerunSafe, stream, launch);
+  }
+  // The bytes a tensor of `rows` rows of this stride spans.
+  Span span(const void *p, int64_t stride, int64_t elementBytes) const {
+    return {p, rows ? ((rows - 1) * stride + cols) * elementBytes : 0};
+  }
+  Span tensor(const void *p, int64_t stride) const { return span(p, stride, dtypeBytes(dtype)); }
+  Span vector(const void *p, int64_t elementBytes) const { return {p, cols * elementBytes}; }
+  Span perRow(const void *p) const { return {p, rows * 4}; }
+
   // A stride argument (0: cols), checked; all strides share one index type.
   int64_t stride(const char *name, int64_t s) {
     s = s ? s : cols;
@@ -180,13 +204,14 @@ struct RowLaunch {
   KernelArg index(int64_t v) const {
     return indexType(maxOffset) == "i64" ? KernelArg(v) : KernelArg(int32_t(v));
   }
-  std::string tensor() const { return "*" + dtypeName(dtype); }
+  std::string tensorType() const { return "*" + dtypeName(dtype); }
   std::string idx() const { return indexType(maxOffset); }
 
   Arguments args;
   Dtype dtype;
   int64_t rows, cols;
-  RowPlan plan;
+  const RowPlan *given;
+  bool backward;
   int64_t maxOffset = 0;
 };
 
@@ -206,33 +231,48 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
     return;
   KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)),
             eps(a.eps);
-  std::string t = l.tensor();
-  Specialization spec =
-      l.plan.specialization({t, "*fp32", "*fp32", t, t, t, l.idx(), l.idx(), "i32", "i32",
-                             "fp32"},
-                            {a.bias ? 1 : 0, stats ? 1 : 0})
-          .specializedFor({y, mean, rstd, x, w, b, sx, sy, r, c, eps});
-  CompiledKernel &k = layerNormForwardKernel().compile(spec);
-  k.launch(k.persistentGrid(l.plan.tiles(a.rows)), stream,
-           {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
+  std::string t = l.tensorType();
+  auto launch = [&](const RowPlan &p) {
+    Specialization spec =
+        p.specialization({t, "*fp32", "*fp32", t, t, t, l.idx(), l.idx(), "i32", "i32", "fp32"},
+                         {a.bias ? 1 : 0, stats ? 1 : 0})
+            .specializedFor({y, mean, rstd, x, w, b, sx, sy, r, c, eps});
+    CompiledKernel &k = layerNormForwardKernel().compile(spec);
+    k.launch(k.persistentGrid(p.tiles(a.rows)), stream,
+             {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
+  };
+  int64_t e = dtypeBytes(dtype);
+  bool rerunSafe =
+      !anyOverlap({l.tensor(a.y, ys), l.perRow(a.mean), l.perRow(a.rstd)},
+                  {l.tensor(a.x, xs), l.vector(a.weight, e), l.vector(a.bias, e)});
+  launch(l.choose("layer_norm_forward", rerunSafe, stream, launch));
+}
+
+// The partial sums of the given plan, or of any plan the autotuner may choose.
+static int64_t maxPartials(int64_t rows, int64_t cols, const RowPlan *plan) {
+  if (plan)
+    return plan->maxPartials(rows);
+  int64_t most = 1;
+  for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
+    for (const RowPlan &p : normCandidates(cols, d, true))
+      most = std::max(most, p.maxPartials(rows));
+  return most;
 }
 
 size_t layerNormBackwardWorkspaceBytes(int64_t rows, int64_t cols, const RowPlan *plan) {
-  RowPlan p = plan ? *plan : planNormBackward(cols, Dtype::fp32);
-  return size_t(p.maxPartials(rows) * cols * 4 * 2);
+  return size_t(maxPartials(rows, cols, plan) * cols * 4 * 2);
 }
 
 size_t rmsNormBackwardWorkspaceBytes(int64_t rows, int64_t cols, const RowPlan *plan) {
-  RowPlan p = plan ? *plan : planNormBackward(cols, Dtype::fp32);
-  return size_t(p.maxPartials(rows) * cols * 4);
+  return size_t(maxPartials(rows, cols, plan) * cols * 4);
 }
 
 // The backward's grid (whole clusters, at most maxPartials of them), after checking that the
 // workspace holds `arrays` partial sums per cluster.
-static int64_t backwardGrid(RowLaunch &l, CompiledKernel &k, size_t workspaceBytes, int arrays,
-                            int64_t *clusters) {
-  int64_t grid = k.persistentGrid(l.plan.maxPartials(l.rows));
-  *clusters = grid / l.plan.clusterSize;
+static int64_t backwardGrid(RowLaunch &l, const RowPlan &p, CompiledKernel &k,
+                            size_t workspaceBytes, int arrays, int64_t *clusters) {
+  int64_t grid = k.persistentGrid(p.maxPartials(l.rows));
+  *clusters = grid / p.clusterSize;
   size_t need = size_t(*clusters * l.cols * 4 * arrays);
   if (workspaceBytes < need)
     l.args.fail("workspaceBytes is " + std::to_string(workspaceBytes) + ", but this launch needs " +
@@ -265,19 +305,32 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
   }
   KernelArg sg = l.index(gs), sx = l.index(xs), sd = l.index(ds), r(int32_t(a.rows)),
             c(int32_t(a.cols));
-  std::string t = l.tensor(), i = l.idx();
-  Specialization spec =
-      l.plan.specialization({t, "*fp32", t, t, t, "*fp32", "*fp32", i, i, i, "i32", "i32"},
-                            {a.dbias ? 1 : 0})
-          .specializedFor({dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
-  CompiledKernel &k = layerNormBackwardKernel().compile(spec);
-  int64_t clusters = 0;
-  int64_t grid = backwardGrid(l, k, a.workspaceBytes, a.dbias ? 2 : 1, &clusters);
-  k.launch(grid, stream, {dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
-  const float *partial = static_cast<const float *>(a.workspace);
-  columnSum(dtype, a.dweight, partial, clusters, a.cols, stream);
-  if (a.dbias)
-    columnSum(dtype, a.dbias, partial + clusters * a.cols, clusters, a.cols, stream);
+  std::string t = l.tensorType(), i = l.idx();
+  int arrays = a.dbias ? 2 : 1;
+  auto launch = [&](const RowPlan &p) {
+    Specialization spec =
+        p.specialization({t, "*fp32", t, t, t, "*fp32", "*fp32", i, i, i, "i32", "i32"},
+                         {a.dbias ? 1 : 0})
+            .specializedFor({dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
+    CompiledKernel &k = layerNormBackwardKernel().compile(spec);
+    int64_t clusters = 0;
+    int64_t grid = backwardGrid(l, p, k, a.workspaceBytes, arrays, &clusters);
+    k.launch(grid, stream, {dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
+    const float *partial = static_cast<const float *>(a.workspace);
+    columnSum(dtype, a.dweight, partial, clusters, a.cols, stream);
+    if (a.dbias)
+      columnSum(dtype, a.dbias, partial + clusters * a.cols, clusters, a.cols, stream);
+  };
+  int64_t e = dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap(
+      {l.tensor(a.dx, ds), l.vector(a.dweight, e), l.vector(a.dbias, e),
+       {a.workspace, int64_t(a.workspaceBytes)}},
+      {l.tensor(a.dy, gs), l.tensor(a.x, xs), l.vector(a.weight, e), l.perRow(a.mean),
+       l.perRow(a.rstd)});
+  auto fits = [&](const RowPlan &p) {
+    return size_t(p.maxPartials(a.rows) * a.cols * 4 * arrays) <= a.workspaceBytes;
+  };
+  launch(l.choose("layer_norm_backward", rerunSafe, stream, launch, fits));
 }
 
 void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
@@ -290,13 +343,18 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
     return;
   KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)),
             eps(a.eps);
-  std::string t = l.tensor();
-  Specialization spec =
-      l.plan.specialization({t, "*fp32", t, t, l.idx(), l.idx(), "i32", "i32", "fp32"},
-                            {a.rstd ? 1 : 0})
-          .specializedFor({y, rstd, x, w, sx, sy, r, c, eps});
-  CompiledKernel &k = rmsNormForwardKernel().compile(spec);
-  k.launch(k.persistentGrid(l.plan.tiles(a.rows)), stream, {y, rstd, x, w, sx, sy, r, c, eps});
+  std::string t = l.tensorType();
+  auto launch = [&](const RowPlan &p) {
+    Specialization spec =
+        p.specialization({t, "*fp32", t, t, l.idx(), l.idx(), "i32", "i32", "fp32"},
+                         {a.rstd ? 1 : 0})
+            .specializedFor({y, rstd, x, w, sx, sy, r, c, eps});
+    CompiledKernel &k = rmsNormForwardKernel().compile(spec);
+    k.launch(k.persistentGrid(p.tiles(a.rows)), stream, {y, rstd, x, w, sx, sy, r, c, eps});
+  };
+  bool rerunSafe = !anyOverlap({l.tensor(a.y, ys), l.perRow(a.rstd)},
+                               {l.tensor(a.x, xs), l.vector(a.weight, dtypeBytes(dtype))});
+  launch(l.choose("rms_norm_forward", rerunSafe, stream, launch));
 }
 
 void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
@@ -314,15 +372,25 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
   }
   KernelArg sg = l.index(gs), sx = l.index(xs), sd = l.index(ds), r(int32_t(a.rows)),
             c(int32_t(a.cols));
-  std::string t = l.tensor(), i = l.idx();
-  Specialization spec =
-      l.plan.specialization({t, "*fp32", t, t, t, "*fp32", i, i, i, "i32", "i32"})
-          .specializedFor({dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
-  CompiledKernel &k = rmsNormBackwardKernel().compile(spec);
-  int64_t clusters = 0;
-  int64_t grid = backwardGrid(l, k, a.workspaceBytes, 1, &clusters);
-  k.launch(grid, stream, {dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
-  columnSum(dtype, a.dweight, static_cast<const float *>(a.workspace), clusters, a.cols, stream);
+  std::string t = l.tensorType(), i = l.idx();
+  auto launch = [&](const RowPlan &p) {
+    Specialization spec = p.specialization({t, "*fp32", t, t, t, "*fp32", i, i, i, "i32", "i32"})
+                              .specializedFor({dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
+    CompiledKernel &k = rmsNormBackwardKernel().compile(spec);
+    int64_t clusters = 0;
+    int64_t grid = backwardGrid(l, p, k, a.workspaceBytes, 1, &clusters);
+    k.launch(grid, stream, {dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
+    columnSum(dtype, a.dweight, static_cast<const float *>(a.workspace), clusters, a.cols,
+              stream);
+  };
+  int64_t e = dtypeBytes(dtype);
+  bool rerunSafe = !anyOverlap(
+      {l.tensor(a.dx, ds), l.vector(a.dweight, e), {a.workspace, int64_t(a.workspaceBytes)}},
+      {l.tensor(a.dy, gs), l.tensor(a.x, xs), l.vector(a.weight, e), l.perRow(a.rstd)});
+  auto fits = [&](const RowPlan &p) {
+    return size_t(p.maxPartials(a.rows) * a.cols * 4) <= a.workspaceBytes;
+  };
+  launch(l.choose("rms_norm_backward", rerunSafe, stream, launch, fits));
 }
 
 } // namespace tritium::kernels

@@ -7,8 +7,16 @@ namespace tritium::kernels {
 
 std::string RowPlan::str() const {
   return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
-         " rows, cluster " + std::to_string(clusterSize) + ", warps " +
-         std::to_string(numWarps) + ", stages " + std::to_string(numStages);
+         " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
+         ", stages " + std::to_string(numStages);
+}
+
+PlanFields RowPlan::fields() const {
+  return {{"block", block},
+          {"rows_per_tile", rowsPerTile},
+          {"cluster", clusterSize},
+          {"warps", numWarps},
+          {"stages", numStages}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -50,14 +58,50 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile) {
   return p;
 }
 
+// The planner's values per thread and array: forward kernels hold one array per row (x);
+// backward ones hold x, dy and the weight-gradient sums.
+constexpr int kForwardPerThread = 16, kBackwardPerThread = 8, kMinTile = 2048;
+
 RowPlan planNormForward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  return plan(cols, 16, 2048);
+  return plan(cols, kForwardPerThread, kMinTile);
 }
 
 RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  return plan(cols, 8, 2048);
+  return plan(cols, kBackwardPerThread, kMinTile);
+}
+
+std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
+  std::vector<RowPlan> out;
+  auto add = [&](const RowPlan &p) {
+    if (p.maxCols() < cols)
+      return;
+    for (const RowPlan &q : out)
+      if (q.fields() == p.fields())
+        return;
+    out.push_back(p);
+  };
+  add(backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype));
+  for (int perThread : backward ? std::vector<int>{4, 8, 16} : std::vector<int>{4, 8, 16, 32})
+    for (int64_t minTile : {1024, 2048, 4096}) {
+      RowPlan p = plan(cols, perThread, minTile);
+      add(p);
+      if (p.rowsPerTile == 1)
+        for (int stages : {1, 3}) {
+          p.numStages = stages;
+          add(p);
+        }
+    }
+  return out;
+}
+
+std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols) {
+  auto up = [](int64_t v) {
+    return std::to_string(std::bit_ceil(uint64_t(std::max<int64_t>(v, 1))));
+  };
+  // Past 2^16 rows every program walks many rows: the best plan no longer depends on how many.
+  return dtypeName(dtype) + "-cols" + up(cols) + "-rows" + up(std::min<int64_t>(rows, 1 << 16));
 }
 
 } // namespace tritium::kernels

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "frontend/Kernel.h"
+#include "kernels/Autotuner.h"
 #include "kernels/Dtype.h"
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct RowPlan {
   int numStages = 2; // the ring of rows loaded ahead (1-row tiles only)
 
   int64_t maxCols() const { return block * clusterSize; }
+  PlanFields fields() const;
   std::string str() const; // "block 4096 x 1 rows, cluster 1, warps 8, stages 2"
   // The specialization: the given signature, constexprs (block, rows per tile, cluster size,
   // stages, then `more`) and the launch fields.
@@ -36,5 +38,10 @@ struct RowPlan {
 // accumulators, so they take fewer columns per thread.
 RowPlan planNormForward(int64_t cols, Dtype dtype);
 RowPlan planNormBackward(int64_t cols, Dtype dtype);
+// What the autotuner times: the planner's rule at other register budgets per thread, tile
+// heights and ring depths. Each covers `cols`; the planner's choice is among them.
+std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward);
+// The autotuner's shape bucket: the dtype, cols and rows rounded up to powers of two.
+std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols);
 
 } // namespace tritium::kernels

@@ -68,10 +68,29 @@ std::string tmpName(const std::string &name) {
   return TmpPrefix + std::to_string(::getpid()) + "." + std::to_string(n) + "." + name;
 }
 
+
+// Removes temp files left by writers that crashed long ago; best effort.
+void sweepStaleTmpFiles(const fs::path &dir) {
+  std::error_code ec;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->path().filename().string().starts_with(TmpPrefix))
+      continue;
+    std::error_code timeEc;
+    auto mtime = fs::last_write_time(it->path(), timeEc);
+    if (!timeEc && now - mtime > StaleTmpAge) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
+} // namespace
+
 // Writes `bytes` to dir/name via a temp file and a rename. Returns an error description, or an
 // empty string on success. No fsync: a torn file after a power loss fails the hash check instead.
-std::string writeAtomically(const fs::path &dir, const std::string &name,
-                            const std::string &bytes) {
+std::string writeFileAtomically(const fs::path &dir, const std::string &name,
+                                const std::string &bytes) {
   fs::path tmp = dir / tmpName(name);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -108,24 +127,6 @@ std::optional<std::string> readFile(const fs::path &path) {
     return std::nullopt;
   return std::move(buf).str();
 }
-
-// Removes temp files left by writers that crashed long ago; best effort.
-void sweepStaleTmpFiles(const fs::path &dir) {
-  std::error_code ec;
-  auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->path().filename().string().starts_with(TmpPrefix))
-      continue;
-    std::error_code timeEc;
-    auto mtime = fs::last_write_time(it->path(), timeEc);
-    if (!timeEc && now - mtime > StaleTmpAge) {
-      std::error_code ignored;
-      fs::remove(it->path(), ignored);
-    }
-  }
-}
-
-} // namespace
 
 fs::path defaultCacheDir() {
   if (const char *dir = std::getenv("TRITIUM_CACHE_DIR"); dir && *dir)
@@ -282,7 +283,7 @@ void DiskCache::commit(const std::string &key, const std::string &kernelName,
       return;
     }
     for (const auto &[name, bytes] : toWrite) {
-      if (std::string err = writeAtomically(dir, name, bytes); !err.empty()) {
+      if (std::string err = writeFileAtomically(dir, name, bytes); !err.empty()) {
         log().warn("cache: {}; continuing without caching", err);
         return;
       }
@@ -303,7 +304,7 @@ void DiskCache::commit(const std::string &key, const std::string &kernelName,
     os.flush();
 
     // The commit point: until this rename, readers see the old entry or none.
-    if (std::string err = writeAtomically(dir, metadataName(kernelName), text); !err.empty()) {
+    if (std::string err = writeFileAtomically(dir, metadataName(kernelName), text); !err.empty()) {
       log().warn("cache: {}; continuing without caching", err);
       return;
     }

@@ -19,6 +19,13 @@ namespace tritium::rt {
 // /tmp/tritium-cache when HOME is unset.
 std::filesystem::path defaultCacheDir();
 
+// Writes `bytes` to dir/name through a uniquely named temporary file and a rename, so readers
+// see the old file or the whole new one. Returns "" or what failed.
+std::string writeFileAtomically(const std::filesystem::path &dir, const std::string &name,
+                                const std::string &bytes);
+// A regular file's bytes, or nullopt.
+std::optional<std::string> readFile(const std::filesystem::path &path);
+
 // SHA-256 (64 lowercase hex chars) of (name, value) parts such as ir, signature, specialization,
 // arch, ptx_version, num_warps, num_stages, tritium_version, source_fingerprint and llvm_version.
 // Each name and value is length-prefixed, so no two different part lists hash the same bytes.

@@ -63,6 +63,7 @@ private:
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
+  X(cuStreamIsCapturing)                                                                           \
   X(cuStreamBeginCapture)                                                                          \
   X(cuStreamEndCapture)                                                                            \
   X(cuGraphInstantiate)                                                                            \

@@ -132,13 +132,14 @@ inline void expectClose(const std::string &what, const std::vector<double> &got,
 // --- vector add and dropout ----------------------------------------------------------------------
 
 template <typename Buffer>
-void checkVectorAdd(CUstream stream, const Sync &sync, Dtype d, int64_t n, size_t lead) {
+void checkVectorAdd(CUstream stream, const Sync &sync, Dtype d, int64_t n, size_t lead,
+                    const kernels::ElementwisePlan *plan = nullptr) {
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   HostTensor a = randomTensor(d, size_t(n), rng), b = randomTensor(d, size_t(n), rng);
   auto da = place<Buffer>(a, lead), db = place<Buffer>(b, lead);
   Placed<Buffer> out(a.raw.size(), lead);
-  kernels::vectorAdd(d, out.ptr(), da.ptr(), db.ptr(), n, stream);
+  kernels::vectorAdd(d, out.ptr(), da.ptr(), db.ptr(), n, stream, plan);
   sync();
   std::vector<double> want(static_cast<size_t>(n));
   for (size_t i = 0; i < want.size(); ++i)
@@ -151,14 +152,15 @@ void checkVectorAdd(CUstream stream, const Sync &sync, Dtype d, int64_t n, size_
 // against Triton 3.6, tests/data/triton_random.csv); kept values are x / (1 - p). The kept
 // fraction is within 4 sigma of 1 - p, and the backward drops the same elements.
 template <typename Buffer>
-void checkDropout(CUstream stream, const Sync &sync, Dtype d, int64_t n, double p, int64_t seed) {
+void checkDropout(CUstream stream, const Sync &sync, Dtype d, int64_t n, double p, int64_t seed,
+                  const kernels::ElementwisePlan *plan = nullptr) {
   uint32_t dataSeed = freshSeed();
   std::mt19937 rng(dataSeed);
   HostTensor x = randomTensor(d, size_t(n), rng, 1.0, 3.0); // no zeros among the inputs
   auto dx = place<Buffer>(x);
   Placed<Buffer> y(x.raw.size(), 0), back(x.raw.size(), 0);
-  kernels::dropout(d, y.ptr(), dx.ptr(), n, p, seed, stream);
-  kernels::dropoutBackward(d, back.ptr(), dx.ptr(), n, p, seed, stream);
+  kernels::dropout(d, y.ptr(), dx.ptr(), n, p, seed, stream, plan);
+  kernels::dropoutBackward(d, back.ptr(), dx.ptr(), n, p, seed, stream, plan);
   sync();
   bool seed32 = seed >= INT32_MIN && seed <= INT32_MAX;
   uint64_t key = seed32 ? philox::seedFromI32(int32_t(seed)) : philox::seedFromI64(seed);
@@ -241,7 +243,7 @@ inline Tol sumTol(Dtype d, int64_t rows) {
 
 template <typename Buffer>
 void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms, bool bias,
-               size_t lead = 0) {
+               size_t lead = 0, const kernels::RowPlan *plan = nullptr) {
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   size_t n = size_t(s.rows * s.stride);
@@ -254,26 +256,26 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
   size_t bytes = n * size_t(kernels::dtypeBytes(d));
   Placed<Buffer> py(bytes, lead), pdx(bytes, lead), pdw(size_t(s.cols) * 4, 0),
       pdb(size_t(s.cols) * 4, 0), mean(size_t(s.rows) * 4, 0), rstd(size_t(s.rows) * 4, 0);
-  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols)
-                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols);
+  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, plan)
+                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, plan);
   Placed<Buffer> ws(wsBytes, 0);
   if (rms) {
     kernels::rmsNormForward(d, {.y = py.ptr(), .rstd = rstd.f32(), .x = px.ptr(),
                                 .weight = pw.ptr(), .rows = s.rows, .cols = s.cols,
                                 .xStride = s.stride, .yStride = s.stride},
-                            stream);
+                            stream, plan);
     kernels::rmsNormBackward(d, {.dx = pdx.ptr(), .dweight = pdw.ptr(), .dy = pdy.ptr(),
                                  .x = px.ptr(), .weight = pw.ptr(), .rstd = rstd.f32(),
                                  .rows = s.rows, .cols = s.cols, .dyStride = s.stride,
                                  .xStride = s.stride, .dxStride = s.stride,
                                  .workspace = ws.ptr(), .workspaceBytes = wsBytes},
-                             stream);
+                             stream, plan);
   } else {
     kernels::layerNormForward(d, {.y = py.ptr(), .mean = mean.f32(),
                                   .rstd = rstd.f32(), .x = px.ptr(), .weight = pw.ptr(),
                                   .bias = bias ? pb.ptr() : nullptr, .rows = s.rows,
                                   .cols = s.cols, .xStride = s.stride, .yStride = s.stride},
-                              stream);
+                              stream, plan);
     kernels::layerNormBackward(d, {.dx = pdx.ptr(), .dweight = pdw.ptr(),
                                    .dbias = bias ? pdb.ptr() : nullptr, .dy = pdy.ptr(),
                                    .x = px.ptr(), .weight = pw.ptr(), .mean = mean.f32(),
@@ -281,7 +283,7 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                    .dyStride = s.stride, .xStride = s.stride,
                                    .dxStride = s.stride, .workspace = ws.ptr(),
                                    .workspaceBytes = wsBytes},
-                               stream);
+                               stream, plan);
   }
   sync();
   std::string what = std::string(rms ? "rmsNorm " : "layerNorm ") + name(d) + " " +
@@ -356,7 +358,8 @@ struct EntropyCase {
 };
 
 template <typename Buffer>
-void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e) {
+void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e,
+                       const kernels::CrossEntropyPlan *plan = nullptr) {
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   const int64_t ignore = -100;
@@ -419,14 +422,14 @@ void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e
                                    .targets = pt.i64(), .rows = e.rows, .vocab = e.vocab,
                                    .logitsStride = e.stride, .ignoreIndex = ignore,
                                    .labelSmoothing = e.smoothing},
-                               stream);
+                               stream, plan);
   void *dst = e.inPlace ? px.ptr() : pdx.ptr();
   kernels::crossEntropyBackward(d, {.dlogits = dst, .logits = px.ptr(),
                                     .targets = pt.i64(), .lse = plse.f32(),
                                     .stats = stats.f32(), .rows = e.rows, .vocab = e.vocab,
                                     .logitsStride = e.stride, .dlogitsStride = e.stride,
                                     .ignoreIndex = ignore, .labelSmoothing = e.smoothing},
-                                stream);
+                                stream, plan);
   sync();
   std::string what = "crossEntropy " + name(d) + " " + std::to_string(e.rows) + "x" +
                      std::to_string(e.vocab) + (e.smoothing != 0 ? " smoothed" : "") +
@@ -441,6 +444,53 @@ void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e
   NormShape shape{e.rows, e.vocab, e.stride};
   Tol tol = tolFor(d);
   expectClose(what + " dlogits", rowsOf(g, shape), grad, {tol.atol / double(count), tol.rtol}, seed);
+}
+
+// Finite differences of the library's own forward (the mean loss, stats[0], fp32) against its
+// backward's dlogits, with label smoothing and an ignored row: the two kernels agree on the
+// gradient of the quantity they compute, whatever the reference says.
+template <typename Buffer>
+void checkCrossEntropyFiniteDifferences(CUstream stream, const Sync &sync, float smoothing) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int64_t rows = 5, vocab = 300, ignore = -100;
+  size_t n = size_t(rows * vocab);
+  HostTensor x = randomTensor(Dtype::fp32, n, rng, 2.0);
+  std::vector<int64_t> t = {3, ignore, 299, 0, 150};
+  Placed<Buffer> pt(t.size() * 8, 0), loss(size_t(rows) * 4, 0), lse(size_t(rows) * 4, 0),
+      stats(8, 0), dx(n * 4, 0);
+  pt.upload(t.data(), t.size() * 8);
+  auto forward = [&](const Placed<Buffer> &px) {
+    kernels::crossEntropyForward(Dtype::fp32, {.loss = loss.f32(), .lse = lse.f32(),
+                                               .stats = stats.f32(), .logits = px.ptr(),
+                                               .targets = pt.i64(), .rows = rows, .vocab = vocab,
+                                               .ignoreIndex = ignore,
+                                               .labelSmoothing = smoothing},
+                                 stream);
+    sync();
+    return floatsOf(stats, 2)[0];
+  };
+  auto px = place<Buffer>(x);
+  forward(px);
+  kernels::crossEntropyBackward(Dtype::fp32, {.dlogits = dx.ptr(), .logits = px.ptr(),
+                                              .targets = pt.i64(), .lse = lse.f32(),
+                                              .stats = stats.f32(), .rows = rows, .vocab = vocab,
+                                              .ignoreIndex = ignore, .labelSmoothing = smoothing},
+                                stream);
+  sync();
+  std::vector<double> grad = floatsOf(dx, n);
+  const double h = 1e-2;
+  for (size_t i : {size_t(3), size_t(10), size_t(vocab + 5), size_t(2 * vocab + 299),
+                   size_t(3 * vocab), size_t(4 * vocab + 150), n - 1}) {
+    HostTensor plus = x, minus = x;
+    plus.set(i, x.values[i] + h);
+    minus.set(i, x.values[i] - h);
+    double lp = forward(place<Buffer>(plus)), lm = forward(place<Buffer>(minus));
+    double fd = (lp - lm) / (plus.values[i] - minus.values[i]);
+    EXPECT_NEAR(fd, grad[i], 1e-4 + 1e-2 * std::fabs(grad[i]))
+        << "crossEntropy dlogits[" << i << "] by finite differences, smoothing " << smoothing
+        << " (seed " << seed << ")";
+  }
 }
 
 } // namespace tritium::testing::library

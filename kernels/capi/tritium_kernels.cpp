@@ -2,6 +2,7 @@
 // exception into -1 and a message kept per thread.
 #include "kernels/capi/tritium_kernels.h"
 
+#include "kernels/Autotuner.h"
 #include "kernels/CrossEntropy.h"
 #include "kernels/Elementwise.h"
 #include "kernels/Norms.h"
@@ -44,6 +45,13 @@ template <typename F> int guarded(F &&f) {
 extern "C" {
 
 const char *tritium_last_error(void) { return lastError.c_str(); }
+
+void tritium_set_autotune(int on) {
+  if (on < 0)
+    resetAutotune();
+  else
+    setAutotune(on != 0);
+}
 
 int tritium_vector_add(int dtype, void *out, const void *a, const void *b, int64_t n,
                        void *stream) {

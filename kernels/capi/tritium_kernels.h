@@ -15,6 +15,10 @@ extern "C" {
 
 const char *tritium_last_error(void);
 
+/* Autotuning of launch plans (kernels/Autotuner.h): 1 on, 0 off (the planner's choice), -1
+ * back to following TRITIUM_AUTOTUNE. */
+void tritium_set_autotune(int on);
+
 int tritium_vector_add(int dtype, void *out, const void *a, const void *b, int64_t n,
                        void *stream);
 int tritium_dropout(int dtype, void *out, const void *x, int64_t n, double p, int64_t seed,

@@ -5,6 +5,12 @@
 #include "KernelLibraryCases.h"
 
 #include "runtime/Memory.h"
+#include "kernels/Autotuner.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <fstream>
+#include <sstream>
 
 using namespace tritium;
 using namespace tritium::testing::library;
@@ -77,6 +83,12 @@ TEST_F(KernelLibraryGpuTest, NormGradientsByFiniteDifferences) {
   checkNormFiniteDifferences<DeviceBuffer>(stream().get(), sync, true);
 }
 
+TEST_F(KernelLibraryGpuTest, CrossEntropyGradientsByFiniteDifferences) {
+  SKIP_WITHOUT_GPU();
+  checkCrossEntropyFiniteDifferences<DeviceBuffer>(stream().get(), sync, 0.0f);
+  checkCrossEntropyFiniteDifferences<DeviceBuffer>(stream().get(), sync, 0.1f);
+}
+
 TEST_F(KernelLibraryGpuTest, CrossEntropy) {
   SKIP_WITHOUT_GPU();
   for (Dtype d : kDtypes) {
@@ -84,6 +96,66 @@ TEST_F(KernelLibraryGpuTest, CrossEntropy) {
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, d, {17, 50257, 50264, 0.1f, true});
   }
   checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16, {8, 256000, 256000, 0.0f, false});
+}
+
+// The autotuner may pick any candidate, so each must compute the right thing: every plan it
+// times, launched as the given plan, against the double references.
+TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
+  SKIP_WITHOUT_GPU();
+  for (NormShape s : {NormShape{37, 1000, 1003}, NormShape{300, 128, 128},
+                      NormShape{8, 65536, 65536}}) {
+    std::vector<kernels::RowPlan> plans = kernels::normCandidates(s.cols, Dtype::bf16, false);
+    for (const kernels::RowPlan &p : kernels::normCandidates(s.cols, Dtype::bf16, true))
+      plans.push_back(p);
+    for (const kernels::RowPlan &p : plans) {
+      SCOPED_TRACE(p.str());
+      checkNorm<DeviceBuffer>(stream().get(), sync, Dtype::bf16, s, false, true, 0, &p);
+      checkNorm<DeviceBuffer>(stream().get(), sync, Dtype::fp32, s, true, false, 0, &p);
+    }
+  }
+  for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
+    SCOPED_TRACE("cross-entropy block " + std::to_string(p.block));
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {33, 32000, 32008, 0.1f, false}, &p);
+  }
+  for (const kernels::ElementwisePlan &p :
+       kernels::elementwiseCandidates(1000003, Dtype::fp16, kernels::ElementwiseKind::Add)) {
+    SCOPED_TRACE("elementwise block " + std::to_string(p.block));
+    checkVectorAdd<DeviceBuffer>(stream().get(), sync, Dtype::fp16, 1000003, 2, &p);
+    checkDropout<DeviceBuffer>(stream().get(), sync, Dtype::fp16, 1000003, 0.3, 99, &p);
+  }
+}
+
+// Tuning on: the first call of a shape times the candidates and records the winner under the
+// cache root; the record names one of the candidates and the results are right.
+TEST_F(KernelLibraryGpuTest, AutotunerRecordsTheWinnerBesideTheCache) {
+  SKIP_WITHOUT_GPU();
+  kernels::setAutotune(true);
+  NormShape s{77, 3001, 3001};
+  checkNorm<DeviceBuffer>(stream().get(), sync, Dtype::fp16, s, true, false);
+  kernels::resetAutotune();
+  for (const char *kernel : {"rms_norm_forward", "rms_norm_backward"}) {
+    kernels::TuningKey key{kernel, kernels::rowBucket(Dtype::fp16, s.rows, s.cols)};
+    std::filesystem::path record = kernels::Autotuner::forCurrentDevice().recordPath(key);
+    ASSERT_TRUE(std::filesystem::exists(record)) << record;
+    EXPECT_EQ(record.string().rfind(cacheDir().string(), 0), 0u) << record;
+    std::stringstream text;
+    text << std::ifstream(record).rdbuf();
+    auto parsed = llvm::json::parse(text.str());
+    ASSERT_TRUE(bool(parsed)) << text.str();
+    const llvm::json::Array *timed = parsed->getAsObject()->getArray("candidates");
+    ASSERT_NE(timed, nullptr) << text.str();
+    bool backward = std::string(kernel) == "rms_norm_backward";
+    EXPECT_EQ(timed->size(), kernels::normCandidates(s.cols, Dtype::fp16, backward).size());
+    std::vector<kernels::PlanFields> fields;
+    for (const auto &p : kernels::normCandidates(s.cols, Dtype::fp16, backward))
+      fields.push_back(p.fields());
+    kernels::Autotuner fresh(cacheDir() / "autotune" / TRITIUM_VERSION,
+                             record.parent_path().parent_path().filename().string());
+    EXPECT_TRUE(fresh.recorded(key, fields)) << text.str();
+  }
+  // A second call of the same shape takes the recorded winner (no tuning) and is right.
+  checkNorm<DeviceBuffer>(stream().get(), sync, Dtype::fp16, s, true, false);
 }
 
 } // namespace

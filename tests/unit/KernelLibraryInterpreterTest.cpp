@@ -57,6 +57,11 @@ TEST_F(KernelLibraryInterpreterTest, NormsOfLongRowsUseClusters) {
   checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, {2, 20000, 20008}, true, false);
 }
 
+TEST_F(KernelLibraryInterpreterTest, CrossEntropyGradientsByFiniteDifferences) {
+  checkCrossEntropyFiniteDifferences<HostBuffer>(nullptr, sync, 0.0f);
+  checkCrossEntropyFiniteDifferences<HostBuffer>(nullptr, sync, 0.1f);
+}
+
 TEST_F(KernelLibraryInterpreterTest, NormGradientsByFiniteDifferences) {
   checkNormFiniteDifferences<HostBuffer>(nullptr, sync, false);
   checkNormFiniteDifferences<HostBuffer>(nullptr, sync, true);

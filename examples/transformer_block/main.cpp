@@ -1,0 +1,369 @@
+// A transformer block's memory-bound steps through the kernel library, forward and backward, as
+// a C++ trainer would call them: RMSNorm -> dropout -> residual add -> cross-entropy, then the
+// gradients back through each step. Every tensor is checked against a double-precision CPU
+// reference that rounds where the kernels store (so the comparison is tight in every dtype), and
+// on a GPU the whole step is timed. Without a GPU the same calls run in tritium's interpreter on
+// a smaller shape.
+//
+// The language model's head (a matmul from the hidden size to the vocabulary) waits for
+// tensor-core `dot`: here the residual stream itself stands in for the logits, so the
+// cross-entropy runs over rows of `hidden` classes.
+//
+//   forward:  n = rmsnorm(x) w;  d = dropout(n, p, seed);  h = x + d;  loss = CE(h, targets)
+//   backward: dh = dCE/dh (in place over h);  dn = dropout'(dh);  dx = dh + rmsnorm'(dn), dw
+#include "frontend/Tritium.h"
+#include "interpreter/Philox.h"
+#include "kernels/CrossEntropy.h"
+#include "kernels/Elementwise.h"
+#include "kernels/HostDtype.h"
+#include "kernels/Norms.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tritium;
+using kernels::Dtype;
+
+namespace {
+
+const char *kUsage = R"(usage: transformer_block [--dtype=fp32|fp16|bf16] [TOKENS HIDDEN]
+  Runs RMSNorm, dropout, the residual add and cross-entropy forward and backward through
+  tritium's kernel library on random data (default 4096 x 8192 on a GPU, 64 x 1024 in the
+  interpreter), checks every output against a double-precision reference and, on a GPU, prints
+  the step's time.
+)";
+
+constexpr double kDropP = 0.1;
+constexpr int64_t kSeed = 20261124;
+constexpr int64_t kIgnore = -100;
+
+struct Problem {
+  Dtype dtype = Dtype::bf16;
+  std::string dtypeName = "bf16";
+  int64_t tokens = 0, hidden = 0;
+};
+
+// Values as a tensor of the problem's dtype holds them.
+struct Tensor {
+  std::vector<unsigned char> raw;
+  std::vector<double> values;
+};
+
+double roundTo(const std::string &dtype, double v) {
+  unsigned char b[4];
+  kernels::storeElement(dtype, float(v), b);
+  return kernels::loadElement(dtype, b);
+}
+
+Tensor tensorOf(const std::string &dtype, const std::vector<double> &v) {
+  Tensor t;
+  size_t e = size_t(kernels::bytesOf(dtype));
+  t.raw.resize(v.size() * e);
+  for (size_t i = 0; i < v.size(); ++i) {
+    kernels::storeElement(dtype, float(v[i]), &t.raw[i * e]);
+    t.values.push_back(kernels::loadElement(dtype, &t.raw[i * e]));
+  }
+  return t;
+}
+
+// The CPU reference, in double, rounding each stored tensor to the dtype as the kernels do.
+struct Reference {
+  std::vector<double> n, d, h, loss, dh, dn, dx, dw;
+  double mean = 0;
+
+  Reference(const Problem &p, const Tensor &x, const Tensor &w, const std::vector<int64_t> &t) {
+    const int64_t M = p.tokens, H = p.hidden;
+    auto rnd = [&](double v) { return roundTo(p.dtypeName, v); };
+    size_t size = size_t(M * H);
+    n.resize(size), d.resize(size), h.resize(size), dh.resize(size), dn.resize(size),
+        dx.resize(size), dw.assign(size_t(H), 0.0), loss.resize(size_t(M));
+    std::vector<double> rstd(static_cast<size_t>(M)), lse(static_cast<size_t>(M));
+    uint64_t key = philox::seedFromI32(int32_t(kSeed));
+    auto kept = [&](size_t i) {
+      return philox::rand(key, int64_t(i), philox::OffsetWidth::I32) > float(kDropP);
+    };
+    double scale = double(float(1.0 / (1.0 - kDropP)));
+    double count = 0, total = 0;
+    for (int64_t r = 0; r < M; ++r) {
+      const double *xr = &x.values[size_t(r * H)];
+      double ss = 0;
+      for (int64_t c = 0; c < H; ++c)
+        ss += xr[c] * xr[c];
+      rstd[size_t(r)] = 1.0 / std::sqrt(ss / double(H) + 1e-6);
+      double m = -INFINITY, s = 0;
+      for (int64_t c = 0; c < H; ++c) {
+        size_t i = size_t(r * H + c);
+        n[i] = rnd(xr[c] * rstd[size_t(r)] * w.values[size_t(c)]);
+        d[i] = kept(i) ? rnd(n[i] * scale) : 0.0;
+        h[i] = rnd(xr[c] + d[i]);
+        m = std::max(m, h[i]);
+      }
+      for (int64_t c = 0; c < H; ++c)
+        s += std::exp(h[size_t(r * H + c)] - m);
+      lse[size_t(r)] = m + std::log(s);
+      bool counted = t[size_t(r)] != kIgnore;
+      loss[size_t(r)] = counted ? lse[size_t(r)] - h[size_t(r * H + t[size_t(r)])] : 0.0;
+      if (counted)
+        total += loss[size_t(r)], count += 1;
+    }
+    mean = total / count;
+    for (int64_t r = 0; r < M; ++r) {
+      bool counted = t[size_t(r)] != kIgnore;
+      const double *xr = &x.values[size_t(r * H)];
+      double dot = 0; // sum over the row of xhat * w * dn
+      for (int64_t c = 0; c < H; ++c) {
+        size_t i = size_t(r * H + c);
+        double g = std::exp(h[i] - lse[size_t(r)]) - (c == t[size_t(r)] ? 1.0 : 0.0);
+        dh[i] = counted ? rnd(g / count) : 0.0;
+        dn[i] = kept(i) ? rnd(dh[i] * scale) : 0.0;
+        dot += xr[c] * rstd[size_t(r)] * w.values[size_t(c)] * dn[i];
+      }
+      for (int64_t c = 0; c < H; ++c) {
+        size_t i = size_t(r * H + c);
+        double xhat = xr[c] * rstd[size_t(r)];
+        double dxn = rnd(rstd[size_t(r)] * (w.values[size_t(c)] * dn[i] - xhat * dot / double(H)));
+        dx[i] = rnd(dh[i] + dxn);
+        dw[size_t(c)] += dn[i] * xhat;
+      }
+    }
+    for (double &v : dw)
+      v = rnd(v);
+  }
+};
+
+// Counts elements outside atol + rtol |ref| (NaN included) and prints the first few.
+size_t compare(const char *what, const std::string &dtype, const std::vector<unsigned char> &raw,
+               const std::vector<double> &ref, double atol, double rtol) {
+  size_t e = size_t(kernels::bytesOf(dtype)), bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double got = kernels::loadElement(dtype, &raw[i * e]);
+    double err = std::fabs(got - ref[i]);
+    if (!(err <= atol + rtol * std::fabs(ref[i]))) {
+      if (bad < 3)
+        std::printf("  %s[%zu] = %g, reference %g\n", what, i, got, ref[i]);
+      ++bad;
+    }
+    worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+  }
+  std::printf("  %-6s %9zu elements, max |error| %.3g%s\n", what, ref.size(), worst,
+              bad ? "  MISMATCH" : "");
+  return bad;
+}
+
+template <typename Buffer> Buffer upload(const std::vector<unsigned char> &raw) {
+  Buffer b(raw.size());
+  b.upload(raw.data(), raw.size());
+  return b;
+}
+
+template <typename Buffer> std::vector<unsigned char> download(const Buffer &b) {
+  std::vector<unsigned char> raw(b.bytes());
+  b.download(raw.data(), raw.size());
+  return raw;
+}
+
+template <typename Buffer> void *addr(const Buffer &b) {
+  return reinterpret_cast<void *>(uintptr_t(b.ptr()));
+}
+
+// Runs the block on `Buffer` memory; `timed` (GPU only) returns a median time in ms.
+template <typename Buffer>
+bool run(const Problem &p, CUstream stream, const std::function<void()> &sync,
+         const std::function<double(const std::function<void()> &)> &timed) {
+  const int64_t M = p.tokens, H = p.hidden;
+  const std::string &dt = p.dtypeName;
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> xv(static_cast<size_t>(M * H)), wv(static_cast<size_t>(H));
+  for (double &v : xv)
+    v = normal(rng);
+  for (double &v : wv)
+    v = 1.0 + 0.1 * normal(rng);
+  std::vector<int64_t> targets(static_cast<size_t>(M));
+  std::uniform_int_distribution<int64_t> pick(0, H - 1);
+  for (auto &t : targets)
+    t = pick(rng);
+  targets[0] = kIgnore; // padding tokens are ignored, as in a real batch
+  Tensor x = tensorOf(dt, xv), w = tensorOf(dt, wv);
+  Reference ref(p, x, w, targets);
+
+  size_t bytes = x.raw.size();
+  Buffer bx = upload<Buffer>(x.raw), bw = upload<Buffer>(w.raw);
+  Buffer bt(targets.size() * 8);
+  bt.upload(targets.data(), targets.size() * 8);
+  Buffer n(bytes), d(bytes), h(bytes), dn(bytes), dxn(bytes), dx(bytes),
+      dw(size_t(H) * size_t(kernels::bytesOf(dt)));
+  Buffer rstd(size_t(M) * 4), loss(size_t(M) * 4), lse(size_t(M) * 4), stats(8);
+  size_t wsBytes = kernels::rmsNormBackwardWorkspaceBytes(M, H);
+  Buffer ws(wsBytes);
+  for (Buffer *b : {&n, &d, &h, &dn, &dxn, &dx, &dw, &loss})
+    b->fill32(kernels::kPoisonBits);
+
+  auto forward = [&] {
+    kernels::rmsNormForward(p.dtype,
+                            {.y = addr(n),
+                             .rstd = static_cast<float *>(addr(rstd)),
+                             .x = addr(bx),
+                             .weight = addr(bw),
+                             .rows = M,
+                             .cols = H},
+                            stream);
+    kernels::dropout(p.dtype, addr(d), addr(n), M * H, kDropP, kSeed, stream);
+    kernels::vectorAdd(p.dtype, addr(h), addr(bx), addr(d), M * H, stream);
+    kernels::crossEntropyForward(p.dtype,
+                                 {.loss = static_cast<float *>(addr(loss)),
+                                  .lse = static_cast<float *>(addr(lse)),
+                                  .stats = static_cast<float *>(addr(stats)),
+                                  .logits = addr(h),
+                                  .targets = static_cast<const int64_t *>(addr(bt)),
+                                  .rows = M,
+                                  .vocab = H,
+                                  .ignoreIndex = kIgnore},
+                                 stream);
+  };
+  std::vector<unsigned char> hForward;
+  auto backward = [&] {
+    // The gradient of the mean loss, written over the logits (h is not needed again).
+    kernels::crossEntropyBackward(p.dtype,
+                                  {.dlogits = addr(h),
+                                   .logits = addr(h),
+                                   .targets = static_cast<const int64_t *>(addr(bt)),
+                                   .lse = static_cast<const float *>(addr(lse)),
+                                   .stats = static_cast<const float *>(addr(stats)),
+                                   .rows = M,
+                                   .vocab = H,
+                                   .ignoreIndex = kIgnore},
+                                  stream);
+    kernels::dropoutBackward(p.dtype, addr(dn), addr(h), M * H, kDropP, kSeed, stream);
+    kernels::rmsNormBackward(p.dtype,
+                             {.dx = addr(dxn),
+                              .dweight = addr(dw),
+                              .dy = addr(dn),
+                              .x = addr(bx),
+                              .weight = addr(bw),
+                              .rstd = static_cast<const float *>(addr(rstd)),
+                              .rows = M,
+                              .cols = H,
+                              .workspace = addr(ws),
+                              .workspaceBytes = wsBytes},
+                             stream);
+    kernels::vectorAdd(p.dtype, addr(dx), addr(h), addr(dxn), M * H, stream);
+  };
+  forward();
+  sync();
+  std::vector<unsigned char> nRaw = download(n), dRaw = download(d), hRaw = download(h);
+  std::vector<float> lossGot(static_cast<size_t>(M)), statsGot(2);
+  loss.download(lossGot.data(), size_t(M) * 4);
+  stats.download(statsGot.data(), 8);
+  backward();
+  sync();
+
+  kernels::Tolerance tol = kernels::toleranceFor(dt);
+  std::printf("%s, %lld tokens x %lld hidden, dropout p=%g:\n", dt.c_str(), (long long)M,
+              (long long)H, kDropP);
+  size_t bad = 0;
+  bad += compare("norm", dt, nRaw, ref.n, tol.atol, tol.rtol);
+  bad += compare("drop", dt, dRaw, ref.d, tol.atol, tol.rtol);
+  bad += compare("h", dt, hRaw, ref.h, tol.atol, tol.rtol);
+  // Gradients are of size 1/count: absolute tolerances scale with them.
+  double g = 1.0 / double(M);
+  bad += compare("dh", dt, download(h), ref.dh, tol.atol * g, tol.rtol);
+  bad += compare("dn", dt, download(dn), ref.dn, tol.atol * g, tol.rtol);
+  bad += compare("dx", dt, download(dx), ref.dx, 4 * tol.atol * g, 4 * tol.rtol);
+  bad += compare("dw", dt, download(dw), ref.dw, 4 * tol.atol * g * std::sqrt(double(M)),
+                 4 * tol.rtol);
+  double lossErr = 0;
+  for (int64_t r = 0; r < M; ++r)
+    lossErr = std::max(lossErr, std::fabs(double(lossGot[size_t(r)]) - ref.loss[size_t(r)]));
+  bool lossOk = lossErr <= 1e-3 + 1e-3 * std::fabs(ref.mean) &&
+                std::fabs(statsGot[0] - ref.mean) <= 1e-3 * (1 + std::fabs(ref.mean)) &&
+                statsGot[1] == float(M - 1);
+  std::printf("  loss   mean %.6f (reference %.6f), %g rows counted, max |error| %.3g%s\n",
+              statsGot[0], ref.mean, statsGot[1], lossErr, lossOk ? "" : "  MISMATCH");
+  if (timed) {
+    // The forward and backward with the same buffers; the backward overwrites h, so each
+    // repetition runs both.
+    double ms = timed([&] {
+      forward();
+      backward();
+    });
+    // Bytes each step reads and writes, as the peers' benchmarks count them.
+    double moved = double(bytes) * (3 + 2 + 3 + 1 + 2 + 2 + 3 + 3) + double(M) * 4 * 6;
+    std::printf("  forward + backward: %.3f ms, %.0f GB/s over %.2f GB moved\n", ms,
+                moved / (ms * 1e-3) / 1e9, moved / 1e9);
+  }
+  return bad == 0 && lossOk;
+}
+
+double medianMs(CUstream stream, const std::function<void()> &fn) {
+  fn(); // warm-up (and autotuning on the first call of each shape)
+  std::vector<double> ms;
+  rt::Event start, end;
+  for (int r = 0; r < 21; ++r) {
+    rt::l2Flush(stream);
+    start.record(stream);
+    fn();
+    end.record(stream);
+    ms.push_back(end.msSince(start));
+  }
+  std::nth_element(ms.begin(), ms.begin() + 10, ms.end());
+  return ms[10];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Problem p;
+  std::vector<int64_t> shape;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--dtype=", 0) == 0 && kernels::isSoftmaxDtype(a.substr(8))) {
+      p.dtypeName = a.substr(8);
+      p.dtype = p.dtypeName == "fp32"   ? Dtype::fp32
+                : p.dtypeName == "fp16" ? Dtype::fp16
+                                        : Dtype::bf16;
+    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0])) && shape.size() < 2) {
+      shape.push_back(std::atoll(a.c_str()));
+    } else {
+      std::fprintf(stderr, "transformer_block: unknown argument '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (shape.size() == 1 || (shape.size() == 2 && (shape[0] < 2 || shape[1] < 1))) {
+    std::fprintf(stderr, "transformer_block: give TOKENS (at least 2) and HIDDEN\n%s", kUsage);
+    return 2;
+  }
+  try {
+    std::string why;
+    bool gpu = !interpreting() && rt::Driver::available(&why);
+    p.tokens = shape.empty() ? (gpu ? 4096 : 64) : shape[0];
+    p.hidden = shape.empty() ? (gpu ? 8192 : 1024) : shape[1];
+    bool ok;
+    if (!gpu) {
+      if (!interpreting())
+        std::printf("no usable GPU on this machine (%s): running in tritium's CPU interpreter\n",
+                    why.c_str());
+      setInterpret(true);
+      ok = run<interpreter::HostBuffer>(p, nullptr, [] {}, {});
+    } else {
+      std::printf("device: %s\n", rt::Context::current().props().name.c_str());
+      rt::Stream stream;
+      ok = run<rt::DeviceBuffer>(
+          p, stream.get(), [&] { stream.sync(); },
+          [&](const std::function<void()> &fn) { return medianMs(stream.get(), fn); });
+    }
+    std::printf(ok ? "all results match the reference\n" : "MISMATCH against the reference\n");
+    return ok ? 0 : 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

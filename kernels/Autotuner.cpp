@@ -1,0 +1,262 @@
+#include "kernels/Autotuner.h"
+
+#include "compiler/support/Error.h"
+#include "compiler/support/Log.h"
+#include "interpreter/Interpreter.h"
+#include "runtime/Cache.h"
+#include "runtime/Device.h"
+#include "runtime/Driver.h"
+#include "runtime/Memory.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+namespace fs = std::filesystem;
+
+namespace tritium::kernels {
+
+namespace {
+
+// -1: follow TRITIUM_AUTOTUNE; 0 or 1: setAutotune decided.
+std::atomic<int> autotuneOverride{-1};
+
+std::string fileSafe(const std::string &s) {
+  std::string out;
+  for (char c : s)
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '-';
+  return out;
+}
+
+void checkName(const char *what, const std::string &s) {
+  if (s.empty() || s != fileSafe(s) || s[0] == '.')
+    throw InternalError(std::string("autotuner: the ") + what + " '" + s +
+                        "' is not a plain file name");
+}
+
+std::map<std::string, int64_t> asMap(const PlanFields &fields) {
+  return std::map<std::string, int64_t>(fields.begin(), fields.end());
+}
+
+std::optional<size_t> find(const PlanFields &winner, const std::vector<PlanFields> &candidates) {
+  auto want = asMap(winner);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (asMap(candidates[i]) == want)
+      return i;
+  return std::nullopt;
+}
+
+std::string describe(const PlanFields &fields) {
+  std::string s;
+  for (const auto &[name, value] : fields)
+    s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s;
+}
+
+bool sticky(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    return true;
+  default:
+    return false;
+  }
+}
+
+llvm::json::Object toJson(const PlanFields &fields) {
+  llvm::json::Object o;
+  for (const auto &[name, value] : fields)
+    o[name] = value;
+  return o;
+}
+
+} // namespace
+
+Autotuner::Autotuner(fs::path root, std::string device)
+    : dir_(std::move(root) / fileSafe(device)) {}
+
+Autotuner &Autotuner::forCurrentDevice() {
+  // One tuner per cache root (TRITIUM_CACHE_DIR is read on every call, as the kernel cache
+  // reads it) and device; the version in the folder keeps one release's measurements from
+  // choosing for another's code.
+  static std::mutex mutex;
+  static std::map<fs::path, std::unique_ptr<Autotuner>> tuners;
+  const rt::DeviceProps &props = rt::Context::current().props();
+  fs::path root = rt::defaultCacheDir() / "autotune" / TRITIUM_VERSION;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Autotuner> &t = tuners[root];
+  if (!t)
+    t = std::make_unique<Autotuner>(root, props.name + "-" + props.arch());
+  return *t;
+}
+
+fs::path Autotuner::recordPath(const TuningKey &key) const {
+  checkName("kernel", key.kernel);
+  checkName("bucket", key.bucket);
+  return dir_ / key.kernel / (key.bucket + ".json");
+}
+
+std::optional<size_t> Autotuner::recorded(const TuningKey &key,
+                                          const std::vector<PlanFields> &candidates) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string id = key.kernel + "/" + key.bucket;
+  if (auto it = winners_.find(id); it != winners_.end())
+    return find(it->second, candidates);
+  std::optional<size_t> i = readRecord(key, candidates);
+  if (i)
+    winners_[id] = candidates[*i];
+  return i;
+}
+
+std::optional<size_t> Autotuner::readRecord(const TuningKey &key,
+                                            const std::vector<PlanFields> &candidates) const {
+  fs::path path = recordPath(key);
+  std::optional<std::string> text = rt::readFile(path);
+  if (!text)
+    return std::nullopt;
+  auto bad = [&](const std::string &why) -> std::optional<size_t> {
+    log().warn("autotuner: ignoring {} ({}); tuning again", path.string(), why);
+    return std::nullopt;
+  };
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*text);
+  if (!parsed)
+    return bad("not JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *record = parsed->getAsObject();
+  if (!record)
+    return bad("not a JSON object");
+  if (record->getString("kernel") != key.kernel || record->getString("bucket") != key.bucket)
+    return bad("it names another kernel or bucket");
+  const llvm::json::Object *winner = record->getObject("winner");
+  if (!winner)
+    return bad("no winner");
+  PlanFields fields;
+  for (const auto &[name, value] : *winner) {
+    std::optional<int64_t> v = value.getAsInteger();
+    if (!v)
+      return bad("winner field '" + name.str() + "' is not an integer");
+    fields.emplace_back(name.str(), *v);
+  }
+  std::optional<size_t> i = find(fields, candidates);
+  if (!i)
+    return bad("its winner (" + describe(fields) + ") is not one of today's candidates");
+  log().debug("autotuner: {} {}: {} (from {})", key.kernel, key.bucket, describe(fields),
+              path.string());
+  return i;
+}
+
+size_t Autotuner::tune(const TuningKey &key, const std::vector<PlanFields> &candidates,
+                       const CandidateTimer &time) {
+  // One tuning at a time: candidates timed side by side would slow each other down.
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<double> times(candidates.size(), std::numeric_limits<double>::infinity());
+  std::exception_ptr firstFailure;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    try {
+      times[i] = time(i);
+    } catch (const rt::DriverError &e) {
+      // A fault in a kernel leaves the context unusable: nothing after it can be trusted.
+      // Refusals (too many resources, a cluster that does not fit) only reject the candidate.
+      if (sticky(e.result()))
+        throw;
+      log().debug("autotuner: {} {}: candidate {} rejected: {}", key.kernel, key.bucket,
+                  describe(candidates[i]), e.what());
+      if (!firstFailure)
+        firstFailure = std::current_exception();
+    } catch (const std::exception &e) {
+      log().debug("autotuner: {} {}: candidate {} rejected: {}", key.kernel, key.bucket,
+                  describe(candidates[i]), e.what());
+      if (!firstFailure)
+        firstFailure = std::current_exception();
+    }
+  }
+  size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
+  if (times[winner] == std::numeric_limits<double>::infinity())
+    std::rethrow_exception(firstFailure);
+  winners_[key.kernel + "/" + key.bucket] = candidates[winner];
+  writeRecord(key, candidates, times, winner);
+  log().debug("autotuner: {} {}: {} of {} candidates won ({:.4f})", key.kernel, key.bucket,
+              describe(candidates[winner]), candidates.size(), times[winner]);
+  return winner;
+}
+
+void Autotuner::writeRecord(const TuningKey &key, const std::vector<PlanFields> &candidates,
+                            const std::vector<double> &times, size_t winner) const {
+  fs::path path = recordPath(key);
+  llvm::json::Array timed;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    llvm::json::Object c{{"plan", toJson(candidates[i])}};
+    if (times[i] != std::numeric_limits<double>::infinity())
+      c["time"] = times[i];
+    else
+      c["rejected"] = true;
+    timed.push_back(std::move(c));
+  }
+  llvm::json::Object record{{"kernel", key.kernel},
+                            {"bucket", key.bucket},
+                            {"winner", toJson(candidates[winner])},
+                            {"candidates", std::move(timed)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(record))) << "\n";
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::string err =
+      ec ? "cannot create " + path.parent_path().string() + ": " + ec.message()
+         : rt::writeFileAtomically(path.parent_path(), path.filename().string(), text);
+  // Like the kernel cache, the record only saves time: a failure to write it is a warning.
+  if (!err.empty())
+    log().warn("autotuner: cannot record the winner for {} {}: {}", key.kernel, key.bucket, err);
+}
+
+bool autotuneEnabled() {
+  if (int o = autotuneOverride.load(); o >= 0)
+    return o == 1;
+  const char *v = std::getenv("TRITIUM_AUTOTUNE");
+  if (!v || !*v)
+    return true;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
+}
+
+void setAutotune(bool on) { autotuneOverride = on ? 1 : 0; }
+void resetAutotune() { autotuneOverride = -1; }
+
+bool mayTune(CUstream stream) {
+  if (!autotuneEnabled() || interpreting())
+    return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  rt::check(rt::Driver::get().cuStreamIsCapturing(stream, &status), "cuStreamIsCapturing");
+  return status == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions) {
+  launch(); // compiles, loads and warms up
+  std::vector<double> ms;
+  rt::Event start, end;
+  for (int r = 0; r < repetitions; ++r) {
+    rt::l2Flush(stream);
+    start.record(stream);
+    launch();
+    end.record(stream);
+    ms.push_back(end.msSince(start));
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+} // namespace tritium::kernels

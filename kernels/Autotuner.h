@@ -1,0 +1,109 @@
+// The autotuner: on the first call of a kernel for a (device, shape bucket), it times each
+// candidate launch plan on the caller's own arguments and keeps the fastest, in memory and on
+// disk beside the compiled kernels (<cache root>/autotune/<tritium version>/<device>/<kernel>/
+// <bucket>.json), so that another process on the same device does not tune again.
+//
+// A record on disk names its winner by the plan's fields, and is used only when those fields
+// are one of the candidates the library makes now: an old, foreign or edited record can choose
+// among valid plans, never invent one. Records are written through a temporary file and a
+// rename, as cache entries are, so processes tuning at once each leave a whole record (the last
+// rename wins; both chose a valid plan).
+//
+// Tuning is on by default and off with TRITIUM_AUTOTUNE=0 (or setAutotune(false)); then, in
+// interpret mode, during a CUDA graph capture and where a launch cannot run twice on the same
+// arguments (an output overlapping an input), the planner's choice is used.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tritium::kernels {
+
+// A plan as named integers ("block" 4096, "warps" 8, ...): how a winner is written and found.
+using PlanFields = std::vector<std::pair<std::string, int64_t>>;
+
+// What one tuning result is for. Both strings become file names: letters, digits, '-', '_'
+// and '.' only.
+struct TuningKey {
+  std::string kernel; // e.g. "layer_norm_forward"
+  std::string bucket; // e.g. "bf16-cols4096-rows4096"
+};
+
+// The time of candidate i, in any unit (smaller is better); throws to reject the candidate.
+using CandidateTimer = std::function<double(size_t)>;
+
+class Autotuner {
+public:
+  // Records live under `root`/<device>/; `device` names the GPU (name and architecture).
+  Autotuner(std::filesystem::path root, std::string device);
+  // The process's tuner for the current GPU, rooted in the kernel cache's folder.
+  static Autotuner &forCurrentDevice();
+
+  // The recorded winner among `candidates` (memory, else disk), if any.
+  std::optional<size_t> recorded(const TuningKey &key, const std::vector<PlanFields> &candidates);
+  // Times every candidate, records the fastest and returns its index. Throws only when every
+  // candidate was rejected (the first rejection's error).
+  size_t tune(const TuningKey &key, const std::vector<PlanFields> &candidates,
+              const CandidateTimer &time);
+
+  std::filesystem::path recordPath(const TuningKey &key) const;
+
+private:
+  std::optional<size_t> readRecord(const TuningKey &key,
+                                   const std::vector<PlanFields> &candidates) const;
+  void writeRecord(const TuningKey &key, const std::vector<PlanFields> &candidates,
+                   const std::vector<double> &times, size_t winner) const;
+
+  std::filesystem::path dir_;
+  std::mutex mutex_;
+  std::map<std::string, PlanFields> winners_; // kernel/bucket -> the winner's fields
+};
+
+// Whether tuning runs (TRITIUM_AUTOTUNE, unless setAutotune decided).
+bool autotuneEnabled();
+void setAutotune(bool on);
+void resetAutotune(); // back to following TRITIUM_AUTOTUNE
+
+// Median time in milliseconds of `launch` on `stream` (CUDA events, L2 flushed before each of
+// `repetitions` runs, after one warm-up run that also compiles and loads).
+double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions = 9);
+
+// Whether tuning may run on this stream now: tuning on, a GPU (not interpret mode), and the
+// stream not capturing a CUDA graph.
+bool mayTune(CUstream stream);
+
+// The plan a launch uses: `given` when the caller chose one, else the recorded or tuned winner
+// among `candidates` (each launched through `launch`), else `planned`. Plans have
+// `PlanFields fields() const`. `rerunSafe` says that launching twice on these arguments gives
+// the same result as launching once.
+template <typename Plan>
+Plan choosePlan(const Plan *given, const Plan &planned, const std::vector<Plan> &candidates,
+                const TuningKey &key, bool rerunSafe, CUstream stream,
+                const std::function<void(const Plan &)> &launch) {
+  if (given)
+    return *given;
+  if (candidates.size() < 2 || !mayTune(stream))
+    return planned;
+  std::vector<PlanFields> fields;
+  for (const Plan &c : candidates)
+    fields.push_back(c.fields());
+  Autotuner &tuner = Autotuner::forCurrentDevice();
+  if (auto i = tuner.recorded(key, fields))
+    return candidates[*i];
+  if (!rerunSafe)
+    return planned;
+  size_t i = tuner.tune(
+      key, fields, [&](size_t c) { return timeLaunches(stream, [&] { launch(candidates[c]); }); });
+  return candidates[i];
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,191 @@
+// The autotuner without a GPU: the winner is the fastest candidate, it is recorded on disk and
+// found again by a fresh tuner (another process), records that are corrupt, foreign or name a
+// plan that is no longer a candidate are ignored, rejected candidates are skipped, and the
+// candidate lists of the kernel library cover what they promise.
+#include "kernels/Autotuner.h"
+#include "TestSupport.h"
+#include "compiler/support/Error.h"
+#include "interpreter/Interpreter.h"
+#include "kernels/Arguments.h"
+#include "kernels/CrossEntropy.h"
+#include "kernels/ElementwisePlan.h"
+#include "kernels/RowPlan.h"
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+using namespace tritium;
+using namespace tritium::kernels;
+using tritium::testing::ScopedTempDir;
+
+namespace {
+
+const std::vector<PlanFields> kCandidates = {{{"block", 1024}, {"warps", 4}},
+                                             {{"block", 2048}, {"warps", 4}},
+                                             {{"block", 4096}, {"warps", 8}}};
+const TuningKey kKey{"layer_norm_forward", "bf16-cols4096-rows4096"};
+
+void writeText(const std::filesystem::path &path, const std::string &text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+TEST(Autotuner, PicksTheFastestAndRecordsIt) {
+  ScopedTempDir dir;
+  Autotuner tuner(dir.path(), "NVIDIA H200-sm_90");
+  std::vector<int> timed;
+  size_t winner = tuner.tune(kKey, kCandidates, [&](size_t i) {
+    timed.push_back(int(i));
+    return i == 1 ? 0.5 : 1.0;
+  });
+  EXPECT_EQ(winner, 1u);
+  EXPECT_EQ(timed, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(tuner.recorded(kKey, kCandidates), 1u);
+  std::filesystem::path record = tuner.recordPath(kKey);
+  EXPECT_TRUE(std::filesystem::exists(record)) << record;
+  EXPECT_NE(record.string().find("NVIDIA-H200-sm_90"), std::string::npos) << record;
+
+  // Another process: a fresh tuner on the same root finds the winner without timing anything.
+  Autotuner again(dir.path(), "NVIDIA H200-sm_90");
+  EXPECT_EQ(again.recorded(kKey, kCandidates), 1u);
+  // The same winner among candidates listed in another order.
+  std::vector<PlanFields> reordered = {kCandidates[2], kCandidates[0], kCandidates[1]};
+  EXPECT_EQ(Autotuner(dir.path(), "NVIDIA H200-sm_90").recorded(kKey, reordered), 2u);
+  // Another device or bucket has no record.
+  EXPECT_FALSE(Autotuner(dir.path(), "NVIDIA H100-sm_90").recorded(kKey, kCandidates));
+  EXPECT_FALSE(again.recorded({kKey.kernel, "bf16-cols8192-rows4096"}, kCandidates));
+}
+
+TEST(Autotuner, IgnoresRecordsThatDoNotNameACandidate) {
+  ScopedTempDir dir;
+  Autotuner tuner(dir.path(), "gpu");
+  std::filesystem::path record = tuner.recordPath(kKey);
+  const std::string cases[] = {
+      "not json",
+      "[1, 2]",
+      R"({"kernel": "rms_norm_forward", "bucket": "bf16-cols4096-rows4096",
+          "winner": {"block": 1024, "warps": 4}})",
+      R"({"kernel": "layer_norm_forward", "bucket": "bf16-cols4096-rows4096"})",
+      R"({"kernel": "layer_norm_forward", "bucket": "bf16-cols4096-rows4096",
+          "winner": {"block": 1024, "warps": "four"}})",
+      // A plan the library does not make (edited by hand, or from older code): never used.
+      R"({"kernel": "layer_norm_forward", "bucket": "bf16-cols4096-rows4096",
+          "winner": {"block": 999, "warps": 4}})",
+      R"({"kernel": "layer_norm_forward", "bucket": "bf16-cols4096-rows4096",
+          "winner": {"block": 1024}})",
+  };
+  for (const std::string &text : cases) {
+    writeText(record, text);
+    EXPECT_FALSE(Autotuner(dir.path(), "gpu").recorded(kKey, kCandidates)) << text;
+  }
+  writeText(record, R"({"kernel": "layer_norm_forward", "bucket": "bf16-cols4096-rows4096",
+                        "winner": {"warps": 8, "block": 4096}})");
+  EXPECT_EQ(Autotuner(dir.path(), "gpu").recorded(kKey, kCandidates), 2u);
+}
+
+TEST(Autotuner, SkipsRejectedCandidates) {
+  ScopedTempDir dir;
+  Autotuner tuner(dir.path(), "gpu");
+  size_t winner = tuner.tune(kKey, kCandidates, [](size_t i) -> double {
+    if (i == 0)
+      throw UserError("too many registers");
+    return double(i);
+  });
+  EXPECT_EQ(winner, 1u);
+  EXPECT_THROW(
+      tuner.tune(kKey, kCandidates, [](size_t) -> double { throw UserError("no candidate fits"); }),
+      UserError);
+}
+
+TEST(Autotuner, RefusesKeysThatAreNotFileNames) {
+  ScopedTempDir dir;
+  Autotuner tuner(dir.path(), "gpu");
+  for (TuningKey bad : {TuningKey{"../x", "b"}, TuningKey{"k", "a/b"}, TuningKey{"", "b"},
+                        TuningKey{"k", ".hidden"}})
+    EXPECT_THROW(tuner.recordPath(bad), InternalError) << bad.kernel << " " << bad.bucket;
+}
+
+// Processes tuning at once each write a whole record; whichever lands names a candidate.
+TEST(Autotuner, ConcurrentTunersLeaveAValidRecord) {
+  ScopedTempDir dir;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      Autotuner tuner(dir.path(), "gpu");
+      for (int r = 0; r < 20; ++r)
+        tuner.tune(kKey, kCandidates, [&](size_t i) { return i == size_t(t % 3) ? 0.0 : 1.0; });
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_TRUE(Autotuner(dir.path(), "gpu").recorded(kKey, kCandidates));
+  for (auto &e : std::filesystem::recursive_directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().rfind(".tmp.", 0), std::string::npos)
+        << "temporary file left behind: " << e.path();
+}
+
+TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
+  resetAutotune();
+  ::setenv("TRITIUM_AUTOTUNE", "0", 1);
+  EXPECT_FALSE(autotuneEnabled());
+  ::setenv("TRITIUM_AUTOTUNE", "1", 1);
+  EXPECT_TRUE(autotuneEnabled());
+  setAutotune(false);
+  EXPECT_FALSE(autotuneEnabled());
+  resetAutotune();
+  ::unsetenv("TRITIUM_AUTOTUNE");
+  EXPECT_TRUE(autotuneEnabled());
+  // The interpreter never tunes: the planner's choice, without asking the driver.
+  setInterpret(true);
+  EXPECT_FALSE(mayTune(nullptr));
+  RowPlan planned = planNormForward(4096, Dtype::fp32);
+  RowPlan chosen =
+      choosePlan<RowPlan>(nullptr, planned, normCandidates(4096, Dtype::fp32, false), kKey, true,
+                          nullptr, [](const RowPlan &) { FAIL() << "launched to tune"; });
+  EXPECT_EQ(chosen.fields(), planned.fields());
+  resetInterpret();
+}
+
+TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
+  for (bool backward : {false, true})
+    for (int64_t cols : {1, 100, 512, 4096, 5000, 32768, 65536, 131072}) {
+      std::vector<RowPlan> c = normCandidates(cols, Dtype::bf16, backward);
+      ASSERT_FALSE(c.empty()) << cols;
+      RowPlan planned =
+          backward ? planNormBackward(cols, Dtype::bf16) : planNormForward(cols, Dtype::bf16);
+      EXPECT_EQ(c[0].fields(), planned.fields()) << cols;
+      for (size_t i = 0; i < c.size(); ++i) {
+        EXPECT_GE(c[i].maxCols(), cols) << c[i].str();
+        EXPECT_LE(c[i].numWarps, 32) << c[i].str();
+        EXPECT_LE(c[i].clusterSize, 16) << c[i].str();
+        for (size_t j = 0; j < i; ++j)
+          EXPECT_NE(c[i].fields(), c[j].fields()) << "duplicate " << c[i].str();
+      }
+      if (cols >= 100) // a row of one column has one sensible plan
+        EXPECT_GE(c.size(), 2u) << cols;
+    }
+  EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
+  EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");
+}
+
+TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
+  auto e = elementwiseCandidates(1 << 24, Dtype::fp16, ElementwiseKind::Add);
+  EXPECT_EQ(e[0].fields(), planElementwise(1 << 24, Dtype::fp16, ElementwiseKind::Add).fields());
+  EXPECT_GE(e.size(), 8u);
+  auto c = crossEntropyCandidates(128256, Dtype::bf16);
+  EXPECT_EQ(c[0].fields(), planCrossEntropy(128256, Dtype::bf16).fields());
+  EXPECT_GE(c.size(), 8u);
+  EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000), "bf16-n1048576");
+}
+
+TEST(Autotuner, OverlapDecidesWhetherALaunchMayRunTwice) {
+  std::vector<char> memory(4096);
+  char *m = memory.data();
+  EXPECT_FALSE(anyOverlap({{m, 100}}, {{m + 100, 100}}));
+  EXPECT_TRUE(anyOverlap({{m, 101}}, {{m + 100, 100}}));
+  EXPECT_TRUE(anyOverlap({{m + 150, 10}}, {{m + 100, 100}}));
+  EXPECT_TRUE(anyOverlap({{m, 100}, {m + 50, 10}}, {}));        // outputs over each other
+  EXPECT_FALSE(anyOverlap({{nullptr, 100}}, {{nullptr, 100}})); // absent optional tensors
+}
+
+} // namespace
