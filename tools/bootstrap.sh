@@ -9,10 +9,11 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
-# LLVM 22 comes from bookworm-security; FileCheck and lit are in llvm-22-tools.
+# LLVM 22 comes from bookworm-security; FileCheck and lit are in llvm-22-tools. pkgconf: for
+# tools/ci-consumer.sh, which builds a program against the installed tritium with pkg-config.
 $SUDO apt-get install -y -q --no-install-recommends \
   cmake ninja-build g++ llvm-22-dev llvm-22-tools libspdlog-dev libfmt-dev libgtest-dev \
-  zlib1g-dev libzstd-dev python3
+  zlib1g-dev libzstd-dev python3 pkgconf
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
