@@ -190,6 +190,7 @@ size_t Autotuner::tune(const TuningKey &key, const std::vector<PlanFields> &cand
     std::rethrow_exception(firstFailure);
   winners_[key.kernel + "/" + key.bucket] = candidates[winner];
   writeRecord(key, candidates, times, winner);
+  noteTuned();
   log().debug("autotuner: {} {}: {} of {} candidates won ({:.4f})", key.kernel, key.bucket,
               describe(candidates[winner]), candidates.size(), times[winner]);
   return winner;
@@ -236,13 +237,23 @@ bool autotuneEnabled() {
 void setAutotune(bool on) { autotuneOverride = on ? 1 : 0; }
 void resetAutotune() { autotuneOverride = -1; }
 
-bool mayTune(CUstream stream) {
-  if (!autotuneEnabled() || interpreting())
-    return false;
+bool interpretingForTuning() { return interpreting(); }
+
+bool streamMayTune(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   rt::check(rt::Driver::get().cuStreamIsCapturing(stream, &status), "cuStreamIsCapturing");
   return status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
+
+bool mayTune(CUstream stream) {
+  return autotuneEnabled() && !interpreting() && streamMayTune(stream);
+}
+
+namespace {
+std::atomic<uint64_t> generation{0};
+}
+uint64_t tuningGeneration() { return generation.load(); }
+void noteTuned() { ++generation; }
 
 double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions) {
   launch(); // compiles, loads and warms up

@@ -16,6 +16,7 @@
 
 #include <cuda.h>
 
+#include <compare>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -80,30 +81,72 @@ double timeLaunches(CUstream stream, const std::function<void()> &launch, int re
 // Whether tuning may run on this stream now: tuning on, a GPU (not interpret mode), and the
 // stream not capturing a CUDA graph.
 bool mayTune(CUstream stream);
+bool interpretingForTuning();        // interpret mode (TRITIUM_INTERPRET or setInterpret)
+bool streamMayTune(CUstream stream); // the stream is not capturing a CUDA graph
+
+// What decided a plan for one call's exact shape, kept so that the next call of that shape
+// skips making and matching the candidates (tens of microseconds): the hot path stays a lookup.
+struct ChoiceKey {
+  std::string kernel;
+  std::vector<int64_t> shape; // every input the candidates and the choice depend on
+  bool rerunSafe = true;
+  auto operator<=>(const ChoiceKey &) const = default;
+};
+// Bumped whenever a tuner records a winner: a planner's fallback chosen before may now have a
+// recorded winner to use instead.
+uint64_t tuningGeneration();
+void noteTuned();
 
 // The plan a launch uses: `given` when the caller chose one, else the recorded or tuned winner
-// among `candidates` (each launched through `launch`), else `planned`. Plans have
+// among `candidates()` (each launched through `launch`), else `planned()`. Plans have
 // `PlanFields fields() const`. `rerunSafe` says that launching twice on these arguments gives
-// the same result as launching once.
+// the same result as launching once. Decisions are remembered per exact shape (ChoiceKey).
 template <typename Plan>
-Plan choosePlan(const Plan *given, const Plan &planned, const std::vector<Plan> &candidates,
-                const TuningKey &key, bool rerunSafe, CUstream stream,
+Plan choosePlan(const Plan *given, const TuningKey &key, ChoiceKey choice, CUstream stream,
+                const std::function<Plan()> &planned,
+                const std::function<std::vector<Plan>()> &candidates,
                 const std::function<void(const Plan &)> &launch) {
   if (given)
     return *given;
-  if (candidates.size() < 2 || !mayTune(stream))
-    return planned;
+  struct Remembered {
+    Plan plan;
+    bool final;          // a winner, or tuning off: valid until the switches change
+    uint64_t generation; // for a fallback: the tuning generation it saw
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<ChoiceKey, int>, Remembered> memo;
+  // Interpret mode and the tuning switch change what is chosen: they are part of the key.
+  int state = (autotuneEnabled() ? 1 : 0) | (interpretingForTuning() ? 2 : 0);
+  auto id = std::make_pair(std::move(choice), state);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memo.find(id);
+        it != memo.end() && (it->second.final || it->second.generation == tuningGeneration()))
+      return it->second.plan;
+  }
+  auto remember = [&](const Plan &p, bool final) {
+    std::lock_guard<std::mutex> lock(mutex);
+    memo.insert_or_assign(id, Remembered{p, final, tuningGeneration()});
+    return p;
+  };
+  if (state != 1) // tuning off, or the interpreter: the planner's choice, for good
+    return remember(planned(), true);
+  if (!streamMayTune(stream)) // capturing a graph: decide again afterwards
+    return planned();
+  std::vector<Plan> all = candidates();
+  if (all.size() < 2)
+    return remember(all.empty() ? planned() : all[0], true);
   std::vector<PlanFields> fields;
-  for (const Plan &c : candidates)
+  for (const Plan &c : all)
     fields.push_back(c.fields());
   Autotuner &tuner = Autotuner::forCurrentDevice();
   if (auto i = tuner.recorded(key, fields))
-    return candidates[*i];
-  if (!rerunSafe)
-    return planned;
-  size_t i = tuner.tune(
-      key, fields, [&](size_t c) { return timeLaunches(stream, [&] { launch(candidates[c]); }); });
-  return candidates[i];
+    return remember(all[*i], true);
+  if (!id.first.rerunSafe)
+    return remember(planned(), false);
+  size_t i = tuner.tune(key, fields,
+                        [&](size_t c) { return timeLaunches(stream, [&] { launch(all[c]); }); });
+  return remember(all[i], true);
 }
 
 } // namespace tritium::kernels

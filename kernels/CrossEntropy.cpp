@@ -5,10 +5,10 @@
 // the row once more and writes the gradient (in place when asked).
 #include "kernels/CrossEntropy.h"
 
-#include "kernels/Arguments.h"
 #include "compiler/support/Error.h"
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
+#include "kernels/Arguments.h"
 
 #include <algorithm>
 #include <bit>
@@ -105,10 +105,10 @@ static Kernel &meanKernel() {
   return k;
 }
 static Kernel &backwardKernel() {
-  static auto k = kernel("cross_entropy_backward", cross_entropy_backward,
-                         {"dlogits", "logits", "targets", "lse", "stats", "x_stride",
-                          "dx_stride", "n_rows", "vocab", "ignore_index", "smoothing", "grad",
-                          "BLOCK", "num_stages", "MEAN"});
+  static auto k =
+      kernel("cross_entropy_backward", cross_entropy_backward,
+             {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride", "n_rows",
+              "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "num_stages", "MEAN"});
   return k;
 }
 
@@ -141,12 +141,13 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
                                int64_t rows, int64_t vocab, bool rerunSafe, CUstream stream,
                                const std::function<void(const CrossEntropyPlan &)> &launch) {
   if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
-    throw UserError(std::string(kernel) + ": the plan's block is " +
-                    std::to_string(given->block) + ", not a power of two");
-  return choosePlan<CrossEntropyPlan>(given, planCrossEntropy(vocab, dtype),
-                                      crossEntropyCandidates(vocab, dtype),
-                                      {kernel, bucket(dtype, rows, vocab)}, rerunSafe, stream,
-                                      launch);
+    throw UserError(std::string(kernel) + ": the plan's block is " + std::to_string(given->block) +
+                    ", not a power of two");
+  return choosePlan<CrossEntropyPlan>(
+      given, {kernel, bucket(dtype, rows, vocab)},
+      {kernel, {int64_t(dtype), rows, vocab}, rerunSafe}, stream,
+      [&] { return planCrossEntropy(vocab, dtype); },
+      [&] { return crossEntropyCandidates(vocab, dtype); }, launch);
 }
 
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
@@ -174,8 +175,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   bool smoothing = a.labelSmoothing != 0.0f;
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
-        Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx,
-                                     "i32", "i32", "i64", "fp32"},
+        Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
+                                     "i32", "i64", "fp32"},
                        .constexprs = {plan.block, plan.numStages, smoothing ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
@@ -186,8 +187,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   int64_t rowsBytes = ((a.rows - 1) * stride + a.vocab) * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{a.loss, a.rows * 4}, {a.lse, a.rows * 4}},
                                {{a.logits, rowsBytes}, {a.targets, a.rows * 8}});
-  launch(choose("cross_entropy_forward", given, dtype, a.rows, a.vocab, rerunSafe, stream,
-                launch));
+  launch(choose("cross_entropy_forward", given, dtype, a.rows, a.vocab, rerunSafe, stream, launch));
   if (a.stats) {
     KernelArg stats = args.pointer("stats", a.stats);
     Specialization ms = Specialization{.signature = {"*fp32", "*fp32", "*i64", "i32", "i64"},
@@ -221,8 +221,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   std::string type = "*" + dtypeName(dtype);
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
-        Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32",
-                                     "i32", "i64", "fp32", "fp32"},
+        Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
+                                     "i64", "fp32", "fp32"},
                        .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
@@ -232,12 +232,13 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
              {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
   };
   int64_t e = dtypeBytes(dtype);
-  bool rerunSafe = !anyOverlap(
-      {{a.dlogits, ((a.rows - 1) * ds + a.vocab) * e}},
-      {{a.logits, ((a.rows - 1) * xs + a.vocab) * e}, {a.targets, a.rows * 8},
-       {a.lse, a.rows * 4}, {a.stats, 8}});
-  launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, rerunSafe, stream,
-                launch));
+  bool rerunSafe = !anyOverlap({{a.dlogits, ((a.rows - 1) * ds + a.vocab) * e}},
+                               {{a.logits, ((a.rows - 1) * xs + a.vocab) * e},
+                                {a.targets, a.rows * 8},
+                                {a.lse, a.rows * 4},
+                                {a.stats, 8}});
+  launch(
+      choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, rerunSafe, stream, launch));
 }
 
 } // namespace tritium::kernels

@@ -3,10 +3,10 @@
 // on them). Offsets are 64-bit only when n passes 2^31.
 #include "kernels/Elementwise.h"
 
-#include "kernels/Arguments.h"
-#include "kernels/ElementwisePlan.h"
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
+#include "kernels/Arguments.h"
+#include "kernels/ElementwisePlan.h"
 
 #include <bit>
 #include <functional>
@@ -43,8 +43,8 @@ Kernel &vectorAddKernel() {
 }
 
 Kernel &dropoutKernel() {
-  static auto k = kernel("dropout", dropout_kernel,
-                         {"out", "x", "n", "p", "scale", "seed", "BLOCK", "WIDE"});
+  static auto k =
+      kernel("dropout", dropout_kernel, {"out", "x", "n", "p", "scale", "seed", "BLOCK", "WIDE"});
   return k;
 }
 
@@ -52,10 +52,10 @@ Kernel &dropoutKernel() {
 static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, Dtype dtype,
                               int64_t n, ElementwiseKind kind, bool rerunSafe, CUstream stream,
                               const std::function<void(const ElementwisePlan &)> &launch) {
-  return choosePlan<ElementwisePlan>(given, planElementwise(n, dtype, kind),
-                                     elementwiseCandidates(n, dtype, kind),
-                                     {kernel, elementwiseBucket(dtype, n)}, rerunSafe, stream,
-                                     launch);
+  return choosePlan<ElementwisePlan>(
+      given, {kernel, elementwiseBucket(dtype, n)}, {kernel, {int64_t(dtype), n}, rerunSafe},
+      stream, [&] { return planElementwise(n, dtype, kind); },
+      [&] { return elementwiseCandidates(n, dtype, kind); }, launch);
 }
 
 void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, CUstream stream,

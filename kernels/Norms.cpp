@@ -7,11 +7,11 @@
 // rows, writes them once as fp32 partial sums, and column_sum adds the programs' partials.
 #include "kernels/Norms.h"
 
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
 #include "kernels/Arguments.h"
 #include "kernels/ColumnSum.h"
 #include "kernels/RowTile.h"
-#include "frontend/DSL.h"
-#include "frontend/Kernel.h"
 
 #include <algorithm>
 #include <functional>
@@ -20,10 +20,9 @@ namespace tritium::kernels {
 
 using namespace tritium::dsl;
 
-static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, Ptr b,
-                               Int x_stride, Int y_stride, Int n_rows, Int n_cols, Float eps,
-                               int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS,
-                               int STATS) {
+static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, Ptr b, Int x_stride,
+                               Int y_stride, Int n_rows, Int n_cols, Float eps, int BLOCK, int ROWS,
+                               int CLUSTER, int num_stages, int HAS_BIAS, int STATS) {
   (void)CLUSTER; // the specialization's cluster size; cluster_rank() and cluster_sum() use it
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
@@ -47,9 +46,8 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 
 // dx = rstd (w dy - (xhat mean(xhat w dy) + mean(w dy))), dw = sum dy xhat, db = sum dy.
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
-                                Int dy_stride, Int x_stride, Int dx_stride, Int n_rows,
-                                Int n_cols, int BLOCK, int ROWS, int CLUSTER, int num_stages,
-                                int HAS_BIAS) {
+                                Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
+                                int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS) {
   (void)CLUSTER;
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
@@ -94,9 +92,9 @@ static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, In
 }
 
 // dx = rstd (w dy - xhat mean(xhat w dy)), dw = sum dy xhat, with xhat = x rstd.
-static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rstd,
-                              Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
-                              int BLOCK, int ROWS, int CLUSTER, int num_stages) {
+static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rstd, Int dy_stride,
+                              Int x_stride, Int dx_stride, Int n_rows, Int n_cols, int BLOCK,
+                              int ROWS, int CLUSTER, int num_stages) {
   (void)CLUSTER;
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
@@ -140,16 +138,16 @@ static Kernel &layerNormBackwardKernel() {
   return k;
 }
 static Kernel &rmsNormForwardKernel() {
-  static auto k = kernel("rms_norm_forward", rms_norm_forward,
-                         params({"y", "rstd", "x", "w", "x_stride", "y_stride", "n_rows",
-                                 "n_cols", "eps"},
-                                {"STATS"}));
+  static auto k =
+      kernel("rms_norm_forward", rms_norm_forward,
+             params({"y", "rstd", "x", "w", "x_stride", "y_stride", "n_rows", "n_cols", "eps"},
+                    {"STATS"}));
   return k;
 }
 static Kernel &rmsNormBackwardKernel() {
   static auto k = kernel("rms_norm_backward", rms_norm_backward,
-                         params({"dx", "partial", "dy", "x", "w", "rstd", "dy_stride",
-                                 "x_stride", "dx_stride", "n_rows", "n_cols"}));
+                         params({"dx", "partial", "dy", "x", "w", "rstd", "dy_stride", "x_stride",
+                                 "dx_stride", "n_rows", "n_cols"}));
   return k;
 }
 
@@ -169,22 +167,27 @@ struct RowLaunch {
                 std::to_string(given->maxCols()) + " (" + given->str() + ")");
     if (cols > std::numeric_limits<int32_t>::max())
       args.fail("cols is " + std::to_string(cols) + ", more than 2^31 - 1");
-    if (!given && normCandidates(cols, dtype, backward).empty())
+    if (!given && cols > maxNormCols(backward))
       args.fail("rows of " + std::to_string(cols) + " columns are longer than the " +
-                std::to_string(planNormForward(cols, dtype).maxCols()) +
-                " a 16-program cluster holds");
+                std::to_string(maxNormCols(backward)) + " a 16-program cluster holds");
   }
   // The given plan, else the autotuner's (or the planner's) among the candidates that `fits`.
   RowPlan choose(const char *kernel, bool rerunSafe, CUstream stream,
                  const std::function<void(const RowPlan &)> &launch,
-                 const std::function<bool(const RowPlan &)> &fits = nullptr) const {
-    std::vector<RowPlan> candidates;
-    for (const RowPlan &p : normCandidates(cols, dtype, backward))
-      if (!fits || fits(p))
-        candidates.push_back(p);
-    RowPlan planned = backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype);
-    return choosePlan<RowPlan>(given, planned, candidates,
-                               {kernel, rowBucket(dtype, rows, cols)}, rerunSafe, stream, launch);
+                 const std::function<bool(const RowPlan &)> &fits = nullptr,
+                 int64_t workspaceBytes = 0) const {
+    return choosePlan<RowPlan>(
+        given, {kernel, rowBucket(dtype, rows, cols)},
+        {kernel, {int64_t(dtype), rows, cols, workspaceBytes}, rerunSafe}, stream,
+        [&] { return backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype); },
+        [&] {
+          std::vector<RowPlan> candidates;
+          for (const RowPlan &p : normCandidates(cols, dtype, backward))
+            if (!fits || fits(p))
+              candidates.push_back(p);
+          return candidates;
+        },
+        launch);
   }
   // The bytes a tensor of `rows` rows of this stride spans.
   Span span(const void *p, int64_t stride, int64_t elementBytes) const {
@@ -229,8 +232,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
   int64_t xs = l.stride("xStride", a.xStride), ys = l.stride("yStride", a.yStride);
   if (a.rows == 0)
     return;
-  KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)),
-            eps(a.eps);
+  KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)), eps(a.eps);
   std::string t = l.tensorType();
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
@@ -242,9 +244,8 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
              {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
   };
   int64_t e = dtypeBytes(dtype);
-  bool rerunSafe =
-      !anyOverlap({l.tensor(a.y, ys), l.perRow(a.mean), l.perRow(a.rstd)},
-                  {l.tensor(a.x, xs), l.vector(a.weight, e), l.vector(a.bias, e)});
+  bool rerunSafe = !anyOverlap({l.tensor(a.y, ys), l.perRow(a.mean), l.perRow(a.rstd)},
+                               {l.tensor(a.x, xs), l.vector(a.weight, e), l.vector(a.bias, e)});
   launch(l.choose("layer_norm_forward", rerunSafe, stream, launch));
 }
 
@@ -280,8 +281,7 @@ static int64_t backwardGrid(RowLaunch &l, const RowPlan &p, CompiledKernel &k,
   return grid;
 }
 
-template <typename Args>
-static void zeroGradients(RowLaunch &l, const Args &a, CUstream stream) {
+template <typename Args> static void zeroGradients(RowLaunch &l, const Args &a, CUstream stream) {
   const float *none = static_cast<const float *>(a.workspace);
   columnSum(l.dtype, a.dweight, none, 0, a.cols, stream);
   if constexpr (requires { a.dbias; })
@@ -322,15 +322,17 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
       columnSum(dtype, a.dbias, partial + clusters * a.cols, clusters, a.cols, stream);
   };
   int64_t e = dtypeBytes(dtype);
-  bool rerunSafe = !anyOverlap(
-      {l.tensor(a.dx, ds), l.vector(a.dweight, e), l.vector(a.dbias, e),
-       {a.workspace, int64_t(a.workspaceBytes)}},
-      {l.tensor(a.dy, gs), l.tensor(a.x, xs), l.vector(a.weight, e), l.perRow(a.mean),
-       l.perRow(a.rstd)});
+  bool rerunSafe = !anyOverlap({l.tensor(a.dx, ds),
+                                l.vector(a.dweight, e),
+                                l.vector(a.dbias, e),
+                                {a.workspace, int64_t(a.workspaceBytes)}},
+                               {l.tensor(a.dy, gs), l.tensor(a.x, xs), l.vector(a.weight, e),
+                                l.perRow(a.mean), l.perRow(a.rstd)});
   auto fits = [&](const RowPlan &p) {
     return size_t(p.maxPartials(a.rows) * a.cols * 4 * arrays) <= a.workspaceBytes;
   };
-  launch(l.choose("layer_norm_backward", rerunSafe, stream, launch, fits));
+  launch(
+      l.choose("layer_norm_backward", rerunSafe, stream, launch, fits, int64_t(a.workspaceBytes)));
 }
 
 void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
@@ -341,8 +343,7 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
   int64_t xs = l.stride("xStride", a.xStride), ys = l.stride("yStride", a.yStride);
   if (a.rows == 0)
     return;
-  KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)),
-            eps(a.eps);
+  KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)), eps(a.eps);
   std::string t = l.tensorType();
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
@@ -380,8 +381,7 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
     int64_t clusters = 0;
     int64_t grid = backwardGrid(l, p, k, a.workspaceBytes, 1, &clusters);
     k.launch(grid, stream, {dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
-    columnSum(dtype, a.dweight, static_cast<const float *>(a.workspace), clusters, a.cols,
-              stream);
+    columnSum(dtype, a.dweight, static_cast<const float *>(a.workspace), clusters, a.cols, stream);
   };
   int64_t e = dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap(
@@ -390,7 +390,7 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
   auto fits = [&](const RowPlan &p) {
     return size_t(p.maxPartials(a.rows) * a.cols * 4) <= a.workspaceBytes;
   };
-  launch(l.choose("rms_norm_backward", rerunSafe, stream, launch, fits));
+  launch(l.choose("rms_norm_backward", rerunSafe, stream, launch, fits, int64_t(a.workspaceBytes)));
 }
 
 } // namespace tritium::kernels

@@ -72,6 +72,8 @@ RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   return plan(cols, kBackwardPerThread, kMinTile);
 }
 
+int64_t maxNormCols(bool backward) { return int64_t(16) * 32 * 32 * (backward ? 16 : 32); }
+
 std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
   std::vector<RowPlan> out;
   auto add = [&](const RowPlan &p) {

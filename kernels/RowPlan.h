@@ -41,6 +41,8 @@ RowPlan planNormBackward(int64_t cols, Dtype dtype);
 // What the autotuner times: the planner's rule at other register budgets per thread, tile
 // heights and ring depths. Each covers `cols`; the planner's choice is among them.
 std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward);
+// The longest row any candidate covers: 16 programs of 32 warps at the most columns per thread.
+int64_t maxNormCols(bool backward);
 // The autotuner's shape bucket: the dtype, cols and rows rounded up to powers of two.
 std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols);
 

@@ -139,10 +139,21 @@ TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
   setInterpret(true);
   EXPECT_FALSE(mayTune(nullptr));
   RowPlan planned = planNormForward(4096, Dtype::fp32);
-  RowPlan chosen =
-      choosePlan<RowPlan>(nullptr, planned, normCandidates(4096, Dtype::fp32, false), kKey, true,
-                          nullptr, [](const RowPlan &) { FAIL() << "launched to tune"; });
-  EXPECT_EQ(chosen.fields(), planned.fields());
+  int made = 0;
+  auto choose = [&] {
+    return choosePlan<RowPlan>(
+        nullptr, kKey, {kKey.kernel, {4096}, true}, nullptr,
+        [&] {
+          ++made;
+          return planned;
+        },
+        [] { return normCandidates(4096, Dtype::fp32, false); },
+        [](const RowPlan &) { FAIL() << "launched to tune"; });
+  };
+  EXPECT_EQ(choose().fields(), planned.fields());
+  // The decision is remembered: the next call of the shape makes nothing.
+  EXPECT_EQ(choose().fields(), planned.fields());
+  EXPECT_EQ(made, 1);
   resetInterpret();
 }
 
