@@ -7,9 +7,10 @@
 # usage: bash tools/device-kernels.sh [KERNEL...] [OPTIONS...]     (bench_kernels.py's, e.g.)
 #   bash tools/device-kernels.sh --quick --no-compile      every kernel, a first look (~2 min)
 #   bash tools/device-kernels.sh layernorm                 one family, every size, torch.compile
-# Writes three files under $OUT (or /tmp/tritium-kernels), named after the kernels asked for:
+# Writes four files under $OUT (or /tmp/tritium-kernels), named after the kernels asked for:
 #   kernels[-NAMES].csv  the measurements     kernels[-NAMES].png  the plot
 #   kernels[-NAMES].log  progress, and why a row is wrong or failed
+#   kernels[-NAMES]-autotune.tgz  the autotuner's records: each candidate plan's time per shape
 # (few files, so that the device tool brings them all back). BUNDLE=DIR names another bundle;
 # TIME_LIMIT=S (default 450) the seconds after which no new shape starts.
 set -uo pipefail
@@ -43,6 +44,8 @@ fi
 # Why any row is wrong or failed, then the plot and the table from the CSV (whatever it holds,
 # also after a crash part-way).
 grep -E "^(WRONG|FAILED) |time-limit" "$O/$tag.log" | cut -c1-400 | head -n 40
+# The autotuner's records (every candidate plan's time per shape) as one file beside the CSV.
+[ -d "$cache/autotune" ] && tar -czf "$O/$tag-autotune.tgz" -C "$cache" autotune
 [ -s "$O/$tag.csv" ] || exit 1
 python3 tools/bench_kernels.py --from-csv="$O/$tag.csv" --plot="$O/$tag.png"
 exit $rc
