@@ -40,9 +40,9 @@ int64_t RowPlan::maxPartials(int64_t rows) const {
 // few enough registers that a CTA of up to 32 warps does not spill. Rows longer than 32 warps
 // x perThread are split over a cluster; rows shorter than `minTile` columns are stacked into
 // 2-D tiles so that a step still moves enough bytes.
-static RowPlan plan(int64_t cols, int perThread, int64_t minTile) {
-  constexpr int kMaxWarps = 32, kMaxCluster = 16;
-  const int64_t maxBlock = int64_t(perThread) * 32 * kMaxWarps;
+static RowPlan plan(int64_t cols, int perThread, int64_t minTile, int maxWarps = 32) {
+  constexpr int kMaxCluster = 16;
+  const int64_t maxBlock = int64_t(perThread) * 32 * maxWarps;
   int64_t whole = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
   RowPlan p;
   if (whole <= maxBlock) {
@@ -53,7 +53,7 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile) {
   }
   p.rowsPerTile = int(std::clamp<int64_t>(minTile / p.block, 1, 16));
   int64_t elements = p.block * p.rowsPerTile;
-  p.numWarps = int(std::clamp<int64_t>(elements / (32 * perThread), 1, kMaxWarps));
+  p.numWarps = int(std::clamp<int64_t>(elements / (32 * perThread), 1, maxWarps));
   p.numStages = p.rowsPerTile == 1 ? 2 : 1;
   return p;
 }
@@ -94,6 +94,19 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
           p.numStages = stages;
           add(p);
         }
+    }
+  // Rows split over a cluster: CTAs of 8 or 16 warps over more programs, so that several
+  // clusters share an SM and one row's cluster sums overlap another's loads (a CTA of 32 warps
+  // leaves each SM one row at a time).
+  for (int perThread : backward ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32})
+    for (int maxWarps : {8, 16}) {
+      RowPlan p = plan(cols, perThread, 2048, maxWarps);
+      if (p.clusterSize == 1)
+        continue;
+      for (int stages : {1, 2}) {
+        p.numStages = stages;
+        add(p);
+      }
     }
   return out;
 }
