@@ -17,6 +17,9 @@ ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceL
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &c,
                                      const std::string &what, const SourceLoc &loc);
 std::string shapeStr(const std::vector<int64_t> &shape); // "[4, 8]"
+// A block shape the DSL accepts (rank 1 to 3, powers of two beyond rank 1), else a UserError
+// naming `what` (Ops.cpp).
+void checkShape(const std::vector<int64_t> &shape, const std::string &what, const SourceLoc &loc);
 // Splats a scalar, or broadcasts a block, to `shape`.
 ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> &shape,
                        const std::string &what, const SourceLoc &loc);

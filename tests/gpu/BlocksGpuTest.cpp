@@ -2,6 +2,7 @@
 // 2-D tiles with row and column masks, reductions along every axis under several warp counts,
 // trans() and reshape() through shared memory, broadcasting across ranks and 3-D blocks.
 #include "BlockCases.h"
+#include "LanguageCases.h"
 #include "GpuTestSupport.h"
 
 #include "interpreter/Interpreter.h"
@@ -183,6 +184,27 @@ TEST_F(BlocksGpuTest, ReadmeNormalizeRows) {
   SKIP_WITHOUT_GPU();
   checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 100, 200, 4, 256, 4);
   checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 37, 1000, 2, 1024, 8);
+}
+
+// Cache hints change no result: every cache operator and eviction priority on loads and
+// stores, and pipelined loops whose cp.async copies carry .ca and an L2 policy.
+TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8}) {
+    checkCacheHints<DeviceBuffer>(stream().get(), sync, 100000, warps);
+    checkHintedRowSums<DeviceBuffer>(stream().get(), sync, 300, 5008, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, JoinAndSplit) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8}) {
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 256, 8, 16, warps);
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 1024, 32, 32, warps);
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 64, 4, 4, warps);
+  }
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // tests/gpu/BlocksGpuTest.cpp, which run everywhere. Each kernel is also compiled to PTX, so
 // the layout passes and the lowering see every shape here too.
 #include "BlockCases.h"
+#include "LanguageCases.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -107,6 +108,19 @@ TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
   for (bool wide : {false, true})
     for (int32_t seed : {0, 12345, -7})
       checkRandomProperties(runRandomNumbers<HostBuffer>(nullptr, sync, seed, wide), seed, wide);
+}
+
+// Cache hints are accepted and change nothing (tests/LanguageCases.h).
+TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
+  using namespace tritium::testing::language;
+  checkCacheHints<HostBuffer>(nullptr, sync, 1008, 4);
+  checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4);
+}
+
+TEST_F(BlocksInterpreterTest, JoinAndSplit) {
+  using namespace tritium::testing::language;
+  checkJoinSplit<HostBuffer>(nullptr, sync, 256, 8, 16, 4);
+  checkJoinSplit<HostBuffer>(nullptr, sync, 64, 4, 4, 1);
 }
 
 TEST_F(BlocksInterpreterTest, ReadmeNormalizeRows) {
