@@ -70,15 +70,27 @@ Value pointerArith(const Operand &p, const Operand &off, bool negate) {
     userError("cannot add " + describe(off) + " to a pointer (" + pt.str() +
                   "); pointer offsets must be integers",
               loc);
-  ir::Value *o = off.kind == Operand::Kind::Int
-                     ? b.constant(Type::scalar(ScalarKind::I32), off.i, loc)
-                     : off.value;
+  // Literals past the i32 range are 64-bit offsets, as Triton's.
+  ir::Value *o =
+      off.kind == Operand::Kind::Int
+          ? b.constant(Type::scalar(literalFits(off.i, ScalarKind::I32) ? ScalarKind::I32
+                                                                         : ScalarKind::I64),
+                       off.i, loc)
+          : off.value;
   if (!o)
     userError("use of an empty tritium Value as a pointer offset", loc);
   std::vector<int64_t> shape =
       broadcastShapes(pt.shape(), o->type().shape(), "pointer arithmetic", loc);
-  if (negate)
+  if (negate) {
+    // p - n for an unsigned n below 64 bits is p - zext(n), not p + zext(-n mod 2^32).
+    const Type &ot = o->type();
+    int bits = ir::bitWidth(ot.kind());
+    if (ot.isUnsigned() && bits < 64)
+      o = convert(b, o, ScalarKind::I64, loc);
+    else if (bits < 32)
+      o = convert(b, o, ScalarKind::I32, loc);
     o = b.createValue(OpKind::Neg, {o}, o->type(), loc);
+  }
   ir::Value *ptr = broadcastTo(b, p.value, shape, "pointer arithmetic", loc);
   o = broadcastTo(b, o, shape, "pointer arithmetic", loc);
   return Value(b.createValue(OpKind::AddPtr, {ptr, o}, ptr->type(), loc));

@@ -1,7 +1,8 @@
 // Kernels of Triton's language beyond blocks and their references, shared by the GPU tests
 // (tests/gpu/BlocksGpuTest.cpp) and their interpreter twins (tests/unit/BlocksInterpreterTest.cpp):
-// cache hints on loads and stores (which must change no result, pipelined loops included), and
-// join and split. `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
+// cache hints on loads and stores (which must change no result, pipelined loops included),
+// join and split, and offsets past 2^31 (u32 offsets, p - n with an unsigned n, 64-bit literals,
+// range loops with u32 bounds). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
 #pragma once
 
 #include "BlockCases.h"
@@ -75,6 +76,51 @@ inline void joinSplitKernel(Ptr out, Ptr a, Ptr b, int BLOCK, int BM, int BN) {
   auto tile = load(a + r(_, None) * BN + c(None, _));             // [BM, BN]
   auto summed = sum(join(tile, tile * 2.0 + 1.0), 2);             // 3 tile + 1
   store(out + 5 * BLOCK + r(_, None) * BN + c(None, _), summed);
+}
+
+// Offsets past 2^31 without a 2 GB buffer: `shift` (u32) is past 2^31, q = x - shift is far
+// below x, and q + (shift + cols), a u32 offset past 2^31, is x + cols again only if the offset
+// is zero-extended (and p - shift subtracts the u32 value, not its negation modulo 2^32).
+// out[0, BLOCK) = x by that route and out[n, n + BLOCK) = x through 64-bit literal offsets (for
+// the first min(n, BLOCK) elements); then a range loop
+// with u32 bounds past 2^31 sums x in blocks (out[2n, 2n + BLOCK)) and counts its trips
+// (out[2n + BLOCK, 2n + 2 BLOCK)); out[2n + 2 BLOCK] = (n + 3e9) / 1e6.
+inline void wideOffsets(Ptr out, Ptr x, Int shift, Int n, int BLOCK) {
+  auto cols = arange(0, BLOCK);
+  auto q = x - shift;
+  store(out + cols, load(q + (shift + cols), cols < n, 0.0), cols < n);
+  auto far = x + 5000000000;
+  store(out + n + cols, load(far - 5000000000 + cols, cols < n, 0.0), cols < n);
+  auto acc = zeros({BLOCK}, float32);
+  auto trips = cols * 0;
+  for (auto i : range(shift, shift + n, BLOCK)) {
+    auto offs = i + cols; // u32
+    acc = acc + load(q + offs, offs < shift + n, 0.0);
+    trips = trips + 1;
+  }
+  store(out + 2 * n + cols, acc);
+  store(out + 2 * n + BLOCK + cols, cast(trips, float32));
+  // An int literal past the i32 range makes the arithmetic 64-bit: (n + 3e9) / 1e6 is 3000.
+  store(out + 2 * n + 2 * BLOCK, cast((n + 3000000000) / 1000000, float32));
+}
+
+// Bytes of a buffer past 2^31: buf[i] = f(i) for i in [start, start + grid x BLOCK), written
+// through i64 offsets; then read back through u32 offsets in a range loop with u32 bounds into
+// out[i - start] (out - start + offs: p - u32, then + u32).
+inline uint8_t byteAt(int64_t i) { return uint8_t(i * 7 + (i >> 13)); }
+
+inline void fillBytes(Ptr buf, Int start, int BLOCK) {
+  auto offs = start + program_id(0) * BLOCK + arange(0, BLOCK); // i64
+  store(buf + offs, cast(offs * 7 + (offs >> 13), uint8));
+}
+
+inline void readBytes(Ptr out, Ptr buf, Int start, Int end, int BLOCK) {
+  auto cols = arange(0, BLOCK);
+  for (auto i : range(start + program_id(0) * BLOCK, end, num_programs(0) * BLOCK)) {
+    auto offs = i + cols; // u32
+    auto m = offs < end;
+    store(out - start + offs, load(buf + offs, m, 0), m);
+  }
 }
 
 // --- problems -----------------------------------------------------------------------------------
@@ -162,6 +208,64 @@ void checkJoinSplit(CUstream stream, const std::function<void()> &sync, int BLOC
   expectClose(download(out, total), want, 1e-6,
               "join/split BLOCK=" + std::to_string(BLOCK) + " warps=" + std::to_string(numWarps),
               seed);
+}
+
+template <typename Buffer>
+void checkWideOffsets(CUstream stream, const std::function<void()> &sync, uint32_t shift,
+                      int64_t n, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 256;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  size_t total = size_t(2 * n + 2 * BLOCK + 1);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(total);
+  auto k = kernel("wide_offsets", wideOffsets, {"out", "x", "shift", "n", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "u32", "i32"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {out, dx, shift, int32_t(n)});
+  sync();
+  std::vector<double> want(total, kUntouched);
+  for (int64_t i = 0; i < std::min<int64_t>(n, BLOCK); ++i)
+    want[size_t(i)] = want[size_t(n + i)] = x[size_t(i)];
+  for (int j = 0; j < BLOCK; ++j)
+    want[size_t(2 * n + j)] = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    want[size_t(2 * n + i % BLOCK)] += x[size_t(i)];
+  for (int j = 0; j < BLOCK; ++j)
+    want[size_t(2 * n + BLOCK + j)] = double((n + BLOCK - 1) / BLOCK);
+  want[size_t(2 * n + 2 * BLOCK)] = double((n + 3000000000) / 1000000);
+  expectClose(download(out, total), want, 1e-5,
+              "wide offsets shift=" + std::to_string(shift) + " n=" + std::to_string(n), seed);
+}
+
+// Writes f(i) into buf[start, start + count) through i64 offsets, reads it back through u32
+// offsets into a fresh buffer and checks every byte against the host's f(i). The GPU runs it
+// around 2^31 in a buffer of 2^31 + 2^20 bytes; the interpreter in a small one.
+template <typename Buffer>
+void checkBytesAt(CUstream stream, const std::function<void()> &sync, const Buffer &buf,
+                  int64_t start, int64_t count) {
+  const int BLOCK = 1024;
+  auto fill = kernel("fill_bytes", fillBytes, {"buf", "start", "BLOCK"});
+  CompiledKernel &f = fill.compile({.signature = {"*u8:16", "i64"}, .constexprs = {BLOCK}});
+  f.launch(count / BLOCK, stream, {buf, int64_t(start)});
+  Buffer out(static_cast<size_t>(count));
+  out.fill32(0xdeadbeefu);
+  auto read = kernel("read_bytes", readBytes, {"out", "buf", "start", "end", "BLOCK"});
+  CompiledKernel &r =
+      read.compile({.signature = {"*u8:16", "*u8:16", "u32", "u32"}, .constexprs = {BLOCK}});
+  r.launch(64, stream, {out, buf, uint32_t(start), uint32_t(start + count)});
+  sync();
+  std::vector<uint8_t> got(static_cast<size_t>(count));
+  out.download(got.data(), got.size());
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < count; ++i)
+    if (got[size_t(i)] != byteAt(start + i) && bad++ < 5)
+      first << "  [" << start + i << "] got " << int(got[size_t(i)]) << " expected "
+            << int(byteAt(start + i)) << "\n";
+  EXPECT_EQ(bad, 0) << bad << " of " << count << " bytes wrong from " << start << ":\n"
+                    << first.str();
 }
 
 } // namespace tritium::testing::language

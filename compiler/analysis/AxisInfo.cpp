@@ -200,6 +200,10 @@ void AxisAnalysis::visit(const ir::Op &op) {
     });
     break;
   }
+  case OpKind::Neg: // -x: multiples of d stay multiples of d (p - n is p + (-n)); runs go down
+    r = in(0);
+    r.contiguity.assign(size_t(rank), 1);
+    break;
   case OpKind::Cast:
     r = in(0);
     if (!res->type().isInt() || !op.operand(0)->type().isInt()) {

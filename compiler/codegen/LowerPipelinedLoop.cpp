@@ -128,7 +128,8 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
   for (const ir::Op *op : plan.slice)
     if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
-  llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
+  llvm::Value *inRange = loop.operand(0)->type().isUnsigned() ? b.CreateICmpULT(iv, ub)
+                                                               : b.CreateICmpSLT(iv, ub);
   if (plan.bulk())
     issueBulkStage(l, plan, inRange, stage, readBy);
   else

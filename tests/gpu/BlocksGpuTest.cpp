@@ -207,4 +207,25 @@ TEST_F(BlocksGpuTest, JoinAndSplit) {
   }
 }
 
+// Offsets past 2^31 in a real buffer of 2^31 + 2^20 bytes: bytes written through i64 offsets
+// around 2^31, read back through u32 offsets in a range loop with u32 bounds (and stored
+// through out - start + offs), checked against the host's f(i); and the small-buffer cases of
+// the interpreter test.
+TEST_F(BlocksGpuTest, OffsetsPast2To31) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  checkWideOffsets<DeviceBuffer>(stream().get(), sync, 3000000000u, 100000, 4);
+  checkWideOffsets<DeviceBuffer>(stream().get(), sync, 2147483648u, 1000, 1);
+  const int64_t bytes = (int64_t(1) << 31) + (int64_t(1) << 20);
+  const int64_t start = (int64_t(1) << 31) - (int64_t(1) << 20), count = int64_t(1) << 21;
+  std::optional<DeviceBuffer> buf;
+  try {
+    buf.emplace(size_t(bytes));
+  } catch (const std::exception &e) {
+    GTEST_SKIP() << "cannot allocate " << bytes << " bytes on the GPU (" << e.what()
+                 << "): the 2^31 case needs them";
+  }
+  checkBytesAt<DeviceBuffer>(stream().get(), sync, *buf, start, count);
+}
+
 } // namespace

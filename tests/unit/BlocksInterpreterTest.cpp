@@ -123,6 +123,15 @@ TEST_F(BlocksInterpreterTest, JoinAndSplit) {
   checkJoinSplit<HostBuffer>(nullptr, sync, 64, 4, 4, 1);
 }
 
+// u32 offsets and loop bounds past 2^31, p - n with an unsigned n, 64-bit literal offsets.
+TEST_F(BlocksInterpreterTest, OffsetsPast2To31) {
+  using namespace tritium::testing::language;
+  checkWideOffsets<HostBuffer>(nullptr, sync, 3000000000u, 1000, 4);
+  checkWideOffsets<HostBuffer>(nullptr, sync, 2147483648u, 100, 1);
+  HostBuffer bytes(1 << 16); // the GPU test's kernels, short of 2^31
+  checkBytesAt<HostBuffer>(nullptr, sync, bytes, 4096, 1 << 15);
+}
+
 TEST_F(BlocksInterpreterTest, ReadmeNormalizeRows) {
   checkNormalizeRows<HostBuffer>(nullptr, sync, 100, 200, 4, 256, 4);
   checkNormalizeRows<HostBuffer>(nullptr, sync, 37, 1000, 2, 1024, 8);

@@ -670,7 +670,7 @@ TEST_F(DslErrorTest, UnknownDtypeListsTheValidOnes) {
                    "u64, fp8e4m3, fp8e5m2, fp16, bf16, fp32"});
 }
 
-// --- Cache hints, join and split ----------------------------------------------
+// --- Cache hints, join and split, 64-bit literals ----------------------------------------------
 
 void storeCacheOnALoad(Ptr out, Ptr in, Int n, int BLOCK) {
   auto offs = dsl::arange(0, BLOCK);
@@ -693,6 +693,11 @@ void splitWithoutAPair(Ptr out, Ptr in, Int n, int BLOCK) {
   gLine = __LINE__; auto [a, b] = dsl::split(dsl::reshape(x, {32, 4}));
 }
 
+void literalTooWideForItsType(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto big = dsl::full({BLOCK}, int64_t(5000000000), dsl::int32);
+  dsl::store(out + dsl::arange(0, BLOCK), dsl::cast(big, dsl::float32));
+}
+
 TEST_F(DslErrorTest, CacheModifierOfTheWrongInstruction) {
   expectUserError([] { traceKernel(storeCacheOnALoad); },
                   {"load does not take Cache::wb (PTX's .wb is a cache operator of stores); a "
@@ -707,4 +712,9 @@ TEST_F(DslErrorTest, JoinAndSplitMisuse) {
                   {"join of block<128xf32> and block<128xi32>: the element types differ"});
   expectUserError([] { traceKernel(splitWithoutAPair); },
                   {"split takes a block whose last dimension is 2, got block<32x4xf32>"});
+}
+
+TEST_F(DslErrorTest, IntLiteralThatDoesNotFitItsType) {
+  expectUserError([] { traceKernel(literalTooWideForItsType); },
+                  {"int literal 5000000000 does not fit i32"});
 }
