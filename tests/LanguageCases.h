@@ -38,8 +38,8 @@ inline void cacheHintsKernel(Ptr out, Ptr x, Int n, int BLOCK) {
   store(out + 3 * n + offs, a, m, {.cache = Cache::wb});
 }
 
-// Row sums through a pipelined loop (num_stages = 3) whose loads carry hints: cp.async.ca with
-// an L2 policy, and a streaming load that stays out of the ring. out[row] = sum(x[row]) +
+// Row sums through a pipelined loop (num_stages = 3) whose loads carry hints: cp.async.ca (or a
+// bulk copy) with an L2 policy, and a streaming load that stays out of the ring. out[row] = sum(x[row]) +
 // sum(y[row]) * 2; the store at the end is unmasked and hinted.
 inline void hintedRowSums(Ptr out, Ptr x, Ptr y, Int nCols, Int stride, int BLOCK) {
   auto row = program_id(0);
@@ -152,7 +152,7 @@ void checkCacheHints(CUstream stream, const std::function<void()> &sync, int64_t
 
 template <typename Buffer>
 void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int64_t rows,
-                        int64_t nCols, int numWarps) {
+                        int64_t nCols, int numWarps, bool bulkCopies) {
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   const int BLOCK = 512;
@@ -165,7 +165,8 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
   CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "i32:16", "i32:16"},
                                  .constexprs = {BLOCK},
                                  .numWarps = numWarps,
-                                 .numStages = 3});
+                                 .numStages = 3,
+                                 .bulkCopies = bulkCopies});
   c.launch(rows, stream, {out, dx, dy, int32_t(nCols), int32_t(stride)});
   sync();
   std::vector<double> want(size_t(rows + 1), kUntouched);
@@ -176,7 +177,9 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
     want[size_t(r)] = s;
   }
   expectClose(download(out, want.size()), want, 1e-4,
-              "hinted row sums " + std::to_string(rows) + "x" + std::to_string(nCols), seed);
+              "hinted row sums " + std::to_string(rows) + "x" + std::to_string(nCols) +
+                  (bulkCopies ? " (bulk copies)" : " (cp.async)"),
+              seed);
 }
 
 template <typename Buffer>

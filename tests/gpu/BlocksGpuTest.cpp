@@ -193,7 +193,8 @@ TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
   using namespace tritium::testing::language;
   for (int warps : {1, 4, 8}) {
     checkCacheHints<DeviceBuffer>(stream().get(), sync, 100000, warps);
-    checkHintedRowSums<DeviceBuffer>(stream().get(), sync, 300, 5008, warps);
+    for (bool bulk : {false, true})
+      checkHintedRowSums<DeviceBuffer>(stream().get(), sync, 300, 5008, warps, bulk);
   }
 }
 

@@ -114,7 +114,8 @@ TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
 TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
   using namespace tritium::testing::language;
   checkCacheHints<HostBuffer>(nullptr, sync, 1008, 4);
-  checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4);
+  for (bool bulk : {false, true})
+    checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4, bulk);
 }
 
 TEST_F(BlocksInterpreterTest, JoinAndSplit) {
