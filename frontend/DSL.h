@@ -18,6 +18,7 @@
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tritium::dsl {
@@ -200,13 +201,35 @@ Value broadcast_to(const Operand &x, const std::vector<int64_t> &shape, Loc loc 
 Value reshape(const Operand &x, const std::vector<int64_t> &shape, Loc loc = Loc::current());
 Value permute(const Operand &x, const std::vector<int> &dims, Loc loc = Loc::current());
 Value trans(const Operand &x, Loc loc = Loc::current()); // permute(x, {1, 0}) for 2-D blocks
+// Triton's tl.join and tl.split: join(a, b) stacks two blocks of one shape (they broadcast, and
+// must have one element type) along a new last dimension of 2, a at [..., 0] and b at
+// [..., 1]; split(x) takes a block whose last dimension is 2 apart again (a block<2> gives
+// two scalars). auto [even, odd] = split(reshape(x, {n / 2, 2}));
+Value join(const Operand &a, const Operand &b, Loc loc = Loc::current());
+std::pair<Value, Value> split(const Operand &x, Loc loc = Loc::current());
+
+// Cache hints of a load or store (Triton's cache_modifier and eviction_policy); they change
+// how the data moves through the caches, never the results. Cache: PTX's cache operators
+// (loads: ca, cg, cs, lu, cv; stores: wb, cg, cs, wt; none: the hardware's default). Evict:
+// the priority of the lines in L2 (and in L1 when no cache operator is given).
+//
+//   load(p, m, 0.0, {.cache = Cache::cg, .evict = Evict::first})
+//   store(p, y, m, {.cache = Cache::cs})
+enum class Cache { none, ca, cg, cs, lu, cv, wb, wt };
+enum class Evict { normal, first, last };
+struct CacheHints {
+  Cache cache = Cache::none;
+  Evict evict = Evict::normal;
+};
 
 // Memory. Masked-off lanes of a load give `other`; masked-off lanes of a store write nothing.
 Value load(const Operand &ptrs, Loc loc = Loc::current());
+Value load(const Operand &ptrs, CacheHints hints, Loc loc = Loc::current());
 Value load(const Operand &ptrs, const Operand &mask, const Operand &other = 0.0,
-           Loc loc = Loc::current());
+           CacheHints hints = {}, Loc loc = Loc::current());
 void store(const Operand &ptrs, const Operand &value, Loc loc = Loc::current());
-void store(const Operand &ptrs, const Operand &value, const Operand &mask,
+void store(const Operand &ptrs, const Operand &value, CacheHints hints, Loc loc = Loc::current());
+void store(const Operand &ptrs, const Operand &value, const Operand &mask, CacheHints hints = {},
            Loc loc = Loc::current());
 
 // Random numbers, bit for bit those of Triton 3.6's tl.randint / randint4x / rand / randn for

@@ -3,6 +3,7 @@
 #include "frontend/Tracer.h"
 #include "frontend/TypeRules.h"
 
+#include "compiler/ir/CacheHints.h"
 #include "compiler/ir/Layout.h"
 
 #include <bit>
@@ -69,15 +70,27 @@ Value pointerArith(const Operand &p, const Operand &off, bool negate) {
     userError("cannot add " + describe(off) + " to a pointer (" + pt.str() +
                   "); pointer offsets must be integers",
               loc);
-  ir::Value *o = off.kind == Operand::Kind::Int
-                     ? b.constant(Type::scalar(ScalarKind::I32), off.i, loc)
-                     : off.value;
+  // Literals past the i32 range are 64-bit offsets, as Triton's.
+  ir::Value *o =
+      off.kind == Operand::Kind::Int
+          ? b.constant(Type::scalar(literalFits(off.i, ScalarKind::I32) ? ScalarKind::I32
+                                                                         : ScalarKind::I64),
+                       off.i, loc)
+          : off.value;
   if (!o)
     userError("use of an empty tritium Value as a pointer offset", loc);
   std::vector<int64_t> shape =
       broadcastShapes(pt.shape(), o->type().shape(), "pointer arithmetic", loc);
-  if (negate)
+  if (negate) {
+    // p - n for an unsigned n below 64 bits is p - zext(n), not p + zext(-n mod 2^32).
+    const Type &ot = o->type();
+    int bits = ir::bitWidth(ot.kind());
+    if (ot.isUnsigned() && bits < 64)
+      o = convert(b, o, ScalarKind::I64, loc);
+    else if (bits < 32)
+      o = convert(b, o, ScalarKind::I32, loc);
     o = b.createValue(OpKind::Neg, {o}, o->type(), loc);
+  }
   ir::Value *ptr = broadcastTo(b, p.value, shape, "pointer arithmetic", loc);
   o = broadcastTo(b, o, shape, "pointer arithmetic", loc);
   return Value(b.createValue(OpKind::AddPtr, {ptr, o}, ptr->type(), loc));
@@ -316,12 +329,51 @@ Value full(int64_t size, const Operand &value, Loc l) {
   return Value(materialize(b, value, elem.withShape({size}), loc));
 }
 
-Value load(const Operand &ptrs, Loc l) {
+// Cache hints as the {cache, evict} attributes of a load or store, checked before the op is
+// made: a cache operator PTX does not take on this instruction (a store's wb on a load) is the
+// user's mistake.
+static std::vector<std::pair<std::string, ir::Attr>> cacheAttrs(CacheHints hints, bool isLoad,
+                                                                const SourceLoc &loc) {
+  static const char *names[] = {"none", "ca", "cg", "cs", "lu", "cv", "wb", "wt"};
+  std::vector<std::pair<std::string, ir::Attr>> attrs;
+  if (hints.cache != Cache::none) {
+    std::string name = names[int(hints.cache)];
+    const auto &valid = isLoad ? ir::loadCacheModifiers() : ir::storeCacheModifiers();
+    if (!ir::isOneOf(name, valid)) {
+      std::string list;
+      for (const std::string &v : valid)
+        list += (list.empty() ? "Cache::" : ", Cache::") + v;
+      userError(std::string(isLoad ? "load" : "store") + " does not take Cache::" + name +
+                    " (PTX's ." + name + " is a cache operator of " +
+                    (isLoad ? "stores" : "loads") + "); " + (isLoad ? "a load" : "a store") +
+                    " takes " + list,
+                loc);
+    }
+    attrs.emplace_back("cache", name);
+  }
+  if (hints.evict != Evict::normal)
+    attrs.emplace_back("evict", std::string(hints.evict == Evict::first ? "evict_first"
+                                                                         : "evict_last"));
+  return attrs;
+}
+
+static ir::Op *withAttrs(ir::Op *op, const std::vector<std::pair<std::string, ir::Attr>> &attrs) {
+  for (const auto &[key, value] : attrs)
+    op->setAttr(key, value);
+  return op;
+}
+
+Value load(const Operand &ptrs, Loc l) { return load(ptrs, CacheHints{}, l); }
+
+Value load(const Operand &ptrs, CacheHints hints, Loc l) {
   SourceLoc loc(l);
   ir::Value *p = requireValue(ptrs, "load's address", loc);
   if (!p->type().isPtr())
     userError("load expects a pointer or a block of pointers, got " + p->type().str(), loc);
-  return Value(builder(loc).createValue(OpKind::Load, {p}, p->type().pointee(), loc));
+  auto attrs = cacheAttrs(hints, true, loc);
+  return Value(
+      withAttrs(builder(loc).create(OpKind::Load, {p}, {p->type().pointee()}, loc), attrs)
+          ->result());
 }
 
 // A mask as i1 of the pointers' shape: scalars broadcast, other shapes are mistakes.
@@ -340,12 +392,14 @@ static ir::Value *maskFor(ir::Builder &b, const Operand &mask, const Type &ptrTy
   return broadcastTo(b, m, ptrType.shape(), op, loc);
 }
 
-Value load(const Operand &ptrs, const Operand &mask, const Operand &other, Loc l) {
+Value load(const Operand &ptrs, const Operand &mask, const Operand &other, CacheHints hints,
+           Loc l) {
   SourceLoc loc(l);
   auto &b = builder(loc);
   ir::Value *p = requireValue(ptrs, "load's address", loc);
   if (!p->type().isPtr())
     userError("load expects a pointer or a block of pointers, got " + p->type().str(), loc);
+  auto attrs = cacheAttrs(hints, true, loc);
   ir::Value *m = maskFor(b, mask, p->type(), "load", loc);
   if (other.kind == Operand::Kind::Value && other.value && other.value->type().isBlock() &&
       broadcastShapes(other.value->type().shape(), p->type().shape(), "load", loc) !=
@@ -354,15 +408,17 @@ Value load(const Operand &ptrs, const Operand &mask, const Operand &other, Loc l
                   " does not broadcast to the shape of its pointers " + p->type().str(),
               loc);
   ir::Value *o = materialize(b, other, p->type().pointee(), loc);
-  return Value(b.createValue(OpKind::Load, {p, m, o}, p->type().pointee(), loc));
+  return Value(withAttrs(b.create(OpKind::Load, {p, m, o}, {p->type().pointee()}, loc), attrs)
+                   ->result());
 }
 
 static void storeImpl(const Operand &ptrs, const Operand &value, const Operand *mask,
-                      const SourceLoc &loc) {
+                      CacheHints hints, const SourceLoc &loc) {
   auto &b = builder(loc);
   ir::Value *p = requireValue(ptrs, "store's address", loc);
   if (!p->type().isPtr())
     userError("store expects a pointer or a block of pointers, got " + p->type().str(), loc);
+  auto attrs = cacheAttrs(hints, false, loc);
   if (value.kind == Operand::Kind::Value && value.value) {
     const Type &vt = value.value->type();
     if (vt.isPtr())
@@ -383,14 +439,18 @@ static void storeImpl(const Operand &ptrs, const Operand &value, const Operand *
   std::vector<ir::Value *> operands{p, v};
   if (mask)
     operands.push_back(maskFor(b, *mask, p->type(), "store", loc));
-  b.create(OpKind::Store, operands, {}, loc);
+  withAttrs(b.create(OpKind::Store, operands, {}, loc), attrs);
 }
 
 void store(const Operand &ptrs, const Operand &value, Loc l) {
-  storeImpl(ptrs, value, nullptr, SourceLoc(l));
+  storeImpl(ptrs, value, nullptr, {}, SourceLoc(l));
 }
-void store(const Operand &ptrs, const Operand &value, const Operand &mask, Loc l) {
-  storeImpl(ptrs, value, &mask, SourceLoc(l));
+void store(const Operand &ptrs, const Operand &value, CacheHints hints, Loc l) {
+  storeImpl(ptrs, value, nullptr, hints, SourceLoc(l));
+}
+void store(const Operand &ptrs, const Operand &value, const Operand &mask, CacheHints hints,
+           Loc l) {
+  storeImpl(ptrs, value, &mask, hints, SourceLoc(l));
 }
 
 static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
@@ -877,8 +937,6 @@ Value cast(const Operand &x, DType dtype, Loc l) {
 
 // --- shapes -------------------------------------------------------------------------------------
 
-namespace {
-
 constexpr int kMaxRank = 3;
 
 void checkShape(const std::vector<int64_t> &shape, const std::string &what, const SourceLoc &loc) {
@@ -897,6 +955,8 @@ void checkShape(const std::vector<int64_t> &shape, const std::string &what, cons
     n *= d;
   }
 }
+
+namespace {
 
 ir::Value *blockInput(const Operand &x, const char *what, const SourceLoc &loc) {
   ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);

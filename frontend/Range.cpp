@@ -6,6 +6,7 @@
 #include "frontend/TypeRules.h"
 
 #include <exception>
+#include <optional>
 
 namespace tritium::dsl {
 
@@ -17,8 +18,10 @@ Range::Range(const Operand &start, const Operand &end, const Operand &step, int 
              Loc l)
     : numStages_(numStages), loc_(l) {
   auto &b = Tracer::current(loc_).builder();
-  // Bounds share the widest integer type among them (i32 for literals).
-  ScalarKind k = ScalarKind::I32;
+  // Bounds share one integer type, the widest among the values (at equal width unsigned, as
+  // arithmetic's rule; a u32 bound past 2^31 stays unsigned); i32 for literals, i64 for
+  // literals past the i32 range.
+  std::optional<ScalarKind> valueKind;
   for (const Operand *x : {&start, &end, &step}) {
     if (x->kind == Operand::Kind::Float)
       userError("range bounds must be integers, got " + describe(*x), loc_);
@@ -28,10 +31,17 @@ Range::Range(const Operand &start, const Operand &end, const Operand &step, int 
       const Type &t = x->value->type();
       if (!t.isInt() || t.isBlock())
         userError("range bounds must be integer scalars, got " + t.str(), loc_);
-      if (t.kind() == ScalarKind::I64)
-        k = ScalarKind::I64;
+      ScalarKind vk = t.kind();
+      if (!valueKind || ir::bitWidth(vk) > ir::bitWidth(*valueKind) ||
+          (ir::bitWidth(vk) == ir::bitWidth(*valueKind) && ir::isUnsignedKind(vk)))
+        valueKind = vk;
     }
   }
+  // Narrow integers count in 32 bits, as Triton's loops do.
+  ScalarKind k = !valueKind || ir::bitWidth(*valueKind) < 32 ? ScalarKind::I32 : *valueKind;
+  for (const Operand *x : {&start, &end, &step})
+    if (x->kind == Operand::Kind::Int && !literalFits(x->i, k))
+      k = ScalarKind::I64;
   if (step.kind == Operand::Kind::Int && step.i <= 0)
     userError("range step must be positive, got " + std::to_string(step.i), loc_);
   if (numStages < 0)

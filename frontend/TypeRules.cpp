@@ -73,6 +73,17 @@ ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> 
   return b.createValue(ir::OpKind::Broadcast, {v}, v->type().withShape(shape), loc);
 }
 
+bool literalFits(int64_t v, ScalarKind k) {
+  if (ir::isFloatKind(k) || ir::bitWidth(k) >= 64)
+    return true; // 64-bit integers keep the literal's bits (u64 literals past 2^63 included)
+  if (k == ScalarKind::I1)
+    return v == 0 || v == 1;
+  int bits = ir::bitWidth(k);
+  int64_t lo = -(int64_t(1) << (bits - 1));
+  int64_t hi = ir::isUnsignedKind(k) ? (int64_t(1) << bits) - 1 : (int64_t(1) << (bits - 1)) - 1;
+  return v >= lo && v <= hi; // unsigned types take small negatives as C does (-1 is all ones)
+}
+
 ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const SourceLoc &loc) {
   switch (x.kind) {
   case Operand::Kind::Value: {
@@ -90,6 +101,10 @@ ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const
     else if (x.kind == Operand::Kind::Float)
       userError("float literal " + ir::formatAttr(x.f) + " used where " + scalar.str() +
                     " is expected",
+                loc);
+    else if (!literalFits(x.i, scalar.kind()))
+      userError("int literal " + std::to_string(x.i) + " does not fit " + scalar.str() +
+                    " (write cast(..., int64) or a 64-bit value to compute in 64 bits)",
                 loc);
     else
       value = x.i;
@@ -149,6 +164,11 @@ std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, cons
   if (av && cv && a.value->type().kind() == ScalarKind::I1 &&
       c.value->type().kind() == ScalarKind::I1)
     k = ScalarKind::I1;
+  // An int literal its partner's type cannot hold (i32 + 5000000000) makes the operation 64-bit,
+  // as Triton's: offsets past 2^31 then need no cast.
+  for (const Operand *x : {&a, &c})
+    if (x->kind == Operand::Kind::Int && !literalFits(x->i, k))
+      k = ScalarKind::I64;
 
   // Shape: numpy broadcasting; scalars splat.
   std::vector<int64_t> shape;

@@ -10,6 +10,9 @@ namespace tritium::dsl {
 // A literal or value as an IR value of the given element type (shape kept, or splat to `shape`).
 ir::Value *materialize(ir::Builder &b, const Operand &x, const ir::Type &like,
                        const SourceLoc &loc);
+// Whether an int literal is a value of kind `k` (unsigned kinds also take small negatives, as
+// C's wrap; 64-bit kinds and floats take any).
+bool literalFits(int64_t v, ir::ScalarKind k);
 // Converts `v` to element kind `k`, keeping its shape (no-op if already there).
 ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceLoc &loc);
 // numpy's broadcast of two shapes (aligned at the last dimension, 1s repeat); a UserError
@@ -17,6 +20,9 @@ ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceL
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &c,
                                      const std::string &what, const SourceLoc &loc);
 std::string shapeStr(const std::vector<int64_t> &shape); // "[4, 8]"
+// A block shape the DSL accepts (rank 1 to 3, powers of two beyond rank 1), else a UserError
+// naming `what` (Ops.cpp).
+void checkShape(const std::vector<int64_t> &shape, const std::string &what, const SourceLoc &loc);
 // Splats a scalar, or broadcasts a block, to `shape`.
 ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> &shape,
                        const std::string &what, const SourceLoc &loc);

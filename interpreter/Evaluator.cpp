@@ -160,6 +160,9 @@ public:
     case OpKind::Broadcast:
     case OpKind::Trans:
       return gather();
+    case OpKind::Join:
+    case OpKind::Split:
+      return joinOrSplit();
     case OpKind::ClusterRank:
       return scalarInt(m_.pid % m_.clusterSize);
     case OpKind::ClusterMax:
@@ -777,6 +780,35 @@ private:
       for (size_t e = 0; e < n; ++e)
         o[e] = x.i[source[e]];
     }
+    return true;
+  }
+
+  // join interleaves its operands along the new last dimension (a at even, b at odd row-major
+  // positions); split takes them apart again.
+  bool joinOrSplit() {
+    auto move = [&](auto member) {
+      if (op_.kind() == OpKind::Join) {
+        const auto &a = in(0).*member, &b = in(1).*member;
+        auto &o = out().*member;
+        o.resize(2 * a.size());
+        for (size_t e = 0; e < a.size(); ++e) {
+          o[2 * e] = a[e];
+          o[2 * e + 1] = b[e];
+        }
+        return;
+      }
+      const auto x = in(0).*member; // a copy: the results may be resized first
+      for (unsigned half = 0; half < 2; ++half) {
+        auto &o = m_.at(op_.result(half)).*member;
+        o.resize(x.size() / 2);
+        for (size_t e = 0; e < o.size(); ++e)
+          o[e] = x[2 * e + half];
+      }
+    };
+    if (op_.operand(0)->type().isFloat())
+      move(&Tensor::f);
+    else
+      move(&Tensor::i);
     return true;
   }
 

@@ -95,7 +95,12 @@ private:
     int64_t lb = m_.at(op.operand(0)).i[0], ub = m_.at(op.operand(1)).i[0];
     int64_t step = m_.at(op.operand(2)).i[0];
     ir::ScalarKind k = op.operand(0)->type().kind();
-    if (step <= 0 && lb < ub)
+    // Slots hold u32 values zero-extended, so signed order is theirs; u64 flips the sign bit.
+    auto before = [&](int64_t a, int64_t b) {
+      constexpr uint64_t sign = uint64_t(1) << 63;
+      return k == ir::ScalarKind::U64 ? (uint64_t(a) ^ sign) < (uint64_t(b) ^ sign) : a < b;
+    };
+    if (step <= 0 && before(lb, ub))
       userError("loop step is " + std::to_string(step) + " in program " + std::to_string(m_.pid) +
                     ": it must be positive, or the loop never ends",
                 op.loc());
@@ -103,7 +108,7 @@ private:
     std::vector<Tensor> carried;
     for (unsigned i = 3; i < op.numOperands(); ++i)
       carried.push_back(m_.at(op.operand(i)));
-    for (int64_t iv = lb; iv < ub; iv = wrapTo(k, iv + step)) {
+    for (int64_t iv = lb; before(iv, ub); iv = wrapTo(k, iv + step)) {
       m_.at(body.argument(0)).i.assign(1, iv);
       for (size_t c = 0; c < carried.size(); ++c)
         m_.at(body.argument(unsigned(c + 1))) = carried[c];
@@ -112,6 +117,8 @@ private:
         carried[c] = m_.at(yield->operand(unsigned(c)));
       if (iv + step > std::numeric_limits<int32_t>::max() && k == ir::ScalarKind::I32)
         break; // the i32 induction variable would wrap: the GPU's loop ends there too
+      if (iv + step > int64_t(std::numeric_limits<uint32_t>::max()) && k == ir::ScalarKind::U32)
+        break; // so would a u32 one
     }
     for (unsigned i = 0; i < op.numResults(); ++i)
       m_.at(op.result(i)) = carried[i];

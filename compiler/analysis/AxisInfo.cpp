@@ -72,14 +72,15 @@ AxisInfo AxisAnalysis::get(const ir::Value *v) const {
 void AxisAnalysis::visit(const ir::Op &op) {
   using ir::OpKind;
   auto in = [&](unsigned i) { return get(op.operand(i)); };
-  if (!op.numResults()) {
-    if (op.kind() == OpKind::For) {
-      const ir::Block *body = op.body();
-      int64_t d = std::gcd(in(0).divisibility[0], in(2).divisibility[0]); // iv = lb + k * step
-      info_[body->argument(0)] = {{1}, {d}, {1}};
-    }
-    return;
+  // A loop's induction variable, whether or not the loop carries values (its carried values
+  // and results stay unknown).
+  if (op.kind() == OpKind::For) {
+    const ir::Block *body = op.body();
+    int64_t d = std::gcd(in(0).divisibility[0], in(2).divisibility[0]); // iv = lb + k * step
+    info_[body->argument(0)] = {{1}, {d}, {1}};
   }
+  if (!op.numResults())
+    return;
   const ir::Value *res = op.result();
   int rank = rankOf(res);
   AxisInfo r = AxisInfo::unknown(rank);
@@ -200,6 +201,10 @@ void AxisAnalysis::visit(const ir::Op &op) {
     });
     break;
   }
+  case OpKind::Neg: // -x: multiples of d stay multiples of d (p - n is p + (-n)); runs go down
+    r = in(0);
+    r.contiguity.assign(size_t(rank), 1);
+    break;
   case OpKind::Cast:
     r = in(0);
     if (!res->type().isInt() || !op.operand(0)->type().isInt()) {

@@ -99,11 +99,18 @@ void issueBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
       llvm::Value *dst = b.CreateAdd(
           b.getInt32(int32_t(load.intAttr("smem_offset"))),
           b.CreateMul(stage, b.getInt32(int32_t(load.intAttr("stage_bytes")))));
+      // Bulk copies go through L2 only, so of the load's cache hints only an eviction
+      // priority applies (as an L2 cache policy).
+      std::vector<llvm::Value *> args{sharedAddress(l, dst), sources[i], sizes[i], full};
+      llvm::Value *policy = cachePolicy(l, load);
+      if (policy)
+        args.push_back(policy);
       emitAsm(l,
-              "{\n\t.reg .pred some;\n\tsetp.ne.u32 some, $2, 0;\n\t"
-              "@some cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-              "[$0], [$1], $2, [$3];\n\t}",
-              "r,l,r,r", {sharedAddress(l, dst), sources[i], sizes[i], full});
+              std::string("{\n\t.reg .pred some;\n\tsetp.ne.u32 some, $2, 0;\n\t"
+                          "@some cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") +
+                  (policy ? ".L2::cache_hint [$0], [$1], $2, [$3], $4;" : " [$0], [$1], $2, [$3];") +
+                  "\n\t}",
+              policy ? "r,l,r,r,l" : "r,l,r,r", args);
     }
   });
 }

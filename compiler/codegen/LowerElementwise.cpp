@@ -260,7 +260,15 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     return true;
   case OpKind::AddPtr: {
     llvm::Type *elem = l.scalarType(res->type().kind());
-    perElement([&](int64_t k) { return b.CreateGEP(elem, operand(0, k), operand(1, k)); });
+    // GEP sign-extends a narrow index: unsigned offsets (a u32 past 2^31) widen with zeros.
+    const ir::Type &offset = op.operand(1)->type();
+    bool zext = offset.isUnsigned() && ir::bitWidth(offset.kind()) < 64;
+    perElement([&](int64_t k) {
+      llvm::Value *index = operand(1, k);
+      if (zext)
+        index = b.CreateZExt(index, b.getInt64Ty());
+      return b.CreateGEP(elem, operand(0, k), index);
+    });
     return true;
   }
   default:

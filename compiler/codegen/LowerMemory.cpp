@@ -1,6 +1,7 @@
 // Lowering of loads and stores. Masked accesses become predicated PTX (`@p ld.global`), as
 // Triton emits them, so a masked-off lane never touches memory and needs no branch; unmasked
-// ones are plain LLVM loads and stores that the backend is free to schedule.
+// ones are plain LLVM loads and stores that the backend is free to schedule, unless they carry
+// cache hints, which only inline PTX can spell (ld.global.cg, .L2::cache_hint).
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/Pipelining.h"
 
@@ -10,20 +11,24 @@ namespace tritium::codegen {
 
 namespace {
 
-// A vector of `vec` elements moves as `count` words of `bits` (32-bit words, or one 16-bit word
-// for a lone half), so one PTX instruction carries up to 16 bytes of any element type.
+// A vector of `vec` elements moves as `count` words of `memBits` in memory (32-bit words, or one
+// 16- or 8-bit word for a lone half or byte), held in registers of `bits` (PTX has no 8-bit
+// registers: a byte travels in a 16-bit one, and mov has no .b8), so one PTX instruction
+// carries up to 16 bytes of any element type.
 struct Words {
   int bits;
   int count;
   const char *constraint;
+  int memBits;
   llvm::Type *type(Lowering &l) const { return l.b.getIntNTy(unsigned(bits)); }
+  llvm::Type *memType(Lowering &l) const { return l.b.getIntNTy(unsigned(memBits)); }
 };
 
 Words wordsFor(llvm::Type *elem, int64_t vec) {
   int64_t total = int64_t(elem->isPointerTy() ? 64 : elem->getPrimitiveSizeInBits()) * vec;
   if (total < 32)
-    return {int(total), 1, "h"};
-  return {32, int(total / 32), "r"};
+    return {16, 1, "h", int(total)};
+  return {32, int(total / 32), "r", 32};
 }
 
 // Packs elements [k, k+vec) of `elems` into words, and back.
@@ -38,19 +43,22 @@ std::vector<llvm::Value *> pack(Lowering &l, const Elements &elems, size_t k, in
     llvm::Value *e = isPtr ? b.CreatePtrToInt(elems[k + size_t(j)], scalarTy) : elems[k + size_t(j)];
     v = b.CreateInsertElement(v, e, uint64_t(j));
   }
-  llvm::Value *words = b.CreateBitCast(v, llvm::FixedVectorType::get(w.type(l), unsigned(w.count)));
+  llvm::Value *words =
+      b.CreateBitCast(v, llvm::FixedVectorType::get(w.memType(l), unsigned(w.count)));
   std::vector<llvm::Value *> out;
   for (int i = 0; i < w.count; ++i)
-    out.push_back(b.CreateExtractElement(words, uint64_t(i)));
+    out.push_back(b.CreateZExtOrBitCast(b.CreateExtractElement(words, uint64_t(i)), w.type(l)));
   return out;
 }
 
 void unpack(Lowering &l, const std::vector<llvm::Value *> &words, llvm::Type *elemTy, int64_t vec,
             const Words &w, Elements &out) {
   auto &b = l.b;
-  llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(w.type(l), unsigned(w.count)));
+  llvm::Value *v =
+      llvm::PoisonValue::get(llvm::FixedVectorType::get(w.memType(l), unsigned(w.count)));
   for (int i = 0; i < w.count; ++i)
-    v = b.CreateInsertElement(v, words[size_t(i)], uint64_t(i));
+    v = b.CreateInsertElement(v, b.CreateTruncOrBitCast(words[size_t(i)], w.memType(l)),
+                              uint64_t(i));
   bool isPtr = elemTy->isPointerTy();
   llvm::Type *scalarTy = isPtr ? b.getInt64Ty() : elemTy;
   llvm::Value *elems = b.CreateBitCast(v, llvm::FixedVectorType::get(scalarTy, unsigned(vec)));
@@ -71,33 +79,70 @@ std::string wordList(int first, int count) {
 
 std::string vectorSuffix(const Words &w) {
   return (w.count > 1 ? ".v" + std::to_string(w.count) : std::string()) + ".b" +
-         std::to_string(w.bits);
+         std::to_string(w.memBits);
 }
 
-// Each output word preset to `other`, then `@pred ld.global[.vN].bW {words}, [ptr]`.
-void predicatedLoad(Lowering &l, llvm::Type *elemTy, llvm::Value *ptr, llvm::Value *pred,
-                    const Elements &others, size_t k, int64_t vec, Elements &out) {
+// The PTX qualifiers of a load's or store's cache hints: the cache operator (.cg), and for an
+// eviction priority .L2::cache_hint with a policy register, plus the L1 priority where no cache
+// operator is given (PTX takes one or the other: ".cg.L1::evict_first" does not assemble).
+struct Hints {
+  std::string qualifiers;
+  llvm::Value *policy = nullptr; // the createpolicy register, when .L2::cache_hint is used
+};
+
+Hints hintsOf(Lowering &l, const ir::Op &op) {
+  Hints h;
+  if (op.hasAttr("cache"))
+    h.qualifiers += "." + op.strAttr("cache");
+  if (op.hasAttr("evict")) {
+    if (!op.hasAttr("cache"))
+      h.qualifiers += ".L1::" + op.strAttr("evict");
+    h.qualifiers += ".L2::cache_hint";
+    h.policy = cachePolicy(l, op);
+  }
+  return h;
+}
+
+// `@pred ld.global[.hints][.vN].bW {words}, [ptr]`, each output word preset to `other` where a
+// predicate is given; without one the load is unconditional (an unmasked load with hints).
+void asmLoad(Lowering &l, llvm::Type *elemTy, llvm::Value *ptr, llvm::Value *pred,
+             const Elements *others, size_t k, int64_t vec, const Hints &hints, Elements &out) {
   auto &b = l.b;
   Words w = wordsFor(elemTy, vec);
   std::string text, constraints;
-  for (int i = 0; i < w.count; ++i) {
-    text += "mov.b" + std::to_string(w.bits) + " $" + std::to_string(i) + ", $" +
-            std::to_string(w.count + i) + ";\n\t";
-    constraints += std::string(i ? "," : "") + "=" + w.constraint;
-  }
-  text += "@$" + std::to_string(2 * w.count) + " ld.global" + vectorSuffix(w) + " " +
-          wordList(0, w.count) + ", [$" + std::to_string(2 * w.count + 1) + "];";
   for (int i = 0; i < w.count; ++i)
-    constraints += std::string(",") + w.constraint;
-  constraints += ",b,l";
+    constraints += std::string(i ? "," : "") + "=" + w.constraint;
+  int next = w.count; // the first input operand
+  std::vector<llvm::Value *> args;
+  std::vector<llvm::Type *> argTys;
+  if (pred) {
+    for (int i = 0; i < w.count; ++i)
+      text += "mov.b" + std::to_string(w.bits) + " $" + std::to_string(i) + ", $" +
+              std::to_string(next + i) + ";\n\t";
+    for (int i = 0; i < w.count; ++i)
+      constraints += std::string(",") + w.constraint;
+    args = pack(l, *others, k, vec, w);
+    argTys.assign(size_t(w.count), w.type(l));
+    next += w.count;
+    text += "@$" + std::to_string(next++) + " ";
+    constraints += ",b";
+    args.push_back(pred);
+    argTys.push_back(b.getInt1Ty());
+  }
+  text += "ld.global" + hints.qualifiers + vectorSuffix(w) + " " + wordList(0, w.count) + ", [$" +
+          std::to_string(next++) + "]";
+  constraints += ",l";
+  args.push_back(ptr);
+  argTys.push_back(ptr->getType());
+  if (hints.policy) {
+    text += ", $" + std::to_string(next++);
+    constraints += ",l";
+    args.push_back(hints.policy);
+    argTys.push_back(hints.policy->getType());
+  }
+  text += ";";
   std::vector<llvm::Type *> outTys(size_t(w.count), w.type(l));
   llvm::Type *retTy = w.count == 1 ? outTys[0] : llvm::StructType::get(l.ctx, outTys);
-  std::vector<llvm::Value *> args = pack(l, others, k, vec, w);
-  std::vector<llvm::Type *> argTys(size_t(w.count), w.type(l));
-  args.push_back(pred);
-  args.push_back(ptr);
-  argTys.push_back(b.getInt1Ty());
-  argTys.push_back(ptr->getType());
   auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(retTy, argTys, false), text,
                                      constraints, /*hasSideEffects=*/true);
   llvm::Value *ret = b.CreateCall(asmFn, args);
@@ -107,21 +152,37 @@ void predicatedLoad(Lowering &l, llvm::Type *elemTy, llvm::Value *ptr, llvm::Val
   unpack(l, words, elemTy, vec, w, out);
 }
 
-void predicatedStore(Lowering &l, llvm::Value *ptr, const Elements &vals, size_t k, int64_t vec,
-                     llvm::Value *pred) {
+// `@pred st.global[.hints][.vN].bW [ptr], {words}`; without a predicate, unconditional.
+void asmStore(Lowering &l, llvm::Value *ptr, const Elements &vals, size_t k, int64_t vec,
+              llvm::Value *pred, const Hints &hints) {
   auto &b = l.b;
   Words w = wordsFor(vals[k]->getType(), vec);
-  std::string text = "@$0 st.global" + vectorSuffix(w) + " [$1], " + wordList(2, w.count) + ";";
-  std::string constraints = "b,l";
-  for (int i = 0; i < w.count; ++i)
-    constraints += std::string(",") + w.constraint;
-  constraints += ",~{memory}";
-  std::vector<llvm::Value *> args{pred, ptr};
-  std::vector<llvm::Type *> argTys{b.getInt1Ty(), ptr->getType()};
+  std::vector<llvm::Value *> args;
+  std::vector<llvm::Type *> argTys;
+  int next = pred ? 1 : 0; // the address operand
+  std::string constraints = pred ? "b,l" : "l";
+  std::string text = std::string(pred ? "@$0 " : "") + "st.global" + hints.qualifiers +
+                     vectorSuffix(w) + " [$" + std::to_string(next) + "], " +
+                     wordList(next + 1, w.count);
+  if (pred) {
+    args.push_back(pred);
+    argTys.push_back(b.getInt1Ty());
+  }
+  args.push_back(ptr);
+  argTys.push_back(ptr->getType());
   for (llvm::Value *word : pack(l, vals, k, vec, w)) {
+    constraints += std::string(",") + w.constraint;
     args.push_back(word);
     argTys.push_back(w.type(l));
   }
+  if (hints.policy) {
+    text += ", $" + std::to_string(next + 1 + w.count);
+    constraints += ",l";
+    args.push_back(hints.policy);
+    argTys.push_back(hints.policy->getType());
+  }
+  text += ";";
+  constraints += ",~{memory}";
   auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(b.getVoidTy(), argTys, false), text,
                                      constraints, /*hasSideEffects=*/true);
   b.CreateCall(asmFn, args);
@@ -133,6 +194,20 @@ llvm::Align alignOf(llvm::Type *t, int64_t vec) {
 }
 
 } // namespace
+
+llvm::Value *cachePolicy(Lowering &l, const ir::Op &op) {
+  if (!op.hasAttr("evict"))
+    return nullptr;
+  // No side effects and no memory: LLVM may share one register between the accesses.
+  auto *asmFn = llvm::InlineAsm::get(
+      llvm::FunctionType::get(l.b.getInt64Ty(), false),
+      "createpolicy.fractional.L2::" + op.strAttr("evict") + ".b64 $0, 1.0;", "=l",
+      /*hasSideEffects=*/false);
+  llvm::CallInst *call = l.b.CreateCall(asmFn);
+  call->setDoesNotAccessMemory();
+  call->setDoesNotThrow();
+  return call;
+}
 
 bool lowerMemory(Lowering &l, const ir::Op &op) {
   auto &b = l.b;
@@ -146,9 +221,13 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     llvm::Type *ty = l.elementType(res->type());
     const Elements &ptrs = l.get(op.operand(0));
     Elements out;
+    Hints hints = hintsOf(l, op);
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       if (op.numOperands() == 3) {
-        predicatedLoad(l, ty, ptrs[k], l.get(op.operand(1))[k], l.get(op.operand(2)), k, vec, out);
+        asmLoad(l, ty, ptrs[k], l.get(op.operand(1))[k], &l.get(op.operand(2)), k, vec, hints,
+                out);
+      } else if (!hints.qualifiers.empty()) {
+        asmLoad(l, ty, ptrs[k], nullptr, nullptr, k, vec, hints, out);
       } else if (vec == 1) {
         out.push_back(b.CreateAlignedLoad(ty, ptrs[k], alignOf(ty, 1)));
       } else {
@@ -165,14 +244,15 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     const ir::Value *ptrV = op.operand(0);
     const Elements &ptrs = l.get(ptrV);
     const Elements &vals = l.get(op.operand(1));
+    Hints hints = hintsOf(l, op);
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       llvm::Value *pred = op.numOperands() == 3 ? l.get(op.operand(2))[k] : nullptr;
       // Copies of an element held by several threads are written by its owner only.
       if (ptrV->type().isBlock())
         if (llvm::Value *owns = l.ownsElement(ptrV, int64_t(k)))
           pred = pred ? b.CreateAnd(pred, owns) : owns;
-      if (pred) {
-        predicatedStore(l, ptrs[k], vals, k, vec, pred);
+      if (pred || !hints.qualifiers.empty()) {
+        asmStore(l, ptrs[k], vals, k, vec, pred, hints);
       } else if (vec == 1) {
         b.CreateAlignedStore(vals[k], ptrs[k], alignOf(vals[k]->getType(), 1));
       } else {

@@ -7,6 +7,7 @@
 // selects `other` for them. Rings of bulk copies (LowerBulkCopy.cpp) keep the same reads but move
 // whole blocks, one instruction each, synchronise through mbarriers, and refill a buffer right
 // after the body's last pipelined load has read it, so they need one buffer fewer.
+#include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -52,14 +53,29 @@ void issueThreadCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
     int64_t bytes = elementBytes(load->result()->type()) * vec;
     if (bytes != 16)
       internalError("pipelined loads move 16-byte vectors");
-    unsigned id = llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
+    // The load's cache hints, as far as cp.async takes them: .ca keeps the line in L1 (.cg, the
+    // default, does not); an eviction priority becomes an L2 cache policy. PipelineLoads leaves
+    // loads with other cache operators (cs, lu, cv) out of rings.
+    bool ca = load->hasAttr("cache") && load->strAttr("cache") == "ca";
+    llvm::Value *policy = cachePolicy(l, *load);
+    unsigned id = ca ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_16_s
+                     : llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
     const Elements &ptrs = l.get(load->operand(0));
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       llvm::Value *pred = inRange;
       if (load->numOperands() == 3)
         pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
       llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
-      l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
+      llvm::Value *dst = stageAddress(l, *load, stage, int64_t(k));
+      if (!policy) {
+        l.intrinsic(id, {}, {dst, ptrs[k], size});
+        continue;
+      }
+      llvm::Value *dst32 = b.CreateTrunc(b.CreatePtrToInt(dst, b.getInt64Ty()), b.getInt32Ty());
+      emitAsm(l,
+              std::string("cp.async.") + (ca ? "ca" : "cg") +
+                  ".shared.global.L2::cache_hint [$0], [$1], 16, $2, $3;",
+              "r,l,r,l", {dst32, ptrs[k], size, policy});
     }
   }
   l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
@@ -112,7 +128,8 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
   for (const ir::Op *op : plan.slice)
     if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
-  llvm::Value *inRange = b.CreateICmpSLT(iv, ub);
+  llvm::Value *inRange = loop.operand(0)->type().isUnsigned() ? b.CreateICmpULT(iv, ub)
+                                                               : b.CreateICmpSLT(iv, ub);
   if (plan.bulk())
     issueBulkStage(l, plan, inRange, stage, readBy);
   else

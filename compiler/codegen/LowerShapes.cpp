@@ -79,6 +79,48 @@ void lowerBroadcast(Lowering &l, const ir::Op &op) {
   l.set(res, std::move(out));
 }
 
+// join: the layout pass keeps the new last dimension in each thread, fastest, so result
+// register 2k + j is register k of operand j.
+void lowerJoin(Lowering &l, const ir::Op &op) {
+  const Elements &a = l.get(op.operand(0)), &c = l.get(op.operand(1));
+  Elements out;
+  for (size_t k = 0; k < a.size(); ++k) {
+    out.push_back(a[k]);
+    out.push_back(c[k]);
+  }
+  if (int64_t(out.size()) != l.elementsPerThread(op.result()))
+    internalError("join's result layout does not hold its operands' elements");
+  l.set(op.result(), std::move(out));
+}
+
+// split: each result's layout is the input's sliced along its last dimension, whose two
+// elements sit in the same thread; half j reads the input register with index j along it.
+void lowerSplit(Lowering &l, const ir::Op &op) {
+  const ir::Value *in = op.operand(0);
+  ir::LayoutMap inMap(*in->layout(), in->type().shape());
+  int lastRoot = inMap.rootDim(in->type().rank() - 1);
+  if (inMap.run(lastRoot) < 2)
+    internalError("split of a block whose halves sit in different threads");
+  const Elements &vals = l.get(in);
+  for (unsigned half = 0; half < 2; ++half) {
+    const ir::Value *res = op.result(half);
+    Elements out;
+    if (!res->type().isBlock()) {
+      std::vector<int64_t> index(inMap.registersPerDim().size(), 0);
+      index[size_t(lastRoot)] = half;
+      out.push_back(vals.at(size_t(inMap.registerNumber(index))));
+    } else {
+      ir::LayoutMap outMap(*res->layout(), res->type().shape());
+      for (int64_t k = 0; k < outMap.elementsPerThread(); ++k) {
+        std::vector<int64_t> index = outMap.registerIndex(k);
+        index[size_t(lastRoot)] = half;
+        out.push_back(vals.at(size_t(inMap.registerNumber(index))));
+      }
+    }
+    l.set(res, std::move(out));
+  }
+}
+
 } // namespace
 
 bool lowerShapes(Lowering &l, const ir::Op &op) {
@@ -93,6 +135,12 @@ bool lowerShapes(Lowering &l, const ir::Op &op) {
   }
   case OpKind::Broadcast:
     lowerBroadcast(l, op);
+    return true;
+  case OpKind::Join:
+    lowerJoin(l, op);
+    return true;
+  case OpKind::Split:
+    lowerSplit(l, op);
     return true;
   case OpKind::ConvertLayout:
   case OpKind::Reshape:

@@ -197,7 +197,8 @@ private:
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
       iteration->addIncoming(b.getInt32(0), pre);
     }
-    b.CreateCondBr(b.CreateICmpSLT(iv, ub), bodyBB, exit);
+    bool isUnsigned = op.operand(0)->type().isUnsigned(); // u32/u64 bounds compare unsigned
+    b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), bodyBB, exit);
 
     b.SetInsertPoint(bodyBB);
     if (plan) {

@@ -102,6 +102,9 @@ struct Lowering {
 // One entry per op family; each handles the kinds it knows and returns false otherwise.
 bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);
+// The L2 eviction policy register (createpolicy) of a load's or store's {evict} hint, or null
+// when it has none (LowerMemory.cpp).
+llvm::Value *cachePolicy(Lowering &l, const ir::Op &op);
 bool lowerReduction(Lowering &l, const ir::Op &op);
 bool lowerShapes(Lowering &l, const ir::Op &op); // expand_dims, broadcast, layout conversions
 bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions

@@ -201,6 +201,9 @@ private:
       case ir::OpKind::Broadcast:
         want(op.operand(0), l);
         break;
+      case ir::OpKind::Split: // both halves in the thread that holds the results' element
+        want(op.operand(0), ir::withLastDimInThread(l, 2));
+        break;
       case ir::OpKind::ReduceMax: case ir::OpKind::ReduceMin: case ir::OpKind::ReduceSum:
       case ir::OpKind::Reduce:
         if (!l.isBlocked() && l.sliceDim() == op.intAttr("axis"))
@@ -349,6 +352,36 @@ private:
         require(op, i, l);
       for (auto &r : op.results())
         r->setLayout(l);
+      return;
+    }
+    case OpKind::Join: {
+      // The new last dimension stays within each thread: a thread's element i of a and b
+      // become its elements [i, 0] and [i, 1], so nothing moves.
+      if (!op.operand(0)->type().isBlock()) {
+        setResult(ir::Layout::blocked({2}, {kWarpSize}, {numWarps_}));
+        return;
+      }
+      const ir::Layout l = *op.operand(0)->layout();
+      require(op, 1, l);
+      setResult(ir::withLastDimInThread(l, 2));
+      return;
+    }
+    case OpKind::Split: {
+      // Each half is read where the other is: the last dimension's two elements must sit in
+      // one thread, else the input is converted to a layout where they do.
+      ir::Value *x = op.operand(0);
+      int last = x->type().rank() - 1;
+      ir::Layout l = *x->layout();
+      ir::LayoutMap map(l, x->type().shape());
+      if (map.run(map.rootDim(last)) < 2) {
+        l = last == 0 ? ir::Layout::blocked({2}, {kWarpSize}, {numWarps_})
+                      : ir::withLastDimInThread(
+                            preferred(op.result(0), loc), 2);
+        require(op, 0, l);
+      }
+      for (auto &r : op.results())
+        if (r->type().isBlock())
+          r->setLayout(ir::Layout::slice(l, last));
       return;
     }
     case OpKind::Reshape:

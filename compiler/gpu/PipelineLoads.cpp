@@ -101,6 +101,10 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     // plain loads and push register pressure into spills.
     if (bytes * op->intAttr("vec") != 16)
       continue;
+    // cp.async caches at all levels (.ca) or in L2 only (.cg); a load asking for streaming,
+    // last-use or volatile reads (cs, lu, cv) keeps its own ld.global.
+    if (op->hasAttr("cache") && op->strAttr("cache") != "ca" && op->strAttr("cache") != "cg")
+      continue;
     std::unordered_set<const ir::Value *> seen;
     bool ok = true;
     for (const ir::Value *o : op->operands())

@@ -83,6 +83,18 @@ bool Layout::operator==(const Layout &o) const {
   return dim_ == o.dim_ && *parent_ == *o.parent_;
 }
 
+Layout withLastDimInThread(const Layout &l, int perThread) {
+  if (!l.isBlocked())
+    return Layout::slice(withLastDimInThread(l.parent(), perThread), l.sliceDim());
+  std::vector<int> spt = l.sizePerThread(), tpw = l.threadsPerWarp(), wpc = l.warpsPerCTA();
+  std::vector<int> order{l.rank()};
+  order.insert(order.end(), l.order().begin(), l.order().end());
+  spt.push_back(perThread);
+  tpw.push_back(1);
+  wpc.push_back(1);
+  return Layout::blocked(spt, tpw, wpc, order);
+}
+
 LayoutMap::LayoutMap(const Layout &layout, const std::vector<int64_t> &shape)
     : root_(layout.root()) {
   if (int(shape.size()) != layout.rank())

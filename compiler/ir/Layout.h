@@ -64,6 +64,11 @@ private:
   std::shared_ptr<const Layout> parent_;
 };
 
+// `l` with a new last dimension of `perThread` elements held by each thread (the fastest in
+// the order), as join gives its result: the thread holding element i of the operands holds
+// elements [i, 0 .. perThread-1]. Slices stay slices of the extended parent.
+Layout withLastDimInThread(const Layout &l, int perThread);
+
 // Whether a 1-D block of n elements has a blocked layout over `threads` threads: a power of two
 // (smaller blocks wrap around the CTA), or the same number of elements in every thread.
 inline bool hasBlockedLayout(int64_t n, int64_t threads) {

@@ -2,6 +2,7 @@
 // and, for GIR, layouts on every block value.
 #include "compiler/ir/Verifier.h"
 
+#include "compiler/ir/CacheHints.h"
 #include "compiler/ir/Printer.h"
 
 #include <cstdint>
@@ -68,6 +69,24 @@ private:
       fail(&op, msg);
   }
 
+  // {cache} must be one of the op's PTX cache operators (a store's .wb is no load's), and
+  // {evict} a known eviction priority.
+  void verifyCacheHints(const Op &op, const std::vector<std::string> &modifiers) {
+    auto stringAttr = [&](const char *key) -> const std::string * {
+      return op.hasAttr(key) ? std::get_if<std::string>(&op.attr(key)) : nullptr;
+    };
+    if (op.hasAttr("cache")) {
+      const std::string *c = stringAttr("cache");
+      expect(op, c && isOneOf(*c, modifiers),
+             std::string(op.name()) + "'s {cache} must be one of " + joinNames(modifiers));
+    }
+    if (op.hasAttr("evict")) {
+      const std::string *e = stringAttr("evict");
+      expect(op, e && isOneOf(*e, evictionPolicies()),
+             std::string(op.name()) + "'s {evict} must be one of " + joinNames(evictionPolicies()));
+    }
+  }
+
   void verifyOp(const Op &op) {
     auto n = op.numOperands();
     auto ty = [&](unsigned i) { return op.operand(i)->type(); };
@@ -79,7 +98,7 @@ private:
                     op.kind() == OpKind::Barrier;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
                       op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
-                      op.kind() == OpKind::Scan;
+                      op.kind() == OpKind::Scan || op.kind() == OpKind::Split;
     if (!anyResults)
       expect(op, op.numResults() == (noResult ? 0u : 1u),
              noResult ? "this op gives no result" : "this op gives one result");
@@ -184,12 +203,14 @@ private:
       if (n == 3)
         expect(op, ty(1) == res().withKind(ScalarKind::I1) && ty(2) == res(),
                "load's mask and other must match its shape and type");
+      verifyCacheHints(op, loadCacheModifiers());
       break;
     case OpKind::Store:
       expect(op, (n == 2 || n == 3) && ty(0).isPtr() && ty(1) == ty(0).pointee() &&
                      op.numResults() == 0, "store(ptr, value[, mask]) types disagree");
       if (n == 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "store's mask has the wrong type");
+      verifyCacheHints(op, storeCacheModifiers());
       break;
     case OpKind::AtomicRMW:
     case OpKind::AtomicCAS: {
@@ -263,6 +284,24 @@ private:
       for (int64_t d : order)
         shape.push_back(ty(0).shape()[size_t(d)]);
       expect(op, res() == ty(0).withShape(shape), "trans result type is wrong");
+      break;
+    }
+    case OpKind::Join: {
+      expect(op, n == 2 && ty(0) == ty(1) && ty(0).rank() < 3, "join takes two values of one type (of rank 0 to 2)");
+      auto shape = ty(0).shape();
+      shape.push_back(2);
+      expect(op, res() == ty(0).withShape(shape), "join's result adds a last dimension of 2");
+      break;
+    }
+    case OpKind::Split: {
+      expect(op, n == 1 && op.numResults() == 2 && ty(0).isBlock() &&
+                     ty(0).shape().back() == 2,
+             "split takes a block whose last dimension is 2 and gives two results");
+      auto shape = ty(0).shape();
+      shape.pop_back();
+      for (unsigned i = 0; i < 2; ++i)
+        expect(op, op.result(i)->type() == ty(0).withShape(shape),
+               "split's results drop the last dimension");
       break;
     }
     case OpKind::ConvertLayout:

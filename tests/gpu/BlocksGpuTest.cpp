@@ -2,6 +2,7 @@
 // 2-D tiles with row and column masks, reductions along every axis under several warp counts,
 // trans() and reshape() through shared memory, broadcasting across ranks and 3-D blocks.
 #include "BlockCases.h"
+#include "LanguageCases.h"
 #include "GpuTestSupport.h"
 
 #include "interpreter/Interpreter.h"
@@ -183,6 +184,49 @@ TEST_F(BlocksGpuTest, ReadmeNormalizeRows) {
   SKIP_WITHOUT_GPU();
   checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 100, 200, 4, 256, 4);
   checkNormalizeRows<DeviceBuffer>(stream().get(), sync, 37, 1000, 2, 1024, 8);
+}
+
+// Cache hints change no result: every cache operator and eviction priority on loads and
+// stores, and pipelined loops whose cp.async copies carry .ca and an L2 policy.
+TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8}) {
+    checkCacheHints<DeviceBuffer>(stream().get(), sync, 100000, warps);
+    for (bool bulk : {false, true})
+      checkHintedRowSums<DeviceBuffer>(stream().get(), sync, 300, 5008, warps, bulk);
+  }
+}
+
+TEST_F(BlocksGpuTest, JoinAndSplit) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8}) {
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 256, 8, 16, warps);
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 1024, 32, 32, warps);
+    checkJoinSplit<DeviceBuffer>(stream().get(), sync, 64, 4, 4, warps);
+  }
+}
+
+// Offsets past 2^31 in a real buffer of 2^31 + 2^20 bytes: bytes written through i64 offsets
+// around 2^31, read back through u32 offsets in a range loop with u32 bounds (and stored
+// through out - start + offs), checked against the host's f(i); and the small-buffer cases of
+// the interpreter test.
+TEST_F(BlocksGpuTest, OffsetsPast2To31) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  checkWideOffsets<DeviceBuffer>(stream().get(), sync, 3000000000u, 100000, 4);
+  checkWideOffsets<DeviceBuffer>(stream().get(), sync, 2147483648u, 1000, 1);
+  const int64_t bytes = (int64_t(1) << 31) + (int64_t(1) << 20);
+  const int64_t start = (int64_t(1) << 31) - (int64_t(1) << 20), count = int64_t(1) << 21;
+  std::optional<DeviceBuffer> buf;
+  try {
+    buf.emplace(size_t(bytes));
+  } catch (const std::exception &e) {
+    GTEST_SKIP() << "cannot allocate " << bytes << " bytes on the GPU (" << e.what()
+                 << "): the 2^31 case needs them";
+  }
+  checkBytesAt<DeviceBuffer>(stream().get(), sync, *buf, start, count);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // tests/gpu/BlocksGpuTest.cpp, which run everywhere. Each kernel is also compiled to PTX, so
 // the layout passes and the lowering see every shape here too.
 #include "BlockCases.h"
+#include "LanguageCases.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -107,6 +108,29 @@ TEST_F(BlocksInterpreterTest, PhiloxKnownAnswersAndRandomNumbers) {
   for (bool wide : {false, true})
     for (int32_t seed : {0, 12345, -7})
       checkRandomProperties(runRandomNumbers<HostBuffer>(nullptr, sync, seed, wide), seed, wide);
+}
+
+// Cache hints are accepted and change nothing (tests/LanguageCases.h).
+TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
+  using namespace tritium::testing::language;
+  checkCacheHints<HostBuffer>(nullptr, sync, 1008, 4);
+  for (bool bulk : {false, true})
+    checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4, bulk);
+}
+
+TEST_F(BlocksInterpreterTest, JoinAndSplit) {
+  using namespace tritium::testing::language;
+  checkJoinSplit<HostBuffer>(nullptr, sync, 256, 8, 16, 4);
+  checkJoinSplit<HostBuffer>(nullptr, sync, 64, 4, 4, 1);
+}
+
+// u32 offsets and loop bounds past 2^31, p - n with an unsigned n, 64-bit literal offsets.
+TEST_F(BlocksInterpreterTest, OffsetsPast2To31) {
+  using namespace tritium::testing::language;
+  checkWideOffsets<HostBuffer>(nullptr, sync, 3000000000u, 1000, 4);
+  checkWideOffsets<HostBuffer>(nullptr, sync, 2147483648u, 100, 1);
+  HostBuffer bytes(1 << 16); // the GPU test's kernels, short of 2^31
+  checkBytesAt<HostBuffer>(nullptr, sync, bytes, 4096, 1 << 15);
 }
 
 TEST_F(BlocksInterpreterTest, ReadmeNormalizeRows) {

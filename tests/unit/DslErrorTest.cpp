@@ -669,3 +669,52 @@ TEST_F(DslErrorTest, UnknownDtypeListsTheValidOnes) {
                   {"unknown dtype 'float128' (expected one of i1, i8, i16, i32, i64, u8, u16, u32, "
                    "u64, fp8e4m3, fp8e5m2, fp16, bf16, fp32"});
 }
+
+// --- Cache hints, join and split, 64-bit literals ----------------------------------------------
+
+void storeCacheOnALoad(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  gLine = __LINE__; auto x = dsl::load(in + offs, offs < n, 0.0, {.cache = dsl::Cache::wb});
+  dsl::store(out + offs, x);
+}
+
+void loadCacheOnAStore(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  gLine = __LINE__; dsl::store(out + offs, dsl::load(in + offs), {.cache = dsl::Cache::cv});
+}
+
+void joinOfTwoTypes(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, BLOCK);
+  gLine = __LINE__; auto j = dsl::join(dsl::load(in + offs), offs);
+}
+
+void splitWithoutAPair(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, BLOCK));
+  gLine = __LINE__; auto [a, b] = dsl::split(dsl::reshape(x, {32, 4}));
+}
+
+void literalTooWideForItsType(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto big = dsl::full({BLOCK}, int64_t(5000000000), dsl::int32);
+  dsl::store(out + dsl::arange(0, BLOCK), dsl::cast(big, dsl::float32));
+}
+
+TEST_F(DslErrorTest, CacheModifierOfTheWrongInstruction) {
+  expectUserError([] { traceKernel(storeCacheOnALoad); },
+                  {"load does not take Cache::wb (PTX's .wb is a cache operator of stores); a "
+                   "load takes Cache::ca, Cache::cg, Cache::cs, Cache::lu, Cache::cv"});
+  expectUserError([] { traceKernel(loadCacheOnAStore); },
+                  {"store does not take Cache::cv", "a store takes Cache::wb, Cache::cg, "
+                                                    "Cache::cs, Cache::wt"});
+}
+
+TEST_F(DslErrorTest, JoinAndSplitMisuse) {
+  expectUserError([] { traceKernel(joinOfTwoTypes); },
+                  {"join of block<128xf32> and block<128xi32>: the element types differ"});
+  expectUserError([] { traceKernel(splitWithoutAPair); },
+                  {"split takes a block whose last dimension is 2, got block<32x4xf32>"});
+}
+
+TEST_F(DslErrorTest, IntLiteralThatDoesNotFitItsType) {
+  expectUserError([] { traceKernel(literalTooWideForItsType); },
+                  {"int literal 5000000000 does not fit i32"});
+}

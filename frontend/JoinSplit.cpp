@@ -1,0 +1,56 @@
+// join and split (Triton's tl.join, tl.split): two blocks stacked along a new last dimension
+// of 2, and back. The layout pass keeps that dimension within each thread, so neither moves
+// data unless a use needs another layout.
+#include "frontend/DSL.h"
+#include "frontend/Tracer.h"
+#include "frontend/TypeRules.h"
+
+namespace tritium::dsl {
+
+using ir::OpKind;
+using ir::Type;
+
+Value join(const Operand &a, const Operand &b, Loc l) {
+  SourceLoc loc(l);
+  auto &builder = Tracer::current(loc).builder();
+  const Operand *typed = a.kind == Operand::Kind::Value ? &a : &b;
+  if (typed->kind != Operand::Kind::Value || !typed->value)
+    userError("join needs at least one traced value, got " + describe(a) + " and " + describe(b),
+              loc);
+  // Shapes broadcast as numpy's; a literal takes its partner's type, values must agree.
+  std::vector<int64_t> shape;
+  for (const Operand *x : {&a, &b})
+    if (x->kind == Operand::Kind::Value && x->value && x->value->type().isBlock())
+      shape = broadcastShapes(shape, x->value->type().shape(), "join", loc);
+  if (shape.empty())
+    userError("join takes blocks, got the scalars " + describe(a) + " and " + describe(b) +
+                  " (make one a block with full() first)",
+              loc);
+  if (a.kind == Operand::Kind::Value && b.kind == Operand::Kind::Value && a.value && b.value &&
+      a.value->type().element() != b.value->type().element())
+    userError("join of " + a.value->type().str() + " and " + b.value->type().str() +
+                  ": the element types differ (cast one of them)",
+              loc);
+  std::vector<int64_t> joined = shape;
+  joined.push_back(2);
+  checkShape(joined, "join", loc);
+  Type t = typed->value->type().withShape(shape);
+  ir::Value *x = materialize(builder, a, t, loc), *y = materialize(builder, b, t, loc);
+  return Value(builder.createValue(OpKind::Join, {x, y}, t.withShape(joined), loc));
+}
+
+std::pair<Value, Value> split(const Operand &x, Loc l) {
+  SourceLoc loc(l);
+  if (x.kind != Operand::Kind::Value || !x.value)
+    userError("split takes a block whose last dimension is 2, got " + describe(x), loc);
+  const Type &t = x.value->type();
+  if (!t.isBlock() || t.shape().back() != 2)
+    userError("split takes a block whose last dimension is 2, got " + t.str(), loc);
+  std::vector<int64_t> shape = t.shape();
+  shape.pop_back();
+  ir::Op *op = Tracer::current(loc).builder().create(
+      OpKind::Split, {x.value}, {t.withShape(shape), t.withShape(shape)}, loc);
+  return {Value(op->result(0)), Value(op->result(1))};
+}
+
+} // namespace tritium::dsl

@@ -1,0 +1,274 @@
+// Kernels of Triton's language beyond blocks and their references, shared by the GPU tests
+// (tests/gpu/BlocksGpuTest.cpp) and their interpreter twins (tests/unit/BlocksInterpreterTest.cpp):
+// cache hints on loads and stores (which must change no result, pipelined loops included),
+// join and split, and offsets past 2^31 (u32 offsets, p - n with an unsigned n, 64-bit literals,
+// range loops with u32 bounds). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
+#pragma once
+
+#include "BlockCases.h"
+
+namespace tritium::testing::language {
+
+using namespace tritium::dsl;
+using blocks::download;
+using blocks::expectClose;
+using blocks::kUntouched;
+using blocks::poisoned;
+using blocks::randomFloats;
+using blocks::upload;
+
+// --- kernels ------------------------------------------------------------------------------------
+
+// Every cache operator and eviction priority on loads and stores of one block per program:
+// out[0, n) = a + 2b, out[n, 2n) = c * d, out[2n, 3n) = e - f, out[3n, 4n) = a, where a .. f
+// are all x, loaded with different hints.
+inline void cacheHintsKernel(Ptr out, Ptr x, Int n, int BLOCK) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  auto m = offs < n;
+  auto p = x + offs;
+  auto a = load(p, m, 0.0, {.cache = Cache::cg, .evict = Evict::first});
+  auto b = load(p, m, 0.0, {.cache = Cache::cs});
+  auto c = load(p, m, 0.0, {.evict = Evict::last});
+  auto d = load(p, m, 0.0, {.cache = Cache::cv});
+  auto e = load(p, m, 0.0, {.cache = Cache::lu, .evict = Evict::last});
+  auto f = load(p, m, 0.0, {.cache = Cache::ca});
+  store(out + offs, a + 2.0 * b, m, {.cache = Cache::wt});
+  store(out + n + offs, c * d, m, {.cache = Cache::cs, .evict = Evict::last});
+  store(out + 2 * n + offs, e - f, m, {.evict = Evict::first});
+  store(out + 3 * n + offs, a, m, {.cache = Cache::wb});
+}
+
+// Row sums through a pipelined loop (num_stages = 3) whose loads carry hints: cp.async.ca (or a
+// bulk copy) with an L2 policy, and a streaming load that stays out of the ring. out[row] = sum(x[row]) +
+// sum(y[row]) * 2; the store at the end is unmasked and hinted.
+inline void hintedRowSums(Ptr out, Ptr x, Ptr y, Int nCols, Int stride, int BLOCK) {
+  auto row = program_id(0);
+  auto cols = arange(0, BLOCK);
+  auto acc = zeros({BLOCK}, float32);
+  for (auto start : range(0, nCols, BLOCK, 3)) {
+    auto m = start + cols < nCols;
+    acc = acc + load(x + row * stride + start + cols, m, 0.0,
+                     {.cache = Cache::ca, .evict = Evict::last});
+    acc = acc + 2.0 * load(y + row * stride + start + cols, m, 0.0, {.cache = Cache::cs});
+  }
+  store(out + row, sum(acc, 0), {.evict = Evict::first});
+}
+
+// join and split: out[2i + j] = (a, b)[j][i] through a [BLOCK, 2] join; the halves of a join
+// (squared) subtracted; an interleaved [BLOCK, 2] load split into its even and odd elements;
+// the same pairs loaded transposed (their two elements in different threads) and split; and a
+// 2-D join summed along its new axis (a block of rank 3).
+inline void joinSplitKernel(Ptr out, Ptr a, Ptr b, int BLOCK, int BM, int BN) {
+  auto i = arange(0, BLOCK);
+  auto two = arange(0, 2);
+  auto va = load(a + i), vb = load(b + i);
+  auto joined = join(va, vb);                                     // [BLOCK, 2]
+  store(out + i(_, None) * 2 + two(None, _), joined);             // out[0, 2 BLOCK)
+  auto [sa, sb] = split(joined * joined);
+  store(out + 2 * BLOCK + i, sa - sb);                            // a^2 - b^2
+  auto pairs = load(a + i(_, None) * 2 + two(None, _));           // a's elements in pairs
+  auto [even, odd] = split(pairs);
+  store(out + 3 * BLOCK + i, even * 10.0 + odd);
+  auto columns = load(a + i(_, None) + two(None, _) * BLOCK);     // [BLOCK, 2], a[i], a[BLOCK + i]
+  auto [first, second] = split(columns);
+  store(out + 4 * BLOCK + i, first - second * 3.0);
+  auto r = arange(0, BM), c = arange(0, BN);
+  auto tile = load(a + r(_, None) * BN + c(None, _));             // [BM, BN]
+  auto summed = sum(join(tile, tile * 2.0 + 1.0), 2);             // 3 tile + 1
+  store(out + 5 * BLOCK + r(_, None) * BN + c(None, _), summed);
+}
+
+// Offsets past 2^31 without a 2 GB buffer: `shift` (u32) is past 2^31, q = x - shift is far
+// below x, and q + (shift + cols), a u32 offset past 2^31, is x + cols again only if the offset
+// is zero-extended (and p - shift subtracts the u32 value, not its negation modulo 2^32).
+// out[0, BLOCK) = x by that route and out[n, n + BLOCK) = x through 64-bit literal offsets (for
+// the first min(n, BLOCK) elements); then a range loop
+// with u32 bounds past 2^31 sums x in blocks (out[2n, 2n + BLOCK)) and counts its trips
+// (out[2n + BLOCK, 2n + 2 BLOCK)); out[2n + 2 BLOCK] = (n + 3e9) / 1e6.
+inline void wideOffsets(Ptr out, Ptr x, Int shift, Int n, int BLOCK) {
+  auto cols = arange(0, BLOCK);
+  auto q = x - shift;
+  store(out + cols, load(q + (shift + cols), cols < n, 0.0), cols < n);
+  auto far = x + 5000000000;
+  store(out + n + cols, load(far - 5000000000 + cols, cols < n, 0.0), cols < n);
+  auto acc = zeros({BLOCK}, float32);
+  auto trips = cols * 0;
+  for (auto i : range(shift, shift + n, BLOCK)) {
+    auto offs = i + cols; // u32
+    acc = acc + load(q + offs, offs < shift + n, 0.0);
+    trips = trips + 1;
+  }
+  store(out + 2 * n + cols, acc);
+  store(out + 2 * n + BLOCK + cols, cast(trips, float32));
+  // An int literal past the i32 range makes the arithmetic 64-bit: (n + 3e9) / 1e6 is 3000.
+  store(out + 2 * n + 2 * BLOCK, cast((n + 3000000000) / 1000000, float32));
+}
+
+// Bytes of a buffer past 2^31: buf[i] = f(i) for i in [start, start + grid x BLOCK), written
+// through i64 offsets; then read back through u32 offsets in a range loop with u32 bounds into
+// out[i - start] (out - start + offs: p - u32, then + u32).
+inline uint8_t byteAt(int64_t i) { return uint8_t(i * 7 + (i >> 13)); }
+
+inline void fillBytes(Ptr buf, Int start, int BLOCK) {
+  auto offs = start + program_id(0) * BLOCK + arange(0, BLOCK); // i64
+  store(buf + offs, cast(offs * 7 + (offs >> 13), uint8));
+}
+
+inline void readBytes(Ptr out, Ptr buf, Int start, Int end, int BLOCK) {
+  auto cols = arange(0, BLOCK);
+  for (auto i : range(start + program_id(0) * BLOCK, end, num_programs(0) * BLOCK)) {
+    auto offs = i + cols; // u32
+    auto m = offs < end;
+    store(out - start + offs, load(buf + offs, m, 0), m);
+  }
+}
+
+// --- problems -----------------------------------------------------------------------------------
+
+template <typename Buffer>
+void checkCacheHints(CUstream stream, const std::function<void()> &sync, int64_t n, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 512;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(size_t(4 * n + 7));
+  auto k = kernel("cache_hints", cacheHintsKernel, {"out", "x", "n", "BLOCK"});
+  // n divisible by 16: masks are constant over 16-byte vectors, so the accesses are vectors.
+  CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "i32:16"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps});
+  c.launch((n + BLOCK - 1) / BLOCK, stream, {out, dx, int32_t(n)});
+  sync();
+  std::vector<double> want(size_t(4 * n + 7), kUntouched);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = x[size_t(i)];
+    want[size_t(i)] = float(v + float(2.0 * v));
+    want[size_t(n + i)] = float(v * v);
+    want[size_t(2 * n + i)] = 0.0;
+    want[size_t(3 * n + i)] = v;
+  }
+  expectClose(download(out, want.size()), want, 0, "cache hints n=" + std::to_string(n), seed);
+}
+
+template <typename Buffer>
+void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int64_t rows,
+                        int64_t nCols, int numWarps, bool bulkCopies) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 512;
+  int64_t stride = (nCols + 15) / 16 * 16;
+  std::vector<float> x = randomFloats(size_t(rows * stride), rng);
+  std::vector<float> y = randomFloats(size_t(rows * stride), rng);
+  Buffer dx = upload<Buffer>(x), dy = upload<Buffer>(y), out = poisoned<Buffer>(size_t(rows + 1));
+  auto k = kernel("hinted_row_sums", hintedRowSums, {"out", "x", "y", "n_cols", "stride", "BLOCK"});
+  // n_cols divisible by 16: the loads are 16-byte vectors, which the ring pipelines.
+  CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "i32:16", "i32:16"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps,
+                                 .numStages = 3,
+                                 .bulkCopies = bulkCopies});
+  c.launch(rows, stream, {out, dx, dy, int32_t(nCols), int32_t(stride)});
+  sync();
+  std::vector<double> want(size_t(rows + 1), kUntouched);
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < nCols; ++j)
+      s += double(x[size_t(r * stride + j)]) + 2.0 * double(y[size_t(r * stride + j)]);
+    want[size_t(r)] = s;
+  }
+  expectClose(download(out, want.size()), want, 1e-4,
+              "hinted row sums " + std::to_string(rows) + "x" + std::to_string(nCols) +
+                  (bulkCopies ? " (bulk copies)" : " (cp.async)"),
+              seed);
+}
+
+template <typename Buffer>
+void checkJoinSplit(CUstream stream, const std::function<void()> &sync, int BLOCK, int BM, int BN,
+                    int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::vector<float> a = randomFloats(size_t(std::max(2 * BLOCK, BM * BN)), rng);
+  std::vector<float> b = randomFloats(size_t(BLOCK), rng);
+  size_t total = size_t(5 * BLOCK + BM * BN);
+  Buffer da = upload<Buffer>(a), db = upload<Buffer>(b), out = poisoned<Buffer>(total);
+  auto k = kernel("join_split", joinSplitKernel, {"out", "a", "b", "BLOCK", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16"},
+                                 .constexprs = {BLOCK, BM, BN},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {out, da, db});
+  sync();
+  std::vector<double> want(total, kUntouched);
+  for (int i = 0; i < BLOCK; ++i) {
+    float va = a[size_t(i)], vb = b[size_t(i)];
+    want[size_t(2 * i)] = va;
+    want[size_t(2 * i + 1)] = vb;
+    want[size_t(2 * BLOCK + i)] = float(va * va) - float(vb * vb);
+    want[size_t(3 * BLOCK + i)] = float(a[size_t(2 * i)] * 10.f) + a[size_t(2 * i + 1)];
+    want[size_t(4 * BLOCK + i)] = a[size_t(i)] - float(a[size_t(BLOCK + i)] * 3.f);
+  }
+  for (int e = 0; e < BM * BN; ++e)
+    want[size_t(5 * BLOCK + e)] = double(a[size_t(e)]) + (2.0 * a[size_t(e)] + 1.0);
+  expectClose(download(out, total), want, 1e-6,
+              "join/split BLOCK=" + std::to_string(BLOCK) + " warps=" + std::to_string(numWarps),
+              seed);
+}
+
+template <typename Buffer>
+void checkWideOffsets(CUstream stream, const std::function<void()> &sync, uint32_t shift,
+                      int64_t n, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 256;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  size_t total = size_t(2 * n + 2 * BLOCK + 1);
+  Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(total);
+  auto k = kernel("wide_offsets", wideOffsets, {"out", "x", "shift", "n", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "u32", "i32"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {out, dx, shift, int32_t(n)});
+  sync();
+  std::vector<double> want(total, kUntouched);
+  for (int64_t i = 0; i < std::min<int64_t>(n, BLOCK); ++i)
+    want[size_t(i)] = want[size_t(n + i)] = x[size_t(i)];
+  for (int j = 0; j < BLOCK; ++j)
+    want[size_t(2 * n + j)] = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    want[size_t(2 * n + i % BLOCK)] += x[size_t(i)];
+  for (int j = 0; j < BLOCK; ++j)
+    want[size_t(2 * n + BLOCK + j)] = double((n + BLOCK - 1) / BLOCK);
+  want[size_t(2 * n + 2 * BLOCK)] = double((n + 3000000000) / 1000000);
+  expectClose(download(out, total), want, 1e-5,
+              "wide offsets shift=" + std::to_string(shift) + " n=" + std::to_string(n), seed);
+}
+
+// Writes f(i) into buf[start, start + count) through i64 offsets, reads it back through u32
+// offsets into a fresh buffer and checks every byte against the host's f(i). The GPU runs it
+// around 2^31 in a buffer of 2^31 + 2^20 bytes; the interpreter in a small one.
+template <typename Buffer>
+void checkBytesAt(CUstream stream, const std::function<void()> &sync, const Buffer &buf,
+                  int64_t start, int64_t count) {
+  const int BLOCK = 1024;
+  auto fill = kernel("fill_bytes", fillBytes, {"buf", "start", "BLOCK"});
+  CompiledKernel &f = fill.compile({.signature = {"*u8:16", "i64"}, .constexprs = {BLOCK}});
+  f.launch(count / BLOCK, stream, {buf, int64_t(start)});
+  Buffer out(static_cast<size_t>(count));
+  out.fill32(0xdeadbeefu);
+  auto read = kernel("read_bytes", readBytes, {"out", "buf", "start", "end", "BLOCK"});
+  CompiledKernel &r =
+      read.compile({.signature = {"*u8:16", "*u8:16", "u32", "u32"}, .constexprs = {BLOCK}});
+  r.launch(64, stream, {out, buf, uint32_t(start), uint32_t(start + count)});
+  sync();
+  std::vector<uint8_t> got(static_cast<size_t>(count));
+  out.download(got.data(), got.size());
+  int64_t bad = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < count; ++i)
+    if (got[size_t(i)] != byteAt(start + i) && bad++ < 5)
+      first << "  [" << start + i << "] got " << int(got[size_t(i)]) << " expected "
+            << int(byteAt(start + i)) << "\n";
+  EXPECT_EQ(bad, 0) << bad << " of " << count << " bytes wrong from " << start << ":\n"
+                    << first.str();
+}
+
+} // namespace tritium::testing::language
