@@ -4,6 +4,7 @@
 
 #include "compiler/ir/Printer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <unordered_set>
@@ -227,6 +228,19 @@ private:
     case OpKind::Hint:
       expect(op, n == 1 && res() == ty(0) && (res().isInt() || res().isPtr()),
              "hint takes an integer or pointer value and gives it back");
+      // As the DSL writes them: one power of two per dimension (one for a scalar), at most
+      // 2^30, the axis analysis's "divisible by anything".
+      for (const char *key : {"multiple_of", "max_contiguous"}) {
+        if (!op.hasAttr(key))
+          continue;
+        const std::string *text = std::get_if<std::string>(&op.attr(key));
+        std::vector<int64_t> values = text ? parseIntList(*text) : std::vector<int64_t>{};
+        bool ok = int(values.size()) == std::max(1, res().rank());
+        for (int64_t v : values)
+          ok = ok && v >= 1 && v <= (int64_t(1) << 30) && (v & (v - 1)) == 0;
+        expect(op, ok, std::string("hint's {") + key + " = \"...\"} needs one power of two from 1 "
+                       "to 2^30 per dimension, comma-separated");
+      }
       break;
     case OpKind::Not:
       expect(op, n == 1 && ty(0) == res() && (res().isInt() || res().isBool()),
