@@ -57,6 +57,17 @@ inline bool hasLayouts(const ir::Function &fn) {
   return all;
 }
 
+inline bool hasBlocks(const ir::Function &fn) {
+  bool any = false;
+  for (auto &a : fn.body().arguments())
+    any = any || a->type().isBlock();
+  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
+    for (auto &r : op.results())
+      any = any || r->type().isBlock();
+  });
+  return any;
+}
+
 struct OptRequest {
   std::vector<std::string> passes; // names in optPasses(), run in order
   std::optional<Stage> emit;       // then the pipeline up to this stage
@@ -70,17 +81,24 @@ inline std::string runOpt(const std::string &text, const std::string &name, OptR
   CompileOptions &options = req.options;
   std::unique_ptr<ir::Function> fn = ir::parseTIR(text, name);
   bool isGir = hasLayouts(*fn);
-  try {
-    ir::verify(*fn, "parsing", {.requireLayouts = false});
-  } catch (const InternalError &e) {
-    throw UserError(name + " does not verify: " + std::string(e.what()));
-  }
-  options.numWarps = req.numWarps.value_or(int(fn->intAttr("num_warps").value_or(4)));
+  std::optional<int64_t> written = fn->intAttr("num_warps");
+  options.numWarps = req.numWarps.value_or(int(written.value_or(4)));
   options.clusterSize = int(fn->intAttr("cluster_size").value_or(1));
   options.numStages = int(fn->intAttr("num_stages").value_or(1));
   if (options.numWarps < 1 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
     throw UserError("num_warps must be a power of two from 1 to 32, got " +
                     std::to_string(options.numWarps));
+  // GIR's layouts place blocks on a number of warps: the one it is compiled for.
+  if (isGir && written && *written != options.numWarps)
+    throw UserError(name + " has layouts for num_warps = " + std::to_string(*written) +
+                    ", not " + std::to_string(options.numWarps));
+  if (isGir && !written && hasBlocks(*fn))
+    fn->setAttr("num_warps", int64_t(options.numWarps));
+  try {
+    ir::verify(*fn, "parsing", {.requireLayouts = false});
+  } catch (const InternalError &e) {
+    throw UserError(name + " does not verify: " + std::string(e.what()));
+  }
   for (const std::string &p : req.passes) {
     const OptPass &pass = optPasses().at(p);
     if ((p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)

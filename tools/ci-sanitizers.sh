@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's second build: tritium under AddressSanitizer and UndefinedBehaviorSanitizer (clang 22, in
 # build-asan), the unit and lit tests run there, then the libFuzzer target of the text parser and
-# tritium-opt's pipeline for TRITIUM_FUZZ_SECONDS (default 60), seeded from tests/lit and the
-# saved findings in tests/fuzz/regressions. Any sanitizer report or fuzzer finding fails.
+# tritium-opt's pipeline for TRITIUM_FUZZ_SECONDS (default 60), seeded from tests/lit, the seed
+# corpus in tests/fuzz/corpus (every op) and the saved findings in tests/fuzz/regressions. Any
+# sanitizer report or fuzzer finding fails. .ci/run calls it after the first build's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${TRITIUM_FUZZ_SECONDS:-60}"
@@ -12,6 +13,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 # clang 22 (bookworm-security, as LLVM 22 is) brings libFuzzer and the sanitizer runtimes.
 if ! command -v clang++-22 >/dev/null || [ ! -d /usr/lib/llvm-22/lib/clang/22/lib/linux ]; then
+  $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends clang-22 libclang-rt-22-dev
 fi
 
@@ -33,8 +35,10 @@ echo "ci-sanitizers: tests took $(( $(date +%s) - start )) s"
 
 corpus="$(mktemp -d)"
 artifacts="${TRITIUM_FUZZ_ARTIFACTS:-$(mktemp -d)}"
-cp tests/lit/*.tir tests/fuzz/regressions/* "$corpus"/ 2>/dev/null || true
+cp tests/lit/*.tir tests/fuzz/corpus/* tests/fuzz/regressions/* "$corpus"/
+start=$(date +%s)
 echo "ci-sanitizers: fuzzing for ${FUZZ_SECONDS} s (findings go to $artifacts)"
 build-asan/tests/fuzz/fuzz_tritium_opt -max_total_time="$FUZZ_SECONDS" -max_len=8192 \
   -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 -dict=tests/fuzz/tir.dict \
   -artifact_prefix="$artifacts/" "$corpus"
+echo "ci-sanitizers: fuzzing took $(( $(date +%s) - start )) s"

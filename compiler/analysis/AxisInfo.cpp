@@ -139,13 +139,7 @@ void AxisAnalysis::visit(const ir::Op &op) {
     for (const char *key : {"multiple_of", "max_contiguous"}) {
       if (!op.hasAttr(key))
         continue;
-      std::vector<int64_t> values;
-      std::string text = op.strAttr(key);
-      for (size_t pos = 0; pos <= text.size();) {
-        size_t end = std::min(text.find(',', pos), text.size());
-        values.push_back(std::stoll(text.substr(pos, end - pos)));
-        pos = end + 1;
-      }
+      std::vector<int64_t> values = ir::parseIntList(op.strAttr(key)); // verified
       perDim([&](size_t d) {
         int64_t v = d < values.size() ? values[d] : 1;
         if (key[1] == 'u') // multiple_of

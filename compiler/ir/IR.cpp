@@ -1,6 +1,8 @@
 // Construction and attribute access for TIR nodes.
 #include "compiler/ir/IR.h"
 
+#include <charconv>
+
 namespace tritium::ir {
 
 namespace {
@@ -87,6 +89,23 @@ std::vector<int64_t> parseOrder(const std::string &text) {
     seen[size_t(d)] = true;
   }
   return order;
+}
+
+std::vector<int64_t> parseIntList(const std::string &text) {
+  std::vector<int64_t> values;
+  const char *p = text.data(), *end = text.data() + text.size();
+  while (true) {
+    int64_t v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc())
+      return {};
+    values.push_back(v);
+    if (next == end)
+      return values;
+    if (*next != ',')
+      return {};
+    p = next + 1;
+  }
 }
 
 Value *Block::addArgument(Type type, std::string name) {

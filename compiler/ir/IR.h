@@ -168,6 +168,9 @@ std::optional<MathFn> parseMathFn(const std::string &name);
 // The permutation attribute of trans ("1,0"), and back; parseOrder returns {} when malformed.
 std::string formatOrder(const std::vector<int64_t> &order);
 std::vector<int64_t> parseOrder(const std::string &text);
+// A hint's per-dimension list ("16,1"): {} unless it is comma-separated decimal integers that
+// each fit 64 bits.
+std::vector<int64_t> parseIntList(const std::string &text);
 
 // Walks every op in program order, entering regions (in order) before continuing.
 template <typename Fn> void walk(Block &block, Fn &&fn) {

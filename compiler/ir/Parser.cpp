@@ -55,6 +55,7 @@ public:
         Value *v = fn->body().addArgument(type(&layout));
         if (layout)
           v->setLayout(*layout);
+        noteLayout(*v, typeAt_);
         define(arg, v);
         if (peekIs('{') && !opensBody(true)) {
           for (const ParsedAttr &a : attrDict()) {
@@ -214,6 +215,28 @@ private:
     return s_.substr(start, pos_ - start);
   }
 
+  static std::string lineColumn(const SourceLoc &l) {
+    return std::to_string(l.line) + ":" + std::to_string(l.column);
+  }
+
+  // Text is TIR (no layouts) or GIR (a layout on every block value), never a mix: layout
+  // assignment keeps the layouts it finds, so a value without one beside values with one would
+  // reach the lowering unconverted. `at` is where the value's type was written.
+  void noteLayout(const Value &v, const SourceLoc &at) {
+    if (!v.type().isBlock())
+      return;
+    std::optional<SourceLoc> &first = v.layout() ? firstWithLayout_ : firstWithout_;
+    if (!first)
+      first = at;
+    if (firstWithLayout_ && firstWithout_)
+      throw UserError::atColumn(
+          v.layout() ? "a block type with a layout in TIR (the block type at " +
+                           lineColumn(*firstWithout_) + " has none): GIR gives every block a layout"
+                     : "a block type without a layout in GIR (the block type at " +
+                           lineColumn(*firstWithLayout_) + " has one): GIR gives every block a layout",
+          at);
+  }
+
   void define(const std::string &name, Value *v) {
     if (values_.count(name))
       fail("value " + name + " is defined twice");
@@ -324,12 +347,19 @@ private:
       for (int v : {spt[d], tpw[d], wpc[d]})
         if (v < 1 || v > 1024 || (v & (v - 1)))
           fail("the layout's spt, tpw and wpc entries must be powers of two from 1 to 1024");
+    int lanes = 1;
+    for (int t : tpw)
+      lanes *= t;
+    if (lanes != 32)
+      fail("the layout's tpw entries must multiply to 32 (the lanes of a warp), not " +
+           std::to_string(lanes));
     return Layout::blocked(spt, tpw, wpc, order);
   }
 
   // A type, and for GIR blocks the layout written inside it.
   Type type(std::optional<Layout> *layoutOut = nullptr) {
     skip();
+    typeAt_ = here();
     if (s_.compare(pos_, 6, "block<") != 0)
       return elementType();
     pos_ += 5;
@@ -488,11 +518,13 @@ private:
       attrs = attrDict();
     std::vector<Type> types;
     std::vector<std::optional<Layout>> layouts;
+    std::vector<SourceLoc> typeLocs;
     if (!results.empty()) {
       expect(':', "':' and the result types of '" + word + "'");
       do {
         layouts.emplace_back();
         types.push_back(type(&layouts.back()));
+        typeLocs.push_back(typeAt_);
       } while (accept(','));
       if (types.size() != results.size())
         throw UserError::atColumn("'" + word + "' has " + std::to_string(results.size()) +
@@ -512,9 +544,11 @@ private:
     op->setParentBlock(&block);
     for (ParsedAttr &a : attrs)
       op->setAttr(a.key, std::move(a.value));
-    for (size_t i = 0; i < layouts.size(); ++i)
+    for (size_t i = 0; i < layouts.size(); ++i) {
       if (layouts[i])
         op->result(unsigned(i))->setLayout(*layouts[i]);
+      noteLayout(*op->result(unsigned(i)), typeLocs[i]);
+    }
     Op *raw = op.get();
     block.ops().push_back(std::move(op));
 
@@ -564,6 +598,7 @@ private:
         Value *v = body->addArgument(type(&layout));
         if (layout)
           v->setLayout(*layout);
+        noteLayout(*v, typeAt_);
         define(name, v);
       } while (accept(','));
     }
@@ -654,6 +689,8 @@ private:
   std::unordered_map<std::string, Value *> values_;
   std::vector<std::vector<std::string>> scopes_;
   int depth_ = 0; // loop bodies open around the current op
+  SourceLoc typeAt_;                          // where the last type() began
+  std::optional<SourceLoc> firstWithLayout_, firstWithout_; // block types, for noteLayout
 };
 
 } // namespace

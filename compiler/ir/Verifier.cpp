@@ -5,7 +5,9 @@
 #include "compiler/ir/CacheHints.h"
 #include "compiler/ir/Printer.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <unordered_set>
 
 namespace tritium::ir {
@@ -34,6 +36,103 @@ private:
     visible_.insert(v);
     if (opts_.requireLayouts && v->type().isBlock() && !v->layout())
       fail(op, "block value without a layout");
+    if (v->layout())
+      verifyLayout(*v, op);
+  }
+
+  // A layout covers its value's rank with 32 lanes per warp and the kernel's warps.
+  void verifyLayout(const Value &v, const Op *op) {
+    const Layout &l = *v.layout();
+    if (!v.type().isBlock() || l.rank() != v.type().rank())
+      fail(op, "layout " + l.str() + " does not fit " + v.type().str());
+    const Layout &root = l.root();
+    int lanes = 1, warps = 1;
+    for (int d = 0; d < root.rank(); ++d) {
+      lanes *= root.threadsPerWarp()[size_t(d)];
+      warps *= root.warpsPerCTA()[size_t(d)];
+    }
+    if (lanes != 32)
+      fail(op, "layout " + l.str() + " spreads over " + std::to_string(lanes) +
+                   " lanes, not the warp's 32");
+    if (std::optional<int64_t> numWarps = fn_.intAttr("num_warps"); numWarps && warps != *numWarps)
+      fail(op, "layout " + l.str() + " spreads over " + std::to_string(warps) +
+                   " warps, not the kernel's num_warps = " + std::to_string(*numWarps));
+  }
+
+  // GIR: the layouts the lowering relies on, as layout assignment makes them. Elementwise and
+  // memory ops read every operand in one layout; reductions give the slice of their operands'
+  // layout; expand_dims takes the slice of its result's; broadcast and scan keep theirs; loops
+  // and branches hand values on in their results' layouts (checked at each yield). Other ops
+  // (convert_layout, reshape, trans, sources, print) take any layout. Values without layouts
+  // (TIR) are not checked.
+  void verifyLayouts(const Op &op) {
+    auto layoutOf = [](const Value *v) -> const Layout * {
+      return v->type().isBlock() && v->layout() ? &*v->layout() : nullptr;
+    };
+    auto same = [&](const Value *a, const Value *b, const std::string &what) {
+      const Layout *la = layoutOf(a), *lb = layoutOf(b);
+      if (la && lb && !(*la == *lb))
+        fail(&op, what + ": " + la->str() + " and " + lb->str() + " differ");
+    };
+    auto allOperandsAndResults = [&](const Value *like, const std::string &what) {
+      for (const Value *v : op.operands())
+        same(v, like, what);
+      for (auto &r : op.results())
+        same(r.get(), like, what);
+    };
+    switch (op.kind()) {
+    case OpKind::Load: case OpKind::Store: case OpKind::AtomicRMW: case OpKind::AtomicCAS:
+      allOperandsAndResults(op.operand(0), "a memory op's operands and results share the "
+                                           "pointers' layout");
+      return;
+    case OpKind::ReduceMax: case OpKind::ReduceMin: case OpKind::ReduceSum:
+    case OpKind::Reduce: {
+      for (const Value *v : op.operands())
+        same(v, op.operand(0), "reduce's operands share one layout");
+      const Layout *in = layoutOf(op.operand(0));
+      for (auto &r : op.results()) {
+        const Layout *out = layoutOf(r.get());
+        if (in && out && !(*out == Layout::slice(*in, int(op.intAttr("axis")))))
+          fail(&op, "a reduction's result has the slice of its operand's layout along the axis, "
+                    "not " + out->str());
+      }
+      return;
+    }
+    case OpKind::ExpandDims: {
+      const Layout *in = layoutOf(op.operand(0)), *out = layoutOf(op.result());
+      if (in && out && !(*in == Layout::slice(*out, int(op.intAttr("axis")))))
+        fail(&op, "expand_dims takes the slice of its result's layout along the axis, not " +
+                      in->str());
+      return;
+    }
+    case OpKind::Broadcast: case OpKind::Scan:
+      allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
+      return;
+    case OpKind::For: case OpKind::While: {
+      unsigned first = op.kind() == OpKind::For ? 3 : 0, skip = op.kind() == OpKind::For ? 1 : 0;
+      for (unsigned i = first; i < op.numOperands(); ++i) {
+        same(op.operand(i), op.result(i - first), "a carried value keeps its layout");
+        for (unsigned r = 0; r < op.numRegions(); ++r)
+          same(op.operand(i), op.region(r)->argument(i - first + skip),
+               "a carried value keeps its layout");
+      }
+      return;
+    }
+    case OpKind::Yield: {
+      const Op *parent = op.parentBlock()->parentOp();
+      bool handsOn = parent->kind() == OpKind::For || parent->kind() == OpKind::If ||
+                     (parent->kind() == OpKind::While && op.parentBlock() == parent->region(1));
+      if (handsOn)
+        for (unsigned i = 0; i < op.numOperands(); ++i)
+          same(op.operand(i), parent->result(i), "yield hands on values in the results' layouts");
+      return;
+    }
+    default:
+      if (isElementwise(op.kind()))
+        allOperandsAndResults(op.operand(0), "an elementwise op's operands and result share "
+                                             "one layout");
+      return;
+    }
   }
 
   void verifyBlock(const Block &block) {
@@ -50,6 +149,7 @@ private:
         if (!v || !visible_.count(v))
           fail(op.get(), "operand used where it is not defined (SSA dominance)");
       verifyOp(*op);
+      verifyLayouts(*op);
       for (unsigned r = 0; r < op->numRegions(); ++r)
         verifyBlock(*op->region(r));
       for (auto &r : op->results()) {
@@ -147,6 +247,19 @@ private:
     case OpKind::Hint:
       expect(op, n == 1 && res() == ty(0) && (res().isInt() || res().isPtr()),
              "hint takes an integer or pointer value and gives it back");
+      // As the DSL writes them: one power of two per dimension (one for a scalar), at most
+      // 2^30, the axis analysis's "divisible by anything".
+      for (const char *key : {"multiple_of", "max_contiguous"}) {
+        if (!op.hasAttr(key))
+          continue;
+        const std::string *text = std::get_if<std::string>(&op.attr(key));
+        std::vector<int64_t> values = text ? parseIntList(*text) : std::vector<int64_t>{};
+        bool ok = int(values.size()) == std::max(1, res().rank());
+        for (int64_t v : values)
+          ok = ok && v >= 1 && v <= (int64_t(1) << 30) && (v & (v - 1)) == 0;
+        expect(op, ok, std::string("hint's {") + key + " = \"...\"} needs one power of two from 1 "
+                       "to 2^30 per dimension, comma-separated");
+      }
       break;
     case OpKind::Not:
       expect(op, n == 1 && ty(0) == res() && (res().isInt() || res().isBool()),

@@ -1,5 +1,5 @@
 // Common subexpression elimination over pure ops: an op equal to an earlier visible one (same
-// kind, operands, attributes and types) is replaced by it. Scopes follow the region nesting, so
+// kind, operands, attributes, types and, in GIR, layouts) is replaced by it. Scopes follow the region nesting, so
 // a value from inside a loop body or a branch never replaces one outside it. Loads are never merged: a store
 // may sit between them.
 #include "compiler/transforms/Passes.h"
@@ -20,8 +20,11 @@ std::string signatureOf(const ir::Op &op) {
     s += " " + std::to_string(reinterpret_cast<uintptr_t>(v));
   for (auto &[name, value] : op.attrs())
     s += " " + name + "=" + ir::formatAttr(value);
-  for (auto &r : op.results())
+  for (auto &r : op.results()) {
     s += " :" + r->type().str();
+    if (r->layout()) // GIR: the same value in another layout is another value
+      s += " " + r->layout()->str();
+  }
   return s;
 }
 
