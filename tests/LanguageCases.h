@@ -238,7 +238,8 @@ void checkWideOffsets(CUstream stream, const std::function<void()> &sync, uint32
   for (int j = 0; j < BLOCK; ++j)
     want[size_t(2 * n + BLOCK + j)] = double((n + BLOCK - 1) / BLOCK);
   want[size_t(2 * n + 2 * BLOCK)] = double((n + 3000000000) / 1000000);
-  expectClose(download(out, total), want, 1e-5,
+  // The column sums add n / BLOCK values of magnitude ~3 in fp32 in the GPU's order: 1e-4.
+  expectClose(download(out, total), want, 1e-4,
               "wide offsets shift=" + std::to_string(shift) + " n=" + std::to_string(n), seed);
 }
 
