@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <functional>
 
@@ -25,14 +26,16 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
   auto cols = arange(0, BLOCK);
   for (auto row : range(program_id(0), n_rows, num_programs(0), 1)) {
     auto base = logits + row * stride;
-    auto m = full({BLOCK}, -INFINITY, float32);
+    // -FLT_MAX, not -inf: x - m is then never inf - inf, so -inf logits need no test (the
+    // exp gives 0), and a row of only -inf logits still ends with s = 0, lse = -inf.
+    auto m = full({BLOCK}, -FLT_MAX, float32);
     auto s = zeros({BLOCK}, float32);
     auto total = zeros({BLOCK}, float32); // the row's sum, for label smoothing
     for (auto off : range(0, vocab, BLOCK, num_stages)) {
       auto c = off + cols;
       auto mask = c < vocab;
       auto x = cast(load(base + c, mask, -INFINITY), float32);
-      auto e = where(x == -INFINITY, 0.0, exp(-abs(x - m)));
+      auto e = exp(-abs(x - m));
       auto larger = x > m;
       s = where(larger, s * e + 1.0, s + e);
       m = maximum(m, x);
@@ -40,8 +43,7 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
         total = total + where(mask, x, 0.0);
     }
     auto row_max = max(m, 0);
-    auto shift = where(row_max == -INFINITY, 0.0, row_max); // a row of only -inf: lse = -inf
-    auto lse = shift + log(sum(s * exp(m - shift), 0));
+    auto lse = row_max + log(sum(s * exp(m - row_max), 0)); // only -inf: -FLT_MAX + log 0
     auto t = load(targets + row);
     auto counted = t != ignore_index;
     auto inside = (t >= 0) & (t < vocab);

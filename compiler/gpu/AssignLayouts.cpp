@@ -88,7 +88,8 @@ private:
 
   // Runs of up to 16 bytes of `bytes`-wide elements along `order[0]`, then lanes and warps
   // spread from the fastest dimension outwards; what is left over replicates along the fastest.
-  ir::Layout blockedFor(const std::vector<int64_t> &shape, int bytes, std::vector<int> order) {
+  ir::Layout blockedFor(const std::vector<int64_t> &shape, int bytes, std::vector<int> order,
+                        int64_t maxRun = kVectorBytes) {
     int rank = int(shape.size());
     std::vector<int> spt(size_t(rank), 1), tpw(size_t(rank), 1), wpc(size_t(rank), 1);
     int fast = order[0];
@@ -96,7 +97,7 @@ private:
     for (int64_t d : shape)
       n *= d;
     int64_t perThread = std::max<int64_t>(1, n / threads_);
-    int64_t vec = std::max(1, kVectorBytes / bytes);
+    int64_t vec = std::max<int64_t>(1, std::min<int64_t>(kVectorBytes / bytes, maxRun));
     // The run divides the thread's elements (12 fp16 elements take runs of 4).
     spt[size_t(fast)] = int(rank == 1 ? std::gcd(perThread, vec)
                                       : std::min({vec, shape[size_t(fast)], perThread}));
@@ -151,19 +152,46 @@ private:
       if (!inserted)
         it->second = std::min(it->second, bytes);
     });
+    // Fastest: the dimension the addresses are most contiguous along (the last on ties), as
+    // the first memory op of the shape sees it.
+    std::map<std::vector<int64_t>, std::vector<int>> orders;
     for (ir::Op *op : memoryOps) {
       const ir::Value *ptr = op->operand(0);
       const ir::Type &t = ptr->type();
       checkShape(t, op->loc());
-      if (anchors_.count(t.shape()))
+      if (anchors_.count(t.shape()) || orders.count(t.shape()))
         continue;
-      // Fastest: the dimension the addresses are most contiguous along (the last on ties).
       AxisInfo info = axes_.get(ptr);
       std::vector<int> order = defaultOrder(t.rank());
       std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
         return info.contiguity[size_t(a)] > info.contiguity[size_t(b)];
       });
-      anchors_.emplace(t.shape(), blockedFor(t.shape(), narrowest.at(t.shape()), order));
+      orders.emplace(t.shape(), std::move(order));
+    }
+    // A shape whose loads and stores can none of them be one vector per run (their addresses
+    // are not aligned or contiguous for it along the fast dimension) takes runs of what they
+    // can access: held in runs of 16 bytes, each element of a warp's store instruction would
+    // write its own partial sector, where runs of one element write consecutive addresses
+    // (Triton's coalescing rule; a shape with one op that can be a vector keeps its runs).
+    std::map<std::vector<int64_t>, int64_t> maxRun;
+    for (ir::Op *op : memoryOps) {
+      const ir::Value *ptr = op->operand(0);
+      auto order = orders.find(ptr->type().shape());
+      if (order == orders.end())
+        continue;
+      AxisInfo info = axes_.get(ptr);
+      size_t fast = size_t(order->second[0]);
+      int64_t bytes = ir::byteWidth(ptr->type().kind());
+      int64_t run = std::min(info.contiguity[fast], info.divisibility[fast] / bytes);
+      run = std::max<int64_t>(1, floorPow2(run));
+      auto [it, inserted] = maxRun.emplace(ptr->type().shape(), run);
+      if (!inserted)
+        it->second = std::max(it->second, run);
+    }
+    for (auto &[shape, order] : orders) {
+      auto run = maxRun.find(shape);
+      anchors_.emplace(shape, blockedFor(shape, narrowest.at(shape), order,
+                                         run == maxRun.end() ? kVectorBytes : run->second));
     }
   }
 
