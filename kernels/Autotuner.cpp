@@ -3,13 +3,11 @@
 #include "compiler/support/Error.h"
 #include "compiler/support/Log.h"
 #include "interpreter/Interpreter.h"
-#include "runtime/Cache.h"
+#include "runtime/CacheDir.h"
 #include "runtime/Device.h"
 #include "runtime/Driver.h"
 #include "runtime/Memory.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
+#include "runtime/TuningRecord.h"
 
 #include <algorithm>
 #include <atomic>
@@ -79,13 +77,6 @@ bool sticky(CUresult r) {
   }
 }
 
-llvm::json::Object toJson(const PlanFields &fields) {
-  llvm::json::Object o;
-  for (const auto &[name, value] : fields)
-    o[name] = value;
-  return o;
-}
-
 } // namespace
 
 Autotuner::Autotuner(fs::path root, std::string device)
@@ -127,35 +118,20 @@ std::optional<size_t> Autotuner::recorded(const TuningKey &key,
 std::optional<size_t> Autotuner::readRecord(const TuningKey &key,
                                             const std::vector<PlanFields> &candidates) const {
   fs::path path = recordPath(key);
-  std::optional<std::string> text = rt::readFile(path);
-  if (!text)
-    return std::nullopt;
-  auto bad = [&](const std::string &why) -> std::optional<size_t> {
-    log().warn("autotuner: ignoring {} ({}); tuning again", path.string(), why);
+  std::string why;
+  std::optional<rt::TuningRecord> record = rt::readTuningRecord(path, &why);
+  auto bad = [&](const std::string &what) -> std::optional<size_t> {
+    log().warn("autotuner: ignoring {} ({}); tuning again", path.string(), what);
     return std::nullopt;
   };
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*text);
-  if (!parsed)
-    return bad("not JSON: " + llvm::toString(parsed.takeError()));
-  const llvm::json::Object *record = parsed->getAsObject();
   if (!record)
-    return bad("not a JSON object");
-  if (record->getString("kernel") != key.kernel || record->getString("bucket") != key.bucket)
+    return why.empty() ? std::nullopt : bad(why);
+  if (record->kernel != key.kernel || record->bucket != key.bucket)
     return bad("it names another kernel or bucket");
-  const llvm::json::Object *winner = record->getObject("winner");
-  if (!winner)
-    return bad("no winner");
-  PlanFields fields;
-  for (const auto &[name, value] : *winner) {
-    std::optional<int64_t> v = value.getAsInteger();
-    if (!v)
-      return bad("winner field '" + name.str() + "' is not an integer");
-    fields.emplace_back(name.str(), *v);
-  }
-  std::optional<size_t> i = find(fields, candidates);
+  std::optional<size_t> i = find(record->winner, candidates);
   if (!i)
-    return bad("its winner (" + describe(fields) + ") is not one of today's candidates");
-  log().debug("autotuner: {} {}: {} (from {})", key.kernel, key.bucket, describe(fields),
+    return bad("its winner (" + describe(record->winner) + ") is not one of today's candidates");
+  log().debug("autotuner: {} {}: {} (from {})", key.kernel, key.bucket, describe(record->winner),
               path.string());
   return i;
 }
@@ -198,30 +174,14 @@ size_t Autotuner::tune(const TuningKey &key, const std::vector<PlanFields> &cand
 
 void Autotuner::writeRecord(const TuningKey &key, const std::vector<PlanFields> &candidates,
                             const std::vector<double> &times, size_t winner) const {
-  fs::path path = recordPath(key);
-  llvm::json::Array timed;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    llvm::json::Object c{{"plan", toJson(candidates[i])}};
-    if (times[i] != std::numeric_limits<double>::infinity())
-      c["time"] = times[i];
-    else
-      c["rejected"] = true;
-    timed.push_back(std::move(c));
-  }
-  llvm::json::Object record{{"kernel", key.kernel},
-                            {"bucket", key.bucket},
-                            {"winner", toJson(candidates[winner])},
-                            {"candidates", std::move(timed)}};
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(record))) << "\n";
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::string err =
-      ec ? "cannot create " + path.parent_path().string() + ": " + ec.message()
-         : rt::writeFileAtomically(path.parent_path(), path.filename().string(), text);
+  rt::TuningRecord record{key.kernel, key.bucket, candidates[winner], {}};
+  for (size_t i = 0; i < candidates.size(); ++i)
+    record.candidates.emplace_back(candidates[i],
+                                   times[i] == std::numeric_limits<double>::infinity()
+                                       ? std::nullopt
+                                       : std::optional<double>(times[i]));
   // Like the kernel cache, the record only saves time: a failure to write it is a warning.
-  if (!err.empty())
+  if (std::string err = rt::writeTuningRecord(recordPath(key), record); !err.empty())
     log().warn("autotuner: cannot record the winner for {} {}: {}", key.kernel, key.bucket, err);
 }
 

@@ -11,13 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/CacheDir.h"
+
 #include "llvm/Support/JSON.h"
 
 namespace tritium::rt {
 
-// The cache root: $TRITIUM_CACHE_DIR if set (and non-empty), else $HOME/.cache/tritium, else
-// /tmp/tritium-cache when HOME is unset.
-std::filesystem::path defaultCacheDir();
 
 // Writes `bytes` to dir/name through a uniquely named temporary file and a rename, so readers
 // see the old file or the whole new one. Returns "" or what failed.
