@@ -73,17 +73,6 @@ ir::Value *broadcastTo(ir::Builder &b, ir::Value *v, const std::vector<int64_t> 
   return b.createValue(ir::OpKind::Broadcast, {v}, v->type().withShape(shape), loc);
 }
 
-bool literalFits(int64_t v, ScalarKind k) {
-  if (ir::isFloatKind(k) || ir::bitWidth(k) >= 64)
-    return true; // 64-bit integers keep the literal's bits (u64 literals past 2^63 included)
-  if (k == ScalarKind::I1)
-    return v == 0 || v == 1;
-  int bits = ir::bitWidth(k);
-  int64_t lo = -(int64_t(1) << (bits - 1));
-  int64_t hi = ir::isUnsignedKind(k) ? (int64_t(1) << bits) - 1 : (int64_t(1) << (bits - 1)) - 1;
-  return v >= lo && v <= hi; // unsigned types take small negatives as C does (-1 is all ones)
-}
-
 ir::Value *materialize(ir::Builder &b, const Operand &x, const Type &like, const SourceLoc &loc) {
   switch (x.kind) {
   case Operand::Kind::Value: {

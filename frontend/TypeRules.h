@@ -10,9 +10,6 @@ namespace tritium::dsl {
 // A literal or value as an IR value of the given element type (shape kept, or splat to `shape`).
 ir::Value *materialize(ir::Builder &b, const Operand &x, const ir::Type &like,
                        const SourceLoc &loc);
-// Whether an int literal is a value of kind `k` (unsigned kinds also take small negatives, as
-// C's wrap; 64-bit kinds and floats take any).
-bool literalFits(int64_t v, ir::ScalarKind k);
 // Converts `v` to element kind `k`, keeping its shape (no-op if already there).
 ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceLoc &loc);
 // numpy's broadcast of two shapes (aligned at the last dimension, 1s repeat); a UserError

@@ -611,8 +611,9 @@ private:
     scopes_.pop_back();
   }
 
-  // A constant's literal must be a value of its type: 0 or 1 for i1, a 32- or 64-bit signed
-  // integer for i32 and i64, and for floats a number that does not round to infinity in the
+  // A constant's literal must be a value of its type: for integers the range literalRange
+  // gives (the DSL's rule: i8 -128 to 127, u8 -128 to 255, i32's and u32's likewise, any
+  // 64-bit integer for i64 and u64), and for floats a number that does not round to infinity in the
   // type (inf, -inf and nan, as the printer writes them, stay allowed).
   void checkLiteral(const ParsedAttr &a, const Type &type) {
     if (type.isPtr())
@@ -626,13 +627,8 @@ private:
       auto *i = std::get_if<int64_t>(&a.value);
       if (!i)
         bad("is not an integer, as a constant of type " + name + " needs");
-      int64_t lo = k == ScalarKind::I1    ? 0
-                   : k == ScalarKind::I32 ? std::numeric_limits<int32_t>::min()
-                                          : std::numeric_limits<int64_t>::min();
-      int64_t hi = k == ScalarKind::I1    ? 1
-                   : k == ScalarKind::I32 ? std::numeric_limits<int32_t>::max()
-                                          : std::numeric_limits<int64_t>::max();
-      if (*i < lo || *i > hi)
+      auto [lo, hi] = literalRange(k);
+      if (!literalFits(*i, k))
         bad("is out of range for " + name + " (" + std::to_string(lo) + " to " +
             std::to_string(hi) + ")");
       return;

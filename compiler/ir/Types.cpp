@@ -1,5 +1,6 @@
 // Names and printing of TIR types.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include "compiler/ir/Types.h"
 
@@ -79,6 +80,24 @@ int bitWidth(ScalarKind k) {
 bool isUnsignedKind(ScalarKind k) {
   return k == ScalarKind::U8 || k == ScalarKind::U16 || k == ScalarKind::U32 ||
          k == ScalarKind::U64;
+}
+
+std::pair<int64_t, int64_t> literalRange(ScalarKind k) {
+  if (k == ScalarKind::I1)
+    return {0, 1};
+  int bits = bitWidth(k);
+  if (bits >= 64)
+    return {INT64_MIN, INT64_MAX};
+  int64_t lo = -(int64_t(1) << (bits - 1));
+  int64_t hi = isUnsignedKind(k) ? (int64_t(1) << bits) - 1 : (int64_t(1) << (bits - 1)) - 1;
+  return {lo, hi};
+}
+
+bool literalFits(int64_t v, ScalarKind k) {
+  if (isFloatKind(k))
+    return true;
+  auto [lo, hi] = literalRange(k);
+  return v >= lo && v <= hi;
 }
 
 int byteWidth(ScalarKind k) { return std::max(1, bitWidth(k) / 8); }

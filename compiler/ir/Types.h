@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tritium::ir {
@@ -23,6 +24,12 @@ int bitWidth(ScalarKind k);
 int byteWidth(ScalarKind k); // bytes an element takes in memory (an i1 takes one)
 bool isFloatKind(ScalarKind k);
 bool isUnsignedKind(ScalarKind k); // u8 .. u64 (i1 is neither signed nor unsigned)
+// The integers a constant of integer kind `k` may be written as, in the text IR and the DSL:
+// the kind's values, and for unsigned kinds narrower than 64 bits also the negatives of the
+// same width (-1 is all ones, as in C); 64-bit kinds take any 64-bit integer (a u64 past 2^63
+// keeps its bits). i1 takes 0 and 1.
+std::pair<int64_t, int64_t> literalRange(ScalarKind k);
+bool literalFits(int64_t v, ScalarKind k); // true for float kinds
 // fp8 (e4m3 "fn": no infinities, largest 448; e5m2: largest finite 57344) on the host: a value
 // rounded to nearest even and saturated to the largest finite magnitude (NaN stays NaN), as
 // the GPU's cvt.rn.satfinite does; and the exact value of a bit pattern.

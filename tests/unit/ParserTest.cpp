@@ -179,7 +179,9 @@ TEST_F(ParserTest, LiteralsMustFitTheirType) {
            {"-9223372036854775808", "i64"}, {"9223372036854775807", "i64"},
            {"65504.0", "f16"}, {"-65519.0", "f16"}, {"3.3895313892515355e+38", "bf16"},
            {"3.4028234663852886e+38", "f32"}, {"inf", "f16"}, {"-inf", "bf16"},
-           {"nan", "f32"}, {"7", "f32"}, {"1e-60", "f32"}}) {
+           {"nan", "f32"}, {"7", "f32"}, {"1e-60", "f32"}, {"-128", "i8"}, {"127", "i8"},
+           {"255", "u8"}, {"-1", "u8"}, {"-32768", "i16"}, {"65535", "u16"},
+           {"4294967295", "u32"}, {"-1", "u32"}, {"-1", "u64"}, {"9223372036854775807", "u64"}}) {
     SCOPED_TRACE(literal + " : " + type);
     EXPECT_EQ(parseError(constantOf(literal, type)), "");
   }
@@ -201,6 +203,12 @@ TEST_F(ParserTest, LiteralsMustFitTheirType) {
       {"1e39", "f32", "literal 1e39 overflows f32"},
       {"1e309", "f32",
        "bad.tir:2:26: error: float literal 1e309 is out of the range of a 64-bit float"},
+      {"300", "i8", "literal 300 is out of range for i8 (-128 to 127)"},
+      {"128", "i8", "literal 128 is out of range for i8 (-128 to 127)"},
+      {"256", "u8", "literal 256 is out of range for u8 (-128 to 255)"},
+      {"-32769", "i16", "literal -32769 is out of range for i16 (-32768 to 32767)"},
+      {"65536", "block<4xu16>", "literal 65536 is out of range for u16 (-32768 to 65535)"},
+      {"4294967296", "u32", "literal 4294967296 is out of range for u32 (-2147483648 to 4294967295)"},
       {"1.5", "i32", "literal 1.5 is not an integer, as a constant of type i32 needs"},
       {"nan", "i64", "literal nan is not an integer"},
       {"\"7\"", "f32", "literal \"7\" is not a number, as a constant of type f32 needs"},
