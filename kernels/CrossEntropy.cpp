@@ -123,7 +123,7 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
   std::vector<CrossEntropyPlan> out{planCrossEntropy(vocab, dtype)};
   for (int64_t block : {2048, 4096, 8192})
     for (int warps : {4, 8})
-      for (int stages : {2, 3}) {
+      for (int stages : {1, 2, 3}) {
         CrossEntropyPlan p{.block = block, .numWarps = warps, .numStages = stages};
         if (std::none_of(out.begin(), out.end(),
                          [&](const CrossEntropyPlan &q) { return q.fields() == p.fields(); }))

@@ -54,7 +54,8 @@ struct CrossEntropyPlan {
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
-// What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, rings of 2 or 3.
+// What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
+// loads) or rings of 2 or 3.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward
