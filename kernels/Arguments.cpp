@@ -2,6 +2,7 @@
 
 #include "compiler/support/Error.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -29,8 +30,8 @@ void Arguments::atLeast(const char *name, int64_t value, int64_t min) const {
 
 void Arguments::rowStride(const char *name, int64_t stride, int64_t cols) const {
   if (stride < cols)
-    fail(std::string(name) + " is " + std::to_string(stride) +
-         " elements, shorter than a row of " + std::to_string(cols));
+    fail(std::string(name) + " is " + std::to_string(stride) + " elements, shorter than a row of " +
+         std::to_string(cols));
 }
 
 void Arguments::fraction(const char *name, double value, bool oneAllowed) const {
@@ -53,6 +54,11 @@ bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span>
         return true;
   }
   return false;
+}
+
+void Arguments::planBlock(int64_t block) const {
+  if (block < 1 || !std::has_single_bit(uint64_t(block)))
+    fail("the plan's block is " + std::to_string(block) + ", not a power of two");
 }
 
 std::string indexType(int64_t maxIndex) {

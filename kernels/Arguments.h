@@ -25,6 +25,8 @@ public:
   void rowStride(const char *name, int64_t stride, int64_t cols) const;
   // A probability in [0, 1) (dropout) or [0, 1] (label smoothing).
   void fraction(const char *name, double value, bool oneAllowed) const;
+  // A given plan's block (elements or columns per step): a power of two.
+  void planBlock(int64_t block) const;
   [[noreturn]] void fail(const std::string &message) const;
 
 private:

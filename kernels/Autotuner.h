@@ -98,12 +98,13 @@ uint64_t tuningGeneration();
 void noteTuned();
 
 // The plan a launch uses: `given` when the caller chose one, else the recorded or tuned winner
-// among `candidates()` (each launched through `launch`), else `planned()`. Plans have
-// `PlanFields fields() const`. `rerunSafe` says that launching twice on these arguments gives
-// the same result as launching once. Decisions are remembered per exact shape (ChoiceKey).
+// for (choice.kernel, bucket()) among `candidates()` (each launched through `launch`), else
+// `planned()`. Plans have `PlanFields fields() const`. `rerunSafe` says that launching twice on
+// these arguments gives the same result as launching once. Decisions are remembered per exact shape
+// (ChoiceKey).
 template <typename Plan>
-Plan choosePlan(const Plan *given, const TuningKey &key, ChoiceKey choice, CUstream stream,
-                const std::function<Plan()> &planned,
+Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::string()> &bucket,
+                CUstream stream, const std::function<Plan()> &planned,
                 const std::function<std::vector<Plan>()> &candidates,
                 const std::function<void(const Plan &)> &launch) {
   if (given)
@@ -140,6 +141,7 @@ Plan choosePlan(const Plan *given, const TuningKey &key, ChoiceKey choice, CUstr
   for (const Plan &c : all)
     fields.push_back(c.fields());
   Autotuner &tuner = Autotuner::forCurrentDevice();
+  TuningKey key{id.first.kernel, bucket()};
   if (auto i = tuner.recorded(key, fields))
     return remember(all[*i], true);
   if (!id.first.rerunSafe)

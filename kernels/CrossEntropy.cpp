@@ -142,12 +142,9 @@ static std::string bucket(Dtype dtype, int64_t rows, int64_t vocab) {
 static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given, Dtype dtype,
                                int64_t rows, int64_t vocab, bool rerunSafe, CUstream stream,
                                const std::function<void(const CrossEntropyPlan &)> &launch) {
-  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
-    throw UserError(std::string(kernel) + ": the plan's block is " + std::to_string(given->block) +
-                    ", not a power of two");
   return choosePlan<CrossEntropyPlan>(
-      given, {kernel, bucket(dtype, rows, vocab)},
-      {kernel, {int64_t(dtype), rows, vocab}, rerunSafe}, stream,
+      given, {kernel, {int64_t(dtype), rows, vocab}, rerunSafe},
+      [&] { return bucket(dtype, rows, vocab); }, stream,
       [&] { return planCrossEntropy(vocab, dtype); },
       [&] { return crossEntropyCandidates(vocab, dtype); }, launch);
 }
@@ -168,6 +165,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   int64_t stride = a.logitsStride ? a.logitsStride : a.vocab;
   args.rowStride("logitsStride", stride, a.vocab);
   args.fraction("labelSmoothing", a.labelSmoothing, true);
+  if (given)
+    args.planBlock(given->block);
   if (a.rows == 0)
     return;
   std::string idx = indexType(a.rows * stride);
@@ -212,6 +211,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   args.rowStride("logitsStride", xs, a.vocab);
   args.rowStride("dlogitsStride", ds, a.vocab);
   args.fraction("labelSmoothing", a.labelSmoothing, true);
+  if (given)
+    args.planBlock(given->block);
   if (a.dlogits == a.logits && xs != ds)
     args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
   if (a.rows == 0)

@@ -8,7 +8,6 @@
 #include "kernels/Arguments.h"
 #include "kernels/ElementwisePlan.h"
 
-#include <bit>
 #include <functional>
 
 namespace tritium::kernels {
@@ -53,7 +52,7 @@ static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, 
                               int64_t n, ElementwiseKind kind, bool rerunSafe, CUstream stream,
                               const std::function<void(const ElementwisePlan &)> &launch) {
   return choosePlan<ElementwisePlan>(
-      given, {kernel, elementwiseBucket(dtype, n)}, {kernel, {int64_t(dtype), n}, rerunSafe},
+      given, {kernel, {int64_t(dtype), n}, rerunSafe}, [&] { return elementwiseBucket(dtype, n); },
       stream, [&] { return planElementwise(n, dtype, kind); },
       [&] { return elementwiseCandidates(n, dtype, kind); }, launch);
 }
@@ -65,8 +64,8 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
   args.atLeast("n", n, 0);
   if (n == 0)
     return;
-  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
-    args.fail("the plan's block is " + std::to_string(given->block) + ", not a power of two");
+  if (given)
+    args.planBlock(given->block);
   auto launch = [&](const ElementwisePlan &plan) {
     bool wide = plan.wide(n);
     std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
@@ -90,8 +89,8 @@ void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t
   args.fraction("p", p, false);
   if (n == 0)
     return;
-  if (given && (given->block < 1 || !std::has_single_bit(uint64_t(given->block))))
-    args.fail("the plan's block is " + std::to_string(given->block) + ", not a power of two");
+  if (given)
+    args.planBlock(given->block);
   bool seed32 = seed >= INT32_MIN && seed <= INT32_MAX;
   KernelArg seedArg = seed32 ? KernelArg(int32_t(seed)) : KernelArg(seed);
   KernelArg pArg{float(p)}, scale{float(1.0 / (1.0 - p))};

@@ -177,8 +177,8 @@ struct RowLaunch {
                  const std::function<bool(const RowPlan &)> &fits = nullptr,
                  int64_t workspaceBytes = 0) const {
     return choosePlan<RowPlan>(
-        given, {kernel, rowBucket(dtype, rows, cols)},
-        {kernel, {int64_t(dtype), rows, cols, workspaceBytes}, rerunSafe}, stream,
+        given, {kernel, {int64_t(dtype), rows, cols, workspaceBytes}, rerunSafe},
+        [&] { return rowBucket(dtype, rows, cols); }, stream,
         [&] { return backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype); },
         [&] {
           std::vector<RowPlan> candidates;

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         dw(size_t(N) * 2), db(size_t(N) * 2), mean(size_t(M) * 4), rstd(size_t(M) * 4),
         loss(size_t(M) * 4), lse(size_t(M) * 4), stats(8), targets(size_t(M) * 8);
     for (rt::DeviceBuffer *buf : {&x, &dy, &w, &b})
-      buf->fill32(0x3c003c00u); // 1.0 in bf16 halves... and fp16: finite values either way
+      buf->fill32(0x3c003c00u); // finite bf16 values (0.0078125): only the timing matters
     targets.fill32(0);
     size_t wsBytes =
         std::max(k::layerNormBackwardWorkspaceBytes(M, N), k::rmsNormBackwardWorkspaceBytes(M, N));

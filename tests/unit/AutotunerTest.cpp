@@ -142,7 +142,7 @@ TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
   int made = 0;
   auto choose = [&] {
     return choosePlan<RowPlan>(
-        nullptr, kKey, {kKey.kernel, {4096}, true}, nullptr,
+        nullptr, {kKey.kernel, {4096}, true}, [] { return kKey.bucket; }, nullptr,
         [&] {
           ++made;
           return planned;

@@ -84,35 +84,65 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
     return std::string("no error");
   };
   HostBuffer a(64), b(64);
-  EXPECT_NE(message([&] { kernels::vectorAdd(Dtype::fp32, nullptr, a.data(), b.data(), 4, nullptr); })
-                .find("vectorAdd: out is null"),
-            std::string::npos);
-  EXPECT_NE(message([&] { kernels::dropout(Dtype::fp32, a.data(), b.data(), 4, 1.0, 0, nullptr); })
-                .find("dropout: p is 1"),
+  EXPECT_NE(message([&] {
+              kernels::vectorAdd(Dtype::fp32, nullptr, a.data(), b.data(), 4, nullptr);
+            }).find("vectorAdd: out is null"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              kernels::layerNormForward(Dtype::fp32, {.y = a.data(), .x = b.data(),
-                                                      .weight = a.data(), .rows = 2, .cols = 8,
-                                                      .xStride = 4},
-                                        nullptr);
-            }).find("layerNormForward: xStride is 4 elements, shorter than a row of 8"),
+              kernels::dropout(Dtype::fp32, a.data(), b.data(), 4, 1.0, 0, nullptr);
+            }).find("dropout: p is 1"),
             std::string::npos);
+  EXPECT_NE(
+      message([&] {
+        kernels::layerNormForward(
+            Dtype::fp32,
+            {.y = a.data(), .x = b.data(), .weight = a.data(), .rows = 2, .cols = 8, .xStride = 4},
+            nullptr);
+      }).find("layerNormForward: xStride is 4 elements, shorter than a row of 8"),
+      std::string::npos);
   EXPECT_NE(message([&] {
-              kernels::rmsNormBackward(Dtype::fp32, {.dx = a.data(), .dweight = a.data(),
-                                                     .dy = a.data(), .x = a.data(),
-                                                     .weight = a.data(), .rstd = (float *)b.data(),
-                                                     .rows = 2, .cols = 8,
-                                                     .workspace = b.data(), .workspaceBytes = 4},
+              kernels::rmsNormBackward(Dtype::fp32,
+                                       {.dx = a.data(),
+                                        .dweight = a.data(),
+                                        .dy = a.data(),
+                                        .x = a.data(),
+                                        .weight = a.data(),
+                                        .rstd = (float *)b.data(),
+                                        .rows = 2,
+                                        .cols = 8,
+                                        .workspace = b.data(),
+                                        .workspaceBytes = 4},
                                        nullptr);
             }).find("rmsNormBackward: workspaceBytes is 4"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              kernels::crossEntropyForward(Dtype::fp32, {.loss = (float *)a.data(),
-                                                         .lse = (float *)a.data(),
-                                                         .logits = b.data(), .targets = nullptr,
-                                                         .rows = 1, .vocab = 4},
+              kernels::crossEntropyForward(Dtype::fp32,
+                                           {.loss = (float *)a.data(),
+                                            .lse = (float *)a.data(),
+                                            .logits = b.data(),
+                                            .targets = nullptr,
+                                            .rows = 1,
+                                            .vocab = 4},
                                            nullptr);
             }).find("crossEntropyForward: targets is null"),
+            std::string::npos);
+  kernels::ElementwisePlan oddBlock{.block = 1000};
+  EXPECT_NE(message([&] {
+              kernels::vectorAdd(Dtype::fp32, a.data(), a.data(), b.data(), 4, nullptr, &oddBlock);
+            }).find("vectorAdd: the plan's block is 1000, not a power of two"),
+            std::string::npos);
+  kernels::CrossEntropyPlan oddColumns{.block = 3000};
+  int64_t target = 0;
+  EXPECT_NE(message([&] {
+              kernels::crossEntropyForward(Dtype::fp32,
+                                           {.loss = (float *)a.data(),
+                                            .lse = (float *)a.data(),
+                                            .logits = b.data(),
+                                            .targets = &target,
+                                            .rows = 1,
+                                            .vocab = 4},
+                                           nullptr, &oddColumns);
+            }).find("crossEntropyForward: the plan's block is 3000, not a power of two"),
             std::string::npos);
 }
 
