@@ -1,6 +1,7 @@
 // Each program sums a strip of BLOCK_C columns over all parts, BLOCK_P parts at a time as one
 // 2-D tile, so that a few hundred parts take a few steps of wide loads rather than hundreds of
-// dependent ones.
+// dependent ones. Short rows take narrow strips (32 columns: one 128-byte line per part) and
+// tall tiles, so that a row of 1024 columns still spreads over 32 programs.
 #include "kernels/ColumnSum.h"
 
 #include "kernels/Arguments.h"
@@ -37,9 +38,11 @@ void columnSum(Dtype outType, void *out, const float *partial, int64_t parts, in
                CUstream stream) {
   Arguments args("columnSum");
   KernelArg o = args.pointer("out", out), p = args.pointer("partial", partial);
-  // 4 warps over a [BLOCK_P, 64] tile: 16 values per thread per step.
-  const int64_t blockC = 64;
-  const int64_t blockP = std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 32);
+  // 4 warps over a [BLOCK_P, BLOCK_C] tile of at most 4096 values: up to 32 loads in flight per
+  // thread, each step.
+  const int64_t blockC = cols <= 8192 ? 32 : 64;
+  const int64_t blockP =
+      std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 4096 / blockC);
   KernelArg n{int32_t(parts)}, c{int32_t(cols)};
   Specialization spec = Specialization{.signature = {"*" + dtypeName(outType), "*fp32", "i32",
                                                      "i32"},

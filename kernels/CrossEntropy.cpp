@@ -20,20 +20,30 @@ namespace tritium::kernels {
 
 using namespace tritium::dsl;
 
+// A program takes ROWS rows per step: one row (a [BLOCK] block, through the cp.async ring when
+// num_stages > 1) or, with ROWS > 1, a [ROWS, BLOCK] tile of several rows loaded side by side
+// (plain loads), so that each step has more bytes in flight and the end-of-row reductions, where
+// no load is outstanding, come once per ROWS rows.
 static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets, Int stride,
                                   Int n_rows, Int vocab, Int ignore_index, Float smoothing,
-                                  int BLOCK, int num_stages, int SMOOTH) {
-  auto cols = arange(0, BLOCK);
-  for (auto row : range(program_id(0), n_rows, num_programs(0), 1)) {
-    auto base = logits + row * stride;
+                                  int BLOCK, int ROWS, int num_stages, int SMOOTH) {
+  const bool tile = ROWS > 1;
+  auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
+  std::vector<int64_t> shape = tile ? std::vector<int64_t>{ROWS, BLOCK} : std::vector<int64_t>{BLOCK};
+  const int axis = tile ? 1 : 0; // the columns' axis
+  auto tiles = tile ? (n_rows + (ROWS - 1)) / ROWS : n_rows;
+  for (auto step : range(program_id(0), tiles, num_programs(0), 1)) {
+    auto row = tile ? step * ROWS + arange(0, ROWS) : step; // [ROWS] or a scalar
+    auto rowMask = row < n_rows;
+    auto base = logits + (tile ? row(_, None) : row) * stride;
     // -FLT_MAX, not -inf: x - m is then never inf - inf, so -inf logits need no test (the
     // exp gives 0), and a row of only -inf logits still ends with s = 0, lse = -inf.
-    auto m = full({BLOCK}, -FLT_MAX, float32);
-    auto s = zeros({BLOCK}, float32);
-    auto total = zeros({BLOCK}, float32); // the row's sum, for label smoothing
+    auto m = full(shape, -FLT_MAX, float32);
+    auto s = zeros(shape, float32);
+    auto total = zeros(shape, float32); // the row's sum, for label smoothing
     for (auto off : range(0, vocab, BLOCK, num_stages)) {
       auto c = off + cols;
-      auto mask = c < vocab;
+      auto mask = tile ? rowMask(_, None) & (c < vocab) : c < vocab;
       auto x = cast(load(base + c, mask, -INFINITY), float32);
       auto e = exp(-abs(x - m));
       auto larger = x > m;
@@ -42,16 +52,25 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
       if (SMOOTH)
         total = total + where(mask, x, 0.0);
     }
-    auto row_max = max(m, 0);
-    auto lse = row_max + log(sum(s * exp(m - row_max), 0)); // only -inf: -FLT_MAX + log 0
-    auto t = load(targets + row);
+    auto row_max = max(m, axis);
+    auto spread = tile ? row_max(_, None) : row_max;
+    auto lse = row_max + log(sum(s * exp(m - spread), axis)); // only -inf: -FLT_MAX + log 0
+    auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
     auto counted = t != ignore_index;
     auto inside = (t >= 0) & (t < vocab);
-    auto xt = cast(load(base + t, counted & inside, 0.0), float32);
+    auto at = logits + row * stride + t;
+    auto xt = cast(load(at, (tile ? rowMask & counted : counted) & inside, 0.0), float32);
     auto nll = lse - xt;
-    auto value = SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - sum(total, 0) / vocab) : nll;
-    store(loss + row, where(counted, where(inside, value, NAN), 0.0));
-    store(lse_out + row, lse);
+    auto value =
+        SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - sum(total, axis) / vocab) : nll;
+    auto v = where(counted, where(inside, value, NAN), 0.0);
+    if (tile) {
+      store(loss + row, v, rowMask);
+      store(lse_out + row, lse, rowMask);
+    } else {
+      store(loss + row, v);
+      store(lse_out + row, lse);
+    }
   }
 }
 
@@ -71,26 +90,53 @@ static void cross_entropy_mean(Ptr stats, Ptr loss, Ptr targets, Int n_rows, Int
   store(stats + 1, count);
 }
 
+// The gradient of ROWS rows per step, as the forward walks them. ALIGN > 1 (one row per step;
+// logits and dlogits 16-byte aligned with one stride that is not a multiple of ALIGN elements):
+// each row's first elements up to a 16-byte boundary go on their own, so that the rest of the
+// row is read and written in 16-byte vectors although rows start anywhere (a vocabulary of
+// 50257).
 static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse, Ptr stats,
                                    Int x_stride, Int dx_stride, Int n_rows, Int vocab,
                                    Int ignore_index, Float smoothing, Float grad, int BLOCK,
-                                   int num_stages, int MEAN) {
-  auto cols = arange(0, BLOCK);
+                                   int ROWS, int num_stages, int ALIGN, int MEAN) {
+  const bool tile = ROWS > 1;
+  auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   auto scale = MEAN ? grad / load(stats + 1) : grad * 1.0;
-  for (auto row : range(program_id(0), n_rows, num_programs(0), 1)) {
-    auto t = load(targets + row);
+  auto tiles = tile ? (n_rows + (ROWS - 1)) / ROWS : n_rows;
+  for (auto step : range(program_id(0), tiles, num_programs(0), 1)) {
+    auto row = tile ? step * ROWS + arange(0, ROWS) : step;
+    auto rowMask = row < n_rows;
+    auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
     auto inside = (t >= 0) & (t < vocab);
     auto row_scale = where(t != ignore_index, where(inside, scale, NAN), 0.0);
-    auto l = load(lse + row);
-    auto in = logits + row * x_stride;
-    auto out = dlogits + row * dx_stride;
+    auto l = tile ? load(lse + row, rowMask, 0.0) : load(lse + row);
+    // Per-row values spread over the columns.
+    auto spread = [&](const Value &v) { return tile ? v(_, None) : v; };
     auto uniform = smoothing / vocab;
-    for (auto off : range(0, vocab, BLOCK, num_stages)) {
-      auto c = off + cols;
-      auto mask = c < vocab;
-      auto x = cast(load(in + c, mask, 0.0), float32);
-      auto g = exp(x - l) - where(c == t, 1.0 - smoothing, 0.0) - uniform;
-      store(out + c, cast(g * row_scale, dlogits.dtype()), mask);
+    // The gradient at columns c of this row (or rows), where `mask` holds.
+    auto gradient = [&](const Value &in, const Value &out, const Value &c, const Value &mask) {
+      auto x = cast(load(in, mask, 0.0), float32);
+      auto g = exp(x - spread(l)) - where(c == spread(t), 1.0 - smoothing, 0.0) - uniform;
+      store(out, cast(g * spread(row_scale), dlogits.dtype()), mask);
+    };
+    if (ALIGN > 1) {
+      auto start = row * x_stride; // dx_stride == x_stride
+      auto head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
+      auto hc = arange(0, ALIGN);
+      gradient(logits + start + hc, dlogits + start + hc, hc, hc < head);
+      for (auto off : range(head, vocab, BLOCK, num_stages)) {
+        auto at = multiple_of(start + off, {ALIGN}); // a 16-byte boundary
+        auto c = off + cols;
+        gradient(logits + at + cols, dlogits + at + cols, c, c < vocab);
+      }
+    } else {
+      auto in = logits + spread(row) * x_stride;
+      auto out = dlogits + spread(row) * dx_stride;
+      for (auto off : range(0, vocab, BLOCK, num_stages)) {
+        auto c = off + cols;
+        auto mask = tile ? rowMask(_, None) & (c < vocab) : c < vocab;
+        gradient(in + c, out + c, c, mask);
+      }
     }
   }
 }
@@ -98,7 +144,7 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
 static Kernel &forwardKernel() {
   static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
                          {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
-                          "ignore_index", "smoothing", "BLOCK", "num_stages", "SMOOTH"});
+                          "ignore_index", "smoothing", "BLOCK", "ROWS", "num_stages", "SMOOTH"});
   return k;
 }
 static Kernel &meanKernel() {
@@ -110,7 +156,8 @@ static Kernel &backwardKernel() {
   static auto k =
       kernel("cross_entropy_backward", cross_entropy_backward,
              {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride", "n_rows",
-              "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "num_stages", "MEAN"});
+              "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "ROWS", "num_stages", "ALIGN",
+              "MEAN"});
   return k;
 }
 
@@ -121,14 +168,21 @@ CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype) {
 
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype) {
   std::vector<CrossEntropyPlan> out{planCrossEntropy(vocab, dtype)};
+  auto add = [&](const CrossEntropyPlan &p) {
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const CrossEntropyPlan &q) { return q.fields() == p.fields(); }))
+      out.push_back(p);
+  };
   for (int64_t block : {2048, 4096, 8192})
     for (int warps : {4, 8})
-      for (int stages : {1, 2, 3}) {
-        CrossEntropyPlan p{.block = block, .numWarps = warps, .numStages = stages};
-        if (std::none_of(out.begin(), out.end(),
-                         [&](const CrossEntropyPlan &q) { return q.fields() == p.fields(); }))
-          out.push_back(p);
-      }
+      for (int stages : {1, 2, 3})
+        add({.block = block, .numWarps = warps, .numStages = stages});
+  // Several rows per step, plain loads.
+  for (int rows : {2, 4})
+    for (int64_t block : {1024, 2048, 4096})
+      for (int warps : {4, 8})
+        if (rows * block <= 8192)
+          add({.block = block, .rowsPerStep = rows, .numWarps = warps, .numStages = 1});
   return out;
 }
 
@@ -149,6 +203,17 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       [&] { return crossEntropyCandidates(vocab, dtype); }, launch);
 }
 
+static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
+  args.planBlock(p.block);
+  if (p.rowsPerStep < 1 || p.rowsPerStep > 16 || !std::has_single_bit(unsigned(p.rowsPerStep)))
+    args.fail("the plan's rowsPerStep is " + std::to_string(p.rowsPerStep) +
+              ", not a power of two from 1 to 16");
+  if (p.rowsPerStep > 1 && p.numStages != 1)
+    args.fail("the plan takes " + std::to_string(p.rowsPerStep) + " rows per step with " +
+              std::to_string(p.numStages) + " stages: tiles of several rows use plain loads " +
+              "(numStages 1)");
+}
+
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
   args.atLeast("rows", rows, 0);
   args.atLeast("vocab", vocab, 1);
@@ -166,7 +231,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   args.rowStride("logitsStride", stride, a.vocab);
   args.fraction("labelSmoothing", a.labelSmoothing, true);
   if (given)
-    args.planBlock(given->block);
+    checkPlan(args, *given);
   if (a.rows == 0)
     return;
   std::string idx = indexType(a.rows * stride);
@@ -178,12 +243,14 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
     Specialization spec =
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
                                      "i32", "i64", "fp32"},
-                       .constexprs = {plan.block, plan.numStages, smoothing ? 1 : 0},
+                       .constexprs = {plan.block, plan.rowsPerStep, plan.numStages,
+                                      smoothing ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
     CompiledKernel &k = forwardKernel().compile(spec);
-    k.launch(k.persistentGrid(a.rows), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
+    int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
+    k.launch(k.persistentGrid(steps), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
   };
   int64_t rowsBytes = ((a.rows - 1) * stride + a.vocab) * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{a.loss, a.rows * 4}, {a.lse, a.rows * 4}},
@@ -212,7 +279,7 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   args.rowStride("dlogitsStride", ds, a.vocab);
   args.fraction("labelSmoothing", a.labelSmoothing, true);
   if (given)
-    args.planBlock(given->block);
+    checkPlan(args, *given);
   if (a.dlogits == a.logits && xs != ds)
     args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
   if (a.rows == 0)
@@ -222,19 +289,25 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   KernelArg sx = index(xs), sd = index(ds), r(int32_t(a.rows)), v(int32_t(a.vocab)),
             ignore(a.ignoreIndex), smooth(a.labelSmoothing), grad(a.gradLoss);
   std::string type = "*" + dtypeName(dtype);
+  // Rows that start anywhere (a stride not a multiple of 16 bytes) peel their first elements
+  // when both tensors share the stride and start on 16-byte boundaries.
+  int64_t e = dtypeBytes(dtype), vector = 16 / e;
+  bool aligned = uintptr_t(a.dlogits) % 16 == 0 && uintptr_t(a.logits) % 16 == 0;
+  int64_t align = xs == ds && xs % vector != 0 && aligned && a.vocab >= 4 * vector ? vector : 1;
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
         Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
                                      "i64", "fp32", "fp32"},
-                       .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0},
+                       .constexprs = {plan.block, plan.rowsPerStep, plan.numStages,
+                                      plan.rowsPerStep == 1 ? align : 1, a.stats ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
     CompiledKernel &k = backwardKernel().compile(spec);
-    k.launch(k.persistentGrid(a.rows), stream,
+    int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
+    k.launch(k.persistentGrid(steps), stream,
              {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
   };
-  int64_t e = dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{a.dlogits, ((a.rows - 1) * ds + a.vocab) * e}},
                                {{a.logits, ((a.rows - 1) * xs + a.vocab) * e},
                                 {a.targets, a.rows * 8},

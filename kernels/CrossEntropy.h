@@ -46,16 +46,19 @@ struct CrossEntropyBackwardArgs {
 
 // Columns per step, warps and the depth of the cp.async ring over a row's blocks.
 struct CrossEntropyPlan {
-  int64_t block = 4096;
+  int64_t block = 4096; // columns per step
+  // Rows per step: above 1, a [rowsPerStep, block] tile of rows side by side (plain loads; then
+  // numStages must be 1).
+  int rowsPerStep = 1;
   int numWarps = 8;
   int numStages = 3;
   PlanFields fields() const {
-    return {{"block", block}, {"warps", numWarps}, {"stages", numStages}};
+    return {{"block", block}, {"rows", rowsPerStep}, {"warps", numWarps}, {"stages", numStages}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
-// loads) or rings of 2 or 3.
+// loads) or rings of 2 or 3; and tiles of 2 or 4 rows of up to 8192 elements in all.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward

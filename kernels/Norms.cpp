@@ -9,9 +9,11 @@
 
 #include "frontend/DSL.h"
 #include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
 #include "kernels/ColumnSum.h"
 #include "kernels/RowTile.h"
+#include "runtime/Device.h"
 
 #include <algorithm>
 #include <functional>
@@ -272,7 +274,10 @@ size_t rmsNormBackwardWorkspaceBytes(int64_t rows, int64_t cols, const RowPlan *
 // workspace holds `arrays` partial sums per cluster.
 static int64_t backwardGrid(RowLaunch &l, const RowPlan &p, CompiledKernel &k,
                             size_t workspaceBytes, int arrays, int64_t *clusters) {
-  int64_t grid = k.persistentGrid(p.maxPartials(l.rows));
+  int64_t partials = tritium::interpreting()
+                         ? p.maxPartials(l.rows)
+                         : p.partialsOn(l.rows, rt::Context::current().props().smCount);
+  int64_t grid = k.persistentGrid(partials);
   *clusters = grid / p.clusterSize;
   size_t need = size_t(*clusters * l.cols * 4 * arrays);
   if (workspaceBytes < need)

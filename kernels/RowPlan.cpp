@@ -8,7 +8,8 @@ namespace tritium::kernels {
 std::string RowPlan::str() const {
   return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
-         ", stages " + std::to_string(numStages);
+         ", stages " + std::to_string(numStages) +
+         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "");
 }
 
 PlanFields RowPlan::fields() const {
@@ -16,7 +17,8 @@ PlanFields RowPlan::fields() const {
           {"rows_per_tile", rowsPerTile},
           {"cluster", clusterSize},
           {"warps", numWarps},
-          {"stages", numStages}};
+          {"stages", numStages},
+          {"programs_per_sm", programsPerSM}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -34,6 +36,13 @@ int64_t RowPlan::maxPartials(int64_t rows) const {
   // 512 programs fill the H200's 132 SMs several times over; more would only add partial sums.
   constexpr int64_t kMaxPrograms = 512;
   return std::max<int64_t>(1, std::min(tiles(rows), kMaxPrograms / clusterSize));
+}
+
+int64_t RowPlan::partialsOn(int64_t rows, int smCount) const {
+  int64_t most = maxPartials(rows);
+  if (programsPerSM > 0)
+    most = std::min(most, std::max<int64_t>(1, int64_t(programsPerSM) * smCount / clusterSize));
+  return most;
 }
 
 // fp32 values per thread and array: enough independent loads per thread to cover DRAM latency,
@@ -95,6 +104,19 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
           add(p);
         }
     }
+  // Fewer, larger programs for the backward: one or two per SM holding a tile of rows, so that
+  // column_sum adds a partial sum per SM instead of up to 512 (rows of a few thousand columns,
+  // where adding the partials is a large part of the time).
+  if (backward)
+    for (int perThread : {8, 16})
+      for (int64_t minTile : {4096, 8192})
+        for (int perSM : {1, 2}) {
+          RowPlan p = plan(cols, perThread, minTile);
+          if (p.clusterSize != 1)
+            continue;
+          p.programsPerSM = perSM;
+          add(p);
+        }
   // Rows split over a cluster: CTAs of 8 or 16 warps over more programs, so that several
   // clusters share an SM and one row's cluster sums overlap another's loads (a CTA of 32 warps
   // leaves each SM one row at a time).

@@ -19,6 +19,9 @@ struct RowPlan {
   int clusterSize = 1;  // programs sharing a row (each holds `block` of its columns)
   int numWarps = 4;
   int numStages = 2; // the ring of rows loaded ahead (1-row tiles only)
+  // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
+  // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
+  int programsPerSM = 0;
 
   int64_t maxCols() const { return block * clusterSize; }
   PlanFields fields() const;
@@ -32,6 +35,8 @@ struct RowPlan {
   // Backward kernels keep one partial sum of the weight gradients per cluster: at most this
   // many clusters run, so the partial sums stay small beside the rows.
   int64_t maxPartials(int64_t rows) const;
+  // maxPartials on a GPU of `smCount` SMs, after programsPerSM's cap.
+  int64_t partialsOn(int64_t rows, int smCount) const;
 };
 
 // Forward kernels hold one array per row (x); backward ones hold x, dy and the weight gradient

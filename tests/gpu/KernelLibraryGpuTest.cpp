@@ -111,9 +111,15 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
     }
   }
   for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
-    SCOPED_TRACE("cross-entropy block " + std::to_string(p.block));
+    SCOPED_TRACE("cross-entropy block " + std::to_string(p.block) + " x " +
+                 std::to_string(p.rowsPerStep) + " rows, stages " + std::to_string(p.numStages));
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
                                     {33, 32000, 32008, 0.1f, false}, &p);
+    // Rows that start anywhere: the backward peels each row's head (fp16: 8-element vectors).
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp16,
+                                    {19, 3001, 3001, 0.0f, false, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
+                                    {9, 50257, 50257, 0.1f, true, true}, &p);
   }
   for (const kernels::ElementwisePlan &p :
        kernels::elementwiseCandidates(1000003, Dtype::fp16, kernels::ElementwiseKind::Add)) {

@@ -74,6 +74,19 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
   }
 }
 
+// Every plan the autotuner may pick on a GPU, on rows that start anywhere (the backward's
+// peeled head) and rows on 16-byte boundaries.
+TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
+  for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
+    SCOPED_TRACE("block " + std::to_string(p.block) + " x " + std::to_string(p.rowsPerStep) +
+                 " rows, stages " + std::to_string(p.numStages));
+    checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {7, 301, 301, 0.0f, false, true},
+                                  &p);
+    checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
+                                  &p);
+  }
+}
+
 TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
   auto message = [](const std::function<void()> &f) {
     try {
@@ -143,6 +156,18 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
                                             .vocab = 4},
                                            nullptr, &oddColumns);
             }).find("crossEntropyForward: the plan's block is 3000, not a power of two"),
+            std::string::npos);
+  kernels::CrossEntropyPlan ringedTile{.block = 1024, .rowsPerStep = 2, .numStages = 3};
+  EXPECT_NE(message([&] {
+              kernels::crossEntropyForward(Dtype::fp32,
+                                           {.loss = (float *)a.data(),
+                                            .lse = (float *)a.data(),
+                                            .logits = b.data(),
+                                            .targets = &target,
+                                            .rows = 1,
+                                            .vocab = 4},
+                                           nullptr, &ringedTile);
+            }).find("crossEntropyForward: the plan takes 2 rows per step with 3 stages"),
             std::string::npos);
 }
 
