@@ -38,12 +38,17 @@ Group philox4x32(const Operand &c0, const Operand &c1, const Operand &c2, const 
     userError("philox4x32: n_rounds must be from 1 to 64, got " + std::to_string(n_rounds), loc);
   Value x0 = c0 * 1u, x1 = c1 * 1u, x2 = c2 * 1u, x3 = c3 * 1u; // values of their own
   Value key0 = k0 * 1u, key1 = k1 * 1u;
+  // Each round's products as one 32 x 32 -> 64-bit multiply (mul.wide.u32: one wide IMAD)
+  // whose halves are the high and low words, rather than a mul.hi and a mul.lo of the same
+  // operands.
+  auto product = [&](const Value &a, uint32_t m) { return cast(a, uint64, l) * uint64_t(m); };
+  auto high = [&](const Value &p) { return cast(p >> uint64_t(32), uint32, l); };
   for (int r = 0; r < n_rounds; ++r) {
-    Value a0 = x0, a2 = x2;
-    x0 = umulhi(a2, kRoundB, l) ^ x1 ^ key0;
-    x2 = umulhi(a0, kRoundA, l) ^ x3 ^ key1;
-    x1 = a2 * kRoundB;
-    x3 = a0 * kRoundA;
+    Value pB = product(x2, kRoundB), pA = product(x0, kRoundA);
+    x0 = high(pB) ^ x1 ^ key0;
+    x2 = high(pA) ^ x3 ^ key1;
+    x1 = cast(pB, uint32, l);
+    x3 = cast(pA, uint32, l);
     key0 = key0 + kKeyA;
     key1 = key1 + kKeyB;
   }

@@ -3,7 +3,7 @@
 // short rows as a 2-D tile; a row too long for one program's registers is split over a
 // thread-block cluster whose row sums go through distributed shared memory. The row is read
 // once: mean and variance come from the registers (two steps, not E[x^2] - E[x]^2, which
-// cancels). The backward keeps each program's weight-gradient sums in registers over all its
+// cancels). The backward loads each row's saved statistics one row ahead and keeps each program's weight-gradient sums in registers over all its
 // rows, writes them once as fp32 partial sums, and column_sum adds the programs' partials.
 #include "kernels/Norms.h"
 
@@ -55,12 +55,19 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
   auto dw = zeros({BLOCK}, float32);
   auto db = zeros({BLOCK}, float32);
+  auto ahead = [&](const Value &tile, const Value &p) {
+    return RowTile::loadPerRowAhead(cols, tile, n_rows, p);
+  };
+  auto meanNext = ahead(firstTile(), mean), rstdNext = ahead(firstTile(), rstd);
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
+    auto meanHere = meanNext, rstdHere = rstdNext;
+    meanNext = ahead(tile + tileStep(), mean);
+    rstdNext = ahead(tile + tileStep(), rstd);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0), float32);
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0), float32);
-    auto rs = t.expand(t.loadPerRow(rstd));
-    auto xhat = where(t.mask, (xv - t.expand(t.loadPerRow(mean))) * rs, 0.0);
+    auto rs = t.expand(rstdHere);
+    auto xhat = where(t.mask, (xv - t.expand(meanHere)) * rs, 0.0);
     auto wdy = wv * g;
     auto c1 = t.rowSum(xhat * wdy) / n_cols;
     auto c2 = t.rowSum(wdy) / n_cols;
@@ -101,11 +108,14 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
   auto dw = zeros({BLOCK}, float32);
+  auto rstdNext = RowTile::loadPerRowAhead(cols, firstTile(), n_rows, rstd);
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
+    auto rstdHere = rstdNext;
+    rstdNext = RowTile::loadPerRowAhead(cols, tile + tileStep(), n_rows, rstd);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0), float32);
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0), float32);
-    auto rs = t.expand(t.loadPerRow(rstd));
+    auto rs = t.expand(rstdHere);
     auto xhat = xv * rs;
     auto wdy = wv * g;
     auto c1 = t.rowSum(xhat * wdy) / n_cols;

@@ -65,6 +65,15 @@ struct RowTile {
     using namespace dsl;
     return c.rows == 1 ? load(ptr + index) : load(ptr + index, rowMask, 0.0);
   }
+  // The per-row values of the tile `tile` (0 past the last row), made before the loop for the
+  // first tile and in the body for the next: a load one tile ahead, so that its latency hides
+  // behind this tile's work instead of stalling each step (the ring holds only whole rows).
+  static dsl::Value loadPerRowAhead(const RowColumns &c, const dsl::Value &tile,
+                                    const dsl::Value &n_rows, const dsl::Value &ptr) {
+    using namespace dsl;
+    dsl::Value index = c.rows == 1 ? tile : tile * c.rows + arange(0, c.rows);
+    return load(ptr + index, index < n_rows, 0.0);
+  }
   // A tile's values summed over its rows: [block] (the weight gradients' partial sums).
   dsl::Value columnSum(const dsl::Value &x) const { return c.rows == 1 ? x : dsl::sum(x, 0); }
 
