@@ -106,6 +106,10 @@ if(TARGET tritium_tests)
   set_target_properties(tritium_tests random_programs PROPERTIES INSTALL_RPATH "$ORIGIN")
   list(APPEND TRITIUM_BUNDLE tritium_tests random_programs)
 endif()
+# The ahead-of-time consumer needs only libcuda: run it on the GPU machine to check AOT launchers.
+if(TARGET aot_consumer)
+  list(APPEND TRITIUM_BUNDLE aot_consumer)
+endif()
 # (COMPONENT and EXCLUDE_FROM_ALL apply to the artifact kind they follow: both kinds need them.)
 install(TARGETS ${TRITIUM_BUNDLE}
   LIBRARY DESTINATION . COMPONENT device_bundle EXCLUDE_FROM_ALL
