@@ -249,7 +249,10 @@ aot::Variant variantOf(const std::string &name, Flags &opts) {
       try {
         v.when.push_back(aot::Condition::parse(list.substr(pos, comma - pos)));
       } catch (const std::exception &e) {
-        usageError(std::string("--when: ") + e.what());
+        std::string what = e.what();
+        if (what.rfind("error: ", 0) == 0) // the usage error says it is one
+          what = what.substr(7);
+        usageError("--when: " + what);
       }
       pos = comma + 1;
     }
