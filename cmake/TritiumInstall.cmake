@@ -28,7 +28,7 @@ set(TRITIUM_PUBLIC_HEADERS
   compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def compiler/support/Error.h
   interpreter/Interpreter.h interpreter/Memory.h
   runtime/Device.h runtime/Driver.h runtime/Memory.h runtime/Module.h runtime/Grid.h
-  kernels/capi/tritium_kernels.h)
+  kernels/capi/tritium_kernels.h aot/Aot.h)
 file(GLOB TRITIUM_KERNEL_HEADERS RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/kernels/*.h")
 foreach(header IN LISTS TRITIUM_PUBLIC_HEADERS TRITIUM_KERNEL_HEADERS)
@@ -78,6 +78,7 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/install/tritiumConfigVer
   VERSION "${PROJECT_VERSION}" COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/install/tritiumConfig.cmake"
   "${PROJECT_BINARY_DIR}/install/tritiumConfigVersion.cmake"
+  "${PROJECT_SOURCE_DIR}/cmake/TritiumAot.cmake"
   DESTINATION "${TRITIUM_CMAKE_DIR}")
 
 # --- pkg-config --------------------------------------------------------------------------------
@@ -105,6 +106,10 @@ set(TRITIUM_BUNDLE tritium tritium_kernels_c fused_softmax transformer_block tri
 if(TARGET tritium_tests)
   set_target_properties(tritium_tests random_programs PROPERTIES INSTALL_RPATH "$ORIGIN")
   list(APPEND TRITIUM_BUNDLE tritium_tests random_programs)
+endif()
+# The ahead-of-time consumer needs only libcuda: run it on the GPU machine to check AOT launchers.
+if(TARGET aot_consumer)
+  list(APPEND TRITIUM_BUNDLE aot_consumer)
 endif()
 # (COMPONENT and EXCLUDE_FROM_ALL apply to the artifact kind they follow: both kinds need them.)
 install(TARGETS ${TRITIUM_BUNDLE}

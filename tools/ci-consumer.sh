@@ -8,7 +8,9 @@
 #      CMAKE_PREFIX_PATH=<prefix> (find_package(tritium)), built and run (main.cpp through
 #      tritium::tritium and tritium::kernels, capi.c through tritium::kernels_c);
 #   4. find_package(tritium 0.0 / 0.2 / 1.0) refused (the version rule, SameMinorVersion);
-#   5. the same main.cpp built with one g++ command line from `pkg-config --cflags --libs` and run.
+#   5. the same main.cpp built with one g++ command line from `pkg-config --cflags --libs` and run;
+#   6. consumer_aot: ahead-of-time kernels that the consumer's own generator wrote at build time
+#      (tritium_add_aot_kernels), in a C program that needs libcuda and not libtritium.
 # Neither build may see LLVM's headers, and neither program may link libLLVM or libcuda itself.
 # Usage: tools/ci-consumer.sh [BUILD_DIR]
 set -euo pipefail
@@ -76,6 +78,22 @@ check_needed() {
 check_needed "$work/consumer-build/consumer"
 "$work/consumer-build/consumer"
 "$work/consumer-build/consumer_c"
+
+step "consumer_aot (tritium_add_aot_kernels) needs libcuda, not libtritium"
+aot="$work/consumer-build/consumer_aot"
+[ -e "$work/consumer-build/consumer_aot_aot/scale.cpp" ] || fail "the AOT generator wrote no scale.cpp"
+if readelf -d "$aot" | grep NEEDED | grep -E 'libtritium|libLLVM'; then
+  fail "consumer_aot links tritium or LLVM"
+fi
+readelf -d "$aot" | grep NEEDED | grep -q 'libcuda\.so\.1' || fail "consumer_aot does not link libcuda"
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  "$aot"
+else
+  cuda_stub="$(dirname "$(grep -m1 -o '[^ ]*stubs/libcuda.so' "$work/consumer-build/build.ninja")")"
+  mkdir "$work/driver-stub"
+  ln -s "$cuda_stub/libcuda.so" "$work/driver-stub/libcuda.so.1"
+  LD_LIBRARY_PATH="$work/driver-stub" "$aot"
+fi
 
 step "tritiumConfigVersion.cmake refuses other minor versions (SameMinorVersion)"
 mkdir "$work/version"

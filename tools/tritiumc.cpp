@@ -1,5 +1,7 @@
 // tritiumc: tritium's command-line compiler. Compiles a built-in kernel for given compile-time
-// parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does.
+// parameters and prints (or writes) any stage of the pipeline, as MLIR's toyc -emit= does, or
+// writes ahead-of-time launchers (--emit=aot, aot/Aot.h) of one or several specializations.
+#include "aot/Aot.h"
 #include "compiler/Targets.h"
 #include "kernels/SoftmaxPlan.h"
 #include "frontend/Kernel.h"
@@ -14,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 using namespace tritium;
 
@@ -26,6 +29,9 @@ Compiles a built-in tritium kernel and prints one stage of the pipeline:
   gir   TIR with layouts and shared-memory buffers
   llvm  LLVM IR for nvptx64 after O3
   ptx   PTX from LLVM's NVPTX backend
+  aot   ahead-of-time launchers: <name>.h and <name>.cpp in the folder given by -o (default:
+        the current folder), embedding the cubin (from ptxas) and the PTX, needing only the
+        CUDA driver to build and run (docs/AOT.md)
 
 options:
   --kernel=NAME        built-in kernel: softmax (default) or softmax_backward; the row length
@@ -39,8 +45,8 @@ options:
                        (forward, registers or cluster kernel) instead of a cp.async ring
   --no-bulk-copies     cp.async rings copy 16 bytes per thread even where one bulk copy (TMA)
                        per row would do
-  --emit=STAGE         tir | gir | llvm | ptx (default: ptx)
-  -o FILE              write to FILE instead of standard output
+  --emit=STAGE         tir | gir | llvm | ptx | aot (default: ptx)
+  -o FILE              write to FILE instead of standard output (--emit=aot: a folder)
   --n-cols=N           softmax row length; picks the kernel, BLOCK_SIZE, num_warps and
                        num_stages as the planner does at run time (default 1024)
   --block-size=N       override BLOCK_SIZE (a power of two, or a multiple of 32 x num_warps)
@@ -55,10 +61,31 @@ options:
   --arch=sm_XX         target architecture (default sm_90)
   --ptx-version=N      PTX ISA version x 10 (default 81)
   --no-locations       leave source locations out of tir/gir
+
+ahead-of-time options (--emit=aot; ptxas from $TRITIUM_PTXAS, PATH or /usr/local/cuda/bin):
+  --aot-name=NAME      the files' base name and the launcher's name (default:
+                       <kernel>_<dtype>_<n-cols>); with --aot-variant, the dispatcher's name
+  --aot-variant='VNAME: FLAGS'
+                       one specialization named VNAME (repeat for several): FLAGS are the
+                       options above (--n-cols, --dtype, --signature, --arch, --when, ...),
+                       applied over the ones given outside. The dispatcher NAME launches the
+                       first variant, in the order given, whose ':16' marks and --when
+                       conditions hold for the arguments (and whose dtype is the dtype
+                       argument, when the variants' dtypes differ)
+  --when=CONDS         conditions on integer arguments, comma separated: n_cols<=1024,n_rows>0
+                       (the softmax kernels always add n_cols <= the longest row they run)
+  --grid=RULE          the grid of the launcher that takes a program count: persistent (the
+                       default; SMs x CTAs per SM, as at run time) or per_program; the
+                       planner's one-program-per-row plans get per_program
   --help               show this help
 )";
 
-[[noreturn]] void usageError(const std::string &msg) { tools::usageError("tritiumc", msg); }
+// Names the --aot-variant whose flags are being read, for its usage errors.
+std::string gVariantContext;
+
+[[noreturn]] void usageError(const std::string &msg) {
+  tools::usageError("tritiumc", gVariantContext + msg);
+}
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
   return tools::parseInt("tritiumc", flag, v);
@@ -68,62 +95,53 @@ int parseInt32(const std::string &flag, const std::string &v) {
   return tools::parseInt32("tritiumc", flag, v);
 }
 
-} // namespace
+using Flags = std::map<std::string, std::string>;
 
-int main(int argc, char **argv) {
-  std::map<std::string, std::string> opts;
-  std::string output;
-  bool locations = true;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (a == "-o") {
-      if (i + 1 >= argc)
-        usageError("-o needs a file name");
-      output = argv[++i];
-      continue;
-    }
-    if (a == "--no-locations") {
-      locations = false;
-      continue;
-    }
-    if (a == "--online" || a == "--prefetch" || a == "--no-bulk-copies") {
-      opts[a.substr(2)] = "1";
-      continue;
-    }
-    auto eq = a.find('=');
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos)
-      usageError("unknown argument '" + a + "'");
-    std::string key = a.substr(2, eq - 2);
-    static const char *known[] = {"kernel",     "emit",  "n-cols",      "block-size",
-                                  "num-warps",  "dtype", "num-stages",  "arch",
-                                  "signature",  "ptx-version", "cluster-size",
-                                  "programs-per-cta"};
-    if (std::find(std::begin(known), std::end(known), key) == std::end(known))
-      usageError("unknown option '--" + key + "'");
-    opts[key] = a.substr(eq + 1);
+// Reads one "--key=value" or switch into `opts`; false when `a` is not one of the kernel's
+// options (the caller decides what else it may be).
+bool readKernelFlag(const std::string &a, Flags &opts) {
+  if (a == "--online" || a == "--prefetch" || a == "--no-bulk-copies") {
+    opts[a.substr(2)] = "1";
+    return true;
   }
+  auto eq = a.find('=');
+  if (a.rfind("--", 0) != 0 || eq == std::string::npos)
+    return false;
+  std::string key = a.substr(2, eq - 2);
+  static const char *known[] = {"kernel",     "emit",        "n-cols",       "block-size",
+                                "num-warps",  "dtype",       "num-stages",   "arch",
+                                "signature",  "ptx-version", "cluster-size", "programs-per-cta",
+                                "when",       "grid"};
+  if (std::find(std::begin(known), std::end(known), key) == std::end(known))
+    return false;
+  opts[key] = a.substr(eq + 1);
+  return true;
+}
 
-  std::string kernelName = opts.count("kernel") ? opts["kernel"] : "softmax";
-  if (kernelName != "softmax" && kernelName != "softmax_backward")
-    usageError("unknown kernel '" + kernelName +
+// What the kernel flags choose: the kernel, its specialization and how the AOT launcher uses it.
+struct Choice {
+  std::string kernelName, dtype;
+  int64_t nCols = 0;
+  kernels::SoftmaxPlan plan;
+  Specialization spec;
+};
+
+Choice choose(Flags &opts) {
+  Choice c;
+  c.kernelName = opts.count("kernel") ? opts["kernel"] : "softmax";
+  if (c.kernelName != "softmax" && c.kernelName != "softmax_backward")
+    usageError("unknown kernel '" + c.kernelName +
                "' (built-in kernels: softmax, softmax_backward)");
-  std::string emit = opts.count("emit") ? opts["emit"] : "ptx";
-  std::optional<Stage> stage = parseStage(emit);
-  if (!stage)
-    usageError("--emit must be tir, gir, llvm or ptx, got '" + emit + "'");
-
   int64_t nCols = opts.count("n-cols") ? parseInt("--n-cols", opts["n-cols"]) : 1024;
   if (nCols < 1 || nCols > INT32_MAX) // the kernels take n_cols as an i32
     usageError("--n-cols must be from 1 to 2147483647, got " + std::to_string(nCols));
+  c.nCols = nCols;
   std::string dtype = opts.count("dtype") ? opts["dtype"] : "fp32";
   if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16")
     usageError("--dtype must be fp32, fp16 or bf16, got '" + dtype + "'");
-  kernels::SoftmaxPlan plan = kernelName == "softmax" ? kernels::planSoftmax(nCols, dtype)
-                                                      : kernels::planSoftmaxBackward(nCols, dtype);
+  c.dtype = dtype;
+  kernels::SoftmaxPlan plan = c.kernelName == "softmax" ? kernels::planSoftmax(nCols, dtype)
+                                                        : kernels::planSoftmaxBackward(nCols, dtype);
   if (opts.count("online"))
     plan = kernels::planOnline(plan.direction);
   if (opts.count("cluster-size")) {
@@ -173,9 +191,11 @@ int main(int argc, char **argv) {
       usageError("--programs-per-cta must be from 1 to 32, got " +
                  std::to_string(plan.programsPerCTA));
   }
+  if (opts.count("block-size")) // also bounds the rows the AOT launcher accepts (maxCols)
+    plan.blockSize = parseInt("--block-size", opts["block-size"]);
   Specialization spec = plan.specialization(dtype, 1, nCols);
   if (opts.count("block-size"))
-    spec.constexprs[0] = parseInt("--block-size", opts["block-size"]);
+    spec.constexprs[0] = plan.blockSize;
   if (opts.count("signature")) {
     spec.signature.clear();
     std::string list = opts["signature"];
@@ -198,9 +218,163 @@ int main(int argc, char **argv) {
     if (std::string bad = checkPtxVersion(spec.ptxVersion, spec.arch); !bad.empty())
       usageError("--ptx-version: " + bad);
   }
+  c.plan = plan;
+  c.spec = spec;
+  return c;
+}
+
+// An AOT variant from the kernel flags: the softmax kernels also refuse rows longer than the
+// plan runs, as kernels::softmaxForward does.
+aot::Variant variantOf(const std::string &name, Flags &opts) {
+  Choice c = choose(opts);
+  aot::Variant v;
+  v.name = name;
+  v.kernel = &c.plan.kernel();
+  v.spec = c.spec;
+  v.grid = c.plan.programPerRow ? aot::GridRule::PerProgram : aot::GridRule::Persistent;
+  if (opts.count("grid")) {
+    if (opts["grid"] == "persistent")
+      v.grid = aot::GridRule::Persistent;
+    else if (opts["grid"] == "per_program")
+      v.grid = aot::GridRule::PerProgram;
+    else
+      usageError("--grid must be persistent or per_program, got '" + opts["grid"] + "'");
+  }
+  if (opts.count("when")) {
+    std::string list = opts["when"];
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos)
+        comma = list.size();
+      try {
+        v.when.push_back(aot::Condition::parse(list.substr(pos, comma - pos)));
+      } catch (const std::exception &e) {
+        std::string what = e.what();
+        if (what.rfind("error: ", 0) == 0) // the usage error says it is one
+          what = what.substr(7);
+        usageError("--when: " + what);
+      }
+      pos = comma + 1;
+    }
+  }
+  if (!c.plan.online)
+    v.when.push_back({.arg = "n_cols", .op = "<=", .value = c.plan.maxCols()});
+  return v;
+}
+
+// "NAME: --flag=value --flag ...": the name and the flags, split at spaces.
+std::pair<std::string, std::vector<std::string>> splitVariant(const std::string &text) {
+  size_t colon = text.find(':');
+  if (colon == std::string::npos)
+    usageError("--aot-variant='" + text + "': write 'NAME: --flag=value ...'");
+  std::string name = text.substr(0, colon);
+  name.erase(0, name.find_first_not_of(' '));
+  name.erase(name.find_last_not_of(' ') + 1);
+  std::vector<std::string> flags;
+  std::string rest = text.substr(colon + 1);
+  for (size_t pos = 0; pos < rest.size();) {
+    size_t b = rest.find_first_not_of(' ', pos);
+    if (b == std::string::npos)
+      break;
+    size_t e = rest.find(' ', b);
+    if (e == std::string::npos)
+      e = rest.size();
+    flags.push_back(rest.substr(b, e - b));
+    pos = e;
+  }
+  return {name, flags};
+}
+
+int emitAot(Flags &opts, const std::vector<std::string> &variantTexts, const std::string &aotName,
+            const std::string &output, const std::string &commandLine) {
+  std::vector<aot::Variant> variants;
+  if (variantTexts.empty()) {
+    std::string name = aotName;
+    if (name.empty()) {
+      Choice c = choose(opts);
+      name = c.kernelName + "_" + c.dtype + "_" + std::to_string(c.nCols);
+    }
+    variants.push_back(variantOf(name, opts));
+  } else {
+    for (const std::string &text : variantTexts) {
+      auto [name, flags] = splitVariant(text);
+      gVariantContext = "--aot-variant '" + name + "': ";
+      Flags merged = opts;
+      merged.erase("when"); // conditions belong to each variant
+      for (const std::string &f : flags)
+        if (!readKernelFlag(f, merged) || f.rfind("--emit=", 0) == 0)
+          usageError("'" + f + "' is not a kernel option");
+      variants.push_back(variantOf(name, merged));
+      gVariantContext.clear();
+    }
+  }
+  std::string base = aotName.empty() ? variants[0].name : aotName;
+  if (variantTexts.size() > 0 && aotName.empty())
+    usageError("--aot-variant needs --aot-name=NAME for the dispatcher and the files");
+  try {
+    aot::GeneratedFiles files =
+        aot::generate(variants, {.name = base, .generatedBy = commandLine});
+    aot::writeFiles(files, output.empty() ? "." : output);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "tritiumc: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Flags opts;
+  std::string output, aotName;
+  std::vector<std::string> variantTexts;
+  bool locations = true;
+  // The command line as the generated files record it: the flags, without -o's folder.
+  std::string commandLine = "tritiumc";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "-o") {
+      if (i + 1 >= argc)
+        usageError("-o needs a file name");
+      output = argv[++i];
+      continue;
+    }
+    commandLine += a.find(' ') == std::string::npos ? " " + a : " '" + a + "'";
+    if (a == "--no-locations") {
+      locations = false;
+      continue;
+    }
+    if (a.rfind("--aot-name=", 0) == 0) {
+      aotName = a.substr(11);
+      continue;
+    }
+    if (a.rfind("--aot-variant=", 0) == 0) {
+      variantTexts.push_back(a.substr(14));
+      continue;
+    }
+    if (readKernelFlag(a, opts))
+      continue;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos)
+      usageError("unknown option '" + a.substr(0, a.find('=')) + "'");
+    usageError("unknown argument '" + a + "'");
+  }
+
+  std::string emit = opts.count("emit") ? opts["emit"] : "ptx";
+  if (emit == "aot")
+    return emitAot(opts, variantTexts, aotName, output, commandLine);
+  if (!aotName.empty() || !variantTexts.empty() || opts.count("when") || opts.count("grid"))
+    usageError("--aot-name, --aot-variant, --when and --grid go with --emit=aot");
+  std::optional<Stage> stage = parseStage(emit);
+  if (!stage)
+    usageError("--emit must be tir, gir, llvm, ptx or aot, got '" + emit + "'");
+  Choice c = choose(opts);
 
   try {
-    Artifacts a = plan.kernel().compileTo(spec, *stage, {.locations = locations});
+    Artifacts a = c.plan.kernel().compileTo(c.spec, *stage, {.locations = locations});
     const std::string &text = a.text(*stage);
     if (!tools::writeOutput("tritiumc", output, text))
       return 1;
