@@ -26,7 +26,7 @@ using namespace tritium::dsl;
 // no load is outstanding, come once per ROWS rows.
 static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets, Int stride,
                                   Int n_rows, Int vocab, Int ignore_index, Float smoothing,
-                                  int BLOCK, int ROWS, int num_stages, int SMOOTH) {
+                                  int BLOCK, int ROWS, int PREFETCH, int num_stages, int SMOOTH) {
   const bool tile = ROWS > 1;
   auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   std::vector<int64_t> shape = tile ? std::vector<int64_t>{ROWS, BLOCK} : std::vector<int64_t>{BLOCK};
@@ -41,10 +41,22 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
     auto m = full(shape, -FLT_MAX, float32);
     auto s = zeros(shape, float32);
     auto total = zeros(shape, float32); // the row's sum, for label smoothing
+    auto maskAt = [&](const Value &c) { return tile ? rowMask(_, None) & (c < vocab) : c < vocab; };
+    auto blockAt = [&](const Value &c) { return load(base + c, maskAt(c), -INFINITY); };
+    // PREFETCH: the next block's loads go out before this block's math (a register double
+    // buffer), so that each warp keeps loads in flight while it computes.
+    Value ahead = PREFETCH ? blockAt(cols) : Value();
     for (auto off : range(0, vocab, BLOCK, num_stages)) {
       auto c = off + cols;
-      auto mask = tile ? rowMask(_, None) & (c < vocab) : c < vocab;
-      auto x = cast(load(base + c, mask, -INFINITY), float32);
+      auto mask = maskAt(c);
+      Value raw;
+      if (PREFETCH) {
+        raw = ahead;
+        ahead = blockAt(c + BLOCK); // past the row: all masked, nothing read
+      } else {
+        raw = load(base + c, mask, -INFINITY);
+      }
+      auto x = cast(raw, float32);
       auto e = exp(-abs(x - m));
       auto larger = x > m;
       s = where(larger, s * e + 1.0, s + e);
@@ -144,7 +156,8 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
 static Kernel &forwardKernel() {
   static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
                          {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
-                          "ignore_index", "smoothing", "BLOCK", "ROWS", "num_stages", "SMOOTH"});
+                          "ignore_index", "smoothing", "BLOCK", "ROWS", "PREFETCH", "num_stages",
+                          "SMOOTH"});
   return k;
 }
 static Kernel &meanKernel() {
@@ -183,6 +196,16 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
       for (int warps : {4, 8})
         if (rows * block <= 8192)
           add({.block = block, .rowsPerStep = rows, .numWarps = warps, .numStages = 1});
+  // The next block loaded into registers ahead (the forward; the backward ignores it).
+  for (int rows : {1, 2})
+    for (int64_t block : {1024, 2048, 4096})
+      for (int warps : {4, 8})
+        if (rows * block <= 4096)
+          add({.block = block,
+               .rowsPerStep = rows,
+               .prefetch = true,
+               .numWarps = warps,
+               .numStages = 1});
   return out;
 }
 
@@ -200,7 +223,13 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       given, {kernel, {int64_t(dtype), rows, vocab}, rerunSafe},
       [&] { return bucket(dtype, rows, vocab); }, stream,
       [&] { return planCrossEntropy(vocab, dtype); },
-      [&] { return crossEntropyCandidates(vocab, dtype); }, launch);
+      [&] {
+        std::vector<CrossEntropyPlan> candidates = crossEntropyCandidates(vocab, dtype);
+        if (std::string(kernel) == "cross_entropy_backward") // it ignores prefetch
+          std::erase_if(candidates, [](const CrossEntropyPlan &p) { return p.prefetch; });
+        return candidates;
+      },
+      launch);
 }
 
 static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
@@ -208,9 +237,12 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
   if (p.rowsPerStep < 1 || p.rowsPerStep > 16 || !std::has_single_bit(unsigned(p.rowsPerStep)))
     args.fail("the plan's rowsPerStep is " + std::to_string(p.rowsPerStep) +
               ", not a power of two from 1 to 16");
-  if (p.rowsPerStep > 1 && p.numStages != 1)
-    args.fail("the plan takes " + std::to_string(p.rowsPerStep) + " rows per step with " +
-              std::to_string(p.numStages) + " stages: tiles of several rows use plain loads " +
+  if ((p.rowsPerStep > 1 || p.prefetch) && p.numStages != 1)
+    args.fail(std::string("the plan ") +
+              (p.prefetch ? "loads the next block ahead"
+                          : "takes " + std::to_string(p.rowsPerStep) + " rows per step") +
+              " with " + std::to_string(p.numStages) +
+              " stages: tiles of several rows and blocks loaded ahead use plain loads " +
               "(numStages 1)");
 }
 
@@ -243,8 +275,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
     Specialization spec =
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
                                      "i32", "i64", "fp32"},
-                       .constexprs = {plan.block, plan.rowsPerStep, plan.numStages,
-                                      smoothing ? 1 : 0},
+                       .constexprs = {plan.block, plan.rowsPerStep, plan.prefetch ? 1 : 0,
+                                      plan.numStages, smoothing ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});

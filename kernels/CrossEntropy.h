@@ -50,15 +50,23 @@ struct CrossEntropyPlan {
   // Rows per step: above 1, a [rowsPerStep, block] tile of rows side by side (plain loads; then
   // numStages must be 1).
   int rowsPerStep = 1;
+  // The forward loads each block into registers one step ahead (plain loads; numStages 1).
+  // The backward, which stores as it goes, ignores it.
+  bool prefetch = false;
   int numWarps = 8;
   int numStages = 3;
   PlanFields fields() const {
-    return {{"block", block}, {"rows", rowsPerStep}, {"warps", numWarps}, {"stages", numStages}};
+    return {{"block", block},
+            {"rows", rowsPerStep},
+            {"prefetch", prefetch ? 1 : 0},
+            {"warps", numWarps},
+            {"stages", numStages}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
-// loads) or rings of 2 or 3; and tiles of 2 or 4 rows of up to 8192 elements in all.
+// loads) or rings of 2 or 3; tiles of 2 or 4 rows of up to 8192 elements in all; and blocks
+// loaded a step ahead (timed for the forward only).
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward
