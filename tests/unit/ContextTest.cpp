@@ -7,6 +7,8 @@
 #include "runtime/Module.h"
 #include "runtime/PerContext.h"
 #include "runtime/PointerCheck.h"
+#include "TestSupport.h"
+#include "tools/MixedWork.h"
 
 #include <gtest/gtest.h>
 
@@ -234,4 +236,13 @@ TEST(ContextTest, WithoutADriverNothingIsCurrentAndNothingIsChecked) {
   EXPECT_EQ(moduleCounts().live, 0);
   { ContextScope scope(fakeHandle(1)); } // a no-op without a driver, never throws
   forgetContext(fakeHandle(1));          // unknown: harmless
+}
+
+TEST(MixedWorkTest, TheStressToolsOwnKernelCompiles) {
+  // tools/MixedWork.h's scaled add is traced and compiled to PTX here, so that a mistake in it
+  // shows without a GPU; the GPU tests and tools/stress_gpus.cpp run it.
+  tritium::testing::ScopedCacheDir cache;
+  tritium::CompiledKernel &k = tritium::tools::scaledAddKernel();
+  EXPECT_NE(k.artifacts().ptx.find(".entry stress_scaled_add"), std::string::npos);
+  EXPECT_FALSE(k.loaded());
 }
