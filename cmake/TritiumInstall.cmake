@@ -28,6 +28,7 @@ set(TRITIUM_PUBLIC_HEADERS
   compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def compiler/support/Error.h
   interpreter/Interpreter.h interpreter/Memory.h
   runtime/Device.h runtime/Driver.h runtime/Memory.h runtime/Module.h runtime/Grid.h
+  runtime/PerContext.h
   kernels/capi/tritium_kernels.h aot/Aot.h)
 file(GLOB TRITIUM_KERNEL_HEADERS RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/kernels/*.h")

@@ -104,7 +104,8 @@ int main(int argc, char **argv) {
     CUdevice device = 0;
     CUcontext created = nullptr;
     TRITIUM_CU(cuDeviceGet(&device, 0));
-    TRITIUM_CU(cuCtxCreate(&created, nullptr, 0, device));
+    CUctxCreateParams params{}; // no affinity, no CIG: a plain context
+    TRITIUM_CU(cuCtxCreate(&created, &params, 0, device));
     lanes.push_back({"GPU 0, 2nd ctx", created, true});
     lanes[0].name = "GPU 0, primary";
   }

@@ -37,7 +37,8 @@ public:
     rt::Driver &d = rt::Driver::get();
     CUdevice device = 0;
     TRITIUM_CU(cuDeviceGet(&device, ordinal));
-    TRITIUM_CU(cuCtxCreate(&context_, nullptr, 0, device)); // pushed onto this thread
+    CUctxCreateParams params{}; // no affinity, no CIG: a plain context
+    TRITIUM_CU(cuCtxCreate(&context_, &params, 0, device)); // pushed onto this thread
     CUcontext popped = nullptr;
     TRITIUM_CU(cuCtxPopCurrent(&popped));
     (void)d;
