@@ -28,6 +28,7 @@ set(TRITIUM_PUBLIC_HEADERS
   compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def compiler/support/Error.h
   interpreter/Interpreter.h interpreter/Memory.h
   runtime/Device.h runtime/Driver.h runtime/Memory.h runtime/Module.h runtime/Grid.h
+  runtime/PerContext.h
   kernels/capi/tritium_kernels.h aot/Aot.h)
 file(GLOB TRITIUM_KERNEL_HEADERS RELATIVE "${PROJECT_SOURCE_DIR}" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/kernels/*.h")
@@ -54,7 +55,7 @@ target_compile_features(tritium INTERFACE cxx_std_20)
 file(RELATIVE_PATH TRITIUM_BIN_TO_LIB "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBDIR}")
 set(TRITIUM_INSTALLED_TOOLS tritiumc tritium-opt bench_softmax)
 set_target_properties(tritium tritium_kernels_c PROPERTIES INSTALL_RPATH "$ORIGIN")
-set_target_properties(fused_softmax transformer_block bench_kernel_first_calls
+set_target_properties(fused_softmax transformer_block bench_kernel_first_calls stress_gpus
   ${TRITIUM_INSTALLED_TOOLS} PROPERTIES
   INSTALL_RPATH "$ORIGIN;$ORIGIN/${TRITIUM_BIN_TO_LIB}")
 set_target_properties(tritium PROPERTIES EXPORT_NAME tritium)
@@ -102,7 +103,7 @@ endforeach()
 # folder of stripped binaries that find libtritium.so beside them: the bundle carried to the
 # GPU machine (tools/build-device-bundle.sh, docs/DEVICE.md). A normal install leaves it out.
 set(TRITIUM_BUNDLE tritium tritium_kernels_c fused_softmax transformer_block tritiumc tritium-opt
-  bench_softmax bench_kernel_first_calls)
+  bench_softmax bench_kernel_first_calls stress_gpus)
 if(TARGET tritium_tests)
   set_target_properties(tritium_tests random_programs PROPERTIES INSTALL_RPATH "$ORIGIN")
   list(APPEND TRITIUM_BUNDLE tritium_tests random_programs)

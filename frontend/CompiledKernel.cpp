@@ -6,9 +6,11 @@
 #include "compiler/support/Log.h"
 #include "interpreter/Interpreter.h"
 #include "runtime/Cache.h"
+#include "runtime/Driver.h"
 #include "runtime/Device.h"
 #include "runtime/Grid.h"
 #include "runtime/Memory.h"
+#include "runtime/PointerCheck.h"
 
 #include <array>
 #include <cstring>
@@ -34,28 +36,65 @@ ParamType ParamType::parse(const std::string &type) {
   return p;
 }
 
-CompiledKernel::CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin)
-    : meta_(std::move(meta)), artifacts_(std::move(artifacts)), cubin_(std::move(cubin)) {
+CompiledKernel::CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin,
+                               std::string cubinArch)
+    : meta_(std::move(meta)), artifacts_(std::move(artifacts)), firstCubin_(std::move(cubin)) {
   for (const std::string &t : meta_.signature.types)
     params_.push_back(ParamType::parse(t));
+  if (!firstCubin_.empty())
+    cubins_[cubinArch.empty() ? meta_.options.arch : cubinArch] = firstCubin_;
 }
 
-void CompiledKernel::load() {
-  std::call_once(loadOnce_, [&] {
-    rt::Context::current();
-    if (!cubin_.empty()) {
-      loaded_.emplace(rt::LoadedKernel::fromCubin(cubin_, meta_.name));
-      log().debug("loaded {} from its cubin", meta_.name);
-    } else {
-      std::string cubin;
-      loaded_.emplace(rt::LoadedKernel::fromPTX(artifacts_.ptx, meta_.name, &cubin));
-      cubin_ = std::move(cubin);
+CompiledKernel::~CompiledKernel() = default;
+
+std::string CompiledKernel::cubin() const {
+  std::lock_guard<std::mutex> lock(loadMutex_);
+  return firstCubin_;
+}
+
+std::string CompiledKernel::cubinFor(const std::string &deviceArch) const {
+  std::lock_guard<std::mutex> lock(loadMutex_);
+  auto it = cubins_.find(deviceArch);
+  return it == cubins_.end() ? std::string() : it->second;
+}
+
+void CompiledKernel::load() { loadedHere(); }
+
+// The launch path's lookup: the current context (one cuCtxGetCurrent, rt::Context::current)
+// and its entry (one atomic load); the lock only on a context's first launch.
+CompiledKernel::Loaded &CompiledKernel::loadedHere() {
+  rt::Context &context = rt::Context::current();
+  if (Loaded *l = perContext_.find(context.slot()))
+    return *l;
+  return loadIn(context);
+}
+
+CompiledKernel::Loaded &CompiledKernel::loadIn(rt::Context &context) {
+  // One load at a time per kernel: threads racing to load it in one context wait for the
+  // first, and a second context finds the cubin the first JIT produced.
+  std::lock_guard<std::mutex> lock(loadMutex_);
+  if (Loaded *l = perContext_.find(context.slot()))
+    return *l;
+  const rt::DeviceProps &device = context.props();
+  if (std::string why = rt::whyArchCannotRun(meta_.options.arch, device); !why.empty())
+    throw UserError("kernel '" + meta_.name + "' " + why);
+  auto load = [&] {
+    std::string &cubin = cubins_[device.arch()];
+    if (!cubin.empty()) {
+      log().debug("loading {} from its {} cubin in the context of device {}", meta_.name,
+                  device.arch(), device.ordinal);
+      return rt::LoadedKernel::fromCubin(cubin, meta_.name);
+    }
+    rt::LoadedKernel k = rt::LoadedKernel::fromPTX(artifacts_.ptx, meta_.name, &cubin);
+    if (firstCubin_.empty()) {
+      firstCubin_ = cubin;
       if (!meta_.cacheDir.empty()) {
-        // The cubin and register counts exist only now: add them to the cache entry.
-        const rt::KernelInfo &info = loaded_->info();
+        // The cubin and register counts exist only now: add them to the cache entry, once.
+        const rt::KernelInfo &info = k.info();
         rt::CacheEntry e;
         e.kernelName = meta_.name;
-        e.files[meta_.name + ".cubin"] = cubin_;
+        e.files[meta_.name + ".cubin"] = cubin;
+        e.metadata["cubin_arch"] = device.arch();
         e.metadata["regs"] = info.numRegs;
         e.metadata["local_bytes"] = info.localBytes;
         e.metadata["spill_bytes"] = rt::spillBytesFromLog(info.jitLog);
@@ -64,41 +103,44 @@ void CompiledKernel::load() {
         rt::DiskCache(meta_.cacheDir.parent_path()).addFiles(meta_.cacheKey, e); // its own entry
       }
     }
-    const rt::KernelInfo &info = loaded_->info();
-    if (info.maxThreadsPerBlock < numThreads())
-      throw UserError("kernel '" + meta_.name + "' needs " + std::to_string(numThreads()) +
-                      " threads per block but the GPU allows " +
-                      std::to_string(info.maxThreadsPerBlock) + " with " +
-                      std::to_string(info.numRegs) + " registers per thread: lower num_warps");
-    loaded_->setDynamicShared(int(meta_.sharedBytes));
-    if (meta_.options.clusterSize > 8)
-      loaded_->allowNonPortableClusters();
-    log().debug("{}: {} registers, {} local bytes, {} shared bytes", meta_.name, info.numRegs,
-                info.localBytes, meta_.sharedBytes);
-  });
-  if (!loaded_)
-    throw UserError("kernel '" + meta_.name + "' failed to load earlier");
+    return k;
+  };
+  auto loaded = std::make_unique<Loaded>(load());
+  const rt::KernelInfo &info = loaded->kernel.info();
+  if (info.maxThreadsPerBlock < numThreads())
+    throw UserError("kernel '" + meta_.name + "' needs " + std::to_string(numThreads()) +
+                    " threads per block but the GPU allows " +
+                    std::to_string(info.maxThreadsPerBlock) + " with " +
+                    std::to_string(info.numRegs) + " registers per thread: lower num_warps");
+  loaded->kernel.setDynamicShared(int(meta_.sharedBytes));
+  if (meta_.options.clusterSize > 8)
+    loaded->kernel.allowNonPortableClusters();
+  log().debug("{}: {} registers, {} local bytes, {} shared bytes", meta_.name, info.numRegs,
+              info.localBytes, meta_.sharedBytes);
+  return perContext_.insert(context.slot(), std::move(loaded));
 }
 
-const rt::KernelInfo &CompiledKernel::info() {
-  load();
-  return loaded_->info();
-}
+const rt::KernelInfo &CompiledKernel::info() { return loadedHere().kernel.info(); }
+
+CUfunction CompiledKernel::function() { return loadedHere().kernel.function(); }
 
 int64_t CompiledKernel::persistentGrid(int64_t rows) {
   int64_t cluster = meta_.options.clusterSize, programs = meta_.options.programsPerCTA;
   auto ctasFor = [&](int64_t n) { return std::max<int64_t>(1, (n + programs - 1) / programs); };
   if (interpreting())
     return ctasFor(interpreter::defaultGrid(rows)) * cluster;
-  const rt::KernelInfo &i = info();
+  Loaded &here = loadedHere();
+  const rt::KernelInfo &i = here.kernel.info();
   if (cluster > 1) {
     // One row per cluster at a time: as many clusters as can be resident, at most one per row.
-    // A driver query: asked once, not on every launch that plans its grid.
-    std::call_once(clustersOnce_, [&] {
-      activeClusters_ = rt::driverActiveClusters(loaded_->function(), int(cluster), numThreads(),
-                                                 int(meta_.sharedBytes));
-    });
-    int64_t clusters = activeClusters_;
+    // A driver query: asked once per context (a race asks twice, harmlessly), not on every
+    // launch that plans its grid.
+    int64_t clusters = here.activeClusters.load(std::memory_order_relaxed);
+    if (clusters < 0) {
+      clusters = rt::driverActiveClusters(here.kernel.function(), int(cluster), numThreads(),
+                                          int(meta_.sharedBytes));
+      here.activeClusters.store(clusters, std::memory_order_relaxed);
+    }
     if (clusters == 0)
       throw UserError("kernel '" + meta_.name + "': no cluster of " + std::to_string(cluster) +
                       " programs of " + std::to_string(numThreads()) + " threads and " +
@@ -107,10 +149,25 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
                       "size, fewer warps or fewer stages");
     return std::max<int64_t>(1, std::min(clusters, rows)) * cluster;
   }
-  const rt::DeviceProps &d = rt::Context::current().props();
+  const rt::DeviceProps &d = here.kernel.context()->props(); // this context's device
   rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps * int(programs),
                                   int(meta_.sharedBytes) + i.staticSharedBytes);
   return rt::persistentGridSize(d, o, ctasFor(rows));
+}
+
+void CompiledKernel::checkPointers(const rt::Context &context,
+                                   std::initializer_list<KernelArg> args) const {
+  size_t i = 0;
+  for (const KernelArg &a : args) {
+    if (params_[i].kind == ParamType::Kind::Ptr && a.ptr() != 0) {
+      std::string problem =
+          rt::pointerProblem(rt::queryPointer(a.ptr(), context.ordinal()), context.ordinal());
+      if (!problem.empty())
+        throw UserError("launch of '" + meta_.name + "': argument " + std::to_string(i) + " ('" +
+                        meta_.signature.names[i] + "') " + problem);
+    }
+    ++i;
+  }
 }
 
 static const char *describeKind(KernelArg::Kind k) {
@@ -219,17 +276,27 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   }
   if (interpreting())
     return interpret(grid3, args);
-  load();
-  // The driver launches in the calling thread's current context: make the device's primary
-  // context current once per thread, so launches from any thread work.
-  static thread_local bool contextCurrent = false;
-  if (!contextCurrent) {
-    rt::Context::current();
-    contextCurrent = true;
+  // What a launch costs beyond the argument check: one cuCtxGetCurrent and a thread-local
+  // compare (rt::Context::current), one atomic load for this context's module, one relaxed load
+  // for the pointer-check switch, then cuLaunchKernel. Loading, the first time in a context,
+  // takes a lock.
+  Loaded &here = loadedHere();
+  rt::Context &context = *here.kernel.context();
+  if (rt::pointerChecksOn())
+    checkPointers(context, args);
+  try {
+    rt::launchKernelPacked(here.kernel.function(), unsigned(grid), unsigned(numThreads()),
+                           unsigned(meta_.sharedBytes), stream, block.data(), used,
+                           unsigned(grid3.y), unsigned(grid3.z));
+  } catch (const rt::DriverError &e) {
+    if (e.result() != CUDA_ERROR_INVALID_HANDLE && e.result() != CUDA_ERROR_INVALID_CONTEXT)
+      throw;
+    throw rt::DriverError(std::string(e.what()) + " (launch of '" + name +
+                              "' in the current context, on device " +
+                              std::to_string(context.ordinal()) +
+                              ": a stream of another context is a common cause)",
+                          e.result());
   }
-  rt::launchKernelPacked(loaded_->function(), unsigned(grid), unsigned(numThreads()),
-                         unsigned(meta_.sharedBytes), stream, block.data(), used,
-                         unsigned(grid3.y), unsigned(grid3.z));
 }
 
 // Interpret mode: the cached TIR text (with its source locations) parsed once, then run on the

@@ -1,14 +1,17 @@
 // A compiled specialization of a kernel: its stages (from the compiler or the disk cache), its
-// metadata, and, once loaded on a GPU, the driver function to launch.
+// metadata, and, once loaded in a CUDA context, the driver function to launch there.
 #pragma once
 
 #include "compiler/Pipeline.h"
 #include "runtime/Module.h"
+#include "runtime/PerContext.h"
 
 #include <cuda.h>
 
+#include <atomic>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,8 +20,9 @@
 namespace tritium {
 
 namespace rt {
+class Context;
 class DeviceBuffer;
-}
+} // namespace rt
 namespace interpreter {
 class HostBuffer;
 }
@@ -82,54 +86,79 @@ struct ParamType {
   static ParamType parse(const std::string &type);
 };
 
+// One specialization, launchable from any thread on any GPU of its architecture or a newer one
+// (PTX is forward-compatible; sm_90a code runs on sm_90 only): its module is loaded once per
+// CUDA context, on first use there (docs/GPUS.md). The first load on a device architecture JITs
+// the PTX (unless the disk cache had a cubin for it) and keeps the cubin; later contexts on
+// devices of that architecture load the cubin. The first cubin made goes into the cache entry.
 class CompiledKernel {
 public:
-  CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin);
+  // `cubin`, when not empty, is machine code for devices of architecture `cubinArch`.
+  CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::string cubin = {},
+                 std::string cubinArch = {});
+  ~CompiledKernel();
 
   const KernelMetadata &metadata() const { return meta_; }
   const Artifacts &artifacts() const { return artifacts_; }
-  const std::string &cubin() const { return cubin_; }
+  // The cubin from the cache or the first JIT ("" before either).
+  std::string cubin() const;
+  // The cubin for devices of architecture `deviceArch` ("" when none was made yet).
+  std::string cubinFor(const std::string &deviceArch) const;
   // Threads per CTA: the warps of each program times the programs side by side in it.
   int numThreads() const { return 32 * meta_.options.numWarps * meta_.options.programsPerCTA; }
 
-  // Loads the code on the current GPU (once); throws rt::DriverError without a GPU. The first
-  // load of a PTX-only entry runs the driver's JIT and records the cubin and registers in the
-  // cache entry.
+  // Loads the code in the calling thread's current context (once per context, however many
+  // threads race); throws rt::DriverError without a GPU, UserError on a device of another
+  // architecture than the specialization's. The first load of a PTX-only entry runs the
+  // driver's JIT and records the cubin and registers in the cache entry.
   void load();
-  bool loaded() const { return loaded_.has_value(); }
+  // Whether it has been loaded in any context (no driver call).
+  bool loaded() const { return perContext_.size() > 0; }
+  // The contexts it is loaded in.
+  size_t loadedContexts() const { return perContext_.size(); }
   // Registers, spills and shared memory, as Triton's warmup() reports them (loads if needed).
   const rt::KernelInfo &info();
-  // The driver function, for callers that launch it themselves (loads if needed).
-  CUfunction function() {
-    load();
-    return loaded_->function();
-  }
-  // The tutorial's persistent grid: SMs x blocks per SM by registers and shared memory, capped
-  // at the CTAs that `rows` programs fill. In interpret mode (TRITIUM_INTERPRET=1),
-  // min(rows, 4 x CPU threads) programs: no GPU needed. Counts CTAs, as launch's grid does.
+  // The driver function in the current context, for callers that launch it themselves (loads
+  // if needed).
+  CUfunction function();
+  // The tutorial's persistent grid for the current context's device: SMs x blocks per SM by
+  // registers and shared memory, capped at the CTAs that `rows` programs fill. In interpret
+  // mode (TRITIUM_INTERPRET=1), min(rows, 4 x CPU threads) programs: no GPU needed. Counts
+  // CTAs, as launch's grid does.
   int64_t persistentGrid(int64_t rows);
 
-  // Launches on `stream` after checking the arguments against the signature. No allocation, no
-  // hashing, no file system: the hot path is the argument check and cuLaunchKernel. In interpret
-  // mode the kernel's TIR runs on the CPU instead, synchronously, over host addresses. `grid`
-  // counts CTAs: grid x programsPerCTA programs run.
+  // Launches on `stream` (of the current context) after checking the arguments against the
+  // signature. No allocation, no hashing, no file system, no lock: the hot path is the argument
+  // check, one cuCtxGetCurrent, one atomic load for this context's module and cuLaunchKernel.
+  // In a process using several devices, pointer arguments are also checked to live where the
+  // kernel runs (runtime/PointerCheck.h). In interpret mode the kernel's TIR runs on the CPU
+  // instead, synchronously, over host addresses. `grid` counts CTAs: grid x programsPerCTA
+  // programs run.
   void launch(int64_t grid, CUstream stream, std::initializer_list<KernelArg> args);
   // A 2-D or 3-D grid of CTAs ({x, y} or {x, y, z}; y and z at most 65535): program_id(1) and
   // program_id(2) number the programs along y and z.
   void launch(Grid3 grid, CUstream stream, std::initializer_list<KernelArg> args);
 
 private:
+  // The kernel as loaded in one context.
+  struct Loaded {
+    explicit Loaded(rt::LoadedKernel k) : kernel(std::move(k)) {}
+    rt::LoadedKernel kernel;
+    std::atomic<int64_t> activeClusters{-1}; // cuOccupancyMaxActiveClusters, asked once
+  };
+  Loaded &loadedHere();
+  Loaded &loadIn(rt::Context &context);
+  void checkPointers(const rt::Context &context, std::initializer_list<KernelArg> args) const;
   void interpret(Grid3 grid, std::initializer_list<KernelArg> args);
 
   KernelMetadata meta_;
   std::vector<ParamType> params_;
   Artifacts artifacts_;
-  std::string cubin_;
-  std::once_flag loadOnce_;
-  std::optional<rt::LoadedKernel> loaded_;
+  mutable std::mutex loadMutex_; // loads (one context at a time) and the cubins
+  std::string firstCubin_;        // the cache's, or the first JIT's
+  std::map<std::string, std::string> cubins_; // device architecture -> cubin
+  rt::PerContext<Loaded> perContext_;
   std::once_flag parseOnce_;
-  std::once_flag clustersOnce_;
-  int64_t activeClusters_ = 0; // cuOccupancyMaxActiveClusters, asked once (persistentGrid)
   std::unique_ptr<ir::Function> tir_; // parsed from artifacts_.tir for the interpreter
 };
 

@@ -245,9 +245,13 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     a.ptx = entry->files[name_ + ".ptx"];
     a.sharedBytes = *entry->metadata.getInteger("shared"); // checked by load
     std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
+    // The device architecture the driver's JIT made the cubin for (a PTX for sm_80 may have
+    // been loaded first on an sm_90 GPU).
+    std::string cubinArch = entry->metadata.getString("cubin_arch").value_or(spec.arch).str();
     meta.sharedBytes = a.sharedBytes;
     meta.fromCache = true;
-    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::move(cubin));
+    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::move(cubin),
+                                              std::move(cubinArch));
   } else {
     // The driver's JIT starts up on another thread while LLVM compiles (runtime/JitWarmUp.h).
     rt::startJitWarmUp(spec.ptxVersion);
@@ -260,7 +264,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     e.metadata = std::move(expect.fields);
     e.metadata["shared"] = a.sharedBytes;
     cache.store(meta.cacheKey, e);
-    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a), std::string());
+    result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a));
   }
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - start)

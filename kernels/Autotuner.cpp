@@ -87,11 +87,11 @@ Autotuner &Autotuner::forCurrentDevice() {
   // reads it) and device; the version in the folder keeps one release's measurements from
   // choosing for another's code.
   static std::mutex mutex;
-  static std::map<fs::path, std::unique_ptr<Autotuner>> tuners;
+  static std::map<std::pair<fs::path, int>, std::unique_ptr<Autotuner>> tuners;
   const rt::DeviceProps &props = rt::Context::current().props();
   fs::path root = rt::defaultCacheDir() / "autotune" / TRITIUM_VERSION;
   std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<Autotuner> &t = tuners[root];
+  std::unique_ptr<Autotuner> &t = tuners[{root, props.ordinal}];
   if (!t)
     t = std::make_unique<Autotuner>(root, props.name + "-" + props.arch());
   return *t;
@@ -198,6 +198,14 @@ void setAutotune(bool on) { autotuneOverride = on ? 1 : 0; }
 void resetAutotune() { autotuneOverride = -1; }
 
 bool interpretingForTuning() { return interpreting(); }
+
+int deviceForChoices() noexcept {
+  try {
+    return interpreting() ? -1 : rt::Context::current().ordinal();
+  } catch (...) {
+    return -1; // no GPU: the launch that follows reports it
+  }
+}
 
 bool streamMayTune(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,8 @@ class Autotuner {
 public:
   // Records live under `root`/<device>/; `device` names the GPU (name and architecture).
   Autotuner(std::filesystem::path root, std::string device);
-  // The process's tuner for the current GPU, rooted in the kernel cache's folder.
+  // The process's tuner for the current context's GPU (one per device and cache root), rooted
+  // in the kernel cache's folder. Devices of one model share the records on disk.
   static Autotuner &forCurrentDevice();
 
   // The recorded winner among `candidates` (memory, else disk), if any.
@@ -92,6 +94,10 @@ struct ChoiceKey {
   bool rerunSafe = true;
   auto operator<=>(const ChoiceKey &) const = default;
 };
+// The ordinal of the current context's device, -1 in interpret mode or without a GPU: plans
+// are remembered per device. Never throws.
+int deviceForChoices() noexcept;
+
 // Bumped whenever a tuner records a winner: a planner's fallback chosen before may now have a
 // recorded winner to use instead.
 uint64_t tuningGeneration();
@@ -115,10 +121,11 @@ Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::st
     uint64_t generation; // for a fallback: the tuning generation it saw
   };
   static std::mutex mutex;
-  static std::map<std::pair<ChoiceKey, int>, Remembered> memo;
-  // Interpret mode and the tuning switch change what is chosen: they are part of the key.
+  static std::map<std::tuple<ChoiceKey, int, int>, Remembered> memo;
+  // Interpret mode, the tuning switch and the device change what is chosen: they are part of
+  // the key.
   int state = (autotuneEnabled() ? 1 : 0) | (interpretingForTuning() ? 2 : 0);
-  auto id = std::make_pair(std::move(choice), state);
+  auto id = std::make_tuple(std::move(choice), state, deviceForChoices());
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = memo.find(id);
@@ -141,10 +148,10 @@ Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::st
   for (const Plan &c : all)
     fields.push_back(c.fields());
   Autotuner &tuner = Autotuner::forCurrentDevice();
-  TuningKey key{id.first.kernel, bucket()};
+  TuningKey key{std::get<0>(id).kernel, bucket()};
   if (auto i = tuner.recorded(key, fields))
     return remember(all[*i], true);
-  if (!id.first.rerunSafe)
+  if (!std::get<0>(id).rerunSafe)
     return remember(planned(), false);
   size_t i = tuner.tune(key, fields,
                         [&](size_t c) { return timeLaunches(stream, [&] { launch(all[c]); }); });

@@ -1,18 +1,39 @@
-// Device properties from cuDeviceGetAttribute, and the primary context that every tritium
-// allocation, module and launch uses.
+// Device properties from cuDeviceGetAttribute; the calling thread's current context, found
+// through a thread-local cache and the context registry; primary contexts per device.
 #include "runtime/Device.h"
 
 #include "compiler/support/Error.h"
 #include "compiler/support/Log.h"
+#include "runtime/ContextRegistry.h"
 #include "runtime/Driver.h"
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace tritium::rt {
 
 std::string DeviceProps::arch() const {
   return "sm_" + std::to_string(ccMajor) + std::to_string(ccMinor);
+}
+
+std::string whyArchCannotRun(const std::string &compiledArch, const DeviceProps &device) {
+  std::string deviceArch = device.arch();
+  if (compiledArch == deviceArch)
+    return "";
+  bool exact = !compiledArch.empty() && compiledArch.back() == 'a';
+  if (exact && compiledArch.substr(0, compiledArch.size() - 1) == deviceArch)
+    return ""; // sm_90a on sm_90
+  int compiled = compiledArch.rfind("sm_", 0) == 0 ? std::atoi(compiledArch.c_str() + 3) : 0;
+  if (!exact && compiled > 0 && compiled <= device.ccMajor * 10 + device.ccMinor)
+    return "";
+  return "was compiled for " + compiledArch + " but device " + std::to_string(device.ordinal) +
+         " ('" + device.name + "') is " + deviceArch +
+         (exact ? " (" + compiledArch + " code runs on " + compiledArch.substr(0, compiledArch.size() - 1) + " only)"
+                : "") +
+         ": compile a specialization with .arch = \"" + deviceArch +
+         "\" for it (rt::Context::current().props().arch())";
 }
 
 static int attribute(CUdevice dev, CUdevice_attribute attr, const char *what) {
@@ -71,20 +92,69 @@ static int selectedOrdinal() {
   return static_cast<int>(v);
 }
 
-Context::Context(int ordinal) : props_(queryDevice(ordinal)) {
-  TRITIUM_CU(cuDeviceGet(&device_, ordinal));
+namespace {
+
+// The primary context of each device tritium made current, retained once and never released.
+CUcontext primaryContext(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, CUcontext> retained;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = retained.find(ordinal); it != retained.end())
+    return it->second;
+  int count = 0;
+  TRITIUM_CU(cuDeviceGetCount(&count));
+  if (ordinal < 0 || ordinal >= count)
+    throw UserError("CUDA device " + std::to_string(ordinal) + " does not exist (" +
+                    std::to_string(count) + " device(s) present)");
+  CUdevice device = 0;
+  TRITIUM_CU(cuDeviceGet(&device, ordinal));
   // The primary context is the one the CUDA runtime uses too, so tritium interoperates with
-  // runtime-API code; it is retained for the life of the process and never released.
-  TRITIUM_CU(cuDevicePrimaryCtxRetain(&context_, device_));
-  tritium::log().debug("using CUDA device {} '{}' ({}, {} SMs, {} KiB L2)", ordinal, props_.name,
-                       props_.arch(), props_.smCount, props_.l2Bytes / 1024);
+  // runtime-API code; it is retained for the life of the process.
+  CUcontext context = nullptr;
+  TRITIUM_CU(cuDevicePrimaryCtxRetain(&context, device));
+  retained[ordinal] = context;
+  return context;
 }
 
+// What Context::current last found on this thread. Trivially constructible, so reading it
+// costs no initialisation check.
+struct ThreadContext {
+  CUcontext handle = nullptr;
+  Context *context = nullptr;
+  uint64_t epoch = 0;
+};
+thread_local ThreadContext threadContext;
+
+// The slow path of Context::current: a context this thread has not seen in this epoch (or none).
+Context &enterCurrent(CUcontext current) {
+  ContextRegistry &registry = ContextRegistry::process();
+  uint64_t epoch = registry.epoch(); // read first: a retirement from now on is noticed next time
+  if (!current) {
+    current = primaryContext(selectedOrdinal());
+    TRITIUM_CU(cuCtxSetCurrent(current));
+  }
+  unsigned long long id = 0;
+  TRITIUM_CU(cuCtxGetId(current, &id));
+  CUdevice device = 0;
+  TRITIUM_CU(cuCtxGetDevice(&device));
+  Context &c = registry.enter(current, id, device);
+  threadContext = {current, &c, epoch};
+  return c;
+}
+
+} // namespace
+
 Context &Context::current() {
-  // If construction throws, the next call tries again (a function-local static's rule).
-  static Context ctx(selectedOrdinal());
-  TRITIUM_CU(cuCtxSetCurrent(ctx.context_));
-  return ctx;
+  // The hot path (every launch): one driver call that reads the thread's current context, and a
+  // compare with what this thread saw last.
+  CUcontext current = nullptr;
+  CUresult r = Driver::get().cuCtxGetCurrent(&current);
+  if (r != CUDA_SUCCESS)
+    check(r, "cuCtxGetCurrent");
+  const ThreadContext &seen = threadContext;
+  if (current && current == seen.handle && seen.epoch == ContextRegistry::process().epoch())
+    return *seen.context;
+  return enterCurrent(current);
 }
 
 bool Context::makeCurrentQuietly() noexcept {
@@ -94,6 +164,46 @@ bool Context::makeCurrentQuietly() noexcept {
   } catch (...) {
     return false; // e.g. at process exit, after the driver shut down
   }
+}
+
+Context &useDevice(int ordinal) {
+  CUcontext context = primaryContext(ordinal);
+  TRITIUM_CU(cuCtxSetCurrent(context));
+  return Context::current();
+}
+
+int deviceCount() noexcept {
+  try {
+    if (!Driver::available())
+      return 0;
+    int count = 0;
+    return Driver::get().cuDeviceGetCount(&count) == CUDA_SUCCESS ? count : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void forgetContext(CUcontext context) { ContextRegistry::process().retire(context); }
+
+bool severalDevicesInUse() noexcept { return ContextRegistry::process().severalDevices(); }
+
+ContextScope::ContextScope(CUcontext context) noexcept {
+  try {
+    Driver &d = Driver::get();
+    CUcontext current = nullptr;
+    if (!context || d.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == context)
+      return;
+    pushed_ = d.cuCtxPushCurrent(context) == CUDA_SUCCESS;
+  } catch (...) {
+    // no driver: nothing belongs to any context
+  }
+}
+
+ContextScope::~ContextScope() {
+  if (!pushed_)
+    return;
+  CUcontext popped = nullptr;
+  Driver::get().cuCtxPopCurrent(&popped); // loaded, or nothing was pushed
 }
 
 } // namespace tritium::rt

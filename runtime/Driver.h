@@ -39,6 +39,18 @@ private:
   X(cuDevicePrimaryCtxRetain)                                                                      \
   X(cuCtxSetCurrent)                                                                               \
   X(cuCtxGetCurrent)                                                                               \
+  X(cuCtxGetDevice)                                                                                \
+  X(cuCtxGetId)                                                                                    \
+  X(cuCtxCreate)                                                                                   \
+  X(cuCtxDestroy)                                                                                  \
+  X(cuCtxPushCurrent)                                                                              \
+  X(cuCtxPopCurrent)                                                                               \
+  X(cuCtxEnablePeerAccess)                                                                         \
+  X(cuCtxDisablePeerAccess)                                                                        \
+  X(cuDeviceCanAccessPeer)                                                                         \
+  X(cuPointerGetAttribute)                                                                         \
+  X(cuPointerGetAttributes)                                                                        \
+  X(cuMemGetInfo)                                                                                  \
   X(cuCtxSynchronize)                                                                              \
   X(cuModuleLoadData)                                                                              \
   X(cuModuleLoadDataEx)                                                                            \

@@ -24,7 +24,12 @@ public:
     if (started_)
       return;
     started_ = true;
-    thread_ = std::thread([this, ptxVersion] { run(ptxVersion); });
+    // The caller's context, if it has one: warming up in it touches no other device (a primary
+    // context of device 0 made for nothing would also switch on the several-device checks).
+    CUcontext caller = nullptr;
+    if (Driver::get().cuCtxGetCurrent(&caller) != CUDA_SUCCESS)
+      caller = nullptr;
+    thread_ = std::thread([this, ptxVersion, caller] { run(ptxVersion, caller); });
   }
 
   void wait() {
@@ -40,9 +45,11 @@ public:
   }
 
 private:
-  void run(int ptxVersion) {
+  void run(int ptxVersion, CUcontext caller) {
     auto start = std::chrono::steady_clock::now();
     try {
+      if (caller)
+        TRITIUM_CU(cuCtxSetCurrent(caller));
       const DeviceProps &props = Context::current().props();
       std::string ptx = ".version " + std::to_string(ptxVersion / 10) + "." +
                         std::to_string(ptxVersion % 10) + "\n.target " + props.arch() +

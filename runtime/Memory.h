@@ -10,7 +10,10 @@
 
 namespace tritium::rt {
 
-// A device allocation in the current context. Move-only; freed on destruction.
+class Context;
+
+// A device allocation in the current context (Context::current()), freed in that context on
+// destruction from any thread. Move-only.
 class DeviceBuffer {
 public:
   explicit DeviceBuffer(size_t bytes);
@@ -22,6 +25,7 @@ public:
 
   CUdeviceptr ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
+  Context *context() const { return context_; }
 
   // Synchronous copies of the first `bytes` bytes; throws UserError past the end.
   void upload(const void *src, size_t bytes);
@@ -32,12 +36,14 @@ public:
 private:
   void release() noexcept;
 
+  Context *context_ = nullptr;
   CUdeviceptr ptr_ = 0;
   size_t bytes_ = 0;
 };
 
-// A stream that orders with the legacy default stream, so the synchronous copies above need no
-// extra synchronisation against kernels launched on it. Move-only.
+// A stream of the current context that orders with the legacy default stream, so the
+// synchronous copies above need no extra synchronisation against kernels launched on it.
+// Move-only.
 class Stream {
 public:
   Stream();
@@ -48,11 +54,13 @@ public:
   ~Stream();
 
   CUstream get() const { return stream_; }
+  Context *context() const { return context_; }
   void sync();
 
 private:
   void release() noexcept;
 
+  Context *context_ = nullptr;
   CUstream stream_ = nullptr;
 };
 
@@ -74,6 +82,7 @@ public:
 private:
   void release() noexcept;
 
+  Context *context_ = nullptr;
   CUevent event_ = nullptr;
 };
 
@@ -96,12 +105,14 @@ private:
   Graph() = default;
   void release() noexcept;
 
+  Context *context_ = nullptr;
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
 };
 
-// Overwrites a buffer of twice the device's L2 size on `stream`, evicting whatever a previous
-// benchmark repetition left in L2. The buffer is allocated on first use and kept.
+// Overwrites a buffer of twice the device's L2 size on `stream` (of the current context),
+// evicting whatever a previous benchmark repetition left in L2. The buffer is allocated on first
+// use in each context and kept.
 void l2Flush(CUstream stream);
 
 } // namespace tritium::rt

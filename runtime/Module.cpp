@@ -9,6 +9,7 @@
 #include "runtime/Driver.h"
 #include "runtime/JitWarmUp.h"
 
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,8 @@
 namespace tritium::rt {
 
 namespace {
+
+std::atomic<int64_t> liveModules{0}, ptxLoads{0}, cubinLoads{0};
 
 constexpr size_t LogBytes = 64 * 1024; // ptxas' verbose log for one kernel fits easily
 
@@ -44,7 +47,7 @@ LoadedKernel LoadedKernel::fromPTX(const std::string &ptx, const std::string &en
   if (ptx.empty())
     internalError("LoadedKernel::fromPTX: empty PTX for '" + entry + "'");
   Driver &d = Driver::get();
-  Context::current(); // the JIT targets the current context's device
+  Context &context = Context::current(); // the JIT targets the current context's device
   waitForJitWarmUp();  // one JIT at a time: the warm-up has done the driver's start-up
 
   std::string infoLog(LogBytes, '\0'), errorLog(LogBytes, '\0');
@@ -89,6 +92,9 @@ LoadedKernel LoadedKernel::fromPTX(const std::string &ptx, const std::string &en
     k.module_ = nullptr;
     check(r, "cuModuleLoadData");
   }
+  k.context_ = &context;
+  liveModules.fetch_add(1, std::memory_order_relaxed);
+  ptxLoads.fetch_add(1, std::memory_order_relaxed);
   std::string log = logText(infoLog);
   if (std::string warnings = logText(errorLog); !warnings.empty())
     log += (log.empty() ? "" : "\n") + warnings;
@@ -102,7 +108,7 @@ LoadedKernel LoadedKernel::fromCubin(const std::string &cubin, const std::string
   if (cubin.empty())
     internalError("LoadedKernel::fromCubin: empty cubin for '" + entry + "'");
   Driver &d = Driver::get();
-  Context::current();
+  Context &context = Context::current();
 
   std::string errorLog(LogBytes, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -116,6 +122,9 @@ LoadedKernel LoadedKernel::fromCubin(const std::string &cubin, const std::string
                           (log.empty() ? "" : "\n" + log),
                       r);
   }
+  k.context_ = &context;
+  liveModules.fetch_add(1, std::memory_order_relaxed);
+  cubinLoads.fetch_add(1, std::memory_order_relaxed);
   k.bind(entry, "");
   return k;
 }
@@ -149,7 +158,7 @@ void LoadedKernel::bind(const std::string &entry, std::string jitLog) {
 void LoadedKernel::setDynamicShared(int bytes) {
   if (bytes <= maxDynamicShared_)
     return;
-  const DeviceProps &props = Context::current().props();
+  const DeviceProps &props = context_->props();
   if (bytes + info_.staticSharedBytes > props.sharedPerBlockOptin)
     throw UserError("kernel needs " + std::to_string(bytes) + " bytes of dynamic shared memory (+" +
                     std::to_string(info_.staticSharedBytes) + " static), but " + props.arch() +
@@ -163,13 +172,15 @@ void LoadedKernel::allowNonPortableClusters() {
 }
 
 LoadedKernel::LoadedKernel(LoadedKernel &&other) noexcept
-    : module_(std::exchange(other.module_, nullptr)),
+    : context_(std::exchange(other.context_, nullptr)),
+      module_(std::exchange(other.module_, nullptr)),
       function_(std::exchange(other.function_, nullptr)), info_(std::move(other.info_)),
       maxDynamicShared_(other.maxDynamicShared_) {}
 
 LoadedKernel &LoadedKernel::operator=(LoadedKernel &&other) noexcept {
   if (this != &other) {
     reset();
+    context_ = std::exchange(other.context_, nullptr);
     module_ = std::exchange(other.module_, nullptr);
     function_ = std::exchange(other.function_, nullptr);
     info_ = std::move(other.info_);
@@ -183,14 +194,23 @@ LoadedKernel::~LoadedKernel() { reset(); }
 void LoadedKernel::reset() noexcept {
   if (!module_)
     return;
-  // A module only exists if the driver loaded, so get() cannot throw here; failures at process
-  // exit (driver already shut down) are harmless and only logged.
-  Context::makeCurrentQuietly(); // cuModuleUnload acts on the current context
-  CUresult r = Driver::get().cuModuleUnload(module_);
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED)
-    tritium::log().debug("cuModuleUnload failed: {}", describe(r));
+  liveModules.fetch_sub(1, std::memory_order_relaxed);
+  // A destroyed context took its modules with it: the handle may even name another module now.
+  if (context_ && context_->alive()) {
+    // A module only exists if the driver loaded, so get() cannot throw here; failures at
+    // process exit (driver already shut down) are harmless and only logged.
+    ContextScope scope(context_->handle()); // cuModuleUnload acts on the module's context
+    CUresult r = Driver::get().cuModuleUnload(module_);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED)
+      tritium::log().debug("cuModuleUnload failed: {}", describe(r));
+  }
   module_ = nullptr;
   function_ = nullptr;
+}
+
+ModuleCounts moduleCounts() noexcept {
+  return {liveModules.load(std::memory_order_relaxed), ptxLoads.load(std::memory_order_relaxed),
+          cubinLoads.load(std::memory_order_relaxed)};
 }
 
 int spillBytesFromLog(const std::string &jitLog) {

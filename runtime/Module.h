@@ -4,9 +4,12 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <string>
 
 namespace tritium::rt {
+
+class Context;
 
 // What the driver reports about a loaded kernel.
 struct KernelInfo {
@@ -17,7 +20,8 @@ struct KernelInfo {
   std::string jitLog; // ptxas' verbose info log (empty when loaded from a cubin)
 };
 
-// One kernel in its own CUmodule; unloads the module when destroyed. Move-only.
+// One kernel in its own CUmodule of the context current when it was loaded; unloads the module
+// (in that context) when destroyed, unless the context was destroyed first. Move-only.
 class LoadedKernel {
 public:
   // JIT-compiles `ptx` for the current device and loads entry point `entry`. When cubinOut is
@@ -36,6 +40,7 @@ public:
 
   CUfunction function() const { return function_; }
   const KernelInfo &info() const { return info_; }
+  Context *context() const { return context_; }
 
   // Allows `bytes` of dynamic shared memory per launch, opting in above the default limit
   // (48 KiB less static shared). Free when already allowed. Throws UserError past the device's
@@ -50,11 +55,21 @@ private:
   void reset() noexcept;
   void bind(const std::string &entry, std::string jitLog);
 
+  Context *context_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
   KernelInfo info_;
   int maxDynamicShared_ = 0; // what the driver currently allows without another attribute call
 };
+
+// Modules loaded by tritium in this process, for leak checks (tools/stress_gpus.cpp) and the
+// tests that a second context reuses the first one's cubin.
+struct ModuleCounts {
+  int64_t live = 0;       // loaded and not yet unloaded
+  int64_t fromPTX = 0;    // loads that ran the driver's JIT on PTX, ever
+  int64_t fromCubin = 0;  // loads of a cubin, ever
+};
+ModuleCounts moduleCounts() noexcept;
 
 // Bytes of spill stores in a ptxas verbose log, summed over every function it reports;
 // -1 when the log has no "N bytes spill stores" line.
