@@ -10,8 +10,10 @@
 
 namespace tritium::kernels {
 
-// out[c] = sum over p < parts of partial[p * cols + c], in a fixed order.
-void columnSum(Dtype outType, void *out, const float *partial, int64_t parts, int64_t cols,
-               CUstream stream);
+// out0[c] = sum over p < parts of partial[p * cols + c], in a fixed order; when out1 is given,
+// out1[c] is the same sum over the next parts x cols values (a second array right after the
+// first), in the same launch.
+void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int64_t parts,
+                int64_t cols, CUstream stream);
 
 } // namespace tritium::kernels

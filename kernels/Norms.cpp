@@ -298,10 +298,10 @@ static int64_t backwardGrid(RowLaunch &l, const RowPlan &p, CompiledKernel &k,
 
 template <typename Args> static void zeroGradients(RowLaunch &l, const Args &a, CUstream stream) {
   const float *none = static_cast<const float *>(a.workspace);
-  columnSum(l.dtype, a.dweight, none, 0, a.cols, stream);
+  void *dbias = nullptr;
   if constexpr (requires { a.dbias; })
-    if (a.dbias)
-      columnSum(l.dtype, a.dbias, none, 0, a.cols, stream);
+    dbias = a.dbias;
+  columnSums(l.dtype, a.dweight, dbias, none, 0, a.cols, stream);
 }
 
 void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream stream,
@@ -332,9 +332,7 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
     int64_t grid = backwardGrid(l, p, k, a.workspaceBytes, arrays, &clusters);
     k.launch(grid, stream, {dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
     const float *partial = static_cast<const float *>(a.workspace);
-    columnSum(dtype, a.dweight, partial, clusters, a.cols, stream);
-    if (a.dbias)
-      columnSum(dtype, a.dbias, partial + clusters * a.cols, clusters, a.cols, stream);
+    columnSums(dtype, a.dweight, a.dbias, partial, clusters, a.cols, stream);
   };
   int64_t e = dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({l.tensor(a.dx, ds),
@@ -396,7 +394,8 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
     int64_t clusters = 0;
     int64_t grid = backwardGrid(l, p, k, a.workspaceBytes, 1, &clusters);
     k.launch(grid, stream, {dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
-    columnSum(dtype, a.dweight, static_cast<const float *>(a.workspace), clusters, a.cols, stream);
+    columnSums(dtype, a.dweight, nullptr, static_cast<const float *>(a.workspace), clusters,
+               a.cols, stream);
   };
   int64_t e = dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap(
