@@ -33,6 +33,15 @@ constexpr int kVectorBytes = 16;
 
 int64_t floorPow2(int64_t v) { return v < 1 ? 1 : int64_t(std::bit_floor(uint64_t(v))); }
 
+// The loops (for and while) around `op`: how often it runs, relative to its neighbours.
+int loopDepth(const ir::Op &op) {
+  int depth = 0;
+  for (const ir::Block *b = op.parentBlock(); b && b->parentOp(); b = b->parentOp()->parentBlock())
+    if (b->parentOp()->kind() == ir::OpKind::For || b->parentOp()->kind() == ir::OpKind::While)
+      ++depth;
+  return depth;
+}
+
 // Ops whose pointers anchor layouts: loads, stores and atomics.
 bool isMemoryOp(ir::OpKind k) {
   return k == ir::OpKind::Load || k == ir::OpKind::Store || k == ir::OpKind::AtomicRMW ||
@@ -173,11 +182,20 @@ private:
     // can access: held in runs of 16 bytes, each element of a warp's store instruction would
     // write its own partial sector, where runs of one element write consecutive addresses
     // (Triton's coalescing rule; a shape with one op that can be a vector keeps its runs).
+    // Only the accesses in the shape's deepest loops count: a weight vector loaded once
+    // before the loop must not give 16-byte runs to the misaligned rows read on every step.
     std::map<std::vector<int64_t>, int64_t> maxRun;
+    std::map<std::vector<int64_t>, int> deepest;
+    for (ir::Op *op : memoryOps) {
+      const std::vector<int64_t> &shape = op->operand(0)->type().shape();
+      auto [it, inserted] = deepest.emplace(shape, loopDepth(*op));
+      if (!inserted)
+        it->second = std::max(it->second, loopDepth(*op));
+    }
     for (ir::Op *op : memoryOps) {
       const ir::Value *ptr = op->operand(0);
       auto order = orders.find(ptr->type().shape());
-      if (order == orders.end())
+      if (order == orders.end() || loopDepth(*op) < deepest.at(ptr->type().shape()))
         continue;
       AxisInfo info = axes_.get(ptr);
       size_t fast = size_t(order->second[0]);
