@@ -170,15 +170,29 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
   c.launch(rows, stream, {out, dx, dy, int32_t(nCols), int32_t(stride)});
   sync();
   std::vector<double> want(size_t(rows + 1), kUntouched);
+  // An fp32 sum's rounding error grows with the sum of its terms' magnitudes, not with the
+  // result (rows of random signs cancel to near 0): the bound is eps x log2(n) x sum |term|
+  // for the tree the kernel reduces in. A dropped or doubled term is off by one term's size.
+  double magnitude = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (int64_t j = 0; j < nCols; ++j)
-      s += double(x[size_t(r * stride + j)]) + 2.0 * double(y[size_t(r * stride + j)]);
+    double s = 0, size = 0;
+    for (int64_t j = 0; j < nCols; ++j) {
+      double term = double(x[size_t(r * stride + j)]) + 2.0 * double(y[size_t(r * stride + j)]);
+      s += term;
+      size += std::fabs(term);
+    }
     want[size_t(r)] = s;
+    magnitude = std::max(magnitude, size);
   }
-  expectClose(download(out, want.size()), want, 1e-4,
+  double tolerance = 1.2e-7 * std::log2(double(nCols) + 1) * magnitude;
+  std::vector<float> got = download(out, want.size());
+  for (int64_t r = 0; r < rows; ++r)
+    if (std::fabs(double(got[size_t(r)]) - want[size_t(r)]) <= tolerance)
+      got[size_t(r)] = float(want[size_t(r)]); // within the bound: passes below
+  expectClose(got, want, 1e-6,
               "hinted row sums " + std::to_string(rows) + "x" + std::to_string(nCols) +
-                  (bulkCopies ? " (bulk copies)" : " (cp.async)"),
+                  (bulkCopies ? " (bulk copies)" : " (cp.async)") + ", bound " +
+                  std::to_string(tolerance),
               seed);
 }
 
