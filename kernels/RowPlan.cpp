@@ -104,6 +104,20 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
           add(p);
         }
     }
+  // Rows of a length that is no power of two (5120, Llama-13B's hidden size) in blocks of a
+  // multiple of 256 x warps columns rather than the next power of two: 5120 columns in 5120,
+  // not 8192, of which 37% would be masked lanes. 8 elements per thread and run keeps 16-byte
+  // vectors for every dtype.
+  for (int warps : {4, 8}) {
+    int64_t unit = int64_t(32) * warps * 8;
+    int64_t tight = (cols + unit - 1) / unit * unit;
+    int64_t perThread = tight / (32 * warps);
+    if (tight >= int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1)))) ||
+        perThread > (backward ? 32 : 64))
+      continue;
+    for (int stages : {1, 2, 3})
+      add(RowPlan{.block = tight, .numWarps = warps, .numStages = stages});
+  }
   // Fewer, larger programs for the backward: one or two per SM holding a tile of rows, so that
   // column_sum adds a partial sum per SM instead of up to 512 (rows of a few thousand columns,
   // where adding the partials is a large part of the time).

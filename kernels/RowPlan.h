@@ -14,7 +14,9 @@
 namespace tritium::kernels {
 
 struct RowPlan {
-  int64_t block = 1024; // columns per program, a power of two
+  // Columns per program: a power of two, or (one row per tile, no cluster) a multiple of
+  // 256 x numWarps.
+  int64_t block = 1024;
   int rowsPerTile = 1;  // rows per step: above 1, [rowsPerTile, block] tiles (no cp.async ring)
   int clusterSize = 1;  // programs sharing a row (each holds `block` of its columns)
   int numWarps = 4;

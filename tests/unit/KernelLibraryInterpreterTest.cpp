@@ -87,6 +87,18 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
   }
 }
 
+// Every norm plan the autotuner may pick, on rows whose length is no power of two (blocks of
+// 3072 columns beside 4096) and padded strides.
+TEST_F(KernelLibraryInterpreterTest, EveryNormPlanIsCorrect) {
+  NormShape s{5, 2500, 2504};
+  for (bool backward : {false, true})
+    for (const kernels::RowPlan &p : kernels::normCandidates(s.cols, Dtype::bf16, backward)) {
+      SCOPED_TRACE(p.str());
+      checkNorm<HostBuffer>(nullptr, sync, Dtype::bf16, s, false, true, 0, &p);
+      checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, s, true, false, 0, &p);
+    }
+}
+
 TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
   auto message = [](const std::function<void()> &f) {
     try {
