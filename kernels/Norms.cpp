@@ -69,8 +69,9 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     auto rs = t.expand(rstdHere);
     auto xhat = where(t.mask, (xv - t.expand(meanHere)) * rs, 0.0);
     auto wdy = wv * g;
-    auto c1 = t.rowSum(xhat * wdy) / n_cols;
-    auto c2 = t.rowSum(wdy) / n_cols;
+    auto [s1, s2] = t.rowSums(xhat * wdy, wdy);
+    auto c1 = s1 / n_cols;
+    auto c2 = s2 / n_cols;
     auto dxv = (wdy - (xhat * t.expand(c1) + t.expand(c2))) * rs;
     store(dx + t.row * dx_stride + cols.cols, cast(dxv, dx.dtype()), t.mask);
     dw = dw + t.columnSum(g * xhat);

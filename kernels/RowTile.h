@@ -10,6 +10,8 @@
 
 #include "frontend/DSL.h"
 
+#include <utility>
+
 namespace tritium::kernels {
 
 // The tiles of n_rows rows, walked by clusters with a persistent-grid stride.
@@ -48,6 +50,14 @@ struct RowTile {
   // A row's sum over its columns: a scalar, or [rows].
   dsl::Value rowSum(const dsl::Value &x) const {
     return c.rows == 1 ? dsl::cluster_sum(dsl::sum(x, 0)) : dsl::sum(x, 1);
+  }
+  // Two row sums at once: both local sums first, then both cluster sums side by side, which
+  // the code generator batches into one exchange (one wait on the cluster's peers, not two).
+  std::pair<dsl::Value, dsl::Value> rowSums(const dsl::Value &a, const dsl::Value &b) const {
+    if (c.rows != 1)
+      return {dsl::sum(a, 1), dsl::sum(b, 1)};
+    dsl::Value sa = dsl::sum(a, 0), sb = dsl::sum(b, 0);
+    return {dsl::cluster_sum(sa), dsl::cluster_sum(sb)};
   }
   // A per-row value broadcast over the columns.
   dsl::Value expand(const dsl::Value &perRow) const {
