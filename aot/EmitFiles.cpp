@@ -36,6 +36,14 @@ std::string declaredParams(const CompiledVariant &v) {
   return s;
 }
 
+// "  void *params[] = {&output_ptr, &input_ptr, &n_rows};\n": the launch's parameter array.
+std::string paramPointers(const CompiledVariant &v) {
+  std::string s = "  void *params[] = {";
+  for (size_t i = 0; i < v.params.size(); ++i)
+    s += (i ? ", &" : "&") + v.params[i].name;
+  return s + "};\n";
+}
+
 // "output_ptr, input_ptr, n_rows"
 std::string passedArgs(const CompiledVariant &v) {
   std::string s;
@@ -209,19 +217,11 @@ std::string sourcePart(const CompiledVariant &v, const std::string &base) {
     << fitsChecks(v) << "  return true;\n}\n\n"
     << "CUresult " << n << "_launch_programs(CUstream stream, int64_t programs"
     << declaredParams(v) << ") {\n"
-    << "  void *params[] = {";
-  for (size_t i = 0; i < v.params.size(); ++i)
-    o << (i ? ", " : "") << "&" << v.params[i].name;
-  o << "};\n"
-    << "  return tritium_aot::launchPrograms(" << n << "_image, " << n
+    << paramPointers(v) << "  return tritium_aot::launchPrograms(" << n << "_image, " << n
     << "_slot, stream, programs, params);\n}\n\n"
     << "CUresult " << n << "_launch_grid(CUstream stream, uint32_t grid_x, uint32_t grid_y, "
     << "uint32_t grid_z" << declaredParams(v) << ") {\n"
-    << "  void *params[] = {";
-  for (size_t i = 0; i < v.params.size(); ++i)
-    o << (i ? ", " : "") << "&" << v.params[i].name;
-  o << "};\n"
-    << "  return tritium_aot::launch(" << n << "_image, " << n
+    << paramPointers(v) << "  return tritium_aot::launch(" << n << "_image, " << n
     << "_slot, nullptr, stream, grid_x, grid_y, grid_z, params);\n}\n\n"
     << "} // namespace\n\n";
   for (bool grid : {false, true}) {

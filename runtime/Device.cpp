@@ -44,15 +44,21 @@ static int attribute(CUdevice dev, CUdevice_attribute attr, const char *what) {
   return value;
 }
 
-DeviceProps queryDevice(int ordinal) {
-  Driver &d = Driver::get();
+// The device of `ordinal`, after checking that it exists. Throws UserError / DriverError.
+static CUdevice deviceOf(int ordinal) {
   int count = 0;
   TRITIUM_CU(cuDeviceGetCount(&count));
   if (ordinal < 0 || ordinal >= count)
     throw UserError("CUDA device " + std::to_string(ordinal) + " does not exist (" +
                     std::to_string(count) + " device(s) present)");
-  CUdevice dev = 0;
-  TRITIUM_CU(cuDeviceGet(&dev, ordinal));
+  CUdevice device = 0;
+  TRITIUM_CU(cuDeviceGet(&device, ordinal));
+  return device;
+}
+
+DeviceProps queryDevice(int ordinal) {
+  Driver &d = Driver::get();
+  CUdevice dev = deviceOf(ordinal);
 
   DeviceProps p;
   p.ordinal = ordinal;
@@ -101,13 +107,7 @@ CUcontext primaryContext(int ordinal) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = retained.find(ordinal); it != retained.end())
     return it->second;
-  int count = 0;
-  TRITIUM_CU(cuDeviceGetCount(&count));
-  if (ordinal < 0 || ordinal >= count)
-    throw UserError("CUDA device " + std::to_string(ordinal) + " does not exist (" +
-                    std::to_string(count) + " device(s) present)");
-  CUdevice device = 0;
-  TRITIUM_CU(cuDeviceGet(&device, ordinal));
+  CUdevice device = deviceOf(ordinal);
   // The primary context is the one the CUDA runtime uses too, so tritium interoperates with
   // runtime-API code; it is retained for the life of the process.
   CUcontext context = nullptr;

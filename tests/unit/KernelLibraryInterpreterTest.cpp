@@ -156,30 +156,25 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
               kernels::vectorAdd(Dtype::fp32, a.data(), a.data(), b.data(), 4, nullptr, &oddBlock);
             }).find("vectorAdd: the plan's block is 1000, not a power of two"),
             std::string::npos);
-  kernels::CrossEntropyPlan oddColumns{.block = 3000};
   int64_t target = 0;
-  EXPECT_NE(message([&] {
-              kernels::crossEntropyForward(Dtype::fp32,
-                                           {.loss = (float *)a.data(),
-                                            .lse = (float *)a.data(),
-                                            .logits = b.data(),
-                                            .targets = &target,
-                                            .rows = 1,
-                                            .vocab = 4},
-                                           nullptr, &oddColumns);
-            }).find("crossEntropyForward: the plan's block is 3000, not a power of two"),
+  // A one-row forward with `plan`: what it throws.
+  auto forwardWith = [&](const kernels::CrossEntropyPlan &plan) {
+    return message([&] {
+      kernels::crossEntropyForward(Dtype::fp32,
+                                   {.loss = (float *)a.data(),
+                                    .lse = (float *)a.data(),
+                                    .logits = b.data(),
+                                    .targets = &target,
+                                    .rows = 1,
+                                    .vocab = 4},
+                                   nullptr, &plan);
+    });
+  };
+  EXPECT_NE(forwardWith({.block = 3000})
+                .find("crossEntropyForward: the plan's block is 3000, not a power of two"),
             std::string::npos);
-  kernels::CrossEntropyPlan ringedTile{.block = 1024, .rowsPerStep = 2, .numStages = 3};
-  EXPECT_NE(message([&] {
-              kernels::crossEntropyForward(Dtype::fp32,
-                                           {.loss = (float *)a.data(),
-                                            .lse = (float *)a.data(),
-                                            .logits = b.data(),
-                                            .targets = &target,
-                                            .rows = 1,
-                                            .vocab = 4},
-                                           nullptr, &ringedTile);
-            }).find("crossEntropyForward: the plan takes 2 rows per step with 3 stages"),
+  EXPECT_NE(forwardWith({.block = 1024, .rowsPerStep = 2, .numStages = 3})
+                .find("crossEntropyForward: the plan takes 2 rows per step with 3 stages"),
             std::string::npos);
 }
 
