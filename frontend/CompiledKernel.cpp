@@ -233,7 +233,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     case ParamType::Kind::Ptr:
       if (a.kind() != KernelArg::Kind::Pointer)
         throw mismatch();
-      if (a.ptr() % uint64_t(p.divisibility) != 0)
+      if ((a.ptr() & p.alignmentMask()) != 0)
         throw fail("was specialized as 16-byte aligned but the pointer is not; compile a "
                    "specialization without ':16' for it");
       put(a.ptr());
@@ -269,7 +269,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
       put(a.floatValue());
       break;
     }
-    if (p.kind != ParamType::Kind::Ptr && a.intValue() % p.divisibility != 0)
+    if (p.kind != ParamType::Kind::Ptr && (uint64_t(a.intValue()) & p.alignmentMask()) != 0)
       throw fail("was specialized as divisible by 16 but is " + std::to_string(a.intValue()) +
                  "; compile a specialization without ':16' for it");
     ++i;

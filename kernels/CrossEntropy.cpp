@@ -24,12 +24,27 @@ using namespace tritium::dsl;
 // num_stages > 1) or, with ROWS > 1, a [ROWS, BLOCK] tile of several rows loaded side by side
 // (plain loads), so that each step has more bytes in flight and the end-of-row reductions, where
 // no load is outstanding, come once per ROWS rows.
+//
+// GROUP > 1 (one row per step): each lane's GROUP neighbouring columns (one 16-byte vector, a
+// row of the block seen as [BLOCK / GROUP, GROUP]) share one running maximum. The sum is then
+// rescaled once per group instead of tested per element: per element a max, a subtract, a
+// multiply, an exp and an add, against a subtract, a multiply, a compare, an exp, an fma or
+// add, a select and a max per slot.
 static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets, Int stride,
                                   Int n_rows, Int vocab, Int ignore_index, Float smoothing,
-                                  int BLOCK, int ROWS, int PREFETCH, int num_stages, int SMOOTH) {
-  const bool tile = ROWS > 1;
+                                  int BLOCK, int ROWS, int PREFETCH, int num_stages, int SMOOTH,
+                                  int GROUP) {
+  const bool tile = ROWS > 1, grouped = GROUP > 1;
   auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   std::vector<int64_t> shape = tile ? std::vector<int64_t>{ROWS, BLOCK} : std::vector<int64_t>{BLOCK};
+  // A [BLOCK] block seen as [BLOCK / GROUP, GROUP]: each lane's run of GROUP is a row, so the
+  // reshape moves nothing and the group's max and sum stay in the lane's registers.
+  auto groups = [&](const Value &v) { return reshape(v, {BLOCK / GROUP, GROUP}); };
+  // The running maximum and sum per column, or per group: these are born as reductions of the
+  // grouped view, so that they sit in the registers the loop's group reductions give.
+  auto slots = [&](double value) {
+    return grouped ? max(groups(full(shape, value, float32)), 1) : full(shape, value, float32);
+  };
   const int axis = tile ? 1 : 0; // the columns' axis
   auto tiles = tile ? (n_rows + (ROWS - 1)) / ROWS : n_rows;
   for (auto step : range(program_id(0), tiles, num_programs(0), 1)) {
@@ -38,8 +53,8 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
     auto base = logits + (tile ? row(_, None) : row) * stride;
     // -FLT_MAX, not -inf: x - m is then never inf - inf, so -inf logits need no test (the
     // exp gives 0), and a row of only -inf logits still ends with s = 0, lse = -inf.
-    auto m = full(shape, -FLT_MAX, float32);
-    auto s = zeros(shape, float32);
+    auto m = slots(-FLT_MAX);
+    auto s = slots(0.0);
     auto total = zeros(shape, float32); // the row's sum, for label smoothing
     auto maskAt = [&](const Value &c) { return tile ? rowMask(_, None) & (c < vocab) : c < vocab; };
     auto blockAt = [&](const Value &c) { return load(base + c, maskAt(c), -INFINITY); };
@@ -57,10 +72,19 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
         raw = load(base + c, mask, -INFINITY);
       }
       auto x = cast(raw, float32);
-      auto e = exp(-abs(x - m));
-      auto larger = x > m;
-      s = where(larger, s * e + 1.0, s + e);
-      m = maximum(m, x);
+      if (grouped) {
+        // exp(x - mn), not exp2(x log2e - mn log2e) as one fma: mn log2e overflows while
+        // mn is still -FLT_MAX.
+        auto xg = groups(x);
+        auto mn = maximum(m, max(xg, 1));
+        s = s * exp(m - mn) + sum(exp(xg - mn(_, None)), 1);
+        m = mn;
+      } else {
+        auto e = exp(-abs(x - m));
+        auto larger = x > m;
+        s = where(larger, s * e + 1.0, s + e);
+        m = maximum(m, x);
+      }
       if (SMOOTH)
         total = total + where(mask, x, 0.0);
     }
@@ -157,7 +181,7 @@ static Kernel &forwardKernel() {
   static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
                          {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
                           "ignore_index", "smoothing", "BLOCK", "ROWS", "PREFETCH", "num_stages",
-                          "SMOOTH"});
+                          "SMOOTH", "GROUP"});
   return k;
 }
 static Kernel &meanKernel() {
@@ -206,6 +230,19 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
                .prefetch = true,
                .numWarps = warps,
                .numStages = 1});
+  // The forward's groups: 16 bytes of logits per lane share a running maximum (the backward
+  // ignores the field, and drops these candidates).
+  int64_t group = 16 / dtypeBytes(dtype);
+  for (int64_t block : {2048, 4096, 8192})
+    for (int warps : {4, 8}) {
+      if (block % (32 * warps * group) != 0)
+        continue;
+      for (int stages : {1, 2, 3})
+        add({.block = block, .numWarps = warps, .numStages = stages, .group = int(group)});
+      if (block <= 4096)
+        add({.block = block, .prefetch = true, .numWarps = warps, .numStages = 1,
+             .group = int(group)});
+    }
   return out;
 }
 
@@ -226,7 +263,8 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       [&] {
         std::vector<CrossEntropyPlan> candidates = crossEntropyCandidates(vocab, dtype);
         if (std::string(kernel) == "cross_entropy_backward") // it ignores prefetch
-          std::erase_if(candidates, [](const CrossEntropyPlan &p) { return p.prefetch; });
+          std::erase_if(candidates,
+                        [](const CrossEntropyPlan &p) { return p.prefetch || p.group > 1; });
         return candidates;
       },
       launch);
@@ -237,6 +275,17 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
   if (p.rowsPerStep < 1 || p.rowsPerStep > 16 || !std::has_single_bit(unsigned(p.rowsPerStep)))
     args.fail("the plan's rowsPerStep is " + std::to_string(p.rowsPerStep) +
               ", not a power of two from 1 to 16");
+  if (p.group < 1 || p.group > 16 || !std::has_single_bit(unsigned(p.group)))
+    args.fail("the plan's group is " + std::to_string(p.group) +
+              ", not a power of two from 1 to 16");
+  if (p.group > 1 && p.rowsPerStep > 1)
+    args.fail("the plan shares a maximum among " + std::to_string(p.group) +
+              " columns and takes " + std::to_string(p.rowsPerStep) +
+              " rows per step: groups need one row per step");
+  if (p.group > 1 && p.block % (int64_t(32) * p.numWarps * p.group) != 0)
+    args.fail("the plan's block of " + std::to_string(p.block) + " is no multiple of " +
+              std::to_string(32 * p.numWarps * p.group) + " (its " + std::to_string(p.numWarps) +
+              " warps' lanes times the group of " + std::to_string(p.group) + ")");
   if ((p.rowsPerStep > 1 || p.prefetch) && p.numStages != 1)
     args.fail(std::string("the plan ") +
               (p.prefetch ? "loads the next block ahead"
@@ -276,7 +325,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
                                      "i32", "i64", "fp32"},
                        .constexprs = {plan.block, plan.rowsPerStep, plan.prefetch ? 1 : 0,
-                                      plan.numStages, smoothing ? 1 : 0},
+                                      plan.numStages, smoothing ? 1 : 0, plan.group},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});

@@ -55,18 +55,20 @@ struct CrossEntropyPlan {
   bool prefetch = false;
   int numWarps = 8;
   int numStages = 3;
+  // The forward's running maximum shared by `group` neighbouring columns of a lane (1: one per
+  // column; a power of two up to 16 bytes of logits, with one row per step). The backward
+  // ignores it.
+  int group = 1;
   PlanFields fields() const {
-    return {{"block", block},
-            {"rows", rowsPerStep},
-            {"prefetch", prefetch ? 1 : 0},
-            {"warps", numWarps},
-            {"stages", numStages}};
+    return {{"block", block},           {"rows", rowsPerStep},  {"prefetch", prefetch ? 1 : 0},
+            {"warps", numWarps},        {"stages", numStages},  {"group", group}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
 // loads) or rings of 2 or 3; tiles of 2 or 4 rows of up to 8192 elements in all; and blocks
-// loaded a step ahead (timed for the forward only).
+// loaded a step ahead; and, for the forward only, groups of 16 bytes of columns sharing a
+// running maximum.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward

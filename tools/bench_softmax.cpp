@@ -473,6 +473,13 @@ int hostOverhead() {
       [&] { rt::launchKernelPacked(fn, 1, threads, shared, s.get(), &packed, sizeof packed); },
       [&] {
         k.launch(1, nonBlocking, {out, in, int32_t(128), int32_t(128), int32_t(1), int32_t(128)});
+      },
+      // What following the caller's context costs: the driver's answer to "which context is
+      // current", then the packed launch.
+      [&] {
+        CUcontext current = nullptr;
+        TRITIUM_CU(cuCtxGetCurrent(&current));
+        rt::launchKernelPacked(fn, 1, threads, shared, s.get(), &packed, sizeof packed);
       }};
   constexpr int kWays = sizeof ways / sizeof ways[0];
   double seconds[kWays] = {};
@@ -487,7 +494,8 @@ int hostOverhead() {
     }
   TRITIUM_CU(cuStreamDestroy(nonBlocking));
   double hostUs = seconds[0] * 1e6 / calls, rawUs = seconds[1] * 1e6 / calls,
-         packedUs = seconds[2] * 1e6 / calls, nonBlockingUs = seconds[3] * 1e6 / calls;
+         packedUs = seconds[2] * 1e6 / calls, nonBlockingUs = seconds[3] * 1e6 / calls,
+         askedUs = seconds[4] * 1e6 / calls;
   // Back to back without synchronising: bounded by the GPU's rate of tiny kernels.
   auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
@@ -510,9 +518,10 @@ int hostOverhead() {
   std::printf("host_us_per_launch %.2f\ncuLaunchKernel_alone_us %.2f\n"
               "cuLaunchKernel_packed_args_alone_us %.2f\n"
               "host_us_per_launch_non_blocking_stream %.2f\n"
+              "cuCtxGetCurrent_plus_packed_launch_us %.2f\n"
               "back_to_back_us_per_launch %.2f\n"
               "graph_replay_us_per_launch %.2f\n",
-              hostUs, rawUs, packedUs, nonBlockingUs, totalUs, graphUs);
+              hostUs, rawUs, packedUs, nonBlockingUs, askedUs, totalUs, graphUs);
   return 0;
 }
 

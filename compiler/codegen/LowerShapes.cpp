@@ -1,5 +1,6 @@
 // Lowering of shape changes. expand_dims and broadcast move no data: the layout pass gives
-// them layouts under which each result register is one of the operand's registers.
+// them layouts under which each result register is one of the operand's registers; nor does a
+// convert_layout or reshape marked in_place (same placement on both sides).
 // convert_layout, reshape and trans stage the block in shared memory: every thread writes its
 // elements at their row-major index (for trans, the index in the result), a barrier, then every
 // thread reads the elements its result layout gives it. Rows of 32 elements or more get one
@@ -144,6 +145,12 @@ bool lowerShapes(Lowering &l, const ir::Op &op) {
     return true;
   case OpKind::ConvertLayout:
   case OpKind::Reshape:
+    if (op.hasAttr("in_place")) { // every element already where the result wants it
+      l.set(op.result(), l.get(op.operand(0)));
+      return true;
+    }
+    lowerStaged(l, op);
+    return true;
   case OpKind::Trans:
     lowerStaged(l, op);
     return true;

@@ -84,8 +84,9 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       int64_t warps = map.root().warpsPerCTA()[size_t(axis)];
       int64_t elements = op.result()->type().isBlock() ? op.result()->type().numElements() : 1;
       slots = warps > 1 ? 2 * elements * warps : 0; // warps off the axis need only shuffles
-    } else if (op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
-               op.kind() == ir::OpKind::Trans) {
+    } else if ((op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
+                op.kind() == ir::OpKind::Trans) &&
+               !op.hasAttr("in_place")) { // in place: nothing staged
       const ir::Type &t = op.result()->type();
       int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
       offset = (offset + 15) / 16 * 16;

@@ -15,6 +15,8 @@
 //    slice), else the one it wants, else the default for its shape; an operand whose layout
 //    differs from what the op needs is converted (convert_layout, through shared memory), or,
 //    when it is made from scalars alone (arange, constant, splat), made again in that layout.
+//    A reshape that can leave every element in its register takes the layout that does so.
+// 4. A convert_layout or reshape between two layouts of one placement is marked in_place.
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -66,7 +68,24 @@ public:
       if (arg->type().isBlock())
         arg->setLayout(defaultLayout(arg->type(), fn_.loc()));
     assignBlock(fn_.body());
+    markInPlace();
     fn_.setAttr("num_warps", int64_t(numWarps_));
+  }
+
+  // A convert_layout or reshape whose two layouts put every element in the same register of
+  // the same thread (two names for one placement, as a slice of [256, 8] and a [256] of one
+  // element per thread) moves nothing: marked "in_place", it takes no shared memory and lowers
+  // to its operand's registers.
+  void markInPlace() {
+    ir::walk(fn_.body(), [&](ir::Op &op) {
+      if (op.kind() != ir::OpKind::ConvertLayout && op.kind() != ir::OpKind::Reshape)
+        return;
+      const ir::Value *in = op.operand(0), *out = op.result();
+      if (in->type().isBlock() && out->type().isBlock() &&
+          ir::samePlacement(*in->layout(), in->type().shape(), *out->layout(),
+                            out->type().shape()))
+        op.setAttr("in_place", int64_t(1));
+    });
   }
 
 private:
@@ -386,8 +405,10 @@ private:
       return;
     }
     case OpKind::Broadcast: {
-      // The small input is converted rather than the broadcast result.
-      ir::Layout target = preferred(op.result(), loc);
+      // The small input is converted rather than the broadcast result. A result nothing asks a
+      // layout of keeps its input's: each of its registers is then one of the input's.
+      ir::Layout target = wants_.count(op.result()) ? preferred(op.result(), loc)
+                                                    : *op.operand(0)->layout();
       require(op, 0, target);
       setResult(target);
       return;
@@ -431,6 +452,16 @@ private:
       return;
     }
     case OpKind::Reshape:
+      // Splitting or merging dimensions where every element can stay in its register: the
+      // layout that says so. Else through shared memory, as trans.
+      if (auto same = ir::reshapedInPlace(*op.operand(0)->layout(),
+                                          op.operand(0)->type().shape(),
+                                          op.result()->type().shape())) {
+        setResult(*same);
+        return;
+      }
+      setResult(preferred(op.result(), loc));
+      return;
     case OpKind::Trans: // through shared memory: any layout in, the preferred one out
       setResult(preferred(op.result(), loc));
       return;

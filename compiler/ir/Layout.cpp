@@ -4,6 +4,8 @@
 #include "compiler/support/Error.h"
 
 #include <algorithm>
+#include <bit>
+#include <string_view>
 
 namespace tritium::ir {
 
@@ -152,6 +154,101 @@ int64_t LayoutMap::registerNumber(const std::vector<int64_t> &index) const {
 int64_t LayoutMap::registerOffset(int d, int64_t r) const {
   int64_t s = run(d);
   return (r / s) * root_.tile(d) + r % s;
+}
+
+int64_t flatIndexOf(const LayoutMap &map, const std::vector<int64_t> &shape, int64_t lane,
+                    int64_t warp, int64_t k) {
+  const Layout &root = map.root();
+  std::vector<int64_t> regs = map.registerIndex(k);
+  int64_t flat = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int d = map.rootDim(int(i));
+    int64_t spt = root.sizePerThread()[size_t(d)], tpw = root.threadsPerWarp()[size_t(d)],
+            wpc = root.warpsPerCTA()[size_t(d)];
+    int64_t c = (lane / map.laneStride(d)) % tpw * spt +
+                (warp / map.warpStride(d)) % wpc * spt * tpw +
+                map.registerOffset(d, regs[size_t(d)]);
+    int64_t extent = map.rootShape()[size_t(d)];
+    if (extent < root.tile(d))
+      c %= extent;
+    flat = flat * shape[i] + c;
+  }
+  return flat;
+}
+
+static int64_t warpsOf(const Layout &l) {
+  int64_t w = 1;
+  for (int c : l.root().warpsPerCTA())
+    w *= c;
+  return w;
+}
+
+bool samePlacement(const Layout &a, const std::vector<int64_t> &sa, const Layout &b,
+                   const std::vector<int64_t> &sb) {
+  auto count = [](const std::vector<int64_t> &s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      n *= d;
+    return n;
+  };
+  if (count(sa) != count(sb) || warpsOf(a) != warpsOf(b))
+    return false;
+  LayoutMap ma(a, sa), mb(b, sb);
+  if (ma.elementsPerThread() != mb.elementsPerThread())
+    return false;
+  for (int64_t warp = 0; warp < warpsOf(a); ++warp)
+    for (int64_t lane = 0; lane < 32; ++lane)
+      for (int64_t k = 0; k < ma.elementsPerThread(); ++k)
+        if (flatIndexOf(ma, sa, lane, warp, k) != flatIndexOf(mb, sb, lane, warp, k))
+          return false;
+  return true;
+}
+
+std::optional<Layout> reshapedInPlace(const Layout &l, const std::vector<int64_t> &from,
+                                      const std::vector<int64_t> &to) {
+  if (!l.isBlocked() || int(from.size()) != l.rank() || to.empty())
+    return std::nullopt;
+  auto log2 = [](int64_t v) { return std::countr_zero(uint64_t(v)); };
+  for (const auto *shape : {&from, &to})
+    for (int64_t d : *shape)
+      if (d < 1 || !std::has_single_bit(uint64_t(d)))
+        return std::nullopt;
+  int rank = l.rank();
+  for (int d = 0; d < rank; ++d)
+    if (l.order()[size_t(d)] != rank - 1 - d || from[size_t(d)] < l.tile(d))
+      return std::nullopt; // another order, or threads holding copies
+  // What each bit of the flat index is under `l`, lowest first: the last dimension's run,
+  // lanes, warps and repeats, then the dimension before it.
+  std::string bits;
+  for (int d = rank - 1; d >= 0; --d) {
+    bits += std::string(size_t(log2(l.sizePerThread()[size_t(d)])), 'R');
+    bits += std::string(size_t(log2(l.threadsPerWarp()[size_t(d)])), 'L');
+    bits += std::string(size_t(log2(l.warpsPerCTA()[size_t(d)])), 'W');
+    bits += std::string(size_t(log2(from[size_t(d)] / l.tile(d))), 'R');
+  }
+  size_t outRank = to.size();
+  std::vector<int> spt(outRank, 1), tpw(outRank, 1), wpc(outRank, 1);
+  size_t at = 0;
+  for (size_t e = outRank; e-- > 0;) {
+    std::string_view mine = std::string_view(bits).substr(at, size_t(log2(to[e])));
+    at += mine.size();
+    size_t i = 0;
+    auto take = [&](char kind) {
+      int n = 0;
+      for (; i < mine.size() && mine[i] == kind; ++i)
+        ++n;
+      return 1 << n;
+    };
+    spt[e] = take('R');
+    tpw[e] = take('L');
+    wpc[e] = take('W');
+    if (mine.find_first_not_of('R', i) != std::string_view::npos)
+      return std::nullopt; // lanes or warps after this dimension's repeats began
+  }
+  Layout candidate = Layout::blocked(spt, tpw, wpc);
+  if (!samePlacement(l, from, candidate, to))
+    return std::nullopt;
+  return candidate;
 }
 
 } // namespace tritium::ir

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,5 +114,25 @@ private:
   std::vector<int> rootDims_;
   int64_t total_ = 1;
 };
+
+// The row-major index, in a block of `shape` placed by `map`, of the element that the thread at
+// (lane, warp) holds in register k, wrapped as the lowering wraps blocks smaller than the tile.
+int64_t flatIndexOf(const LayoutMap &map, const std::vector<int64_t> &shape, int64_t lane,
+                    int64_t warp, int64_t k);
+
+// Whether a block of shape `sa` in layout `a` and one of shape `sb` (as many elements) in `b`
+// put every element in the same register of the same thread: a convert_layout or reshape
+// between them moves nothing. Checked thread by thread, register by register.
+bool samePlacement(const Layout &a, const std::vector<int64_t> &sa, const Layout &b,
+                   const std::vector<int64_t> &sb);
+
+// A blocked layout for shape `to` under which a block of shape `from` in layout `l` is already
+// where a reshape would put it, when one exists: a reshape that splits or merges dimensions
+// then moves nothing ([2048] in runs of 8 is [256, 8] with each run a row). Found for
+// power-of-two shapes of a blocked layout in the default order that does not replicate; the
+// flat index's bits, lowest first, are each a register, lane or warp bit of `l`, and each
+// dimension of `to` takes the next bits as runs, lanes, warps and repeats of a blocked layout.
+std::optional<Layout> reshapedInPlace(const Layout &l, const std::vector<int64_t> &from,
+                                      const std::vector<int64_t> &to);
 
 } // namespace tritium::ir

@@ -146,6 +146,43 @@ TEST(IRTest, PrintsLayouts) {
       << print(*s.fn);
 }
 
+// Reshapes that split or merge dimensions find the layout that leaves every element in its
+// register (then reshape and convert_layout move nothing); those that cannot say so.
+TEST(IRTest, ReshapesInPlaceWhereTheRunsAllow) {
+  // [2048] in runs of 8 over 8 warps: [256, 8] with a run per row; over 4 warps the tile repeats
+  // and each thread holds rows t and t + 128.
+  for (int warps : {8, 4}) {
+    Layout runs = Layout::blocked({8}, {32}, {warps});
+    std::optional<Layout> rows = reshapedInPlace(runs, {2048}, {256, 8});
+    ASSERT_TRUE(rows.has_value()) << warps;
+    EXPECT_EQ(*rows, Layout::blocked({1, 8}, {32, 1}, {warps, 1}));
+    EXPECT_TRUE(samePlacement(runs, {2048}, *rows, {256, 8}));
+    // A row's maximum is one element per row in that thread: for 8 warps the same placement as
+    // one element per thread, for 4 warps (rows t, t + 128) not that of runs of 2.
+    EXPECT_EQ(samePlacement(Layout::slice(*rows, 1), {256}, Layout::blocked({1}, {32}, {8}), {256}),
+              warps == 8);
+    EXPECT_FALSE(
+        samePlacement(Layout::slice(*rows, 1), {256}, Layout::blocked({2}, {32}, {4}), {256}));
+  }
+  // Merging the rows of a 2-D tile back into one dimension.
+  Layout tile = Layout::blocked({1, 4}, {2, 16}, {4, 1});
+  std::optional<Layout> flat = reshapedInPlace(tile, {32, 64}, {2048});
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_EQ(*flat, Layout::blocked({4}, {32}, {4}));
+  // No such layout: threads holding copies (64 elements over 128 threads), another order, and
+  // a merge where a row's repeats come before the next row's lanes ([32, 128] in tiles of
+  // [8, 64]: the flat index's bits are runs, lanes, a repeat, then lanes again).
+  EXPECT_FALSE(reshapedInPlace(Layout::blocked({1}, {32}, {4}), {64}, {8, 8}).has_value());
+  EXPECT_FALSE(
+      reshapedInPlace(Layout::blocked({4, 1}, {16, 2}, {1, 4}, {0, 1}), {64, 32}, {2048}).has_value());
+  EXPECT_FALSE(reshapedInPlace(tile, {32, 128}, {4096}).has_value());
+  // Different element counts or warps never match.
+  EXPECT_FALSE(samePlacement(Layout::blocked({1}, {32}, {8}), {256}, Layout::blocked({1}, {32}, {8}),
+                             {512}));
+  EXPECT_FALSE(samePlacement(Layout::blocked({1}, {32}, {8}), {256}, Layout::blocked({2}, {32}, {4}),
+                             {256}));
+}
+
 TEST(IRTest, FormatsAttributes) {
   EXPECT_EQ(formatAttr(int64_t(-7)), "-7");
   EXPECT_EQ(formatAttr(2.0), "2.0");

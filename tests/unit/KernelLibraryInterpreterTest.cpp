@@ -77,14 +77,18 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
 // Every plan the autotuner may pick on a GPU, on rows that start anywhere (the backward's
 // peeled head) and rows on 16-byte boundaries.
 TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
-  for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
-    SCOPED_TRACE("block " + std::to_string(p.block) + " x " + std::to_string(p.rowsPerStep) +
-                 " rows, stages " + std::to_string(p.numStages));
-    checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {7, 301, 301, 0.0f, false, true},
-                                  &p);
-    checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
-                                  &p);
-  }
+  // Each dtype's candidates (their groups differ: 16 bytes of logits) on both dtypes.
+  for (Dtype candidatesOf : {Dtype::bf16, Dtype::fp32})
+    for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, candidatesOf)) {
+      std::string fields;
+      for (const auto &[name, value] : p.fields())
+        fields += name + "=" + std::to_string(value) + " ";
+      SCOPED_TRACE(fields);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {7, 301, 301, 0.0f, false, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
+                                    &p);
+    }
 }
 
 // Every norm plan the autotuner may pick, on rows whose length is no power of two (blocks of
