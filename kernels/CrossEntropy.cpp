@@ -33,7 +33,7 @@ using namespace tritium::dsl;
 static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets, Int stride,
                                   Int n_rows, Int vocab, Int ignore_index, Float smoothing,
                                   int BLOCK, int ROWS, int PREFETCH, int num_stages, int SMOOTH,
-                                  int GROUP) {
+                                  int GROUP, int ALIGN) {
   const bool tile = ROWS > 1, grouped = GROUP > 1;
   auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   std::vector<int64_t> shape = tile ? std::vector<int64_t>{ROWS, BLOCK} : std::vector<int64_t>{BLOCK};
@@ -50,26 +50,42 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
   for (auto step : range(program_id(0), tiles, num_programs(0), 1)) {
     auto row = tile ? step * ROWS + arange(0, ROWS) : step; // [ROWS] or a scalar
     auto rowMask = row < n_rows;
-    auto base = logits + (tile ? row(_, None) : row) * stride;
+    auto start = (tile ? row(_, None) : row) * stride;
     // -FLT_MAX, not -inf: x - m is then never inf - inf, so -inf logits need no test (the
     // exp gives 0), and a row of only -inf logits still ends with s = 0, lse = -inf.
     auto m = slots(-FLT_MAX);
     auto s = slots(0.0);
     auto total = zeros(shape, float32); // the row's sum, for label smoothing
+    // ALIGN > 1 (one row per step; rows that start anywhere): the columns before the row's
+    // first 16-byte boundary make a head of their own, and the blocks start at that boundary.
+    Value head_max, head_sum, head_total;
+    Operand first = 0;
+    if (ALIGN > 1) {
+      auto head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
+      auto hc = arange(0, ALIGN);
+      auto hx = cast(load(logits + start + hc, hc < head, -INFINITY), float32);
+      head_max = maximum(max(hx, 0), -FLT_MAX);
+      head_sum = sum(exp(hx - head_max), 0);
+      head_total = sum(where(hc < head, hx, 0.0), 0);
+      first = head;
+    }
     auto maskAt = [&](const Value &c) { return tile ? rowMask(_, None) & (c < vocab) : c < vocab; };
-    auto blockAt = [&](const Value &c) { return load(base + c, maskAt(c), -INFINITY); };
+    auto blockAt = [&](const Operand &off) {
+      auto at = ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off;
+      return load(logits + at + cols, maskAt(off + cols), -INFINITY);
+    };
     // PREFETCH: the next block's loads go out before this block's math (a register double
     // buffer), so that each warp keeps loads in flight while it computes.
-    Value ahead = PREFETCH ? blockAt(cols) : Value();
-    for (auto off : range(0, vocab, BLOCK, num_stages)) {
+    Value ahead = PREFETCH ? blockAt(first) : Value();
+    for (auto off : range(first, vocab, BLOCK, num_stages)) {
       auto c = off + cols;
       auto mask = maskAt(c);
       Value raw;
       if (PREFETCH) {
         raw = ahead;
-        ahead = blockAt(c + BLOCK); // past the row: all masked, nothing read
+        ahead = blockAt(off + BLOCK); // past the row: all masked, nothing read
       } else {
-        raw = load(base + c, mask, -INFINITY);
+        raw = blockAt(off);
       }
       auto x = cast(raw, float32);
       if (grouped) {
@@ -89,16 +105,23 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
         total = total + where(mask, x, 0.0);
     }
     auto row_max = max(m, axis);
+    if (ALIGN > 1)
+      row_max = maximum(row_max, head_max);
     auto spread = tile ? row_max(_, None) : row_max;
-    auto lse = row_max + log(sum(s * exp(m - spread), axis)); // only -inf: -FLT_MAX + log 0
+    auto exps = sum(s * exp(m - spread), axis);
+    auto row_total = sum(total, axis);
+    if (ALIGN > 1) {
+      exps = exps + head_sum * exp(head_max - row_max);
+      row_total = row_total + head_total;
+    }
+    auto lse = row_max + log(exps); // only -inf: -FLT_MAX + log 0
     auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
     auto counted = t != ignore_index;
     auto inside = (t >= 0) & (t < vocab);
     auto at = logits + row * stride + t;
     auto xt = cast(load(at, (tile ? rowMask & counted : counted) & inside, 0.0), float32);
     auto nll = lse - xt;
-    auto value =
-        SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - sum(total, axis) / vocab) : nll;
+    auto value = SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - row_total / vocab) : nll;
     auto v = where(counted, where(inside, value, NAN), 0.0);
     if (tile) {
       store(loss + row, v, rowMask);
@@ -181,7 +204,7 @@ static Kernel &forwardKernel() {
   static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
                          {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
                           "ignore_index", "smoothing", "BLOCK", "ROWS", "PREFETCH", "num_stages",
-                          "SMOOTH", "GROUP"});
+                          "SMOOTH", "GROUP", "ALIGN"});
   return k;
 }
 static Kernel &meanKernel() {
@@ -320,12 +343,18 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   KernelArg r(int32_t(a.rows)), v(int32_t(a.vocab)), ignore(a.ignoreIndex),
       smooth(a.labelSmoothing);
   bool smoothing = a.labelSmoothing != 0.0f;
+  // Rows that start anywhere (a stride that is no multiple of 16 bytes) peel their first
+  // columns when the logits start on a 16-byte boundary, as the backward does.
+  int64_t vector = 16 / dtypeBytes(dtype);
+  int64_t align =
+      stride % vector != 0 && uintptr_t(a.logits) % 16 == 0 && a.vocab >= 4 * vector ? vector : 1;
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
                                      "i32", "i64", "fp32"},
                        .constexprs = {plan.block, plan.rowsPerStep, plan.prefetch ? 1 : 0,
-                                      plan.numStages, smoothing ? 1 : 0, plan.group},
+                                      plan.numStages, smoothing ? 1 : 0, plan.group,
+                                      plan.rowsPerStep == 1 ? align : 1},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});

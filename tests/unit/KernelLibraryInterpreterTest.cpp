@@ -88,6 +88,10 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
                                     &p);
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
                                     &p);
+      // Rows that start anywhere from an aligned base: the forward's and backward's peeled
+      // heads, with smoothing (the head's sum of logits).
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {6, 301, 305, 0.1f, false, true},
+                                    &p);
     }
 }
 
