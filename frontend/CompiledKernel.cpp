@@ -202,7 +202,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     throw UserError("launch of '" + name + "': " + std::to_string(grid) + " CTAs of " +
                     std::to_string(meta_.options.programsPerCTA) + " programs are " +
                     std::to_string(programs) + " programs, more than program_id can count");
-  if (int cluster = meta_.options.clusterSize; grid % cluster != 0)
+  if (int cluster = meta_.options.clusterSize; cluster > 1 && grid % cluster != 0)
     throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
                     " is not a multiple of the cluster size " + std::to_string(cluster));
   constexpr size_t kMaxArgs = 64;

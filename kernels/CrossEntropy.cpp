@@ -56,17 +56,20 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
     auto m = slots(-FLT_MAX);
     auto s = slots(0.0);
     auto total = zeros(shape, float32); // the row's sum, for label smoothing
+    // The loads whose values are only needed after the row's loop go out before it, so that
+    // their latency passes while the row streams: the target's logit, and the head.
+    auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
+    auto counted = t != ignore_index;
+    auto inside = (t >= 0) & (t < vocab);
+    auto xt_raw = load(logits + row * stride + t, (tile ? rowMask & counted : counted) & inside, 0.0);
     // ALIGN > 1 (one row per step; rows that start anywhere): the columns before the row's
     // first 16-byte boundary make a head of their own, and the blocks start at that boundary.
-    Value head_max, head_sum, head_total;
+    Value head, hx_raw;
     Operand first = 0;
+    auto hc = arange(0, ALIGN);
     if (ALIGN > 1) {
-      auto head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
-      auto hc = arange(0, ALIGN);
-      auto hx = cast(load(logits + start + hc, hc < head, -INFINITY), float32);
-      head_max = maximum(max(hx, 0), -FLT_MAX);
-      head_sum = sum(exp(hx - head_max), 0);
-      head_total = sum(where(hc < head, hx, 0.0), 0);
+      head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
+      hx_raw = load(logits + start + hc, hc < head, -INFINITY);
       first = head;
     }
     auto maskAt = [&](const Value &c) { return tile ? rowMask(_, None) & (c < vocab) : c < vocab; };
@@ -105,22 +108,21 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
         total = total + where(mask, x, 0.0);
     }
     auto row_max = max(m, axis);
-    if (ALIGN > 1)
+    auto row_total = sum(total, axis);
+    Value head_max, head_sum;
+    if (ALIGN > 1) {
+      auto hx = cast(hx_raw, float32);
+      head_max = maximum(max(hx, 0), -FLT_MAX);
+      head_sum = sum(exp(hx - head_max), 0);
       row_max = maximum(row_max, head_max);
+      row_total = row_total + sum(where(hc < head, hx, 0.0), 0);
+    }
     auto spread = tile ? row_max(_, None) : row_max;
     auto exps = sum(s * exp(m - spread), axis);
-    auto row_total = sum(total, axis);
-    if (ALIGN > 1) {
+    if (ALIGN > 1)
       exps = exps + head_sum * exp(head_max - row_max);
-      row_total = row_total + head_total;
-    }
     auto lse = row_max + log(exps); // only -inf: -FLT_MAX + log 0
-    auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
-    auto counted = t != ignore_index;
-    auto inside = (t >= 0) & (t < vocab);
-    auto at = logits + row * stride + t;
-    auto xt = cast(load(at, (tile ? rowMask & counted : counted) & inside, 0.0), float32);
-    auto nll = lse - xt;
+    auto nll = lse - cast(xt_raw, float32);
     auto value = SMOOTH ? (1.0 - smoothing) * nll + smoothing * (lse - row_total / vocab) : nll;
     auto v = where(counted, where(inside, value, NAN), 0.0);
     if (tile) {

@@ -52,7 +52,7 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS) {
   (void)CLUSTER;
   RowColumns cols(ROWS, BLOCK, n_cols);
-  auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
+  Value wv = CLUSTER > 1 ? Value() : cast(load(w + cols.cols, cols.mask, 0.0), float32);
   auto dw = zeros({BLOCK}, float32);
   auto db = zeros({BLOCK}, float32);
   auto ahead = [&](const Value &tile, const Value &p) {
@@ -67,8 +67,14 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0), float32);
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0), float32);
     auto rs = t.expand(rstdHere);
-    auto xhat = where(t.mask, (xv - t.expand(meanHere)) * rs, 0.0);
-    auto wdy = wv * g;
+    // Masked columns need no select: their dy is 0, so wdy, the sums and the gradients'
+    // terms are 0 there, and their dx is not stored.
+    auto xhat = (xv - t.expand(meanHere)) * rs;
+    // Rows split over a cluster hold x, dy and two gradient sums of many columns per thread:
+    // there the weights are read again each row (from L2, through the ring) rather than held,
+    // which spares ptxas the registers it would otherwise spill.
+    auto wHere = CLUSTER > 1 ? cast(load(w + cols.cols, cols.mask, 0.0), float32) : wv;
+    auto wdy = wHere * g;
     auto [s1, s2] = t.rowSums(xhat * wdy, wdy);
     auto c1 = s1 / n_cols;
     auto c2 = s2 / n_cols;

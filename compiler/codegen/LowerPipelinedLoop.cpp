@@ -4,7 +4,7 @@
 // starts the copy for iteration + S-1, and reads its data from shared memory. Each thread copies
 // exactly the elements it later reads, so no barrier is needed between copy and use. Lanes that
 // are masked off, and iterations past the end, copy zero bytes (src-size 0); the mask then
-// selects `other` for them. Rings of bulk copies (LowerBulkCopy.cpp) keep the same reads but move
+// selects `other` for them, unless `other` is the zero the copy left. Rings of bulk copies (LowerBulkCopy.cpp) keep the same reads but move
 // whole blocks, one instruction each, synchronise through mbarriers, and refill a buffer right
 // after the body's last pipelined load has read it, so they need one buffer fewer.
 #include "compiler/codegen/Mbarrier.h"
@@ -13,7 +13,9 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
+#include <variant>
 
 namespace tritium::codegen {
 
@@ -156,8 +158,25 @@ void finishRing(Lowering &l, const PipelinePlan &plan) {
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
 }
 
+// Whether `v` is the constant +0.0 or 0: what a cp.async of zero bytes leaves in the buffer.
+bool isZero(const ir::Value *v) {
+  const ir::Op *def = v->definingOp();
+  if (!def || def->kind() != ir::OpKind::Constant)
+    return false;
+  const ir::Attr &a = def->attr("value");
+  if (std::holds_alternative<int64_t>(a))
+    return std::get<int64_t>(a) == 0;
+  return std::holds_alternative<double>(a) && std::get<double>(a) == 0.0 &&
+         !std::signbit(std::get<double>(a));
+}
+
 void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPosition &at) {
   auto &b = l.b;
+  // Masked lanes of a cp.async ring were filled with zeros (src-size 0): an `other` of 0 needs
+  // no select. A bulk ring leaves them as they were.
+  const ir::Op &parentLoop = *load.parentBlock()->parentOp();
+  bool zeroFilled = load.numOperands() == 3 && isZero(load.operand(2)) &&
+                    !pipelinePlan(parentLoop)->bulk();
   llvm::Value *stage = at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());
@@ -172,7 +191,7 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
                                             /*isVolatile=*/true);
     for (int64_t j = 0; j < vec; ++j) {
       llvm::Value *e = b.CreateExtractElement(v, uint64_t(j));
-      if (load.numOperands() == 3)
+      if (load.numOperands() == 3 && !zeroFilled)
         e = b.CreateSelect(l.get(load.operand(1))[size_t(k + j)], e,
                            l.get(load.operand(2))[size_t(k + j)]);
       out.push_back(e);
