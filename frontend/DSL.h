@@ -244,6 +244,8 @@ Group randint4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
 Value randint(const Operand &seed, const Operand &offset, int n_rounds = 10,
               Loc loc = Loc::current());
 Value uint_to_uniform_float(const Operand &x, Loc loc = Loc::current());
+// What uint_to_uniform_float multiplies a 32-bit word, folded onto [0, 2^31), by (as fp32).
+inline constexpr double kUniformScale32 = 4.6566127342e-10;
 Value rand(const Operand &seed, const Operand &offset, int n_rounds = 10, Loc loc = Loc::current());
 Group rand4x(const Operand &seed, const Operand &offset, int n_rounds = 10,
              Loc loc = Loc::current());

@@ -91,7 +91,7 @@ Value uint_to_uniform_float(const Operand &x, Loc l) {
   bool wide = ir::bitWidth(v.type().kind()) == 64;
   Value i = asKind(v, wide ? ScalarKind::I64 : ScalarKind::I32);
   i = where(i < 0, -i - 1, i, l);
-  double scale = wide ? 1.0842020432385337e-19 : 4.6566127342e-10;
+  double scale = wide ? 1.0842020432385337e-19 : kUniformScale32;
   return cast(i, float32, l) * float(scale);
 }
 

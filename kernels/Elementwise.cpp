@@ -9,6 +9,7 @@
 #include "kernels/ElementwisePlan.h"
 
 #include <functional>
+#include <limits>
 
 namespace tritium::kernels {
 
@@ -27,12 +28,18 @@ static void vector_add_kernel(Ptr out, Ptr a, Ptr b, Int n, int BLOCK, int WIDE)
   store(out + offs, cast(sum, out.dtype()), mask);
 }
 
-static void dropout_kernel(Ptr out, Ptr x, Int n, Float p, Float scale, Int seed, int BLOCK,
+// keep = rand(seed, offs) > p, Triton's test, decided on the integers: rand folds the random
+// word onto [0, 2^31) (a negative x becomes -x - 1, which is ~x, so x ^ (x >> 31)) and scales
+// it, a non-decreasing map, so rand > p exactly when the folded word is above `last`, the
+// largest one whose uniform is not above p (dropoutLastDropped). That spares each element the
+// conversion to float, the multiply and the float compare.
+static void dropout_kernel(Ptr out, Ptr x, Int n, Int last, Float scale, Int seed, int BLOCK,
                            int WIDE) {
   auto offs = blockOffsets(BLOCK, WIDE);
   auto mask = offs < n;
   auto v = cast(load(x + offs, mask, 0.0), float32);
-  auto keep = rand(seed, offs) > p;
+  auto word = bitcast(randint(seed, offs), int32);
+  auto keep = (word ^ (word >> 31)) > last;
   store(out + offs, cast(where(keep, v * scale, 0.0), out.dtype()), mask);
 }
 
@@ -43,7 +50,7 @@ Kernel &vectorAddKernel() {
 
 Kernel &dropoutKernel() {
   static auto k =
-      kernel("dropout", dropout_kernel, {"out", "x", "n", "p", "scale", "seed", "BLOCK", "WIDE"});
+      kernel("dropout", dropout_kernel, {"out", "x", "n", "last", "scale", "seed", "BLOCK", "WIDE"});
   return k;
 }
 
@@ -81,6 +88,21 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
   launch(choose("vector_add", given, dtype, n, ElementwiseKind::Add, rerunSafe, stream, launch));
 }
 
+// The largest word w in [0, 2^31) whose uniform, fp32(w) x fp32(kUniformScale32) rounded as
+// the GPU rounds, is not above fp32(p): the words above it are the kept ones.
+int32_t dropoutLastDropped(double p) {
+  const float limit = float(p), scale = float(dsl::kUniformScale32);
+  auto uniform = [&](int64_t w) { return float(int32_t(w)) * scale; };
+  int64_t lo = 0, hi = std::numeric_limits<int32_t>::max(); // uniform(lo) = 0 <= limit
+  if (uniform(hi) <= limit)
+    return int32_t(hi); // nothing kept
+  while (hi - lo > 1) { // uniform(lo) <= limit < uniform(hi)
+    int64_t mid = lo + (hi - lo) / 2;
+    (uniform(mid) <= limit ? lo : hi) = mid;
+  }
+  return int32_t(lo);
+}
+
 void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
              CUstream stream, const ElementwisePlan *given) {
   Arguments args("dropout");
@@ -93,18 +115,18 @@ void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t
     args.planBlock(given->block);
   bool seed32 = seed >= INT32_MIN && seed <= INT32_MAX;
   KernelArg seedArg = seed32 ? KernelArg(int32_t(seed)) : KernelArg(seed);
-  KernelArg pArg{float(p)}, scale{float(1.0 / (1.0 - p))};
+  KernelArg lastArg{dropoutLastDropped(p)}, scale{float(1.0 / (1.0 - p))};
   auto launch = [&](const ElementwisePlan &plan) {
     bool wide = plan.wide(n);
     std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
     KernelArg count = wide ? KernelArg(n) : KernelArg(int32_t(n));
     Specialization spec =
-        Specialization{.signature = {t, t, idx, "fp32", "fp32", seed32 ? "i32" : "i64"},
+        Specialization{.signature = {t, t, idx, "i32", "fp32", seed32 ? "i32" : "i64"},
                        .constexprs = {plan.block, wide ? 1 : 0},
                        .numWarps = plan.numWarps}
-            .specializedFor({o, in, count, pArg, scale, seedArg});
+            .specializedFor({o, in, count, lastArg, scale, seedArg});
     dropoutKernel().compile(spec).launch(plan.grid(n), stream,
-                                         {o, in, count, pArg, scale, seedArg});
+                                         {o, in, count, lastArg, scale, seedArg});
   };
   int64_t bytes = n * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{out, bytes}}, {{x, bytes}});

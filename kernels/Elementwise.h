@@ -23,6 +23,9 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
 // is the same call on the output's gradient with the same seed and p. `out` may equal `x`.
 void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
              CUstream stream, const ElementwisePlan *plan = nullptr);
+// The dropout kernel's test on the integers: tl.rand(seed, i) > p exactly when the random word,
+// folded onto [0, 2^31) as tl.rand folds it, is above dropoutLastDropped(p).
+int32_t dropoutLastDropped(double p);
 inline void dropoutBackward(Dtype dtype, void *dx, const void *dy, int64_t n, double p,
                             int64_t seed, CUstream stream, const ElementwisePlan *plan = nullptr) {
   dropout(dtype, dx, dy, n, p, seed, stream, plan);

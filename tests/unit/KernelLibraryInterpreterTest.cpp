@@ -35,6 +35,20 @@ TEST_F(KernelLibraryInterpreterTest, DropoutMatchesTritonsMask) {
   checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 1000, 0.9, int64_t(1) << 40);
 }
 
+// The dropout kernel keeps a word when its fold is above dropoutLastDropped(p): that word's
+// uniform (the host model of tl.rand's conversion) is at most p and the next one's above it.
+TEST_F(KernelLibraryInterpreterTest, DropoutThresholdIsTritonsCompare) {
+  for (double p : {0.0, 1e-9, 1e-7, 0.1, 0.25, 0.5, 0.9, 0.999, 0.99999994, 0.9999999}) {
+    int32_t last = kernels::dropoutLastDropped(p);
+    EXPECT_LE(philox::uint32ToUniformFloat(uint32_t(last)), float(p)) << p;
+    if (last != std::numeric_limits<int32_t>::max())
+      EXPECT_GT(philox::uint32ToUniformFloat(uint32_t(last) + 1), float(p)) << p;
+    // A negative word folds onto ~word: the same test.
+    EXPECT_LE(philox::uint32ToUniformFloat(~uint32_t(last)), float(p)) << p;
+  }
+  EXPECT_EQ(kernels::dropoutLastDropped(0.0), 0); // only the word 0 (uniform 0) is dropped
+}
+
 TEST_F(KernelLibraryInterpreterTest, LayerNorm) {
   for (Dtype d : kDtypes) {
     checkNorm<HostBuffer>(nullptr, sync, d, {7, 100, 100}, false, true);
