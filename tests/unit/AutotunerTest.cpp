@@ -172,8 +172,9 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
         for (size_t j = 0; j < i; ++j)
           EXPECT_NE(c[i].fields(), c[j].fields()) << "duplicate " << c[i].str();
       }
-      if (cols >= 100) // a row of one column has one sensible plan
+      if (cols >= 100) { // a row of one column has one sensible plan
         EXPECT_GE(c.size(), 2u) << cols;
+      }
     }
   EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
   EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");

@@ -41,8 +41,9 @@ TEST_F(KernelLibraryInterpreterTest, DropoutThresholdIsTritonsCompare) {
   for (double p : {0.0, 1e-9, 1e-7, 0.1, 0.25, 0.5, 0.9, 0.999, 0.99999994, 0.9999999}) {
     int32_t last = kernels::dropoutLastDropped(p);
     EXPECT_LE(philox::uint32ToUniformFloat(uint32_t(last)), float(p)) << p;
-    if (last != std::numeric_limits<int32_t>::max())
+    if (last != std::numeric_limits<int32_t>::max()) {
       EXPECT_GT(philox::uint32ToUniformFloat(uint32_t(last) + 1), float(p)) << p;
+    }
     // A negative word folds onto ~word: the same test.
     EXPECT_LE(philox::uint32ToUniformFloat(~uint32_t(last)), float(p)) << p;
   }
