@@ -72,25 +72,9 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
       hx_raw = load(logits + start + hc, hc < head, -INFINITY);
       first = head;
     }
-    auto maskAt = [&](const Value &c) { return tile ? rowMask(_, None) & (c < vocab) : c < vocab; };
-    auto blockAt = [&](const Operand &off) {
-      auto at = ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off;
-      return load(logits + at + cols, maskAt(off + cols), -INFINITY);
-    };
-    // PREFETCH: the next block's loads go out before this block's math (a register double
-    // buffer), so that each warp keeps loads in flight while it computes.
-    Value ahead = PREFETCH ? blockAt(first) : Value();
-    for (auto off : range(first, vocab, BLOCK, num_stages)) {
-      auto c = off + cols;
-      auto mask = maskAt(c);
-      Value raw;
-      if (PREFETCH) {
-        raw = ahead;
-        ahead = blockAt(off + BLOCK); // past the row: all masked, nothing read
-      } else {
-        raw = blockAt(off);
-      }
-      auto x = cast(raw, float32);
+    // One block of logits (as f32) into the running maximum and sum; `valid` (null: every
+    // column) says which columns are the row's, for the smoothing's sum.
+    auto accumulate = [&](const Value &x, const Value &valid) {
       if (grouped) {
         // exp(x - mn), not exp2(x log2e - mn log2e) as one fma: mn log2e overflows while
         // mn is still -FLT_MAX.
@@ -105,7 +89,52 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
         m = maximum(m, x);
       }
       if (SMOOTH)
-        total = total + where(mask, x, 0.0);
+        total = total + (valid.ir() ? where(valid, x, 0.0) : x);
+    };
+    if (tile) {
+      // Tiles of rows: every block masked by the rows and the vocabulary.
+      auto maskAt = [&](const Value &c) { return rowMask(_, None) & (c < vocab); };
+      auto blockAt = [&](const Operand &off) {
+        return load(logits + start + off + cols, maskAt(off + cols), -INFINITY);
+      };
+      Value ahead = PREFETCH ? blockAt(0) : Value();
+      for (auto off : range(0, vocab, BLOCK, num_stages)) {
+        Value raw;
+        if (PREFETCH) {
+          raw = ahead;
+          ahead = blockAt(off + BLOCK); // past the row: all masked, nothing read
+        } else {
+          raw = blockAt(off);
+        }
+        accumulate(cast(raw, float32), maskAt(off + cols));
+      }
+    } else {
+      // One row: whole blocks without a mask (nothing to select, vectors wherever the row's
+      // start allows), then the last, partial block, loaded before the loop so that its latency
+      // passes while the row streams.
+      auto at = [&](const Operand &off) {
+        return ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off;
+      };
+      auto body_end = first + (vocab - first) / BLOCK * BLOCK;
+      auto tail_valid = body_end + cols < vocab;
+      auto tail_raw = load(logits + at(body_end) + cols, tail_valid, -INFINITY);
+      // PREFETCH: the next block's loads go out before this block's math (a register double
+      // buffer), so that each warp keeps loads in flight while it computes.
+      auto wholeAt = [&](const Operand &off) {
+        return load(logits + at(off) + cols, off + cols < body_end, -INFINITY);
+      };
+      Value ahead = PREFETCH ? wholeAt(first) : Value();
+      for (auto off : range(first, body_end, BLOCK, num_stages)) {
+        Value raw;
+        if (PREFETCH) {
+          raw = ahead;
+          ahead = wholeAt(off + BLOCK); // past the whole blocks: all masked, nothing read
+        } else {
+          raw = load(logits + at(off) + cols);
+        }
+        accumulate(cast(raw, float32), Value());
+      }
+      accumulate(cast(tail_raw, float32), tail_valid);
     }
     auto row_max = max(m, axis);
     auto row_total = sum(total, axis);

@@ -35,6 +35,7 @@ bool recomputable(ir::OpKind k) {
   case ir::OpKind::Mul: case ir::OpKind::Div: case ir::OpKind::Rem: case ir::OpKind::Minimum:
   case ir::OpKind::Maximum: case ir::OpKind::And: case ir::OpKind::Or: case ir::OpKind::Cmp:
   case ir::OpKind::Select: case ir::OpKind::Neg: case ir::OpKind::Cast: case ir::OpKind::AddPtr:
+  case ir::OpKind::Hint: // multiple_of on a row's aligned start: the value itself
     return true;
   default:
     return false;
