@@ -157,9 +157,8 @@ int64_t LayoutMap::registerOffset(int d, int64_t r) const {
 }
 
 int64_t flatIndexOf(const LayoutMap &map, const std::vector<int64_t> &shape, int64_t lane,
-                    int64_t warp, int64_t k) {
+                    int64_t warp, const std::vector<int64_t> &regs) {
   const Layout &root = map.root();
-  std::vector<int64_t> regs = map.registerIndex(k);
   int64_t flat = 0;
   for (size_t i = 0; i < shape.size(); ++i) {
     int d = map.rootDim(int(i));
@@ -196,11 +195,14 @@ bool samePlacement(const Layout &a, const std::vector<int64_t> &sa, const Layout
   LayoutMap ma(a, sa), mb(b, sb);
   if (ma.elementsPerThread() != mb.elementsPerThread())
     return false;
-  for (int64_t warp = 0; warp < warpsOf(a); ++warp)
-    for (int64_t lane = 0; lane < 32; ++lane)
-      for (int64_t k = 0; k < ma.elementsPerThread(); ++k)
-        if (flatIndexOf(ma, sa, lane, warp, k) != flatIndexOf(mb, sb, lane, warp, k))
+  // Register by register, every thread: the first thread usually tells layouts apart.
+  for (int64_t k = 0; k < ma.elementsPerThread(); ++k) {
+    std::vector<int64_t> ra = ma.registerIndex(k), rb = mb.registerIndex(k);
+    for (int64_t warp = 0; warp < warpsOf(a); ++warp)
+      for (int64_t lane = 0; lane < 32; ++lane)
+        if (flatIndexOf(ma, sa, lane, warp, ra) != flatIndexOf(mb, sb, lane, warp, rb))
           return false;
+  }
   return true;
 }
 

@@ -116,9 +116,10 @@ private:
 };
 
 // The row-major index, in a block of `shape` placed by `map`, of the element that the thread at
-// (lane, warp) holds in register k, wrapped as the lowering wraps blocks smaller than the tile.
+// (lane, warp) holds in the register whose index is `regs` (map.registerIndex(k)), wrapped as
+// the lowering wraps blocks smaller than the tile.
 int64_t flatIndexOf(const LayoutMap &map, const std::vector<int64_t> &shape, int64_t lane,
-                    int64_t warp, int64_t k);
+                    int64_t warp, const std::vector<int64_t> &regs);
 
 // Whether a block of shape `sa` in layout `a` and one of shape `sb` (as many elements) in `b`
 // put every element in the same register of the same thread: a convert_layout or reshape
