@@ -15,6 +15,7 @@
 #include <cfloat>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 
 namespace tritium::kernels {
 
@@ -64,10 +65,10 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
     auto xt_raw = load(logits + row * stride + t, (tile ? rowMask & counted : counted) & inside, 0.0);
     // ALIGN > 1 (one row per step; rows that start anywhere): the columns before the row's
     // first 16-byte boundary make a head of their own, and the blocks start at that boundary.
-    Value head, hx_raw;
+    Value head, hc, hx_raw;
     Operand first = 0;
-    auto hc = arange(0, ALIGN);
     if (ALIGN > 1) {
+      hc = arange(0, ALIGN);
       head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
       hx_raw = load(logits + start + hc, hc < head, -INFINITY);
       first = head;
@@ -352,6 +353,17 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
               "(numStages 1)");
 }
 
+// The kernels' ALIGN: rows that start anywhere (a stride that is no multiple of 16 bytes) peel
+// their first columns up to a 16-byte boundary, when every tensor read or written in rows starts
+// on one, so that the rest moves in 16-byte vectors; else 1.
+static int64_t peeledAlignment(Dtype dtype, int64_t stride, int64_t vocab,
+                               std::initializer_list<const void *> rowTensors) {
+  int64_t vector = 16 / dtypeBytes(dtype);
+  bool aligned = std::all_of(rowTensors.begin(), rowTensors.end(),
+                             [](const void *p) { return uintptr_t(p) % 16 == 0; });
+  return stride % vector != 0 && aligned && vocab >= 4 * vector ? vector : 1;
+}
+
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
   args.atLeast("rows", rows, 0);
   args.atLeast("vocab", vocab, 1);
@@ -377,11 +389,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   KernelArg r(int32_t(a.rows)), v(int32_t(a.vocab)), ignore(a.ignoreIndex),
       smooth(a.labelSmoothing);
   bool smoothing = a.labelSmoothing != 0.0f;
-  // Rows that start anywhere (a stride that is no multiple of 16 bytes) peel their first
-  // columns when the logits start on a 16-byte boundary, as the backward does.
-  int64_t vector = 16 / dtypeBytes(dtype);
-  int64_t align =
-      stride % vector != 0 && uintptr_t(a.logits) % 16 == 0 && a.vocab >= 4 * vector ? vector : 1;
+  int64_t align = peeledAlignment(dtype, stride, a.vocab, {a.logits});
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
@@ -433,11 +441,9 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   KernelArg sx = index(xs), sd = index(ds), r(int32_t(a.rows)), v(int32_t(a.vocab)),
             ignore(a.ignoreIndex), smooth(a.labelSmoothing), grad(a.gradLoss);
   std::string type = "*" + dtypeName(dtype);
-  // Rows that start anywhere (a stride not a multiple of 16 bytes) peel their first elements
-  // when both tensors share the stride and start on 16-byte boundaries.
-  int64_t e = dtypeBytes(dtype), vector = 16 / e;
-  bool aligned = uintptr_t(a.dlogits) % 16 == 0 && uintptr_t(a.logits) % 16 == 0;
-  int64_t align = xs == ds && xs % vector != 0 && aligned && a.vocab >= 4 * vector ? vector : 1;
+  // One peel serves both tensors only when they share the stride.
+  int64_t e = dtypeBytes(dtype);
+  int64_t align = xs == ds ? peeledAlignment(dtype, xs, a.vocab, {a.logits, a.dlogits}) : 1;
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
         Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",

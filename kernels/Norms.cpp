@@ -50,9 +50,9 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
                                 Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS) {
-  (void)CLUSTER;
   RowColumns cols(ROWS, BLOCK, n_cols);
-  Value wv = CLUSTER > 1 ? Value() : cast(load(w + cols.cols, cols.mask, 0.0), float32);
+  auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
+  Value wv = CLUSTER > 1 ? Value() : weights();
   auto dw = zeros({BLOCK}, float32);
   auto db = zeros({BLOCK}, float32);
   auto ahead = [&](const Value &tile, const Value &p) {
@@ -73,8 +73,7 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     // Rows split over a cluster hold x, dy and two gradient sums of many columns per thread:
     // there the weights are read again each row (from L2, through the ring) rather than held,
     // which spares ptxas the registers it would otherwise spill.
-    auto wHere = CLUSTER > 1 ? cast(load(w + cols.cols, cols.mask, 0.0), float32) : wv;
-    auto wdy = wHere * g;
+    auto wdy = (CLUSTER > 1 ? weights() : wv) * g;
     auto [s1, s2] = t.rowSums(xhat * wdy, wdy);
     auto c1 = s1 / n_cols;
     auto c2 = s2 / n_cols;

@@ -4,9 +4,10 @@
 // starts the copy for iteration + S-1, and reads its data from shared memory. Each thread copies
 // exactly the elements it later reads, so no barrier is needed between copy and use. Lanes that
 // are masked off, and iterations past the end, copy zero bytes (src-size 0); the mask then
-// selects `other` for them, unless `other` is the zero the copy left. Rings of bulk copies (LowerBulkCopy.cpp) keep the same reads but move
-// whole blocks, one instruction each, synchronise through mbarriers, and refill a buffer right
-// after the body's last pipelined load has read it, so they need one buffer fewer.
+// selects `other` for them, unless `other` is the zero the copy left. Rings of bulk copies
+// (LowerBulkCopy.cpp) keep the same reads but move whole blocks, one instruction each,
+// synchronise through mbarriers, and refill a buffer right after the body's last pipelined load
+// has read it, so they need one buffer fewer.
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 
@@ -174,9 +175,9 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   auto &b = l.b;
   // Masked lanes of a cp.async ring were filled with zeros (src-size 0): an `other` of 0 needs
   // no select. A bulk ring leaves them as they were.
-  const ir::Op &parentLoop = *load.parentBlock()->parentOp();
-  bool zeroFilled = load.numOperands() == 3 && isZero(load.operand(2)) &&
-                    !pipelinePlan(parentLoop)->bulk();
+  const ir::Op &loop = *load.parentBlock()->parentOp();
+  std::optional<PipelinePlan> plan = pipelinePlan(loop);
+  bool zeroFilled = load.numOperands() == 3 && isZero(load.operand(2)) && !plan->bulk();
   llvm::Value *stage = at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());
@@ -201,8 +202,6 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   // A bulk ring's buffer is free once every thread has read it: after the body's last
   // pipelined load (the reads above are volatile, so they stay before the arrival). The
   // producer then refills it with the iteration num_stages - 1 ahead.
-  const ir::Op &loop = *load.parentBlock()->parentOp();
-  std::optional<PipelinePlan> plan = pipelinePlan(loop);
   if (plan->bulk() && plan->loads.back() == &load) {
     releaseBulkStage(l, *plan, stage);
     issueStage(l, *plan, loop, at.aheadIv, at.ub, stage, at.iteration);

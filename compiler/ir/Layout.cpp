@@ -196,9 +196,10 @@ bool samePlacement(const Layout &a, const std::vector<int64_t> &sa, const Layout
   if (ma.elementsPerThread() != mb.elementsPerThread())
     return false;
   // Register by register, every thread: the first thread usually tells layouts apart.
+  const int64_t warps = warpsOf(a);
   for (int64_t k = 0; k < ma.elementsPerThread(); ++k) {
     std::vector<int64_t> ra = ma.registerIndex(k), rb = mb.registerIndex(k);
-    for (int64_t warp = 0; warp < warpsOf(a); ++warp)
+    for (int64_t warp = 0; warp < warps; ++warp)
       for (int64_t lane = 0; lane < 32; ++lane)
         if (flatIndexOf(ma, sa, lane, warp, ra) != flatIndexOf(mb, sb, lane, warp, rb))
           return false;
