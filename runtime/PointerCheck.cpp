@@ -47,9 +47,15 @@ PointerFacts queryPointer(CUdeviceptr ptr, int launchDevice) noexcept {
     f.device = device;
     if (f.managed || f.hostMemory || device == launchDevice)
       return f;
-    unsigned long long access = 0;
-    if (d.cuPointerGetAttribute(&access, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, ptr) == CUDA_SUCCESS)
-      f.access = access == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE ? 0 : 1;
+    // CU_POINTER_ATTRIBUTE_ACCESS_FLAGS says read-write for cuMemAlloc memory of a peer whether
+    // peer access is on or not (measured on two H100s, docs/PERF.md). The address through which
+    // the current context's kernels reach the memory exists only while peer access is on.
+    CUdeviceptr reachable = 0;
+    CUresult r = d.cuPointerGetAttribute(&reachable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr);
+    if (r == CUDA_SUCCESS)
+      f.access = 1;
+    else if (r == CUDA_ERROR_INVALID_VALUE)
+      f.access = 0;
     int can = 0;
     if (d.cuDeviceCanAccessPeer(&can, launchDevice, device) == CUDA_SUCCESS)
       f.peerPossible = can != 0;

@@ -17,8 +17,9 @@ struct PointerFacts {
   bool managed = false;        // cuMemAllocManaged: migrates to whichever device touches it
   bool hostMemory = false;     // pinned host memory (cuMemHostAlloc / cuMemHostRegister)
   int device = -1;             // the device it was allocated on (or registered against)
-  // The launching context's device's access to it (CU_POINTER_ATTRIBUTE_ACCESS_FLAGS):
-  // -1 unknown, 0 none, otherwise readable. Asked only for memory of another device.
+  // Whether kernels of the launching context reach it (CU_POINTER_ATTRIBUTE_DEVICE_POINTER
+  // answers only while peer access is on): -1 unknown, 0 no, 1 yes. Asked only for memory of
+  // another device.
   int access = -1;
   bool peerPossible = false;   // cuDeviceCanAccessPeer(launch device, device)
 };

@@ -15,6 +15,7 @@
 #include "runtime/Driver.h"
 #include "runtime/Memory.h"
 #include "runtime/Module.h"
+#include "runtime/PointerCheck.h"
 #include "tools/MixedWork.h"
 
 #include <gtest/gtest.h>
@@ -201,14 +202,27 @@ TEST_F(MultiContextGpuTest, OneThreadPerGpuOnItsOwnStream) {
                  << " (TwoContextsOnOneGpu* covers the per-context path)";
   auto kernel = tritium::kernel("per_gpu_copy", copyScaled, {"out", "in", "n", "BLOCK"});
   CompiledKernel &k = kernel.compile({.signature = {"*fp32", "*fp32", "i32"}, .constexprs = {256}});
+  uint32_t seed = freshSeed();
+  {
+    // The mix's kernels JIT-ed on device 0 first, so that the count below is copyScaled's alone
+    // (an earlier test may or may not have loaded kernels of these shapes).
+    rt::useDevice(0);
+    tools::MixedWork warm(seed + 50);
+    rt::Stream stream;
+    for (int i = 0; i < tools::MixedWork::Kinds; ++i)
+      warm.launch(i, stream.get());
+    stream.sync();
+    ASSERT_EQ(warm.check(), "");
+  }
   rt::ModuleCounts before = rt::moduleCounts();
   std::vector<std::thread> threads;
   std::vector<std::string> problems(static_cast<size_t>(gpus));
-  uint32_t seed = freshSeed();
+  std::barrier start(gpus);
   for (int g = 0; g < gpus; ++g)
     threads.emplace_back([&, g] {
       try {
         rt::Context &c = rt::useDevice(g);
+        start.arrive_and_wait(); // every GPU's first load of copyScaled at once
         if (c.ordinal() != g)
           throw std::runtime_error("useDevice(" + std::to_string(g) + ") gave device " +
                                    std::to_string(c.ordinal()));
@@ -229,8 +243,11 @@ TEST_F(MultiContextGpuTest, OneThreadPerGpuOnItsOwnStream) {
     EXPECT_EQ(problems[size_t(g)], "") << "GPU " << g;
   EXPECT_TRUE(rt::severalDevicesInUse());
   EXPECT_EQ(k.loadedContexts(), size_t(gpus));
-  EXPECT_EQ(rt::moduleCounts().fromPTX - before.fromPTX, 1)
+  rt::ModuleCounts after = rt::moduleCounts();
+  EXPECT_EQ(after.fromPTX - before.fromPTX, 1)
       << "GPUs of one architecture share the first JIT's cubin";
+  EXPECT_GE(after.fromCubin - before.fromCubin, (gpus - 1) * (tools::MixedWork::Kinds + 1))
+      << "the other GPUs load every kernel from the cubin device 0's JIT made";
 }
 
 TEST_F(MultiContextGpuTest, APointerOfAnotherGpuIsRefusedByName) {
@@ -254,7 +271,10 @@ TEST_F(MultiContextGpuTest, APointerOfAnotherGpuIsRefusedByName) {
   try {
     k.launch(16, stream.get(), {onZero, onOne, int32_t(4096)});
     stream.sync();
-    FAIL() << "a pointer of device 1 passed to a launch on device 0 without peer access";
+    rt::PointerFacts f = rt::queryPointer(onOne.ptr(), 0);
+    FAIL() << "a pointer of device 1 passed to a launch on device 0 without peer access (the "
+           << "driver said: device " << f.device << ", access " << f.access << ", peer possible "
+           << f.peerPossible << ")";
   } catch (const UserError &e) {
     std::string what = e.what();
     EXPECT_NE(what.find("argument 1 ('in')"), std::string::npos) << what;
