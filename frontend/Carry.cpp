@@ -41,4 +41,27 @@ void checkUnambiguous(const std::vector<LiveValues::Change> &carried,
   }
 }
 
+ir::Value *yieldedValue(ir::Value *after, const std::vector<CarriedArgument> &carried,
+                        const std::vector<LiveValues::Entry> &before, const char *what,
+                        const SourceLoc &loc) {
+  ir::Value *argument = nullptr;
+  for (const CarriedArgument &c : carried)
+    if (c.before == after)
+      argument = argument ? nullptr : c.argument; // two carried variables held it: ambiguous
+  bool found = std::any_of(carried.begin(), carried.end(),
+                           [&](const CarriedArgument &c) { return c.before == after; });
+  if (!found)
+    return after;
+  int holders = 0;
+  for (const auto &e : LiveValues::compare(before))
+    holders += e.before == after;
+  if (!argument || holders > 1)
+    userError(std::string("a variable assigned in this ") + what +
+                  " takes the value another variable held before it, and two variables held "
+                  "that value: tritium cannot tell which one's current value it takes; give "
+                  "them values of their own, or name the loop's variables with carry(...)",
+              loc);
+  return argument;
+}
+
 } // namespace tritium::dsl

@@ -123,7 +123,7 @@ void while_(const std::function<Value()> &cond, const std::function<void()> &bod
   }
   std::vector<LiveValues::Change> carried = assignedVariables(before);
   checkUnambiguous(carried, before, {condRegion, bodyRegion}, "while_ loop", loc);
-  std::vector<ir::Value *> next;
+  std::vector<CarriedArgument> arguments;
   for (const auto &ch : carried) {
     if (!ch.after)
       userError("a variable was emptied in the body of while_", loc);
@@ -133,10 +133,12 @@ void while_(const std::function<Value()> &cond, const std::function<void()> &bod
     ir::Value *inBody = bodyRegion->addArgument(ch.before->type());
     // Reads of the variable inside the loop see the current iteration's value.
     ir::replaceUsesIn(*condRegion, ch.before, inCond);
-    ir::Value *after = ch.after == ch.before ? inBody : ch.after;
     ir::replaceUsesIn(*bodyRegion, ch.before, inBody);
-    next.push_back(after);
+    arguments.push_back({ch.before, inBody});
   }
+  std::vector<ir::Value *> next;
+  for (const auto &ch : carried)
+    next.push_back(yieldedValue(ch.after, arguments, before, "while_ loop", loc));
   {
     RegionScope scope(t, bodyRegion);
     t.builder().create(OpKind::Yield, next, {}, loc);

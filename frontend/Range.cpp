@@ -106,6 +106,7 @@ void Range::close() {
   std::vector<LiveValues::Change> assigned = assignedVariables(before, carried_);
   ir::Block *body = loop_->body();
   checkUnambiguous(assigned, before, {body}, "range loop", loc_);
+  std::vector<CarriedArgument> arguments;
   for (const auto &ch : assigned) {
     if (!ch.after)
       userError("a variable was emptied in the body of this range loop", loc_);
@@ -118,6 +119,7 @@ void Range::close() {
     ir::Value *arg = body->addArgument(ch.before->type());
     loop_->addResult(ch.before->type());
     ir::replaceUsesIn(*body, ch.before, arg);
+    arguments.push_back({ch.before, arg});
     carried_.push_back(ch.var);
   }
   std::vector<ir::Value *> next;
@@ -132,7 +134,7 @@ void Range::close() {
                     "from " + want.str() + " to " + v->type().str() +
                     " (a carried variable must keep its type and shape; use cast() or full())",
                 loc_);
-    next.push_back(v);
+    next.push_back(yieldedValue(v, arguments, before, "range loop", loc_));
   }
   t.builder().create(OpKind::Yield, next, {}, loc_);
   t.exitBody(outer_);

@@ -182,6 +182,28 @@ inline void controlFlow(Ptr out, Ptr x, Int n, Int mode, int BLOCK) {
   store(out + 2 * BLOCK + 2, cast(count, float32));
 }
 
+// Carried variables that take another carried variable's value (a = b, prev = cur): each yields
+// the other's value of that iteration, not the one it held before the loop.
+inline void shiftedCarries(Ptr out, Int n, int BLOCK) {
+  auto a = full({BLOCK}, 0.0, float32);
+  auto b = full({BLOCK}, 1.0, float32);
+  for (auto i : range(0, n)) {
+    (void)i;
+    auto t = a + b;
+    a = b;
+    b = t;
+  }
+  auto prev = n * 0;
+  auto cur = n * 0 + 1;
+  while_([&] { return cur < n; }, [&] {
+    prev = cur;
+    cur = cur * 2;
+  });
+  store(out + arange(0, BLOCK), a);
+  store(out + BLOCK, cast(prev, float32));
+  store(out + BLOCK + 1, cast(cur, float32));
+}
+
 // Atomics under contention from every program (OP picks the test at trace time):
 //   0 histogram: atomic_add of 1 (i32) into bins[x % 64], masked past n
 //   1 per-bin float maxima and minima (fp32, mixed signs): atomic_max / atomic_min
@@ -724,6 +746,26 @@ void checkControlFlow(CUstream stream, const std::function<void()> &sync, int64_
   want[2 * BLOCK + 2] = double(count);
   expectClose(download(out, want.size()), want, 2e-5,
               "control flow n=" + std::to_string(n) + " mode=" + std::to_string(mode), seed);
+}
+
+template <typename Buffer>
+void checkShiftedCarries(CUstream stream, const std::function<void()> &sync, int64_t n) {
+  const int BLOCK = 64;
+  Buffer out = poisoned<Buffer>(BLOCK + 2);
+  auto k = kernel("shifted_carries", shiftedCarries, {"out", "n", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "i32"}, .constexprs = {BLOCK}});
+  c.launch(1, stream, {out, int32_t(n)});
+  sync();
+  double a = 0, b = 1;
+  for (int64_t i = 0; i < n; ++i)
+    std::tie(a, b) = std::pair{b, a + b};
+  int64_t prev = 0, cur = 1;
+  while (cur < n)
+    prev = cur, cur *= 2;
+  std::vector<double> want(BLOCK, a);
+  want.push_back(double(prev));
+  want.push_back(double(cur));
+  expectClose(download(out, want.size()), want, 0.0, "shifted carries n=" + std::to_string(n), 0);
 }
 
 template <typename Buffer>

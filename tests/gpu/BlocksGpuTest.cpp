@@ -112,6 +112,8 @@ TEST_F(BlocksGpuTest, LoopsBranchesAndWhileCarryVariables) {
   for (int mode : {0, 1})
     for (int64_t n : {1, 300, 1000})
       checkControlFlow<DeviceBuffer>(stream().get(), sync, n, mode);
+  for (int64_t n : {1, 7, 30})
+    checkShiftedCarries<DeviceBuffer>(stream().get(), sync, n);
 }
 
 TEST_F(BlocksGpuTest, AtomicsUnderContention) {

@@ -76,6 +76,11 @@ TEST_F(BlocksInterpreterTest, LoopsBranchesAndWhileCarryVariables) {
       checkControlFlow<HostBuffer>(nullptr, sync, n, mode);
 }
 
+TEST_F(BlocksInterpreterTest, ACarriedVariableTakesAnothersCurrentValue) {
+  for (int64_t n : {1, 7, 30})
+    checkShiftedCarries<HostBuffer>(nullptr, sync, n);
+}
+
 TEST_F(BlocksInterpreterTest, AtomicsUnderContention) {
   for (int op = 0; op < 6; ++op)
     for (int warps : {1, 4})

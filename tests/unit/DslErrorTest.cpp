@@ -172,6 +172,19 @@ void ambiguousCarry(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
+// `last` takes the value `acc` and `start` both held before the loop, and the body never reads
+// it otherwise: acc's current value or start's, no one can tell.
+void ambiguousYield(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  auto start = acc;
+  auto last = dsl::full(BLOCK, 1.0);
+  gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK)) {
+    last = start;
+    acc = dsl::load(in + i + dsl::arange(0, BLOCK));
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc + last);
+}
+
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
   auto acc = dsl::full(BLOCK, 0.0);
   gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc, acc)) {
@@ -341,6 +354,11 @@ TEST_F(DslErrorTest, VariableFirstAssignedInLoop) {
 TEST_F(DslErrorTest, TwoVariablesWithOneValueBeforeALoop) {
   expectUserError([] { traceKernel(ambiguousCarry); },
                   {"held the same value as another variable before it", "carry(...)"});
+}
+
+TEST_F(DslErrorTest, AVariableTakingAValueTwoVariablesHeldBeforeALoop) {
+  expectUserError([] { traceKernel(ambiguousYield); },
+                  {"takes the value another variable held before it", "carry(...)"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
