@@ -67,18 +67,31 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile, int maxWarps =
   return p;
 }
 
-// The planner's values per thread and array: forward kernels hold one array per row (x);
-// backward ones hold x, dy and the weight-gradient sums.
-constexpr int kForwardPerThread = 16, kBackwardPerThread = 8, kMinTile = 2048;
+// The planner's rule is the autotuner's winners on an H100 at 4096 rows, bf16, 512 to 65536
+// columns (docs/PERF.md, fourteenth session), where the older rule (16 and 8 values per thread,
+// tiles of 2048, up to 32 warps) ran 1.1 to 5.2 times slower: forward kernels hold 32 values per
+// thread and backward ones 16, CTAs stay within 16 warps (rows longer than that go to a
+// cluster), short rows stack into tiles of 1024 elements, and one-row tiles of up to 4096
+// (backward) or 8192 (forward) columns keep three rows in flight.
+constexpr int kForwardPerThread = 32, kBackwardPerThread = 16, kMinTile = 1024, kMaxWarps = 16;
+
+static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo) {
+  RowPlan p = plan(cols, perThread, kMinTile, kMaxWarps);
+  if (p.maxCols() < cols) // longer than 16 programs of 16 warps hold: CTAs of up to 32 warps
+    p = plan(cols, perThread, kMinTile);
+  if (p.rowsPerTile == 1 && p.clusterSize == 1 && p.block <= deepRingUpTo)
+    p.numStages = 3;
+  return p;
+}
 
 RowPlan planNormForward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  return plan(cols, kForwardPerThread, kMinTile);
+  return planned(cols, kForwardPerThread, 8192);
 }
 
 RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  return plan(cols, kBackwardPerThread, kMinTile);
+  return planned(cols, kBackwardPerThread, 4096);
 }
 
 int64_t maxNormCols(bool backward) { return int64_t(16) * 32 * 32 * (backward ? 16 : 32); }

@@ -157,6 +157,28 @@ TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
   resetInterpret();
 }
 
+// The planner's rule is the tuner's winners on an H100 (docs/PERF.md, fourteenth session): the
+// plans it gives where tuning is off.
+TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
+  auto fields = [](int64_t block, int rows, int cluster, int warps, int stages) {
+    return RowPlan{.block = block, .rowsPerTile = rows, .clusterSize = cluster,
+                   .numWarps = warps, .numStages = stages}
+        .fields();
+  };
+  EXPECT_EQ(planNormBackward(512, Dtype::bf16).fields(), fields(512, 2, 1, 2, 1));
+  EXPECT_EQ(planNormBackward(1024, Dtype::bf16).fields(), fields(1024, 1, 1, 2, 3));
+  EXPECT_EQ(planNormBackward(2048, Dtype::bf16).fields(), fields(2048, 1, 1, 4, 3));
+  EXPECT_EQ(planNormBackward(8192, Dtype::bf16).fields(), fields(8192, 1, 1, 16, 2));
+  EXPECT_EQ(planNormBackward(65536, Dtype::bf16).fields(), fields(8192, 1, 8, 16, 2));
+  EXPECT_EQ(planNormForward(512, Dtype::bf16).fields(), fields(512, 2, 1, 1, 1));
+  EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), fields(4096, 1, 1, 4, 3));
+  EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), fields(16384, 1, 1, 16, 2));
+  EXPECT_EQ(planNormForward(65536, Dtype::bf16).fields(), fields(16384, 1, 4, 16, 2));
+  // Past 16 programs of 16 warps, CTAs of up to 32 warps still cover the row.
+  EXPECT_GE(planNormBackward(maxNormCols(true), Dtype::bf16).maxCols(), maxNormCols(true));
+  EXPECT_GE(planNormForward(maxNormCols(false), Dtype::bf16).maxCols(), maxNormCols(false));
+}
+
 TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
   for (bool backward : {false, true})
     for (int64_t cols : {1, 100, 512, 4096, 5000, 32768, 65536, 131072}) {
