@@ -45,17 +45,18 @@ ir::Value *yieldedValue(ir::Value *after, const std::vector<CarriedArgument> &ca
                         const std::vector<LiveValues::Entry> &before, const char *what,
                         const SourceLoc &loc) {
   ir::Value *argument = nullptr;
+  int carriers = 0; // carried variables that held `after` before the region
   for (const CarriedArgument &c : carried)
-    if (c.before == after)
-      argument = argument ? nullptr : c.argument; // two carried variables held it: ambiguous
-  bool found = std::any_of(carried.begin(), carried.end(),
-                           [&](const CarriedArgument &c) { return c.before == after; });
-  if (!found)
+    if (c.before == after) {
+      argument = c.argument;
+      ++carriers;
+    }
+  if (carriers == 0)
     return after;
-  int holders = 0;
+  int holders = 0; // every variable that held it, carried or not
   for (const auto &e : LiveValues::compare(before))
     holders += e.before == after;
-  if (!argument || holders > 1)
+  if (carriers > 1 || holders > 1)
     userError(std::string("a variable assigned in this ") + what +
                   " takes the value another variable held before it, and two variables held "
                   "that value: tritium cannot tell which one's current value it takes; give "
