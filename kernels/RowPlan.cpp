@@ -69,7 +69,7 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile, int maxWarps =
 
 // The planner's rule is the autotuner's winners on an H100 at 4096 rows, bf16, 512 to 65536
 // columns (docs/PERF.md, fourteenth session), where the older rule (16 and 8 values per thread,
-// tiles of 2048, up to 32 warps) ran 1.1 to 5.2 times slower: forward kernels hold 32 values per
+// tiles of 2048, up to 32 warps) ran up to 5.3 times slower: forward kernels hold 32 values per
 // thread and backward ones 16, CTAs stay within 16 warps (rows longer than that go to a
 // cluster), short rows stack into tiles of 1024 elements, and one-row tiles of up to 4096
 // (backward) or 8192 (forward) columns keep three rows in flight.

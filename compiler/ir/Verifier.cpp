@@ -238,7 +238,8 @@ private:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && !ty(0).isPtr(),
              "binary op needs two operands of the result's type");
       break;
-    case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::UMulHi:
+    case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Shl: case OpKind::Shr:
+    case OpKind::UMulHi:
       expect(op, n == 2 && ty(0) == ty(1) && res() == ty(0) && (res().isInt() || res().isBool()),
              "integer op needs two integer operands of the result's type");
       if (op.kind() == OpKind::UMulHi)
