@@ -87,7 +87,7 @@ const ir::Op *tooDeepLoop(const ir::Block &block, int depth = 0) {
 } // namespace
 
 int64_t maxSharedBytesFor(const std::string &arch) {
-  int sm = arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+  int sm = smNumber(arch);
   if (sm >= 90)
     return 232448;
   if (sm == 80 || sm == 87)
@@ -98,10 +98,17 @@ int64_t maxSharedBytesFor(const std::string &arch) {
 }
 
 bool bulkCopiesAllowed(const CompileOptions &options) {
-  const std::string &arch = options.arch;
   // cp.async.bulk and the async-proxy fences are sm_90 instructions of PTX ISA 8.0.
-  return options.bulkCopies && options.ptxVersion >= 80 && arch.rfind("sm_", 0) == 0 &&
-         std::atoi(arch.c_str() + 3) >= 90;
+  return options.bulkCopies && options.ptxVersion >= 80 && smNumber(options.arch) >= 90;
+}
+
+bool gridDependencyControl(const std::string &arch) { return smNumber(arch) >= 90; }
+
+bool waitsOnPriorKernel(const ir::Function &fn) {
+  bool found = false;
+  ir::walk(const_cast<ir::Block &>(fn.body()),
+           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridDepWait; });
+  return found;
 }
 
 void optimizeTIR(ir::Function &fn) {
@@ -132,8 +139,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     throw UserError("kernel '" + fn.name() + "' was traced for cluster size " +
                     std::to_string(traced) + " but is compiled for " +
                     std::to_string(options.clusterSize));
-  if (options.clusterSize > 1 && (options.arch.rfind("sm_", 0) != 0 ||
-                                  std::atoi(options.arch.c_str() + 3) < 90))
+  if (options.clusterSize > 1 && smNumber(options.arch) < 90)
     throw UserError("thread-block clusters (cluster size " + std::to_string(options.clusterSize) +
                     ") need sm_90 or later, not " + options.arch);
   int64_t programs = fn.intAttr("programs_per_cta").value_or(1);
@@ -173,6 +179,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
+    out.waitsOnPriorKernel = gridDependencyControl(options.arch) && waitsOnPriorKernel(fn);
     dump(fn.name(), "gir", out.gir);
     // Programs that share a CTA would share its shared memory and barriers too. With one
     // warp per program only a cp.async ring uses shared memory: point at its loop.
@@ -195,7 +202,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
   StageTimer timer("llvm+ptx");
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod =
-      codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion);
+      codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion, smNumber(options.arch));
   codegen::TargetOptions target{options.arch, options.ptxVersion};
   std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
   dump(fn.name(), "ll", out.llvm);

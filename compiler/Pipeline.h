@@ -33,6 +33,10 @@ struct CompileOptions {
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
 int64_t maxSharedBytesFor(const std::string &arch);
+// Whether `arch` has programmatic dependent launch (griddepcontrol; sm_90 and later).
+bool gridDependencyControl(const std::string &arch);
+// Whether the kernel calls griddep_wait, so that its launch may overlap the kernel before it.
+bool waitsOnPriorKernel(const ir::Function &fn);
 // Whether `options` lets the pipeliner use bulk copies: asked for, sm_90 or later, PTX ISA 8.0+.
 bool bulkCopiesAllowed(const CompileOptions &options);
 
@@ -42,6 +46,9 @@ struct Artifacts {
   std::string llvm; // after O3
   std::string ptx;
   int64_t sharedBytes = 0;
+  // The kernel waits for the one before it (griddep_wait on sm_90 and later): launch it with
+  // programmatic stream serialization so that it may start early.
+  bool waitsOnPriorKernel = false;
 
   const std::string &text(Stage s) const {
     return s == Stage::TIR ? tir : s == Stage::GIR ? gir : s == Stage::LLVM ? llvm : ptx;

@@ -2,6 +2,7 @@
 #include "compiler/Targets.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tritium {
 
@@ -16,6 +17,10 @@ const std::vector<int> &supportedPtxVersions() {
   // ISA lacks sm_89 and sm_90 (and the mbarrier waits the pipeliner uses).
   static const std::vector<int> Versions = {78, 80, 81, 82, 83, 84, 85, 86, 87, 88, 90};
   return Versions;
+}
+
+int smNumber(const std::string &arch) {
+  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
 }
 
 std::string checkArch(const std::string &arch) {

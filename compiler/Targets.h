@@ -16,6 +16,9 @@ const std::vector<std::string> &supportedArchs();
 // takes: 78, 80 to 88, and 90.
 const std::vector<int> &supportedPtxVersions();
 
+// The architecture's number: 90 for sm_90 and sm_90a, 0 for a name not of the form sm_NN.
+int smNumber(const std::string &arch);
+
 // Empty when `arch` is supported, else the complaint ("unknown GPU architecture 'sm_1'; ...").
 std::string checkArch(const std::string &arch);
 // Empty when `ptxVersion` is supported and new enough for `arch` (sm_90a needs 80), else the

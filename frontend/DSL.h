@@ -276,6 +276,18 @@ Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
 // Every thread of the program waits here (Triton's tl.debug_barrier).
 void debug_barrier(Loc loc = Loc::current());
 
+// Programmatic dependent launch (Hopper; Triton's gdc_wait and gdc_launch_dependents). A kernel
+// that calls griddep_wait() is launched so that it may start while the kernel before it in the
+// stream is still running: its programs run the code before the wait (loads of data that
+// kernel does not write, set-up) early, and griddep_wait() holds them until that kernel has
+// finished and its writes are visible. Call it at the kernel's top level, before the first
+// access to memory the earlier kernel reads or writes. griddep_launch_dependents() tells the
+// stream's next kernel that it may start launching once every program of this one has called
+// it (or exited); it is only a hint, since that kernel still waits for this one to finish.
+// Below sm_90 both do nothing and the launch is an ordinary one.
+void griddep_wait(Loc loc = Loc::current());
+void griddep_launch_dependents(Loc loc = Loc::current());
+
 // Checks on the device (Triton's tl.device_assert): where `cond` is false the kernel stops and
 // reports `message` with this call's file:line (the interpreter raises a UserError there).
 void device_assert(const Operand &cond, const std::string &message = "",

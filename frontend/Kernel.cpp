@@ -244,6 +244,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
     a.llvm = entry->files[name_ + ".ll"];
     a.ptx = entry->files[name_ + ".ptx"];
     a.sharedBytes = *entry->metadata.getInteger("shared"); // checked by load
+    a.waitsOnPriorKernel = entry->metadata.getBoolean("waits_on_prior_kernel").value_or(false);
     std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
     // The device architecture the driver's JIT made the cubin for (a PTX for sm_80 may have
     // been loaded first on an sm_90 GPU).
@@ -263,6 +264,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
                {name_ + ".ptx", a.ptx}};
     e.metadata = std::move(expect.fields);
     e.metadata["shared"] = a.sharedBytes;
+    e.metadata["waits_on_prior_kernel"] = a.waitsOnPriorKernel;
     cache.store(meta.cacheKey, e);
     result = std::make_unique<CompiledKernel>(std::move(meta), std::move(a));
   }

@@ -775,6 +775,21 @@ void debug_barrier(Loc l) {
   builder(loc).create(OpKind::Barrier, {}, {}, loc);
 }
 
+void griddep_wait(Loc l) {
+  SourceLoc loc(l);
+  Tracer &t = Tracer::current(loc);
+  if (t.builder().block() != &t.function().body())
+    userError("griddep_wait() must be called at the kernel's top level, not inside a loop or a "
+              "branch: every program has to wait before the kernel can count as finished",
+              loc);
+  t.builder().create(OpKind::GridDepWait, {}, {}, loc);
+}
+
+void griddep_launch_dependents(Loc l) {
+  SourceLoc loc(l);
+  builder(loc).create(OpKind::GridDepLaunchDependents, {}, {}, loc);
+}
+
 void print(const std::string &prefix, const Operand &value, Loc l) {
   SourceLoc loc(l);
   auto &b = builder(loc);

@@ -175,6 +175,9 @@ public:
       return atomic();
     case OpKind::Barrier:
       return true; // one program runs at a time: nothing to wait for
+    case OpKind::GridDepWait:
+    case OpKind::GridDepLaunchDependents:
+      return true; // kernels run one after another: the earlier one has finished
     case OpKind::Assert: {
       const auto &c = in(0).i;
       for (size_t e = 0; e < c.size(); ++e)

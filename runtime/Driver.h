@@ -63,6 +63,7 @@ private:
   X(cuLinkComplete)                                                                                \
   X(cuLinkDestroy)                                                                                 \
   X(cuLaunchKernel)                                                                                \
+  X(cuLaunchKernelEx)                                                                              \
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -239,9 +240,32 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
 
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY,
-                        unsigned gridZ) {
+                        unsigned gridZ, bool programmatic) {
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
+  // TRITIUM_GRID_DEPENDENCY=0 launches such kernels in plain stream order (their waits then
+  // return at once): a switch for measuring what the overlap gains, or for ruling it out.
+  static const bool overlapAllowed = [] {
+    const char *v = std::getenv("TRITIUM_GRID_DEPENDENCY");
+    return !(v && std::string_view(v) == "0");
+  }();
+  if (programmatic && overlapAllowed) {
+    CUlaunchAttribute overlap{};
+    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid;
+    config.gridDimY = gridY;
+    config.gridDimZ = gridZ;
+    config.blockDimX = block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = sharedBytes;
+    config.hStream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    check(Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra), "cuLaunchKernelEx");
+    return;
+  }
   check(Driver::get().cuLaunchKernel(f, grid, gridY, gridZ, block, 1, 1, sharedBytes, stream,
                                      nullptr, extra),
         "cuLaunchKernel");

@@ -81,9 +81,11 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
                   CUstream stream, void **params);
 // The same with the arguments already laid out as the kernel's parameter block (each at its
 // natural alignment), passed as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): the driver copies
-// it whole instead of following a pointer per argument.
+// it whole instead of following a pointer per argument. `programmatic`: the kernel calls
+// griddepcontrol.wait, so it is launched with programmatic stream serialization and may start
+// before the stream's previous kernel has finished (cuLaunchKernelEx; sm_90 and later).
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY = 1,
-                        unsigned gridZ = 1);
+                        unsigned gridZ = 1, bool programmatic = false);
 
 } // namespace tritium::rt

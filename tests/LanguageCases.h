@@ -2,7 +2,8 @@
 // (tests/gpu/BlocksGpuTest.cpp) and their interpreter twins (tests/unit/BlocksInterpreterTest.cpp):
 // cache hints on loads and stores (which must change no result, pipelined loops included),
 // join and split, and offsets past 2^31 (u32 offsets, p - n with an unsigned n, 64-bit literals,
-// range loops with u32 bounds). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
+// range loops with u32 bounds), and programmatic dependent launch (griddep_wait after a producer
+// that lets it launch early). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
 #pragma once
 
 #include "BlockCases.h"
@@ -123,7 +124,75 @@ inline void readBytes(Ptr out, Ptr buf, Int start, Int end, int BLOCK) {
   }
 }
 
+// Programmatic dependent launch: a producer that runs long (a dependent chain of `spin` steps
+// that leaves each value as it was) and lets the next kernel launch at once, then a consumer
+// that loads what the producer does not write before griddep_wait() and the producer's output
+// after it. produced[i] = 3 x[i] + round; out[round n + i] = 2 produced[i] + w[i].
+inline void slowProducer(Ptr produced, Ptr x, Int n, Int round, Int spin, int BLOCK) {
+  griddep_launch_dependents();
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  auto m = offs < n;
+  auto v = load(x + offs, m, 0.0);
+  auto acc = v;
+  for (auto i : range(0, spin).carry(acc)) {
+    (void)i;
+    acc = acc * 0.5 + v * 0.5; // exactly v again: both halves are exact
+  }
+  store(produced + offs, acc * 3.0 + cast(round, float32), m);
+}
+
+inline void waitingConsumer(Ptr out, Ptr produced, Ptr w, Int n, Int round, int BLOCK) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  auto m = offs < n;
+  auto wv = load(w + offs, m, 0.0); // not the producer's: may run before it finishes
+  griddep_wait();
+  store(out + round * n + offs, load(produced + offs, m, 0.0) * 2.0 + wv, m);
+}
+
 // --- problems -----------------------------------------------------------------------------------
+
+// `rounds` producer-consumer pairs on one stream, all enqueued before one sync, through
+// `enqueue` (which runs the launches it is given, directly or as a captured CUDA graph). Each
+// round's producer overwrites the one buffer its consumer reads, so a consumer that read before
+// its producer had finished would see the previous round's values (one less).
+template <typename Buffer>
+void checkGridDependency(CUstream stream, const std::function<void()> &sync,
+                         const std::function<void(const std::function<void()> &)> &enqueue,
+                         int64_t n, int rounds, int spin, bool *consumerWaits = nullptr) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 256;
+  std::vector<float> x = randomFloats(size_t(n), rng), w = randomFloats(size_t(n), rng);
+  Buffer dx = upload<Buffer>(x), dw = upload<Buffer>(w), produced = poisoned<Buffer>(size_t(n));
+  Buffer out = poisoned<Buffer>(size_t(rounds * n + 5));
+  auto producer = kernel("slow_producer", slowProducer,
+                         {"produced", "x", "n", "round", "spin", "BLOCK"});
+  auto consumer = kernel("waiting_consumer", waitingConsumer,
+                         {"out", "produced", "w", "n", "round", "BLOCK"});
+  CompiledKernel &p = producer.compile(
+      {.signature = {"*fp32", "*fp32", "i32", "i32", "i32"}, .constexprs = {BLOCK}, .numWarps = 2});
+  CompiledKernel &c = consumer.compile(
+      {.signature = {"*fp32", "*fp32", "*fp32", "i32", "i32"}, .constexprs = {BLOCK}, .numWarps = 2});
+  if (consumerWaits)
+    *consumerWaits = c.artifacts().waitsOnPriorKernel;
+  int64_t grid = (n + BLOCK - 1) / BLOCK;
+  enqueue([&] {
+    for (int r = 0; r < rounds; ++r) {
+      p.launch(grid, stream, {produced, dx, int32_t(n), int32_t(r), int32_t(spin)});
+      c.launch(grid, stream, {out, produced, dw, int32_t(n), int32_t(r)});
+    }
+  });
+  sync();
+  std::vector<double> want(size_t(rounds * n + 5), kUntouched);
+  for (int r = 0; r < rounds; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      want[size_t(r * n + i)] =
+          double(float(float(x[size_t(i)] * 3.0f) + float(r)) * 2.0f + w[size_t(i)]);
+  expectClose(download(out, want.size()), want, 1e-6,
+              "griddep_wait consumers of " + std::to_string(rounds) + " producers, n=" +
+                  std::to_string(n),
+              seed);
+}
 
 template <typename Buffer>
 void checkCacheHints(CUstream stream, const std::function<void()> &sync, int64_t n, int numWarps) {

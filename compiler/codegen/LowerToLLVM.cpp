@@ -123,7 +123,7 @@ private:
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
                !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
                !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) &&
-               !lowerPrint(l_, *op) && !lowerCluster(l_, *op))
+               !lowerPrint(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
   }
@@ -326,9 +326,9 @@ private:
 } // namespace
 
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
-                                          int numWarps, int ptxVersion) {
+                                          int numWarps, int ptxVersion, int sm) {
   auto mod = std::make_unique<llvm::Module>(kernel.name(), ctx);
-  Lowering l(*mod, kernel, numWarps, ptxVersion);
+  Lowering l(*mod, kernel, numWarps, ptxVersion, sm);
   FunctionLowering(l).run();
   std::string err;
   llvm::raw_string_ostream os(err);

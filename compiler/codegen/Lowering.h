@@ -18,9 +18,9 @@ namespace tritium::codegen {
 using Elements = std::vector<llvm::Value *>;
 
 struct Lowering {
-  Lowering(llvm::Module &m, const ir::Function &k, int numWarps, int ptxVersion)
+  Lowering(llvm::Module &m, const ir::Function &k, int numWarps, int ptxVersion, int sm)
       : mod(m), ctx(m.getContext()), b(ctx), kernel(k), numWarps(numWarps),
-        ptxVersion(ptxVersion) {}
+        ptxVersion(ptxVersion), sm(sm) {}
 
   llvm::Module &mod;
   llvm::LLVMContext &ctx;
@@ -28,6 +28,7 @@ struct Lowering {
   const ir::Function &kernel;
   int numWarps;
   int ptxVersion; // PTX ISA x 10: what instructions the lowering may use (st.async from 81)
+  int sm;         // the architecture's number (90 for sm_90a too): griddepcontrol from 90
   llvm::Function *fn = nullptr;
   int programsPerCTA = 1; // warp-sized programs side by side in one CTA (programs_per_cta)
   llvm::Value *tid = nullptr;    // thread index in the program (the CTA, unless programsPerCTA > 1)
@@ -115,6 +116,7 @@ bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine 
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
+bool lowerGridDependency(Lowering &l, const ir::Op &op); // griddep_wait, _launch_dependents
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using
 // another's result, shares one cluster barrier.
 bool isClusterExchange(const ir::Op &op);
@@ -127,6 +129,6 @@ void clusterEntry(Lowering &l);
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
-                                          int numWarps, int ptxVersion);
+                                          int numWarps, int ptxVersion, int sm);
 
 } // namespace tritium::codegen

@@ -10,7 +10,8 @@
 
 namespace tritium::codegen {
 
-// Inline PTX with side effects that clobbers memory (so LLVM keeps loads and stores around it).
+// Inline PTX with side effects that clobbers memory (so LLVM keeps loads and stores around it;
+// also used by LowerGridDependency.cpp).
 void emitAsm(Lowering &l, const std::string &text, const std::string &constraints,
              llvm::ArrayRef<llvm::Value *> args);
 // The 32-bit shared-memory address of byte `offset` (i32) of the kernel's dynamic shared memory.

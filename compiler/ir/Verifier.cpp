@@ -195,7 +195,8 @@ private:
     // reductions with regions give one per value, checked below.
     bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
                     op.kind() == OpKind::Yield || op.kind() == OpKind::Assert ||
-                    op.kind() == OpKind::Barrier;
+                    op.kind() == OpKind::Barrier || op.kind() == OpKind::GridDepWait ||
+                    op.kind() == OpKind::GridDepLaunchDependents;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
                       op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
                       op.kind() == OpKind::Scan || op.kind() == OpKind::Split;
@@ -357,6 +358,16 @@ private:
     case OpKind::Barrier:
       expect(op, n == 0 && op.numResults() == 0, "barrier takes and gives nothing");
       break;
+    case OpKind::GridDepWait:
+      // Every program must pass it: a program that skipped it could finish before the kernel
+      // it depends on, and so could this kernel, letting the stream's next kernel start early.
+      expect(op, n == 0 && op.numResults() == 0 && !op.parentBlock()->parentOp(),
+             "griddep_wait takes and gives nothing and sits at the kernel's top level, outside "
+             "loops and branches");
+      break;
+    case OpKind::GridDepLaunchDependents:
+      expect(op, n == 0 && op.numResults() == 0, "griddep_launch_dependents takes and gives nothing");
+      break;
     case OpKind::Assert:
       expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&
                      std::holds_alternative<std::string>(op.attr("message")),
@@ -476,7 +487,10 @@ private:
       for (unsigned i = 3; i < n; ++i)
         expect(op, b.argument(i - 2)->type() == ty(i) && op.result(i - 3)->type() == ty(i),
                "carried value types disagree");
-      expect(op, op.intAttr("num_stages") >= 1, "num_stages must be at least 1");
+      expect(op,
+             op.hasAttr("num_stages") && std::holds_alternative<int64_t>(op.attr("num_stages")) &&
+                 op.intAttr("num_stages") >= 1,
+             "a loop's {num_stages} must be an integer of at least 1");
       break;
     }
     case OpKind::If: {

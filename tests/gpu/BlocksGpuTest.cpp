@@ -200,6 +200,24 @@ TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
   }
 }
 
+// Consumers launched while their producers run (programmatic dependent launch) read the
+// producers' output, never the round before; the same again from a captured CUDA graph, whose
+// edges between the pairs are programmatic ones.
+TEST_F(BlocksGpuTest, GridDependencyConsumersSeeTheirProducersOutput) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  bool waits = false;
+  auto direct = [](const std::function<void()> &launches) { launches(); };
+  checkGridDependency<DeviceBuffer>(stream().get(), sync, direct, 100000, 40, 3000, &waits);
+  EXPECT_TRUE(waits) << "sm_90's consumer should be launched with programmatic serialization";
+  auto graph = [this](const std::function<void()> &launches) {
+    rt::Graph g = rt::Graph::capture(stream().get(), launches);
+    g.launch(stream().get());
+    g.launch(stream().get());
+  };
+  checkGridDependency<DeviceBuffer>(stream().get(), sync, graph, 100000, 40, 3000);
+}
+
 TEST_F(BlocksGpuTest, JoinAndSplit) {
   SKIP_WITHOUT_GPU();
   using namespace tritium::testing::language;

@@ -123,6 +123,13 @@ TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
     checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4, bulk);
 }
 
+// griddep_wait and griddep_launch_dependents run as no-ops: the interpreter runs kernels in order.
+TEST_F(BlocksInterpreterTest, GridDependencyKeepsStreamOrder) {
+  using namespace tritium::testing::language;
+  auto direct = [](const std::function<void()> &launches) { launches(); };
+  checkGridDependency<HostBuffer>(nullptr, sync, direct, 300, 3, 4);
+}
+
 TEST_F(BlocksInterpreterTest, JoinAndSplit) {
   using namespace tritium::testing::language;
   checkJoinSplit<HostBuffer>(nullptr, sync, 256, 8, 16, 4);

@@ -185,6 +185,15 @@ void ambiguousYield(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), acc + last);
 }
 
+void waitInsideALoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto acc = dsl::full(BLOCK, 0.0);
+  for (auto i : dsl::range(0, n, BLOCK)) {
+    gLine = __LINE__; dsl::griddep_wait();
+    acc = acc + dsl::load(in + i + dsl::arange(0, BLOCK));
+  }
+  dsl::store(out + dsl::arange(0, BLOCK), acc);
+}
+
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
   auto acc = dsl::full(BLOCK, 0.0);
   gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc, acc)) {
@@ -359,6 +368,11 @@ TEST_F(DslErrorTest, TwoVariablesWithOneValueBeforeALoop) {
 TEST_F(DslErrorTest, AVariableTakingAValueTwoVariablesHeldBeforeALoop) {
   expectUserError([] { traceKernel(ambiguousYield); },
                   {"takes the value another variable held before it", "carry(...)"});
+}
+
+TEST_F(DslErrorTest, GridDependencyWaitInsideALoop) {
+  expectUserError([] { traceKernel(waitInsideALoop); },
+                  {"griddep_wait() must be called at the kernel's top level", "every program"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {

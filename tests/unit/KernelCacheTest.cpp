@@ -157,6 +157,30 @@ TEST_F(KernelCacheTest, FreshKernelObjectLoadsFromDisk) {
   EXPECT_EQ(b.metadata().options.numWarps, 4);
 }
 
+// A kernel that waits on the previous one (griddep_wait) keeps saying so when it comes from the
+// disk cache, since its launch depends on it; below sm_90 the wait compiles away and it does not.
+void waits_then_copies(Ptr out, Ptr in, int BLOCK) {
+  auto offs = arange(0, BLOCK);
+  griddep_wait();
+  store(out + offs, load(in + offs));
+}
+
+TEST_F(KernelCacheTest, TheGridDependencyWaitSurvivesTheCache) {
+  for (const char *arch : {"sm_90", "sm_80"}) {
+    Specialization spec{.signature = {"*fp32", "*fp32"}, .constexprs = {128}, .arch = arch};
+    bool expected = std::string(arch) == "sm_90";
+    auto first = tritium::kernel("waits_then_copies", waits_then_copies, {"out", "in", "BLOCK"});
+    CompiledKernel &a = first.compile(spec);
+    ASSERT_FALSE(a.metadata().fromCache) << arch;
+    EXPECT_EQ(a.artifacts().waitsOnPriorKernel, expected) << arch;
+    EXPECT_EQ(a.artifacts().ptx.find("griddepcontrol.wait") != std::string::npos, expected) << arch;
+    auto second = tritium::kernel("waits_then_copies", waits_then_copies, {"out", "in", "BLOCK"});
+    CompiledKernel &b = second.compile(spec);
+    ASSERT_TRUE(b.metadata().fromCache) << arch;
+    EXPECT_EQ(b.artifacts().waitsOnPriorKernel, expected) << arch;
+  }
+}
+
 TEST_F(KernelCacheTest, KeyIgnoresSourceLocations) {
   // This file's copy of the tutorial kernel and the one in examples/ differ only in where they
   // were written, so they share the cache entry. (A spec no other test uses: the built-in kernel
