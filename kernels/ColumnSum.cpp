@@ -1,9 +1,12 @@
 // Each program sums a strip of BLOCK_C columns over all parts, BLOCK_P parts at a time as one
 // 2-D tile, so that a few hundred parts take a few steps of wide loads rather than hundreds of
-// dependent ones. Short rows take narrow strips (32 columns: one 128-byte line per part) and
-// tall tiles, so that a row of 1024 columns still spreads over 32 programs. The second array of
+// dependent ones. Short rows take narrow strips (down to 8 columns: one 32-byte sector per part)
+// and tall tiles, so that a row of 512 columns still spreads over 64 programs. The second array of
 // partial sums (LayerNorm's bias gradient) is summed by the same launch, along grid axis 1:
-// one kernel between the backward and its results instead of two.
+// one kernel between the backward and its results instead of two. The launch overlaps the
+// backward's (programmatic dependent launch, sm_90): the backward lets it start launching at
+// once, and every program waits (griddep_wait) before it reads a partial sum, which hides most of
+// the ~2.75 us a dependent launch costs (docs/PERF.md, fifteenth session).
 #include "kernels/ColumnSum.h"
 
 #include "kernels/Arguments.h"
@@ -19,6 +22,7 @@ using namespace tritium::dsl;
 
 static void column_sum_kernel(Ptr out0, Ptr out1, Ptr partial, Int parts, Int cols, int BLOCK_P,
                               int BLOCK_C) {
+  griddep_wait(); // the partial sums are the previous kernel's output
   auto array = program_id(1); // 0: out0's partial sums, 1: out1's, right after them
   auto c = program_id(0) * BLOCK_C + arange(0, BLOCK_C);
   auto cmask = c < cols;
@@ -46,8 +50,13 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
   KernelArg o0 = args.pointer("out0", out0), p = args.pointer("partial", partial);
   KernelArg o1 = out1 ? args.pointer("out1", out1) : o0; // never stored through without out1
   // 4 warps over a [BLOCK_P, BLOCK_C] tile of at most 4096 values: up to 32 loads in flight per
-  // thread, each step.
-  const int64_t blockC = cols <= 8192 ? 32 : 64;
+  // thread, each step. Strips narrow enough for about 256 programs over both arrays (8 columns,
+  // one 32-byte sector per part, at the least): short rows then take all 512 parts in one step
+  // on 128 SMs, where 32-column strips took 4 steps on 32 of them (LayerNorm backward at 512
+  // columns 14.3 us instead of 15.1, docs/PERF.md, fifteenth session).
+  const int64_t arrays = out1 ? 2 : 1;
+  const int64_t blockC = std::clamp<int64_t>(int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1))),
+                                             8, cols <= 8192 ? 32 : 64);
   const int64_t blockP =
       std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 4096 / blockC);
   std::string index = indexType(2 * parts * cols);
@@ -58,7 +67,7 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
                                        .constexprs = {blockP, blockC},
                                        .numWarps = 4}
                             .specializedFor({o0, o1, p, n, c});
-  columnSumKernel().compile(spec).launch(Grid3{(cols + blockC - 1) / blockC, out1 ? 2 : 1},
+  columnSumKernel().compile(spec).launch(Grid3{(cols + blockC - 1) / blockC, arrays},
                                          stream, {o0, o1, p, n, c});
 }
 

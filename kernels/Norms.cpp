@@ -50,6 +50,7 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
                                 Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS) {
+  griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value wv = CLUSTER > 1 ? Value() : weights();
@@ -111,6 +112,7 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
                               Int x_stride, Int dx_stride, Int n_rows, Int n_cols, int BLOCK,
                               int ROWS, int CLUSTER, int num_stages) {
   (void)CLUSTER;
+  griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
   auto dw = zeros({BLOCK}, float32);

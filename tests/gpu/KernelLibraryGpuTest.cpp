@@ -73,6 +73,71 @@ TEST_F(KernelLibraryGpuTest, NormsOfLongRowsUseClusters) {
   }
 }
 
+// The norm backwards captured in a CUDA graph give the direct launch's bits: column_sum follows
+// the backward through a programmatic edge (it launches early and waits, griddep_wait) in the
+// graph as on the stream. Short rows (the edge is what dominates there) and clustered long ones.
+TEST_F(KernelLibraryGpuTest, NormBackwardsInACudaGraphMatchTheDirectLaunch) {
+  SKIP_WITHOUT_GPU();
+  uint32_t seed = tritium::testing::freshSeed();
+  std::mt19937 rng(seed);
+  for (NormShape s : {NormShape{4096, 512, 512}, NormShape{300, 1000, 1000},
+                      NormShape{8, 20000, 20000}}) {
+    for (bool rms : {false, true}) {
+      Dtype d = Dtype::bf16;
+      size_t n = size_t(s.rows * s.cols), bytes = n * size_t(kernels::dtypeBytes(d));
+      HostTensor x = randomTensor(d, n, rng), dy = randomTensor(d, n, rng),
+                 w = randomTensor(d, size_t(s.cols), rng, 0.5, 1.0);
+      auto px = place<DeviceBuffer>(x), pdy = place<DeviceBuffer>(dy), pw = place<DeviceBuffer>(w);
+      Placed<DeviceBuffer> mean(size_t(s.rows) * 4, 0), rstd(size_t(s.rows) * 4, 0), y(bytes, 0);
+      kernels::RowPlan plan = kernels::planNormBackward(s.cols, d);
+      size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, &plan)
+                           : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, &plan);
+      Placed<DeviceBuffer> ws(wsBytes, 0);
+      kernels::layerNormForward(d, {.y = y.ptr(), .mean = mean.f32(), .rstd = rstd.f32(),
+                                    .x = px.ptr(), .weight = pw.ptr(), .rows = s.rows,
+                                    .cols = s.cols},
+                                stream().get());
+      auto backward = [&](Placed<DeviceBuffer> &dx, Placed<DeviceBuffer> &dw,
+                          Placed<DeviceBuffer> &db) {
+        if (rms)
+          kernels::rmsNormBackward(d, {.dx = dx.ptr(), .dweight = dw.ptr(), .dy = pdy.ptr(),
+                                       .x = px.ptr(), .weight = pw.ptr(), .rstd = rstd.f32(),
+                                       .rows = s.rows, .cols = s.cols, .workspace = ws.ptr(),
+                                       .workspaceBytes = wsBytes},
+                                   stream().get(), &plan);
+        else
+          kernels::layerNormBackward(d, {.dx = dx.ptr(), .dweight = dw.ptr(), .dbias = db.ptr(),
+                                         .dy = pdy.ptr(), .x = px.ptr(), .weight = pw.ptr(),
+                                         .mean = mean.f32(), .rstd = rstd.f32(), .rows = s.rows,
+                                         .cols = s.cols, .workspace = ws.ptr(),
+                                         .workspaceBytes = wsBytes},
+                                     stream().get(), &plan);
+      };
+      size_t gradBytes = size_t(s.cols) * size_t(kernels::dtypeBytes(d));
+      Placed<DeviceBuffer> dx(bytes, 0), dw(gradBytes, 0), db(gradBytes, 0);
+      backward(dx, dw, db);
+      sync();
+      Placed<DeviceBuffer> gdx(bytes, 0), gdw(gradBytes, 0), gdb(gradBytes, 0);
+      rt::Graph graph = rt::Graph::capture(stream().get(), [&] { backward(gdx, gdw, gdb); });
+      // Twice: the second replay's backward must not overwrite the workspace before the first
+      // replay's column_sum has read it (they are ordered as any two graph launches).
+      graph.launch(stream().get());
+      graph.launch(stream().get());
+      sync();
+      std::string what = std::string(rms ? "rmsNorm" : "layerNorm") + " backward " +
+                         std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                         " from a CUDA graph; seed " + std::to_string(seed);
+      EXPECT_EQ(gdx.bytes(bytes), dx.bytes(bytes)) << what << ": dx differs";
+      EXPECT_EQ(gdw.bytes(gradBytes), dw.bytes(gradBytes)) << what << ": dweight differs";
+      if (!rms)
+        EXPECT_EQ(gdb.bytes(gradBytes), db.bytes(gradBytes)) << what << ": dbias differs";
+      std::vector<double> got = valuesOf(gdw, d, size_t(s.cols));
+      EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }))
+          << what << ": dweight still holds poison";
+    }
+  }
+}
+
 TEST_F(KernelLibraryGpuTest, NormGradientsByFiniteDifferences) {
   SKIP_WITHOUT_GPU();
   checkNormFiniteDifferences<DeviceBuffer>(stream().get(), sync, false);
