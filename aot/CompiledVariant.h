@@ -29,6 +29,7 @@ struct CompiledVariant {
   std::string specialization; // Specialization::str()
   int64_t sharedBytes = 0;    // dynamic shared memory per CTA
   int threads = 0;
+  bool waitsOnPriorKernel = false; // griddep_wait: launched with programmatic serialization
   std::string ptx;
   PtxasResult ptxas;
   std::string cacheKey;   // tritium's disk-cache key of this compiled kernel

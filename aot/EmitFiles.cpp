@@ -92,7 +92,8 @@ std::string provenance(const CompiledVariant &v, const std::string &prefix) {
     << prefix << "  launch          " << v.threads << " threads (" << s.numWarps << " warps x "
     << s.programsPerCTA << " programs per CTA), cluster " << s.clusterSize << ", "
     << v.sharedBytes << " bytes of dynamic shared memory, grid rule "
-    << gridRuleName(v.variant.grid) << "\n"
+    << gridRuleName(v.variant.grid)
+    << (v.waitsOnPriorKernel ? ", overlapping the previous kernel (griddep_wait)" : "") << "\n"
     << prefix << "  ptxas           " << v.ptxas.registers << " registers, "
     << v.ptxas.spillStoreBytes << " bytes spill stores, " << v.ptxas.spillLoadBytes
     << " bytes spill loads, " << v.ptxas.stackBytes << " bytes stack, "
@@ -135,6 +136,7 @@ std::string headerPart(const CompiledVariant &v, const std::string &base) {
   define("PROGRAMS_PER_CTA", std::to_string(s.programsPerCTA));
   define("CLUSTER_SIZE", std::to_string(s.clusterSize));
   define("DYNAMIC_SHARED_BYTES", std::to_string(v.sharedBytes));
+  define("WAITS_ON_PRIOR_KERNEL", v.waitsOnPriorKernel ? "1" : "0");
   define("STATIC_SHARED_BYTES", std::to_string(v.ptxas.staticSharedBytes));
   define("REGISTERS", std::to_string(v.ptxas.registers));
   define("SPILL_STORE_BYTES", std::to_string(v.ptxas.spillStoreBytes));
@@ -209,7 +211,8 @@ std::string sourcePart(const CompiledVariant &v, const std::string &base) {
     << "const tritium_aot::Image " << n << "_image = {\"" << n << "\", \"" << v.entry << "\", \""
     << s.arch << "\", " << n << "_cubin, " << n << "_ptx, " << v.threads << ", " << v.sharedBytes
     << ", " << s.clusterSize << ", " << s.programsPerCTA << ", " << s.numWarps << ", "
-    << (v.variant.grid == GridRule::Persistent ? "true" : "false") << "};\n"
+    << (v.variant.grid == GridRule::Persistent ? "true" : "false") << ", "
+    << (v.waitsOnPriorKernel ? "true" : "false") << "};\n"
     << "tritium_aot::Slot " << n << "_slot;\n\n"
     << "// Whether the arguments fit the specialization; when not, *why names the first that does\n"
     << "// not.\n"

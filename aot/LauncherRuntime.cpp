@@ -39,6 +39,8 @@ struct Image {
   int programsPerCTA;
   int numWarps;
   bool persistent;       // the grid rule: persistent, else one program per count
+  bool programmatic;     // waits on the previous kernel (griddep_wait): launched so that it
+                         // may start before that kernel ends, as tritium's runtime does
 };
 
 // A kernel loaded in one context.
@@ -276,6 +278,25 @@ CUresult launch(const Image &img, Slot &slot, Loaded *k, CUstream stream, uint32
   if (r != CUDA_SUCCESS)
     return r;
   // The cluster size is compiled into the kernel, so a plain launch runs whole clusters.
+  if (img.programmatic) {
+    CUlaunchAttribute overlap{};
+    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = x;
+    config.gridDimY = y;
+    config.gridDimZ = z;
+    config.blockDimX = img.threads;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = img.sharedBytes;
+    config.hStream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    r = cuLaunchKernelEx(&config, k->function, params, nullptr);
+    if (r != CUDA_SUCCESS)
+      return fail(r, name + ": cuLaunchKernelEx: " + describe(r));
+    return CUDA_SUCCESS;
+  }
   r = cuLaunchKernel(k->function, x, y, z, img.threads, 1, 1, img.sharedBytes, stream, params,
                      nullptr);
   if (r != CUDA_SUCCESS)

@@ -243,6 +243,45 @@ TEST(AotGenerateTest, FilesCompileAgainstCudaHAloneAndRefuseAnotherRunsHeader) {
       << errors;
 }
 
+// A kernel that waits on the previous one (griddep_wait) is launched as tritium's runtime launches
+// it: with programmatic stream serialization, through cuLaunchKernelEx; the files say so and
+// still compile against cuda.h alone. Below sm_90 the wait compiles away and the launch is plain.
+void waiting_scale(Ptr out, Ptr x, Int n, int BLOCK) {
+  auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  auto mask = offs < n;
+  griddep_wait();
+  store(out + offs, load(x + offs, mask, 0.0) * 2.0, mask);
+}
+
+TEST(AotGenerateTest, AKernelThatWaitsOnThePreviousOneOverlapsIt) {
+  REQUIRE_PTXAS();
+  tritium::testing::ScopedCacheDir cache;
+  tritium::testing::ScopedTempDir dir("tritium-aot-test");
+  static auto k = kernel("waiting_scale", waiting_scale, {"out", "x", "n", "BLOCK"});
+  auto waiting = [&](const std::string &name, const std::string &arch) {
+    return aot::Variant{.name = name,
+                        .kernel = &k,
+                        .spec = {.signature = {"*fp32", "*fp32", "i32"},
+                                 .constexprs = {256},
+                                 .arch = arch},
+                        .grid = aot::GridRule::PerProgram};
+  };
+  aot::GeneratedFiles f = generateScale({waiting("waits_sm90", "sm_90")}, "waits_sm90");
+  EXPECT_NE(f.header.find("#define waits_sm90_WAITS_ON_PRIOR_KERNEL 1"), std::string::npos);
+  EXPECT_NE(f.source.find("overlapping the previous kernel (griddep_wait)"), std::string::npos);
+  EXPECT_NE(f.source.find("griddepcontrol.wait"), std::string::npos);
+
+  EXPECT_NE(f.source.find("CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"),
+            std::string::npos);
+  aot::writeFiles(f, dir.path());
+  EXPECT_EQ(compileOnly(dir.path(), "waits_sm90.cpp", false), "");
+
+  aot::GeneratedFiles old = generateScale({waiting("waits_sm80", "sm_80")}, "waits_sm80");
+  EXPECT_NE(old.header.find("#define waits_sm80_WAITS_ON_PRIOR_KERNEL 0"), std::string::npos);
+  EXPECT_EQ(old.source.find("griddepcontrol.wait"), std::string::npos);
+  EXPECT_NE(old.source.find("false, false};"), std::string::npos);
+}
+
 TEST(AotGenerateTest, DispatcherTriesVariantsInOrderAndTakesADtypeWhenTheyDiffer) {
   REQUIRE_PTXAS();
   tritium::testing::ScopedCacheDir cache;
