@@ -84,6 +84,15 @@ const ir::Op *tooDeepLoop(const ir::Block &block, int depth = 0) {
   return nullptr;
 }
 
+// Whether the kernel calls griddep_wait on an architecture that has it (sm_90 and later), so
+// that its launch may overlap the kernel before it (LowerGridDependency.cpp drops the wait below).
+bool waitsOnPriorKernel(const ir::Function &fn, const std::string &arch) {
+  bool found = false;
+  ir::walk(const_cast<ir::Block &>(fn.body()),
+           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridDepWait; });
+  return found && smNumber(arch) >= 90;
+}
+
 } // namespace
 
 int64_t maxSharedBytesFor(const std::string &arch) {
@@ -100,15 +109,6 @@ int64_t maxSharedBytesFor(const std::string &arch) {
 bool bulkCopiesAllowed(const CompileOptions &options) {
   // cp.async.bulk and the async-proxy fences are sm_90 instructions of PTX ISA 8.0.
   return options.bulkCopies && options.ptxVersion >= 80 && smNumber(options.arch) >= 90;
-}
-
-bool gridDependencyControl(const std::string &arch) { return smNumber(arch) >= 90; }
-
-bool waitsOnPriorKernel(const ir::Function &fn) {
-  bool found = false;
-  ir::walk(const_cast<ir::Block &>(fn.body()),
-           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridDepWait; });
-  return found;
 }
 
 void optimizeTIR(ir::Function &fn) {
@@ -179,7 +179,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
-    out.waitsOnPriorKernel = gridDependencyControl(options.arch) && waitsOnPriorKernel(fn);
+    out.waitsOnPriorKernel = waitsOnPriorKernel(fn, options.arch);
     dump(fn.name(), "gir", out.gir);
     // Programs that share a CTA would share its shared memory and barriers too. With one
     // warp per program only a cp.async ring uses shared memory: point at its loop.

@@ -33,10 +33,6 @@ struct CompileOptions {
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
 int64_t maxSharedBytesFor(const std::string &arch);
-// Whether `arch` has programmatic dependent launch (griddepcontrol; sm_90 and later).
-bool gridDependencyControl(const std::string &arch);
-// Whether the kernel calls griddep_wait, so that its launch may overlap the kernel before it.
-bool waitsOnPriorKernel(const ir::Function &fn);
 // Whether `options` lets the pipeliner use bulk copies: asked for, sm_90 or later, PTX ISA 8.0+.
 bool bulkCopiesAllowed(const CompileOptions &options);
 

@@ -55,8 +55,8 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
   // on 128 SMs, where 32-column strips took 4 steps on 32 of them (LayerNorm backward at 512
   // columns 14.3 us instead of 15.1, docs/PERF.md, fifteenth session).
   const int64_t arrays = out1 ? 2 : 1;
-  const int64_t blockC = std::clamp<int64_t>(int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1))),
-                                             8, cols <= 8192 ? 32 : 64);
+  const int64_t strip = int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1)));
+  const int64_t blockC = std::clamp<int64_t>(strip, 8, cols <= 8192 ? 32 : 64);
   const int64_t blockP =
       std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 4096 / blockC);
   std::string index = indexType(2 * parts * cols);

@@ -169,10 +169,12 @@ void checkGridDependency(CUstream stream, const std::function<void()> &sync,
                          {"produced", "x", "n", "round", "spin", "BLOCK"});
   auto consumer = kernel("waiting_consumer", waitingConsumer,
                          {"out", "produced", "w", "n", "round", "BLOCK"});
-  CompiledKernel &p = producer.compile(
-      {.signature = {"*fp32", "*fp32", "i32", "i32", "i32"}, .constexprs = {BLOCK}, .numWarps = 2});
-  CompiledKernel &c = consumer.compile(
-      {.signature = {"*fp32", "*fp32", "*fp32", "i32", "i32"}, .constexprs = {BLOCK}, .numWarps = 2});
+  CompiledKernel &p = producer.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32"},
+                                        .constexprs = {BLOCK},
+                                        .numWarps = 2});
+  CompiledKernel &c = consumer.compile({.signature = {"*fp32", "*fp32", "*fp32", "i32", "i32"},
+                                        .constexprs = {BLOCK},
+                                        .numWarps = 2});
   if (consumerWaits)
     *consumerWaits = c.artifacts().waitsOnPriorKernel;
   int64_t grid = (n + BLOCK - 1) / BLOCK;

@@ -366,7 +366,8 @@ private:
              "loops and branches");
       break;
     case OpKind::GridDepLaunchDependents:
-      expect(op, n == 0 && op.numResults() == 0, "griddep_launch_dependents takes and gives nothing");
+      expect(op, n == 0 && op.numResults() == 0,
+             "griddep_launch_dependents takes and gives nothing");
       break;
     case OpKind::Assert:
       expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&
