@@ -194,6 +194,13 @@ void waitInsideALoop(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + dsl::arange(0, BLOCK), acc);
 }
 
+void waitInsideABranch(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::if_(n > 0, [&] {
+    gLine = __LINE__; dsl::griddep_wait();
+  });
+  dsl::store(out, dsl::load(in));
+}
+
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
   auto acc = dsl::full(BLOCK, 0.0);
   gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc, acc)) {
@@ -370,9 +377,11 @@ TEST_F(DslErrorTest, AVariableTakingAValueTwoVariablesHeldBeforeALoop) {
                   {"takes the value another variable held before it", "carry(...)"});
 }
 
-TEST_F(DslErrorTest, GridDependencyWaitInsideALoop) {
+TEST_F(DslErrorTest, GridDependencyWaitInsideALoopOrABranch) {
   expectUserError([] { traceKernel(waitInsideALoop); },
                   {"griddep_wait() must be called at the kernel's top level", "every program"});
+  expectUserError([] { traceKernel(waitInsideABranch); },
+                  {"griddep_wait() must be called at the kernel's top level"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
