@@ -238,18 +238,23 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
         "cuLaunchKernel");
 }
 
+// TRITIUM_GRID_DEPENDENCY=0 launches kernels that wait in plain stream order (their waits then
+// return at once): a switch for measuring what the overlap gains, or for ruling it out. Read
+// once, and only by launches of such kernels: the ordinary launch path pays nothing for it.
+static bool overlapAllowed() {
+  static const bool allowed = [] {
+    const char *v = std::getenv("TRITIUM_GRID_DEPENDENCY");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return allowed;
+}
+
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY,
                         unsigned gridZ, bool programmatic) {
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
-  // TRITIUM_GRID_DEPENDENCY=0 launches such kernels in plain stream order (their waits then
-  // return at once): a switch for measuring what the overlap gains, or for ruling it out.
-  static const bool overlapAllowed = [] {
-    const char *v = std::getenv("TRITIUM_GRID_DEPENDENCY");
-    return !(v && std::string_view(v) == "0");
-  }();
-  if (programmatic && overlapAllowed) {
+  if (programmatic && overlapAllowed()) {
     CUlaunchAttribute overlap{};
     overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     overlap.value.programmaticStreamSerializationAllowed = 1;
