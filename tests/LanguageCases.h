@@ -55,6 +55,27 @@ inline void hintedRowSums(Ptr out, Ptr x, Ptr y, Int nCols, Int stride, int BLOC
   store(out + row, sum(acc, 0), {.evict = Evict::first});
 }
 
+// Loads that do not depend on a pipelined loop's induction variable are copied once into
+// shared memory before the loop and read from there in every iteration (gpu/PipelineLoads.cpp):
+// out[r, c] = x[r, c] w[c] + b[c] for c < n, and out[rows stride + r] = the sum of w over the
+// block, whose lanes past n read `other` (1.5). A nested loop that never runs (extra = 0) loads
+// through `ghost`, a null pointer on the GPU: its copy must not be issued.
+inline void residentLoads(Ptr out, Ptr x, Ptr w, Ptr b, Ptr ghost, Int rows, Int n, Int stride,
+                          Int extra, int BLOCK) {
+  auto cols = arange(0, BLOCK);
+  auto m = cols < n;
+  for (auto row : range(program_id(0), rows, num_programs(0), 3)) {
+    auto xv = load(x + row * stride + cols, m, 0.0);
+    auto wv = load(w + cols, m, 1.5);
+    auto bv = load(b + cols, m, 0.0);
+    auto more = zeros({BLOCK}, float32);
+    for (auto i : range(0, extra, BLOCK, 2))
+      more = more + load(ghost + cols) * load(x + row * stride + i + cols, i + cols < extra, 0.0);
+    store(out + row * stride + cols, xv * wv + bv + more, m);
+    store(out + rows * stride + row, sum(wv, 0));
+  }
+}
+
 // join and split: out[2i + j] = (a, b)[j][i] through a [BLOCK, 2] join; the halves of a join
 // (squared) subtracted; an interleaved [BLOCK, 2] load split into its even and odd elements;
 // the same pairs loaded transposed (their two elements in different threads) and split; and a
@@ -265,6 +286,64 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
                   (bulkCopies ? " (bulk copies)" : " (cp.async)") + ", bound " +
                   std::to_string(tolerance),
               seed);
+}
+
+// Returns how many loads the compiler made resident (on a GPU: w, b and ghost's; the
+// interpreter compiles nothing).
+template <typename Buffer>
+int checkResidentLoads(CUstream stream, const std::function<void()> &sync, int64_t rows,
+                       int64_t grid, int numWarps, bool bulkCopies) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 1024;
+  const int64_t n = 1008, stride = 1040; // n < BLOCK: masked lanes; both divisible by 16
+  std::vector<float> x = randomFloats(size_t(rows * stride), rng);
+  std::vector<float> w = randomFloats(size_t(BLOCK), rng), b = randomFloats(size_t(BLOCK), rng);
+  Buffer dx = upload<Buffer>(x), dw = upload<Buffer>(w), db = upload<Buffer>(b);
+  Buffer out = poisoned<Buffer>(size_t(rows * stride + rows));
+  auto k = kernel("resident_loads", residentLoads,
+                  {"out", "x", "w", "b", "ghost", "rows", "n", "stride", "extra", "BLOCK"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "i32", "i32:16",
+                     "i32:16", "i32:16"},
+       .constexprs = {BLOCK},
+       .numWarps = numWarps,
+       .numStages = 3,
+       .bulkCopies = bulkCopies});
+  c.launch(grid, stream,
+           {out, dx, dw, db, static_cast<float *>(nullptr), int32_t(rows), int32_t(n),
+            int32_t(stride), int32_t(0)});
+  sync();
+  std::vector<double> want(size_t(rows * stride + rows), kUntouched);
+  double wsum = double(BLOCK - n) * 1.5, magnitude = double(BLOCK - n) * 1.5;
+  for (int64_t j = 0; j < n; ++j) {
+    wsum += w[size_t(j)];
+    magnitude += std::fabs(w[size_t(j)]);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j)
+      want[size_t(r * stride + j)] =
+          double(x[size_t(r * stride + j)]) * w[size_t(j)] + b[size_t(j)];
+    want[size_t(rows * stride + r)] = wsum;
+  }
+  // The sum's rounding: eps x log2(BLOCK) x the sum of magnitudes (checkHintedRowSums).
+  double tolerance = 1.2e-7 * std::log2(double(BLOCK)) * magnitude;
+  std::vector<float> got = download(out, want.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    size_t at = size_t(rows * stride + r);
+    if (std::fabs(double(got[at]) - want[at]) <= tolerance)
+      got[at] = float(want[at]);
+  }
+  expectClose(got, want, 1e-6,
+              "resident loads " + std::to_string(rows) + " rows on " + std::to_string(grid) +
+                  " programs" + (bulkCopies ? " (bulk copies)" : " (cp.async)"),
+              seed);
+  int resident = 0;
+  const std::string &gir = c.artifacts().gir;
+  for (size_t at = gir.find("resident = 1"); at != std::string::npos;
+       at = gir.find("resident = 1", at + 1))
+    ++resident;
+  return resident;
 }
 
 template <typename Buffer>

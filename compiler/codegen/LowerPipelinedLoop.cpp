@@ -7,7 +7,10 @@
 // selects `other` for them, unless `other` is the zero the copy left. Rings of bulk copies
 // (LowerBulkCopy.cpp) keep the same reads but move whole blocks, one instruction each,
 // synchronise through mbarriers, and refill a buffer right after the body's last pipelined load
-// has read it, so they need one buffer fewer.
+// has read it, so they need one buffer fewer. Loads that do not depend on the induction
+// variable are copied once, before the prologue, as the oldest cp.async group, and read from
+// their buffer in every iteration (a bulk ring waits for that group in each iteration, which
+// costs nothing once it has landed).
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 
@@ -47,11 +50,11 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
   return b.CreateGEP(b.getInt8Ty(), l.smem, byte);
 }
 
-// Each thread copies its own 16-byte vectors of every pipelined load, as one commit group.
-void issueThreadCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
-                       llvm::Value *stage) {
+// Each thread copies its own 16-byte vectors of `loads`, as one commit group.
+void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads,
+                       llvm::Value *inRange, llvm::Value *stage) {
   auto &b = l.b;
-  for (const ir::Op *load : plan.loads) {
+  for (const ir::Op *load : loads) {
     int64_t vec = load->intAttr("vec");
     int64_t bytes = elementBytes(load->result()->type()) * vec;
     if (bytes != 16)
@@ -94,16 +97,20 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   if (loop.hasAttr("bulk_barriers"))
     plan.bulkBarriers = loop.intAttr("bulk_barriers");
   const ir::Block &body = *loop.body();
-  std::unordered_set<const ir::Op *> slice;
+  std::unordered_set<const ir::Op *> slice, residentSlice;
   for (const auto &op : body.ops())
     if (op->hasAttr("pipelined")) {
-      plan.loads.push_back(op.get());
+      bool resident = op->hasAttr("resident");
+      (resident ? plan.residents : plan.loads).push_back(op.get());
       for (const ir::Value *o : op->operands())
-        collectSlice(o, body, slice);
+        collectSlice(o, body, resident ? residentSlice : slice);
     }
-  for (const auto &op : body.ops()) // program order
+  for (const auto &op : body.ops()) { // program order
     if (slice.count(op.get()))
       plan.slice.push_back(op.get());
+    if (residentSlice.count(op.get()))
+      plan.residentSlice.push_back(op.get());
+  }
   return plan;
 }
 
@@ -114,29 +121,28 @@ void startRing(Lowering &l, const PipelinePlan &plan) {
     l.barrier();
 }
 
-void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
-  auto &b = l.b;
-  // The slice is recomputed for iteration `iv`; a bulk ring does so in the middle of the body,
-  // where the body's own values of the slice (and the induction variable) are still in use.
+namespace {
+
+// Evaluates `slice` (body ops) for iteration `iv`, runs `issue`, then gives the body's own
+// values back: a bulk ring issues in the middle of the body, where the body's values of the
+// slice (and the induction variable) are still in use; unset in the prologue, before the loop
+// exists.
+template <typename F>
+void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op *> &slice,
+                 llvm::Value *iv, F issue) {
   std::vector<const ir::Value *> recomputed{loop.body()->argument(0)};
-  for (const ir::Op *op : plan.slice)
+  for (const ir::Op *op : slice)
     recomputed.push_back(op->result());
-  std::vector<std::optional<Elements>> saved; // unset in the prologue, before the loop exists
+  std::vector<std::optional<Elements>> saved;
   for (const ir::Value *v : recomputed) {
     auto it = l.values.find(v);
     saved.push_back(it == l.values.end() ? std::nullopt : std::optional<Elements>(it->second));
   }
   l.set(recomputed[0], {iv});
-  for (const ir::Op *op : plan.slice)
+  for (const ir::Op *op : slice)
     if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
-  llvm::Value *inRange = loop.operand(0)->type().isUnsigned() ? b.CreateICmpULT(iv, ub)
-                                                               : b.CreateICmpSLT(iv, ub);
-  if (plan.bulk())
-    issueBulkStage(l, plan, inRange, stage, readBy);
-  else
-    issueThreadCopies(l, plan, inRange, stage);
+  issue();
   for (size_t i = 0; i < recomputed.size(); ++i)
     if (saved[i])
       l.set(recomputed[i], *saved[i]);
@@ -144,18 +150,49 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
       l.values.erase(recomputed[i]);
 }
 
+llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub) {
+  return loop.operand(0)->type().isUnsigned() ? l.b.CreateICmpULT(iv, ub)
+                                              : l.b.CreateICmpSLT(iv, ub);
+}
+
+} // namespace
+
+void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
+                    llvm::Value *ub) {
+  if (plan.residents.empty())
+    return;
+  // Not for a loop that does not run: its loads need not be valid then.
+  atIteration(l, loop, plan.residentSlice, lb, [&] {
+    issueThreadCopies(l, plan.residents, below(l, loop, lb, ub), l.b.getInt32(0));
+  });
+}
+
+void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
+  atIteration(l, loop, plan.slice, iv, [&] {
+    llvm::Value *inRange = below(l, loop, iv, ub);
+    if (plan.bulk())
+      issueBulkStage(l, plan, inRange, stage, readBy);
+    else
+      issueThreadCopies(l, plan.loads, inRange, stage);
+  });
+}
+
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration) {
-  if (plan.bulk())
+  if (plan.bulk()) {
     waitForBulkStage(l, plan, stage, iteration);
-  else // the oldest outstanding group is this iteration's
+    if (!plan.residents.empty()) // the residents' group, the only cp.async one
+      l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+  } else { // the oldest outstanding group is this iteration's (the residents' is older still)
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
+  }
 }
 
 void finishRing(Lowering &l, const PipelinePlan &plan) {
   if (plan.bulk())
     invalidateBulkBarriers(l, plan);
-  else
+  if (!plan.bulk() || !plan.residents.empty())
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
 }
 
@@ -177,8 +214,10 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   // no select. A bulk ring leaves them as they were.
   const ir::Op &loop = *load.parentBlock()->parentOp();
   std::optional<PipelinePlan> plan = pipelinePlan(loop);
-  bool zeroFilled = load.numOperands() == 3 && isZero(load.operand(2)) && !plan->bulk();
-  llvm::Value *stage = at.stage;
+  bool resident = load.hasAttr("resident"); // copied per thread, into one buffer
+  bool zeroFilled =
+      load.numOperands() == 3 && isZero(load.operand(2)) && (resident || !plan->bulk());
+  llvm::Value *stage = resident ? b.getInt32(0) : at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());
   int64_t vec = load.intAttr("vec");
@@ -186,7 +225,8 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   Elements out;
   for (int64_t k = 0; k < l.elementsPerThread(res); k += vec) {
     // Volatile: the data arrives behind LLVM's back (cp.async), so the read must stay after the
-    // wait and may not be merged with an earlier one.
+    // wait and may not be merged with an earlier one; a resident load is read again in each
+    // iteration rather than held in registers across them.
     llvm::LoadInst *v = b.CreateAlignedLoad(vecTy, stageAddress(l, load, stage, k),
                                             llvm::Align(uint64_t(elementBytes(res->type()) * vec)),
                                             /*isVolatile=*/true);
@@ -202,7 +242,7 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   // A bulk ring's buffer is free once every thread has read it: after the body's last
   // pipelined load (the reads above are volatile, so they stay before the arrival). The
   // producer then refills it with the iteration num_stages - 1 ahead.
-  if (plan->bulk() && plan->loads.back() == &load) {
+  if (plan->bulk() && !resident && plan->loads.back() == &load) {
     releaseBulkStage(l, *plan, stage);
     issueStage(l, *plan, loop, at.aheadIv, at.ub, stage, at.iteration);
   }

@@ -157,8 +157,10 @@ private:
     // Rings of consecutive loops share shared memory (PipelineLoads): no thread may still be
     // reading an earlier loop's ring when this prologue starts writing. Loop bounds are
     // CTA-uniform scalars, so every thread reaches its barriers.
-    if (plan)
+    if (plan) {
       startRing(l_, *plan);
+      issueResidents(l_, *plan, op, lb, ub);
+    }
     if (plan)
       for (int s = 0; s + 1 < plan->stages; ++s)
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(

@@ -13,10 +13,14 @@ namespace tritium::codegen {
 // read it. A bulk ring refills a stage as soon as every thread has read it (its "empty"
 // mbarrier says when), in the same iteration, so S - 1 buffers carry the same lookahead: a
 // ring of 2 stages is one buffer that holds the next iteration while this one computes.
+// Loads that do not depend on the induction variable ("resident") are copied once, before the
+// prologue, into a buffer of their own, as one cp.async group of their own.
 struct PipelinePlan {
   int stages = 0;
-  std::vector<const ir::Op *> loads; // the pipelined loads of the body
-  std::vector<const ir::Op *> slice; // body ops their operands need, in program order
+  std::vector<const ir::Op *> loads;     // the pipelined loads of the body
+  std::vector<const ir::Op *> slice;     // body ops their operands need, in program order
+  std::vector<const ir::Op *> residents; // the loads copied once
+  std::vector<const ir::Op *> residentSlice;
   int64_t bulkBarriers = -1;         // bulk copies: the mbarriers' shared-memory offset
   bool bulk() const { return bulkBarriers >= 0; }
   int buffers() const { return bulk() ? stages - 1 : stages; }
@@ -27,6 +31,9 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop);
 // Before the prologue: no thread may still read an earlier loop's ring that shares these bytes
 // (and bulk rings set up their mbarriers).
 void startRing(Lowering &l, const PipelinePlan &plan);
+// Before the prologue: copies the resident loads, if the loop runs at least once (lb < ub).
+void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
+                    llvm::Value *ub);
 // Starts the copies of the loop's iteration `iv` into buffer `stage`. `readBy` is the
 // iteration of this run of the loop that last read the buffer (0, 1, ...; a bulk producer waits
 // until every thread has), or null in the prologue and for cp.async.

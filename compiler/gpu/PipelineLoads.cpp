@@ -11,6 +11,11 @@
 // instead of a 16-byte cp.async per thread and vector. Such a ring refills a buffer as soon as
 // it has been read, so it needs S - 1 buffers, not S (codegen/Pipelining.h):
 //   for  {pipeline_stages = S, bulk_barriers = O}   (2 x (S - 1) mbarriers from byte O)
+// A load of such a loop whose address, mask and `other` do not depend on the induction variable
+// at all (a row of weights read by every iteration) is not copied again each iteration: one
+// buffer holds it, copied once before the loop, and every iteration reads it from there. It
+// then neither holds registers across iterations nor goes back to L2 each iteration:
+//   load {pipelined = 1, resident = 1, smem_offset = B, stage_bytes = N}
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -42,23 +47,27 @@ bool recomputable(ir::OpKind k) {
   }
 }
 
-// True when every value `v` depends on inside `body` is the induction variable or comes from a
-// recomputable op of the body.
-bool dependsOnlyOnInductionVariable(const ir::Value *v, const ir::Block &body,
-                                    std::unordered_set<const ir::Value *> &seen) {
+// What a value inside `body` depends on: values from outside the loop only (invariant), the
+// induction variable through recomputable ops of the body, or anything else (not pipelined).
+enum class Dependence { Invariant, InductionVariable, Other };
+
+Dependence combine(Dependence a, Dependence b) { return std::max(a, b); }
+
+Dependence dependence(const ir::Value *v, const ir::Block &body,
+                      std::unordered_set<const ir::Value *> &seen) {
   if (!seen.insert(v).second)
-    return true;
+    return Dependence::Invariant; // already counted
   if (v->ownerBlock() == &body)
-    return v == body.argument(0);
+    return v == body.argument(0) ? Dependence::InductionVariable : Dependence::Other;
   const ir::Op *def = v->definingOp();
   if (!def || def->parentBlock() != &body)
-    return true; // defined outside the loop: invariant
+    return Dependence::Invariant; // defined outside the loop
   if (!recomputable(def->kind()))
-    return false;
+    return Dependence::Other;
+  Dependence d = Dependence::Invariant;
   for (const ir::Value *o : def->operands())
-    if (!dependsOnlyOnInductionVariable(o, body, seen))
-      return false;
-  return true;
+    d = combine(d, dependence(o, body, seen));
+  return d;
 }
 
 // True when `load` can be one bulk copy per stage: its addresses are one contiguous run over the
@@ -88,8 +97,8 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   if (loop.intAttr("num_stages") < 2)
     return 0;
   const ir::Block &body = *loop.body();
-  std::vector<ir::Op *> loads;
-  int64_t bytesPerStage = 0;
+  std::vector<ir::Op *> loads, residents;
+  int64_t bytesPerStage = 0, residentBytes = 0;
   for (auto &op : loop.body()->ops()) {
     // Rings hold 1-D blocks (rows); blocks of higher rank load directly.
     if (op->kind() != ir::OpKind::Load || op->result()->type().rank() != 1)
@@ -107,27 +116,42 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     if (op->hasAttr("cache") && op->strAttr("cache") != "ca" && op->strAttr("cache") != "cg")
       continue;
     std::unordered_set<const ir::Value *> seen;
-    bool ok = true;
+    Dependence d = Dependence::Invariant;
     for (const ir::Value *o : op->operands())
-      ok = ok && dependsOnlyOnInductionVariable(o, body, seen);
-    if (!ok)
+      d = combine(d, dependence(o, body, seen));
+    if (d == Dependence::Other)
       continue;
+    if (d == Dependence::Invariant) {
+      residents.push_back(op.get());
+      residentBytes += alignToLine(t.numElements() * bytes);
+      continue;
+    }
     loads.push_back(op.get());
     bytesPerStage += alignToLine(t.numElements() * bytes);
   }
-  if (loads.empty())
+  if (loads.empty()) // a loop without a ring keeps its invariant loads as they are
     return 0;
+  // Resident loads are copied per thread (cp.async) whatever the ring's kind.
   bulk = bulk && std::all_of(loads.begin(), loads.end(),
                              [&](const ir::Op *load) { return bulkCopyable(*load, axis); });
   // Bulk rings end with one "full" and one "empty" mbarrier (8 bytes each) per buffer.
   int64_t barrierBytesPerBuffer = bulk ? 16 : 0;
   int64_t spare = bulk ? 1 : 0; // stages without a buffer of their own
-  int64_t fit = (maxSharedBytes - base) / (bytesPerStage + barrierBytesPerBuffer);
+  int64_t fit = (maxSharedBytes - base - residentBytes) / (bytesPerStage + barrierBytesPerBuffer);
   int64_t buffers = std::min<int64_t>(loop.intAttr("num_stages") - spare, fit);
   if (buffers + spare < 2)
     return 0; // not even double buffering fits: the loop stays plain
   loop.setAttr("pipeline_stages", buffers + spare);
   int64_t offset = base;
+  for (ir::Op *load : residents) {
+    int64_t bytes = alignToLine(load->result()->type().numElements() *
+                                ir::byteWidth(load->result()->type().kind()));
+    load->setAttr("pipelined", int64_t(1));
+    load->setAttr("resident", int64_t(1));
+    load->setAttr("smem_offset", offset);
+    load->setAttr("stage_bytes", bytes);
+    offset += bytes;
+  }
   for (ir::Op *load : loads) {
     const ir::Type &t = load->result()->type();
     int64_t bytes = alignToLine(t.numElements() * ir::byteWidth(t.kind()));

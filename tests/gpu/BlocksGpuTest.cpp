@@ -200,6 +200,19 @@ TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
   }
 }
 
+// Loads that no iteration changes, copied once into shared memory before their pipelined loop:
+// with cp.async and bulk rings, masked lanes reading `other`, more programs than rows (loops of
+// no iteration) and a nested loop of none that must not touch its null pointer.
+TEST_F(BlocksGpuTest, LoopInvariantLoadsAreCopiedOnce) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8})
+    for (bool bulk : {false, true}) {
+      EXPECT_EQ(checkResidentLoads<DeviceBuffer>(stream().get(), sync, 300, 132, warps, bulk), 3);
+      checkResidentLoads<DeviceBuffer>(stream().get(), sync, 5, 16, warps, bulk);
+    }
+}
+
 // Consumers launched while their producers run (programmatic dependent launch) read the
 // producers' output, never the round before; the same again from a captured CUDA graph, whose
 // edges between the pairs are programmatic ones.

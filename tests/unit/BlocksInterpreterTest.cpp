@@ -123,6 +123,13 @@ TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
     checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4, bulk);
 }
 
+// Loop-invariant loads in pipelined loops give the values of plain loads.
+TEST_F(BlocksInterpreterTest, LoopInvariantLoadsAreCopiedOnce) {
+  using namespace tritium::testing::language;
+  for (bool bulk : {false, true})
+    checkResidentLoads<HostBuffer>(nullptr, sync, 7, 3, 4, bulk);
+}
+
 // griddep_wait and griddep_launch_dependents run as no-ops: the interpreter runs kernels in order.
 TEST_F(BlocksInterpreterTest, GridDependencyKeepsStreamOrder) {
   using namespace tritium::testing::language;
