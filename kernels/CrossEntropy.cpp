@@ -301,6 +301,13 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
         add({.block = block, .prefetch = true, .numWarps = warps, .numStages = 1,
              .group = int(group)});
     }
+  // One program per row: the same one-row plans, balanced by the block scheduler.
+  for (size_t i = 0, n = out.size(); i < n; ++i)
+    if (out[i].rowsPerStep == 1) {
+      CrossEntropyPlan p = out[i];
+      p.persistent = false;
+      add(p);
+    }
   return out;
 }
 
@@ -402,7 +409,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
     CompiledKernel &k = forwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
-    k.launch(k.persistentGrid(steps), stream, {loss, lse, x, t, s, r, v, ignore, smooth});
+    k.launch(plan.persistent ? k.persistentGrid(steps) : steps, stream,
+             {loss, lse, x, t, s, r, v, ignore, smooth});
   };
   int64_t rowsBytes = ((a.rows - 1) * stride + a.vocab) * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{a.loss, a.rows * 4}, {a.lse, a.rows * 4}},
@@ -455,7 +463,7 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
     CompiledKernel &k = backwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
-    k.launch(k.persistentGrid(steps), stream,
+    k.launch(plan.persistent ? k.persistentGrid(steps) : steps, stream,
              {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
   };
   bool rerunSafe = !anyOverlap({{a.dlogits, ((a.rows - 1) * ds + a.vocab) * e}},

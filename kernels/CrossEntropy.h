@@ -59,16 +59,21 @@ struct CrossEntropyPlan {
   // column; a power of two up to 16 bytes of logits, with one row per step). The backward
   // ignores it.
   int group = 1;
+  // true: an occupancy-sized grid whose programs stride over the steps. false: one program per
+  // step, which the GPU's block scheduler hands out as programs finish, so that a program
+  // slowed by its neighbours takes fewer rows.
+  bool persistent = true;
   PlanFields fields() const {
     return {{"block", block},           {"rows", rowsPerStep},  {"prefetch", prefetch ? 1 : 0},
-            {"warps", numWarps},        {"stages", numStages},  {"group", group}};
+            {"warps", numWarps},        {"stages", numStages},  {"group", group},
+            {"persistent", persistent ? 1 : 0}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
 // loads) or rings of 2 or 3; tiles of 2 or 4 rows of up to 8192 elements in all; and blocks
 // loaded a step ahead; and, for the forward only, groups of 16 bytes of columns sharing a
-// running maximum.
+// running maximum; the one-row plans also with one program per row.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward

@@ -93,8 +93,13 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
 // peeled head) and rows on 16-byte boundaries.
 TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
   // Each dtype's candidates (their groups differ: 16 bytes of logits) on both dtypes.
-  for (Dtype candidatesOf : {Dtype::bf16, Dtype::fp32})
+  for (Dtype candidatesOf : {Dtype::bf16, Dtype::fp32}) {
+    int perRowGrids = 0;
     for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, candidatesOf)) {
+      // A plan with one program per row runs its persistent twin's code on another grid: one
+      // of them is enough here (the GPU test takes every plan).
+      if (!p.persistent && perRowGrids++ > 0)
+        continue;
       std::string fields;
       for (const auto &[name, value] : p.fields())
         fields += name + "=" + std::to_string(value) + " ";
@@ -108,6 +113,7 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {6, 301, 305, 0.1f, false, true},
                                     &p);
     }
+  }
 }
 
 // Every norm plan the autotuner may pick, on rows whose length is no power of two (blocks of
