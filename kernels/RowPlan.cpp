@@ -91,9 +91,24 @@ RowPlan planNormForward(int64_t cols, Dtype dtype) {
   return planned(cols, kForwardPerThread, 8192, kMinTile);
 }
 
+// Rows split over a cluster take CTAs of 8 warps holding 32 values per thread (up to 255
+// registers each, where 16 warps leave 128 and spill) and a ring of 4 stages: on the H200 the
+// LayerNorm backward at 65536 columns took 475 us so against 630 for 16 warps, 16 values per
+// thread and a ring of 2 (docs/PERF.md, sixteenth session).
+constexpr int kClusterBackwardPerThread = 32, kClusterBackwardWarps = 8;
+
 RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  return planned(cols, kBackwardPerThread, 4096, cols >= 512 ? 512 : kMinTile);
+  int64_t minTile = cols >= 512 ? 512 : kMinTile;
+  RowPlan p = planned(cols, kBackwardPerThread, 4096, minTile);
+  if (p.clusterSize > 1) {
+    RowPlan wide = plan(cols, kClusterBackwardPerThread, minTile, kClusterBackwardWarps);
+    if (wide.maxCols() >= cols) {
+      wide.numStages = 4;
+      return wide;
+    }
+  }
+  return p;
 }
 
 int64_t maxNormCols(bool backward) { return int64_t(16) * 32 * 32 * (backward ? 16 : 32); }
@@ -148,13 +163,19 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
         }
   // Rows split over a cluster: CTAs of 8 or 16 warps over more programs, so that several
   // clusters share an SM and one row's cluster sums overlap another's loads (a CTA of 32 warps
-  // leaves each SM one row at a time).
-  for (int perThread : backward ? std::vector<int>{8, 16} : std::vector<int>{8, 16, 32})
+  // leaves each SM one row at a time), with rings of up to 4 stages. The backward's 32 values
+  // per thread fit 8 warps only (255 registers a thread; 16 warps leave 128); with 8 warps they
+  // are candidates for rows that one CTA holds too.
+  for (int perThread : {8, 16, 32})
     for (int maxWarps : {8, 16}) {
-      RowPlan p = plan(cols, perThread, 2048, maxWarps);
-      if (p.clusterSize == 1)
+      if (backward && perThread * maxWarps > 256)
         continue;
-      for (int stages : {1, 2}) {
+      RowPlan p = plan(cols, perThread, 2048, maxWarps);
+      if (p.clusterSize == 1 && !(backward && perThread == 32))
+        continue;
+      for (int stages : {1, 2, 3, 4}) {
+        if (p.clusterSize == 1 && (p.rowsPerTile > 1 || stages == 1))
+          continue;
         p.numStages = stages;
         add(p);
       }

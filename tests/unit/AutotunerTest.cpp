@@ -157,8 +157,8 @@ TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
   resetInterpret();
 }
 
-// The planner's rule is the tuner's winners on an H100 (docs/PERF.md, fourteenth session): the
-// plans it gives where tuning is off.
+// The planner's rule is the tuner's winners on an H100 (docs/PERF.md, fourteenth session) and,
+// for rows over a cluster, the H200's (sixteenth): the plans it gives where tuning is off.
 TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   auto fields = [](int64_t block, int rows, int cluster, int warps, int stages) {
     return RowPlan{.block = block, .rowsPerTile = rows, .clusterSize = cluster,
@@ -170,7 +170,11 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormBackward(1024, Dtype::bf16).fields(), fields(1024, 1, 1, 2, 3));
   EXPECT_EQ(planNormBackward(2048, Dtype::bf16).fields(), fields(2048, 1, 1, 4, 3));
   EXPECT_EQ(planNormBackward(8192, Dtype::bf16).fields(), fields(8192, 1, 1, 16, 2));
-  EXPECT_EQ(planNormBackward(65536, Dtype::bf16).fields(), fields(8192, 1, 8, 16, 2));
+  // Rows over a cluster: 8-warp CTAs of 32 values per thread, a ring of 4 (the H200's
+  // winners, sixteenth session).
+  EXPECT_EQ(planNormBackward(16384, Dtype::bf16).fields(), fields(8192, 1, 2, 8, 4));
+  EXPECT_EQ(planNormBackward(65536, Dtype::bf16).fields(), fields(8192, 1, 8, 8, 4));
+  EXPECT_EQ(planNormBackward(131072, Dtype::bf16).fields(), fields(8192, 1, 16, 8, 4));
   EXPECT_EQ(planNormForward(512, Dtype::bf16).fields(), fields(512, 2, 1, 1, 1));
   EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), fields(4096, 1, 1, 4, 3));
   EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), fields(16384, 1, 1, 16, 2));
