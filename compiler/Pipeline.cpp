@@ -171,6 +171,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     StageTimer timer("gir");
     assignLayouts(fn, options.numWarps);
     allocateSharedMemory(fn, options.numWarps);
+    hoistLoopInvariants(fn);
     chooseVectorWidths(fn);
     markConstantRuns(fn);
     pipelineLoads(fn, options.numWarps,

@@ -3,8 +3,10 @@
 // short rows as a 2-D tile; a row too long for one program's registers is split over a
 // thread-block cluster whose row sums go through distributed shared memory. The row is read
 // once: mean and variance come from the registers (two steps, not E[x^2] - E[x]^2, which
-// cancels). The backward loads each row's saved statistics one row ahead and keeps each program's weight-gradient sums in registers over all its
-// rows, writes them once as fp32 partial sums, and column_sum adds the programs' partials.
+// cancels). The backward loads each row's saved statistics one row ahead and keeps each
+// program's weight-gradient sums in registers over all its rows (a tile's rows apart, added
+// once at the end rather than across warps every step), writes them once as fp32 partial
+// sums, and column_sum adds the programs' partials.
 #include "kernels/Norms.h"
 
 #include "frontend/DSL.h"
@@ -59,8 +61,8 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value wv = CLUSTER > 1 ? Value() : weights();
-  auto dw = zeros({BLOCK}, float32);
-  auto db = zeros({BLOCK}, float32);
+  auto dw = zeros(cols.tileShape(), float32);
+  auto db = zeros(cols.tileShape(), float32);
   auto ahead = [&](const Value &tile, const Value &p) {
     return RowTile::loadPerRowAhead(cols, tile, n_rows, p);
   };
@@ -85,15 +87,15 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     auto c2 = s2 / n_cols;
     auto dxv = (wdy - (xhat * t.expand(c1) + t.expand(c2))) * rs;
     store(dx + t.row * dx_stride + cols.cols, cast(dxv, dx.dtype()), t.mask);
-    dw = dw + t.columnSum(g * xhat);
+    dw = dw + g * xhat;
     if (HAS_BIAS)
-      db = db + t.columnSum(g);
+      db = db + g;
   }
   // Partial sums: dw for cluster c at row c, db at row clusters + c, of n_cols each.
   auto at = partial + firstTile() * n_cols + cols.flat;
-  store(at, dw, cols.flatMask);
+  store(at, cols.columnSum(dw), cols.flatMask);
   if (HAS_BIAS)
-    store(at + tileStep() * n_cols, db, cols.flatMask);
+    store(at + tileStep() * n_cols, cols.columnSum(db), cols.flatMask);
 }
 
 static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, Int y_stride,
@@ -120,7 +122,7 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
-  auto dw = zeros({BLOCK}, float32);
+  auto dw = zeros(cols.tileShape(), float32);
   auto rstdNext = RowTile::loadPerRowAhead(cols, firstTile(), n_rows, rstd);
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
@@ -134,9 +136,9 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
     auto c1 = t.rowSum(xhat * wdy) / n_cols;
     store(dx + t.row * dx_stride + cols.cols, cast((wdy - xhat * t.expand(c1)) * rs, dx.dtype()),
           t.mask);
-    dw = dw + t.columnSum(g * xhat);
+    dw = dw + g * xhat;
   }
-  store(partial + firstTile() * n_cols + cols.flat, dw, cols.flatMask);
+  store(partial + firstTile() * n_cols + cols.flat, cols.columnSum(dw), cols.flatMask);
 }
 
 static const std::vector<std::string> kTileParams = {"BLOCK", "ROWS", "CLUSTER", "num_stages"};

@@ -72,9 +72,7 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile, int maxWarps =
 // tiles of 2048, up to 32 warps) ran up to 5.3 times slower: forward kernels hold 32 values per
 // thread and backward ones 16, CTAs stay within 16 warps (rows longer than that go to a
 // cluster), short rows stack into tiles of 1024 elements, and one-row tiles of up to 4096
-// (backward) or 8192 (forward) columns keep three rows in flight. The backward keeps rows of 512
-// columns one per tile too, with that ring: 14.3 us at 4096 rows against 15.1 for two-row tiles
-// without one (fifteenth session).
+// (backward) or 8192 (forward) columns keep three rows in flight.
 constexpr int kForwardPerThread = 32, kBackwardPerThread = 16, kMinTile = 1024, kMaxWarps = 16;
 
 static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo, int64_t minTile) {
@@ -97,8 +95,24 @@ RowPlan planNormForward(int64_t cols, Dtype dtype) {
 // thread and a ring of 2 (docs/PERF.md, sixteenth session).
 constexpr int kClusterBackwardPerThread = 32, kClusterBackwardWarps = 8;
 
+// Rows of 512 to 2048 columns take tiles of two rows or more (4096 elements past 512 columns)
+// through a ring of 2: one warp per row starved the GPU of warps, since the partial sums cap
+// the programs at 512 (on the H200, LayerNorm backward at 512 columns 11.2 us against 12.1 for
+// one row per step, at 1024 14.8 against 16.3; sixteenth session).
+static RowPlan shortRowTiles(int64_t cols) {
+  RowPlan p;
+  p.block = int64_t(std::bit_ceil(uint64_t(cols)));
+  p.rowsPerTile = int(p.block >= 1024 ? std::max<int64_t>(2, 4096 / p.block) : 2);
+  int perThread = p.block >= 1024 ? 32 : 16;
+  p.numWarps = int(p.rowsPerTile * p.block / (32 * perThread));
+  p.numStages = 2;
+  return p;
+}
+
 RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   (void)dtype;
+  if (cols >= 512 && cols <= 2048)
+    return shortRowTiles(cols);
   int64_t minTile = cols >= 512 ? 512 : kMinTile;
   RowPlan p = planned(cols, kBackwardPerThread, 4096, minTile);
   if (p.clusterSize > 1) {
@@ -128,12 +142,21 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
     for (int64_t minTile : {512, 1024, 2048, 4096}) {
       RowPlan p = plan(cols, perThread, minTile);
       add(p);
-      if (p.rowsPerTile == 1)
-        for (int stages : {1, 3}) {
-          p.numStages = stages;
-          add(p);
-        }
+      for (int stages : {1, 2, 3}) { // tiles of rows through the ring too
+        p.numStages = stages;
+        add(p);
+      }
     }
+  // The backward's short rows: tiles of 2 to 8 rows over 2 to 8 warps, through rings.
+  if (backward && cols <= 2048)
+    for (int rows : {2, 4, 8})
+      for (int warps : {2, 4, 8})
+        for (int stages : {2, 3}) {
+          int64_t block = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
+          int64_t perThread = rows * block / (32 * warps);
+          if (perThread >= 8 && perThread <= 32)
+            add(RowPlan{.block = block, .rowsPerTile = rows, .numWarps = warps, .numStages = stages});
+        }
   // Rows of a length that is no power of two (5120, Llama-13B's hidden size) in blocks of a
   // multiple of 256 x warps columns rather than the next power of two: 5120 columns in 5120,
   // not 8192, of which 37% would be masked lanes. 8 elements per thread and run keeps 16-byte

@@ -17,10 +17,10 @@ struct RowPlan {
   // Columns per program: a power of two, or (one row per tile, no cluster) a multiple of
   // 256 x numWarps.
   int64_t block = 1024;
-  int rowsPerTile = 1;  // rows per step: above 1, [rowsPerTile, block] tiles (no cp.async ring)
+  int rowsPerTile = 1;  // rows per step: above 1, [rowsPerTile, block] tiles
   int clusterSize = 1;  // programs sharing a row (each holds `block` of its columns)
   int numWarps = 4;
-  int numStages = 2; // the ring of rows loaded ahead (1-row tiles only)
+  int numStages = 2; // the ring of rows (or tiles of rows) loaded ahead
   // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
   // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
   int programsPerSM = 0;

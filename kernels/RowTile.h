@@ -1,6 +1,6 @@
 // What a program of a row kernel handles, for the trace (internal to the library): one row of
-// `block` columns at a time (a 1-D block, loaded through the cp.async ring) or, for short rows,
-// a [rows, block] tile of several rows. Row reductions give a scalar or one value per row;
+// `block` columns at a time (a 1-D block) or, for short rows, a [rows, block] tile of several
+// rows, either loaded through the cp.async ring when the plan has stages. Row reductions give a scalar or one value per row;
 // expand() broadcasts them back over the columns. In a cluster, each program holds the columns
 // from cluster_rank() x block on, and row sums are the whole cluster's.
 //
@@ -11,6 +11,7 @@
 #include "frontend/DSL.h"
 
 #include <utility>
+#include <vector>
 
 namespace tritium::kernels {
 
@@ -23,14 +24,23 @@ inline dsl::Value tileStep() { return dsl::num_programs(0) / dsl::cluster_size()
 
 // This program's columns, the same for every tile.
 struct RowColumns {
-  RowColumns(int rows, int block, const dsl::Value &n_cols) : rows(rows) {
+  RowColumns(int rows, int block, const dsl::Value &n_cols) : rows(rows), block(block) {
     using namespace dsl;
     flat = cluster_rank() * block + arange(0, block);
     flatMask = flat < n_cols;
     cols = rows == 1 ? flat : flat(None, _);
     mask = rows == 1 ? flatMask : flatMask(None, _);
   }
+  // The shape of a tile: [block] or [rows, block].
+  std::vector<int64_t> tileShape() const {
+    return rows == 1 ? std::vector<int64_t>{block} : std::vector<int64_t>{rows, block};
+  }
+  // Values of the tile's shape summed over its rows: [block] (the weight gradients' partial
+  // sums, kept per row of the tile while the loop runs and added once at its end).
+  dsl::Value columnSum(const dsl::Value &x) const { return rows == 1 ? x : dsl::sum(x, 0); }
+
   int rows;
+  int64_t block;
   dsl::Value flat, flatMask; // [block]: where per-column results (weight gradients) go
   dsl::Value cols, mask;     // [block] or [1, block]: broadcast against the tile's rows
 };
@@ -84,9 +94,6 @@ struct RowTile {
     dsl::Value index = c.rows == 1 ? tile : tile * c.rows + arange(0, c.rows);
     return load(ptr + index, index < n_rows, 0.0);
   }
-  // A tile's values summed over its rows: [block] (the weight gradients' partial sums).
-  dsl::Value columnSum(const dsl::Value &x) const { return c.rows == 1 ? x : dsl::sum(x, 0); }
-
   const RowColumns &c;
   dsl::Value row;   // the row (scalar) or rows ([rows, 1]) for address arithmetic
   dsl::Value index; // the row or rows ([rows]) for per-row values

@@ -34,6 +34,7 @@ inline const std::map<std::string, OptPass> &optPasses() {
       {"shared",
        {true,
         [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
+      {"hoist", {true, [](ir::Function &f, const CompileOptions &) { hoistLoopInvariants(f); }}},
       {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
       {"runs", {true, [](ir::Function &f, const CompileOptions &) { markConstantRuns(f); }}},
       {"pipeline",
@@ -101,7 +102,7 @@ inline std::string runOpt(const std::string &text, const std::string &name, OptR
   }
   for (const std::string &p : req.passes) {
     const OptPass &pass = optPasses().at(p);
-    if ((p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)
+    if ((p == "hoist" || p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)
       throw UserError("pass '" + p + "' needs layouts: run 'layouts' before it");
     pass.run(*fn, options);
     isGir = isGir || p == "layouts";

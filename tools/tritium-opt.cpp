@@ -31,6 +31,7 @@ options:
                          dce        dead code elimination (TIR)
                          layouts    blocked layouts on every block value (TIR -> GIR)
                          shared     shared-memory slots for cross-warp reductions (GIR)
+                         hoist      loop-invariant pure ops moved before their loop (GIR)
                          vectorize  vector widths of loads and stores (GIR, needs layouts)
                          runs       constant runs of elementwise values, computed once per
                                     run (GIR, needs layouts)
@@ -95,8 +96,8 @@ int main(int argc, char **argv) {
       for (const std::string &p : splitList(*v)) {
         if (!tools::optPasses().count(p))
           usageError("unknown pass '" + p +
-                     "' (passes: cse, dce, layouts, shared, vectorize, "
-                     "runs, pipeline)");
+                     "' (passes: cse, dce, layouts, shared, hoist, "
+                     "vectorize, runs, pipeline)");
         request.passes.push_back(p);
       }
     } else if (auto v = value("--emit")) {

@@ -36,8 +36,8 @@ void collectSlice(const ir::Value *v, const ir::Block &body,
     collectSlice(o, body, slice);
 }
 
-// Address of element `k` of this thread in the stage buffer: the element's index in the block,
-// so a thread's vector run lands contiguously.
+// Address of element `k` of this thread in the stage buffer: the element's row-major index in
+// the block, so a thread's vector run (along the last dimension) lands contiguously.
 llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, int64_t k) {
   auto &b = l.b;
   const ir::Value *res = load.result();
@@ -45,7 +45,7 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
   llvm::Value *byte = b.CreateAdd(
       b.CreateMul(b.CreateZExt(stage, b.getInt64Ty()), b.getInt64(stageBytes)),
       b.getInt64(offset));
-  llvm::Value *index = b.CreateZExt(l.elementIndex(res, k), b.getInt64Ty());
+  llvm::Value *index = b.CreateZExt(l.rowMajorIndex(res, k), b.getInt64Ty());
   byte = b.CreateAdd(byte, b.CreateMul(index, b.getInt64(elementBytes(res->type()))));
   return b.CreateGEP(b.getInt8Ty(), l.smem, byte);
 }
@@ -140,7 +140,9 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
   }
   l.set(recomputed[0], {iv});
   for (const ir::Op *op : slice)
-    if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)))
+    if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)) &&
+        !((op->kind() == ir::OpKind::ExpandDims || op->kind() == ir::OpKind::Broadcast) &&
+          lowerShapes(l, *op)))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   issue();
   for (size_t i = 0; i < recomputed.size(); ++i)

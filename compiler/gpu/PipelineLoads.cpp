@@ -1,6 +1,7 @@
-// Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads whose addresses, mask
-// and `other` depend only on the induction variable and values from outside the loop are
-// issued num_stages - 1 iterations ahead as asynchronous copies into shared memory. This pass
+// Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads of 1-D or 2-D blocks
+// (rows, tiles of rows) whose addresses, mask and `other` depend only on the induction variable
+// and values from outside the loop are issued num_stages - 1 iterations ahead as asynchronous
+// copies into shared memory. This pass
 // picks those loads, sizes the ring of stages to fit the shared memory left, and records the
 // plan as attributes that the lowering follows:
 //   for  {pipeline_stages = S}
@@ -18,6 +19,7 @@
 //   load {pipelined = 1, resident = 1, smem_offset = B, stage_bytes = N}
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
+#include "compiler/ir/Layout.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -41,6 +43,7 @@ bool recomputable(ir::OpKind k) {
   case ir::OpKind::Maximum: case ir::OpKind::And: case ir::OpKind::Or: case ir::OpKind::Cmp:
   case ir::OpKind::Select: case ir::OpKind::Neg: case ir::OpKind::Cast: case ir::OpKind::AddPtr:
   case ir::OpKind::Hint: // multiple_of on a row's aligned start: the value itself
+  case ir::OpKind::ExpandDims: case ir::OpKind::Broadcast: // registers only (a tile's rows)
     return true;
   default:
     return false;
@@ -76,6 +79,8 @@ Dependence dependence(const ir::Value *v, const ir::Block &body,
 // both sides divisible by 16 bytes' worth of elements.
 bool bulkCopyable(const ir::Op &load, const AxisAnalysis &axis) {
   const ir::Type &t = load.result()->type();
+  if (t.rank() != 1) // a tile of rows is no single run
+    return false;
   int64_t n = t.numElements(), bytes = ir::byteWidth(t.kind());
   AxisInfo ptr = axis.get(load.operand(0));
   if (ptr.contiguity[0] < n || ptr.divisibility[0] < 16 || n * bytes % 16 != 0)
@@ -100,11 +105,17 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   std::vector<ir::Op *> loads, residents;
   int64_t bytesPerStage = 0, residentBytes = 0;
   for (auto &op : loop.body()->ops()) {
-    // Rings hold 1-D blocks (rows); blocks of higher rank load directly.
-    if (op->kind() != ir::OpKind::Load || op->result()->type().rank() != 1)
+    // Rings hold 1-D blocks (rows) and 2-D ones (tiles of rows); blocks of higher rank load
+    // directly.
+    if (op->kind() != ir::OpKind::Load || op->result()->type().rank() < 1 ||
+        op->result()->type().rank() > 2)
       continue;
     const ir::Type &t = op->result()->type();
     if (t.numElements() < threads) // copies held by several threads: not worth a ring
+      continue;
+    // Each element has one owner, which copies it and alone reads it: a thread that has read
+    // its buffer may refill it without waiting for the others.
+    if (ir::LayoutMap(*op->result()->layout(), t.shape()).replicates())
       continue;
     int64_t bytes = ir::byteWidth(t.kind());
     // Only whole 16-byte vectors (cp.async.cg): narrower copies cost as many instructions as
