@@ -26,8 +26,9 @@ int64_t stagedElements(const ir::Type &t);
 // records the kernel's total in the "shared_bytes" function attribute.
 void allocateSharedMemory(ir::Function &fn, int numWarps);
 
-// Moves pure ops whose operands come from outside a `for` body out of it, to before the loop
-// (HoistLoopInvariants.cpp): invariant layout conversions run once, not every iteration.
+// Moves pure ops whose operands come from outside the body of a pipelined `for` (num_stages
+// >= 2) out of it, to before the loop (HoistLoopInvariants.cpp): invariant layout conversions
+// run once, not every iteration, and stay out of the loads' slices.
 void hoistLoopInvariants(ir::Function &fn);
 
 // Gives each block load and store a "vec" attribute: elements per thread per instruction, from

@@ -1,11 +1,17 @@
-// Loop-invariant code motion (GIR): a pure op directly in a `for` body whose operands all come
-// from outside the body computes the same value in every iteration, so it moves to just before
-// the loop, innermost loops first so that an op can leave several levels. The layout pass puts
-// each convert_layout at its use, inside the loop, where it would stage the block through
-// shared memory (two barriers) in every iteration; and the pipelining plan then sees only the
-// per-iteration part of a load's address and mask (a tile's column mask made before the loop
-// is such a convert). Pure ops have no side effects and cannot fault, so running them once more
-// for a loop of no iteration is harmless. LLVM would hoist the register-only ones anyway.
+// Loop-invariant code motion (GIR) for pipelined loops: a pure op directly in the body of a
+// `for` with num_stages >= 2 whose operands all come from outside the body computes the same
+// value in every iteration, so it moves to just before the loop, innermost loops first so that
+// an op can leave several levels. The layout pass puts each convert_layout at its use, inside
+// the loop, where it would stage the block through shared memory (two barriers) in every
+// iteration, and the pipelining plan would see it in a load's slice and leave the load out of
+// the ring (a tile's column mask made before the loop is such a convert). Pure ops have no side
+// effects and cannot fault, so running them once more for a loop of no iteration is harmless.
+// LLVM hoists the register-only ones anyway.
+//
+// Loops without a ring keep their ops: there, hoisting the cross-entropy backward's per-row
+// converts out of its loop over blocks (plain loads of single elements, rows that start
+// anywhere) made it 10% slower on the H200 (docs/PERF.md, sixteenth session); the barriers
+// they brought kept the CTA's warps on the same stretch of the rows.
 #include "compiler/gpu/GpuPasses.h"
 
 #include <iterator>
@@ -28,7 +34,7 @@ int hoistIn(ir::Block &block) {
     ir::Op &op = **it;
     for (unsigned r = 0; r < op.numRegions(); ++r)
       moved += hoistIn(*op.region(r));
-    if (op.kind() != ir::OpKind::For)
+    if (op.kind() != ir::OpKind::For || op.intAttr("num_stages") < 2)
       continue;
     ir::Block &body = *op.body();
     for (auto b = body.ops().begin(); b != body.ops().end();) {
