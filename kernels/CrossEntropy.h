@@ -64,8 +64,12 @@ struct CrossEntropyPlan {
   // slowed by its neighbours takes fewer rows.
   bool persistent = true;
   PlanFields fields() const {
-    return {{"block", block},           {"rows", rowsPerStep},  {"prefetch", prefetch ? 1 : 0},
-            {"warps", numWarps},        {"stages", numStages},  {"group", group},
+    return {{"block", block},
+            {"rows", rowsPerStep},
+            {"prefetch", prefetch ? 1 : 0},
+            {"warps", numWarps},
+            {"stages", numStages},
+            {"group", group},
             {"persistent", persistent ? 1 : 0}};
   }
 };

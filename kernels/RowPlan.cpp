@@ -155,7 +155,8 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
           int64_t block = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
           int64_t perThread = rows * block / (32 * warps);
           if (perThread >= 8 && perThread <= 32)
-            add(RowPlan{.block = block, .rowsPerTile = rows, .numWarps = warps, .numStages = stages});
+            add(RowPlan{
+                .block = block, .rowsPerTile = rows, .numWarps = warps, .numStages = stages});
         }
   // Rows of a length that is no power of two (5120, Llama-13B's hidden size) in blocks of a
   // multiple of 256 x warps columns rather than the next power of two: 5120 columns in 5120,

@@ -1,8 +1,8 @@
 // What a program of a row kernel handles, for the trace (internal to the library): one row of
 // `block` columns at a time (a 1-D block) or, for short rows, a [rows, block] tile of several
-// rows, either loaded through the cp.async ring when the plan has stages. Row reductions give a scalar or one value per row;
-// expand() broadcasts them back over the columns. In a cluster, each program holds the columns
-// from cluster_rank() x block on, and row sums are the whole cluster's.
+// rows, either loaded through the cp.async ring when the plan has stages. Row reductions give a
+// scalar or one value per row; expand() broadcasts them back over the columns. In a cluster, each
+// program holds the columns from cluster_rank() x block on, and row sums are the whole cluster's.
 //
 // RowColumns is made before the loop over tiles; RowTile inside its body (a value assigned in
 // the body to a variable made before it would be carried by the loop).

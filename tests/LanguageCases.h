@@ -303,13 +303,12 @@ int checkResidentLoads(CUstream stream, const std::function<void()> &sync, int64
   Buffer out = poisoned<Buffer>(size_t(rows * stride + rows));
   auto k = kernel("resident_loads", residentLoads,
                   {"out", "x", "w", "b", "ghost", "rows", "n", "stride", "extra", "BLOCK"});
-  CompiledKernel &c = k.compile(
-      {.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "i32", "i32:16",
-                     "i32:16", "i32:16"},
-       .constexprs = {BLOCK},
-       .numWarps = numWarps,
-       .numStages = 3,
-       .bulkCopies = bulkCopies});
+  CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16",
+                                               "*fp32:16", "i32", "i32:16", "i32:16", "i32:16"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps,
+                                 .numStages = 3,
+                                 .bulkCopies = bulkCopies});
   c.launch(grid, stream,
            {out, dx, dw, db, static_cast<float *>(nullptr), int32_t(rows), int32_t(n),
             int32_t(stride), int32_t(0)});

@@ -51,8 +51,8 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
 }
 
 // Each thread copies its own 16-byte vectors of `loads`, as one commit group.
-void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads,
-                       llvm::Value *inRange, llvm::Value *stage) {
+void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, llvm::Value *inRange,
+                       llvm::Value *stage) {
   auto &b = l.b;
   for (const ir::Op *load : loads) {
     int64_t vec = load->intAttr("vec");
@@ -123,6 +123,20 @@ void startRing(Lowering &l, const PipelinePlan &plan) {
 
 namespace {
 
+// Lowers an op of a load's slice again (PipelineLoads' recomputable kinds): elementwise ops,
+// cluster_rank, and the register-only shape changes that spread a tile's rows.
+bool recompute(Lowering &l, const ir::Op &op) {
+  switch (op.kind()) {
+  case ir::OpKind::ClusterRank:
+    return lowerCluster(l, op);
+  case ir::OpKind::ExpandDims:
+  case ir::OpKind::Broadcast:
+    return lowerShapes(l, op);
+  default:
+    return lowerElementwise(l, op);
+  }
+}
+
 // Evaluates `slice` (body ops) for iteration `iv`, runs `issue`, then gives the body's own
 // values back: a bulk ring issues in the middle of the body, where the body's values of the
 // slice (and the induction variable) are still in use; unset in the prologue, before the loop
@@ -140,9 +154,7 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
   }
   l.set(recomputed[0], {iv});
   for (const ir::Op *op : slice)
-    if (!lowerElementwise(l, *op) && !(op->kind() == ir::OpKind::ClusterRank && lowerCluster(l, *op)) &&
-        !((op->kind() == ir::OpKind::ExpandDims || op->kind() == ir::OpKind::Broadcast) &&
-          lowerShapes(l, *op)))
+    if (!recompute(l, *op))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   issue();
   for (size_t i = 0; i < recomputed.size(); ++i)

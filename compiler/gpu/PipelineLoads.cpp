@@ -43,7 +43,8 @@ bool recomputable(ir::OpKind k) {
   case ir::OpKind::Maximum: case ir::OpKind::And: case ir::OpKind::Or: case ir::OpKind::Cmp:
   case ir::OpKind::Select: case ir::OpKind::Neg: case ir::OpKind::Cast: case ir::OpKind::AddPtr:
   case ir::OpKind::Hint: // multiple_of on a row's aligned start: the value itself
-  case ir::OpKind::ExpandDims: case ir::OpKind::Broadcast: // registers only (a tile's rows)
+  case ir::OpKind::ExpandDims:
+  case ir::OpKind::Broadcast: // registers only (a tile's rows)
     return true;
   default:
     return false;
