@@ -95,23 +95,23 @@ RowPlan planNormForward(int64_t cols, Dtype dtype) {
 // thread and a ring of 2 (docs/PERF.md, sixteenth session).
 constexpr int kClusterBackwardPerThread = 32, kClusterBackwardWarps = 8;
 
-// Rows of 512 to 2048 columns take tiles of two rows or more (4096 elements past 512 columns)
-// through a ring of 2: one warp per row starved the GPU of warps, since the partial sums cap
-// the programs at 512 (on the H200, LayerNorm backward at 512 columns 11.2 us against 12.1 for
-// one row per step, at 1024 14.8 against 16.3; sixteenth session).
+// Rows of 512 to 1024 columns take tiles of two rows, 16 values per thread, through a ring of
+// 2: one warp per row starved the GPU of warps, since the partial sums cap the programs at 512
+// (on the H200, LayerNorm backward at 512 columns 11.2 us against 12.1 for one row per step, at
+// 1024 15.6 against 16.3; sixteenth session). Tiles of 32 values per thread ran up to 5%
+// faster but took 50 ms to compile, the limit.
 static RowPlan shortRowTiles(int64_t cols) {
   RowPlan p;
   p.block = int64_t(std::bit_ceil(uint64_t(cols)));
-  p.rowsPerTile = int(p.block >= 1024 ? std::max<int64_t>(2, 4096 / p.block) : 2);
-  int perThread = p.block >= 1024 ? 32 : 16;
-  p.numWarps = int(p.rowsPerTile * p.block / (32 * perThread));
+  p.rowsPerTile = 2;
+  p.numWarps = int(p.rowsPerTile * p.block / (32 * kBackwardPerThread));
   p.numStages = 2;
   return p;
 }
 
 RowPlan planNormBackward(int64_t cols, Dtype dtype) {
   (void)dtype;
-  if (cols >= 512 && cols <= 2048)
+  if (cols >= 512 && cols <= 1024)
     return shortRowTiles(cols);
   int64_t minTile = cols >= 512 ? 512 : kMinTile;
   RowPlan p = planned(cols, kBackwardPerThread, 4096, minTile);

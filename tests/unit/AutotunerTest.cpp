@@ -168,9 +168,9 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   // Short rows: tiles of rows through a ring of 2 (the H200's winners, sixteenth session).
   EXPECT_EQ(planNormBackward(512, Dtype::bf16).fields(), fields(512, 2, 1, 2, 2));
   EXPECT_EQ(planNormBackward(256, Dtype::bf16).fields(), fields(256, 4, 1, 2, 1));
-  EXPECT_EQ(planNormBackward(1024, Dtype::bf16).fields(), fields(1024, 4, 1, 4, 2));
-  EXPECT_EQ(planNormBackward(2048, Dtype::bf16).fields(), fields(2048, 2, 1, 4, 2));
-  EXPECT_EQ(planNormBackward(700, Dtype::bf16).fields(), fields(1024, 4, 1, 4, 2));
+  EXPECT_EQ(planNormBackward(1024, Dtype::bf16).fields(), fields(1024, 2, 1, 4, 2));
+  EXPECT_EQ(planNormBackward(700, Dtype::bf16).fields(), fields(1024, 2, 1, 4, 2));
+  EXPECT_EQ(planNormBackward(2048, Dtype::bf16).fields(), fields(2048, 1, 1, 4, 3));
   EXPECT_EQ(planNormBackward(8192, Dtype::bf16).fields(), fields(8192, 1, 1, 16, 2));
   // Rows over a cluster: 8-warp CTAs of 32 values per thread, a ring of 4 (the H200's
   // winners, sixteenth session).
