@@ -166,8 +166,8 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   SKIP_WITHOUT_GPU();
   for (NormShape s :
        {NormShape{37, 1000, 1003}, NormShape{300, 128, 128}, NormShape{8, 65536, 65536},
-        NormShape{29, 5000, 5000},  // 5000: blocks of 5120 and 6144 columns too
-        NormShape{37, 512, 520},    // tiles of rows through rings, the last tile part empty
+        NormShape{29, 5000, 5000}, // 5000: blocks of 5120 and 6144 columns too
+        NormShape{37, 512, 520},   // tiles of rows through rings, the last tile part empty
         NormShape{19, 1024, 1032}}) {
     std::vector<kernels::RowPlan> plans = kernels::normCandidates(s.cols, Dtype::bf16, false);
     for (const kernels::RowPlan &p : kernels::normCandidates(s.cols, Dtype::bf16, true))
