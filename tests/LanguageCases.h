@@ -242,6 +242,22 @@ void checkCacheHints(CUstream stream, const std::function<void()> &sync, int64_t
   expectClose(download(out, want.size()), want, 0, "cache hints n=" + std::to_string(n), seed);
 }
 
+// An fp32 sum's rounding error grows with the sum of its terms' magnitudes, not with the result
+// (terms of random signs cancel to near 0): the bound is eps x log2(n) x sum |term| for the tree
+// the kernel reduces in. A dropped or doubled term is off by one term's size.
+inline double sumTolerance(int64_t terms, double magnitude) {
+  return 1.2e-7 * std::log2(double(terms) + 1) * magnitude;
+}
+
+// Sums got[first, first + count) within `tolerance` of their reference are set to it, so that
+// expectClose passes them and still reports every other element.
+inline void acceptSumsWithin(std::vector<float> &got, const std::vector<double> &want,
+                             size_t first, size_t count, double tolerance) {
+  for (size_t i = first; i < first + count; ++i)
+    if (std::fabs(double(got[i]) - want[i]) <= tolerance)
+      got[i] = float(want[i]);
+}
+
 template <typename Buffer>
 void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int64_t rows,
                         int64_t nCols, int numWarps, bool bulkCopies) {
@@ -262,9 +278,6 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
   c.launch(rows, stream, {out, dx, dy, int32_t(nCols), int32_t(stride)});
   sync();
   std::vector<double> want(size_t(rows + 1), kUntouched);
-  // An fp32 sum's rounding error grows with the sum of its terms' magnitudes, not with the
-  // result (rows of random signs cancel to near 0): the bound is eps x log2(n) x sum |term|
-  // for the tree the kernel reduces in. A dropped or doubled term is off by one term's size.
   double magnitude = 0;
   for (int64_t r = 0; r < rows; ++r) {
     double s = 0, size = 0;
@@ -276,11 +289,9 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
     want[size_t(r)] = s;
     magnitude = std::max(magnitude, size);
   }
-  double tolerance = 1.2e-7 * std::log2(double(nCols) + 1) * magnitude;
+  double tolerance = sumTolerance(nCols, magnitude);
   std::vector<float> got = download(out, want.size());
-  for (int64_t r = 0; r < rows; ++r)
-    if (std::fabs(double(got[size_t(r)]) - want[size_t(r)]) <= tolerance)
-      got[size_t(r)] = float(want[size_t(r)]); // within the bound: passes below
+  acceptSumsWithin(got, want, 0, size_t(rows), tolerance);
   expectClose(got, want, 1e-6,
               "hinted row sums " + std::to_string(rows) + "x" + std::to_string(nCols) +
                   (bulkCopies ? " (bulk copies)" : " (cp.async)") + ", bound " +
@@ -325,14 +336,8 @@ int checkResidentLoads(CUstream stream, const std::function<void()> &sync, int64
           double(x[size_t(r * stride + j)]) * w[size_t(j)] + b[size_t(j)];
     want[size_t(rows * stride + r)] = wsum;
   }
-  // The sum's rounding: eps x log2(BLOCK) x the sum of magnitudes (checkHintedRowSums).
-  double tolerance = 1.2e-7 * std::log2(double(BLOCK)) * magnitude;
   std::vector<float> got = download(out, want.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    size_t at = size_t(rows * stride + r);
-    if (std::fabs(double(got[at]) - want[at]) <= tolerance)
-      got[at] = float(want[at]);
-  }
+  acceptSumsWithin(got, want, size_t(rows * stride), size_t(rows), sumTolerance(BLOCK, magnitude));
   expectClose(got, want, 1e-6,
               "resident loads " + std::to_string(rows) + " rows on " + std::to_string(grid) +
                   " programs" + (bulkCopies ? " (bulk copies)" : " (cp.async)"),

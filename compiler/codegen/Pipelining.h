@@ -17,11 +17,11 @@ namespace tritium::codegen {
 // prologue, into a buffer of their own, as one cp.async group of their own.
 struct PipelinePlan {
   int stages = 0;
-  std::vector<const ir::Op *> loads;     // the pipelined loads of the body
-  std::vector<const ir::Op *> slice;     // body ops their operands need, in program order
-  std::vector<const ir::Op *> residents; // the loads copied once
-  std::vector<const ir::Op *> residentSlice;
-  int64_t bulkBarriers = -1;         // bulk copies: the mbarriers' shared-memory offset
+  std::vector<const ir::Op *> loads;         // the pipelined loads of the body
+  std::vector<const ir::Op *> slice;         // body ops their operands need, in program order
+  std::vector<const ir::Op *> residents;     // the loads copied once
+  std::vector<const ir::Op *> residentSlice; // body ops the residents' operands need
+  int64_t bulkBarriers = -1; // bulk copies: the mbarriers' shared-memory offset
   bool bulk() const { return bulkBarriers >= 0; }
   int buffers() const { return bulk() ? stages - 1 : stages; }
 };

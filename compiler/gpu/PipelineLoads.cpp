@@ -1,9 +1,8 @@
 // Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads of 1-D or 2-D blocks
 // (rows, tiles of rows) whose addresses, mask and `other` depend only on the induction variable
 // and values from outside the loop are issued num_stages - 1 iterations ahead as asynchronous
-// copies into shared memory. This pass
-// picks those loads, sizes the ring of stages to fit the shared memory left, and records the
-// plan as attributes that the lowering follows:
+// copies into shared memory. This pass picks those loads, sizes the ring of stages to fit the
+// shared memory left, and records the plan as attributes that the lowering follows:
 //   for  {pipeline_stages = S}
 //   load {pipelined = 1, smem_offset = B, stage_bytes = N}
 // Where every such load reads one contiguous, 16-byte aligned run whose valid lanes are a
@@ -32,6 +31,12 @@ namespace {
 // 2-20% slower on the H200 (the cluster kernels' 640 bytes of reduction slots plus 16 of
 // mbarriers put the ring at byte 656), and 16-byte vector reads of it cross one line more.
 int64_t alignToLine(int64_t bytes) { return (bytes + 127) / 128 * 128; }
+
+// The bytes one buffer of `load`'s block takes.
+int64_t bufferBytes(const ir::Op &load) {
+  const ir::Type &t = load.result()->type();
+  return alignToLine(t.numElements() * ir::byteWidth(t.kind()));
+}
 
 // Ops the lowering can evaluate again for a later iteration: pure and elementwise.
 bool recomputable(ir::OpKind k) {
@@ -133,13 +138,8 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
       d = combine(d, dependence(o, body, seen));
     if (d == Dependence::Other)
       continue;
-    if (d == Dependence::Invariant) {
-      residents.push_back(op.get());
-      residentBytes += alignToLine(t.numElements() * bytes);
-      continue;
-    }
-    loads.push_back(op.get());
-    bytesPerStage += alignToLine(t.numElements() * bytes);
+    (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op);
+    (d == Dependence::Invariant ? residents : loads).push_back(op.get());
   }
   if (loads.empty()) // a loop without a ring keeps its invariant loads as they are
     return 0;
@@ -156,8 +156,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   loop.setAttr("pipeline_stages", buffers + spare);
   int64_t offset = base;
   for (ir::Op *load : residents) {
-    int64_t bytes = alignToLine(load->result()->type().numElements() *
-                                ir::byteWidth(load->result()->type().kind()));
+    int64_t bytes = bufferBytes(*load);
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("resident", int64_t(1));
     load->setAttr("smem_offset", offset);
@@ -165,8 +164,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     offset += bytes;
   }
   for (ir::Op *load : loads) {
-    const ir::Type &t = load->result()->type();
-    int64_t bytes = alignToLine(t.numElements() * ir::byteWidth(t.kind()));
+    int64_t bytes = bufferBytes(*load);
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("smem_offset", offset);
     load->setAttr("stage_bytes", bytes);

@@ -129,8 +129,9 @@ TEST_F(KernelLibraryGpuTest, NormBackwardsInACudaGraphMatchTheDirectLaunch) {
                          " from a CUDA graph; seed " + std::to_string(seed);
       EXPECT_EQ(gdx.bytes(bytes), dx.bytes(bytes)) << what << ": dx differs";
       EXPECT_EQ(gdw.bytes(gradBytes), dw.bytes(gradBytes)) << what << ": dweight differs";
-      if (!rms)
+      if (!rms) {
         EXPECT_EQ(gdb.bytes(gradBytes), db.bytes(gradBytes)) << what << ": dbias differs";
+      }
       std::vector<double> got = valuesOf(gdw, d, size_t(s.cols));
       EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }))
           << what << ": dweight still holds poison";
