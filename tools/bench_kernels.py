@@ -9,6 +9,7 @@ Kernels (positional names; none given: all of them):
   crossentropy  cross-entropy forward and backward, bf16, M = 4096, V = 32000, 50257, 128256,
                 256000 (forward M * V * elem bytes, backward 2 * M * V * elem)
   softmax       softmax forward, fp32 and bf16, M = 4096, N = 1024 ... 32768 (2 * M * N * elem)
+  (--dtypes=fp32,fp16,bf16 runs the row kernels in any of the three dtypes)
 
 Systems: tritium (libtritium_kernels_c.so through ctypes, on torch's current stream), torch
 eager (torch.nn.functional; backward through torch.autograd.grad), torch.compile of the same
@@ -80,10 +81,15 @@ SIZES = {
     "crossentropy": ([32000, 50257, 128256, 256000], [32000, 128256]),
     "softmax": ([1024, 2048, 4096, 8192, 16384, 32768], [1024, 8192]),
 }
+# The peers' script's dtypes are the default; --dtypes may ask for any dtype a kernel's case takes
+# (the row kernels take all three; add and dropout stay fp32, as the peers' figures are).
 DTYPES = {
     "add": ("fp32",), "dropout": ("fp32",), "layernorm": ("fp16", "bf16"), "rmsnorm": ("bf16",),
     "crossentropy": ("bf16",), "softmax": ("fp32", "bf16"),
 }
+ROW_DTYPES = ("fp32", "fp16", "bf16")
+ALL_DTYPES = {"add": ("fp32",), "dropout": ("fp32",), "layernorm": ROW_DTYPES,
+              "rmsnorm": ROW_DTYPES, "crossentropy": ROW_DTYPES, "softmax": ROW_DTYPES}
 DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2}  # the C interface's `dtype`
 
 
@@ -627,9 +633,10 @@ class Bench:
         before the next shape allocates, and a shape that cannot be set up (out of memory, say)
         leaves the others."""
         sizes = self.opts.sizes or SIZES[kernel][1 if self.opts.quick else 0]
-        for dtype in DTYPES[kernel]:
-            if self.opts.dtypes and dtype not in self.opts.dtypes:
-                continue
+        dtypes = DTYPES[kernel]
+        if self.opts.dtypes:
+            dtypes = [d for d in ALL_DTYPES[kernel] if d in self.opts.dtypes]
+        for dtype in dtypes:
             for size in sizes:
                 if self.opts.time_limit and time.time() - self.started > self.opts.time_limit:
                     self.left_out.append(f"{kernel} {dtype} {size}")
@@ -1031,7 +1038,8 @@ def parse_args(argv):
     parser.add_argument("--sizes", metavar="LIST",
                         help="comma-separated sizes instead of the sweep: n for add/dropout, N or "
                         "V for the row kernels (M = 4096); 2^24 is accepted")
-    parser.add_argument("--dtypes", metavar="LIST", help="only these of fp32,fp16,bf16")
+    parser.add_argument("--dtypes", metavar="LIST", help="these of fp32,fp16,bf16 instead of each kernel's default (the row kernels "
+                        "take all three; add and dropout fp32 only)")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="start no new shape after S seconds (the table and plot still "
                         "come), for a machine that stops long commands")

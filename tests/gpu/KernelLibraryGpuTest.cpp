@@ -193,9 +193,16 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   }
   for (const kernels::ElementwisePlan &p :
        kernels::elementwiseCandidates(1000003, Dtype::fp16, kernels::ElementwiseKind::Add)) {
-    SCOPED_TRACE("elementwise block " + std::to_string(p.block));
+    SCOPED_TRACE("vector add block " + std::to_string(p.block));
     checkVectorAdd<DeviceBuffer>(stream().get(), sync, Dtype::fp16, 1000003, 2, &p);
-    checkDropout<DeviceBuffer>(stream().get(), sync, Dtype::fp16, 1000003, 0.3, 99, &p);
+  }
+  // Dropout's candidates include persistent programs: at 2^22 + 3 elements each walks several
+  // blocks, and the last block is partial.
+  for (const kernels::ElementwisePlan &p : kernels::elementwiseCandidates(
+           (1 << 22) + 3, Dtype::fp16, kernels::ElementwiseKind::Dropout)) {
+    SCOPED_TRACE("dropout block " + std::to_string(p.block) + " warps " +
+                 std::to_string(p.numWarps) + (p.persistent ? " persistent" : ""));
+    checkDropout<DeviceBuffer>(stream().get(), sync, Dtype::fp16, (1 << 22) + 3, 0.3, 99, &p);
   }
 }
 
