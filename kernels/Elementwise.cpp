@@ -43,25 +43,6 @@ static void dropout_kernel(Ptr out, Ptr x, Int n, Int last, Float scale, Int see
   store(out + offs, cast(where(keep, v * scale, 0.0), out.dtype()), mask);
 }
 
-// The same dropout on a persistent grid: each program walks blocks a grid apart. The seed's key
-// schedule (two adds a round) is then computed once per thread, not once per block, and the
-// next block's load is issued before this block's Philox rounds, carried in registers.
-static void dropout_persistent_kernel(Ptr out, Ptr x, Int n, Int last, Float scale, Int seed,
-                                      int BLOCK, int WIDE) {
-  auto lanes = arange(0, BLOCK);
-  auto first = (WIDE ? cast(program_id(0), int64) : program_id(0)) * BLOCK;
-  auto step = (WIDE ? cast(num_programs(0), int64) : num_programs(0)) * BLOCK;
-  auto next = load(x + first + lanes, first + lanes < n, 0.0);
-  for (auto start : range(first, n, step).carry(next)) {
-    auto offs = start + lanes;
-    auto v = cast(next, float32);
-    next = load(x + (offs + step), offs + step < n, 0.0);
-    auto word = bitcast(randint(seed, offs), int32);
-    auto keep = (word ^ (word >> 31)) > last;
-    store(out + offs, cast(where(keep, v * scale, 0.0), out.dtype()), offs < n);
-  }
-}
-
 Kernel &vectorAddKernel() {
   static auto k = kernel("vector_add", vector_add_kernel, {"out", "a", "b", "n", "BLOCK", "WIDE"});
   return k;
@@ -70,12 +51,6 @@ Kernel &vectorAddKernel() {
 Kernel &dropoutKernel() {
   static auto k =
       kernel("dropout", dropout_kernel, {"out", "x", "n", "last", "scale", "seed", "BLOCK", "WIDE"});
-  return k;
-}
-
-Kernel &dropoutPersistentKernel() {
-  static auto k = kernel("dropout_persistent", dropout_persistent_kernel,
-                         {"out", "x", "n", "last", "scale", "seed", "BLOCK", "WIDE"});
   return k;
 }
 
@@ -96,11 +71,8 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
   args.atLeast("n", n, 0);
   if (n == 0)
     return;
-  if (given) {
+  if (given)
     args.planBlock(given->block);
-    if (given->persistent)
-      args.fail("the plan is persistent, which only dropout's kernel takes");
-  }
   auto launch = [&](const ElementwisePlan &plan) {
     bool wide = plan.wide(n);
     std::string t = "*" + dtypeName(dtype), idx = wide ? "i64" : "i32";
@@ -153,13 +125,8 @@ void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t
                        .constexprs = {plan.block, wide ? 1 : 0},
                        .numWarps = plan.numWarps}
             .specializedFor({o, in, count, lastArg, scale, seedArg});
-    if (plan.persistent) {
-      CompiledKernel &k = dropoutPersistentKernel().compile(spec);
-      k.launch(k.persistentGrid(plan.grid(n)), stream, {o, in, count, lastArg, scale, seedArg});
-    } else {
-      dropoutKernel().compile(spec).launch(plan.grid(n), stream,
-                                           {o, in, count, lastArg, scale, seedArg});
-    }
+    dropoutKernel().compile(spec).launch(plan.grid(n), stream,
+                                         {o, in, count, lastArg, scale, seedArg});
   };
   int64_t bytes = n * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{out, bytes}}, {{x, bytes}});

@@ -28,12 +28,6 @@ std::vector<ElementwisePlan> elementwiseCandidates(int64_t n, Dtype dtype, Eleme
                        [&](const ElementwisePlan &q) { return q.fields() == p.fields(); }))
         out.push_back(p);
     }
-  // Persistent dropout computes the seed's key schedule once per thread rather than once per
-  // block; Philox keeps the H200's wide-multiply pipe busy, so that work is what it saves.
-  if (kind == ElementwiseKind::Dropout)
-    for (int64_t block : {512, 1024, 2048})
-      for (int warps : {4, 8})
-        out.push_back(ElementwisePlan{.block = block, .numWarps = warps, .persistent = true});
   return out;
 }
 

@@ -196,12 +196,11 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
     SCOPED_TRACE("vector add block " + std::to_string(p.block));
     checkVectorAdd<DeviceBuffer>(stream().get(), sync, Dtype::fp16, 1000003, 2, &p);
   }
-  // Dropout's candidates include persistent programs: at 2^22 + 3 elements each walks several
-  // blocks, and the last block is partial.
+  // Dropout's own candidates (its planner's plan first), the last block partial.
   for (const kernels::ElementwisePlan &p : kernels::elementwiseCandidates(
            (1 << 22) + 3, Dtype::fp16, kernels::ElementwiseKind::Dropout)) {
     SCOPED_TRACE("dropout block " + std::to_string(p.block) + " warps " +
-                 std::to_string(p.numWarps) + (p.persistent ? " persistent" : ""));
+                 std::to_string(p.numWarps));
     checkDropout<DeviceBuffer>(stream().get(), sync, Dtype::fp16, (1 << 22) + 3, 0.3, 99, &p);
   }
 }

@@ -33,11 +33,6 @@ TEST_F(KernelLibraryInterpreterTest, DropoutMatchesTritonsMask) {
     checkDropout<HostBuffer>(nullptr, sync, d, 3000, 0.5, 1234);
   checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 2049, 0.1, -7);
   checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 1000, 0.9, int64_t(1) << 40);
-  // Persistent programs walking blocks of 128 (782 of them, more than the interpreter's grid):
-  // the same mask, loaded one block ahead.
-  kernels::ElementwisePlan persistent{.block = 128, .numWarps = 1, .persistent = true};
-  checkDropout<HostBuffer>(nullptr, sync, Dtype::bf16, 100003, 0.5, 1234, &persistent);
-  checkDropout<HostBuffer>(nullptr, sync, Dtype::fp32, 77, 0.2, -7, &persistent);
 }
 
 // The dropout kernel keeps a word when its fold is above dropoutLastDropped(p): that word's
@@ -189,12 +184,6 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
   EXPECT_NE(message([&] {
               kernels::vectorAdd(Dtype::fp32, a.data(), a.data(), b.data(), 4, nullptr, &oddBlock);
             }).find("vectorAdd: the plan's block is 1000, not a power of two"),
-            std::string::npos);
-  kernels::ElementwisePlan persistentAdd{.block = 1024, .persistent = true};
-  EXPECT_NE(message([&] {
-              kernels::vectorAdd(Dtype::fp32, a.data(), a.data(), b.data(), 4, nullptr,
-                                 &persistentAdd);
-            }).find("vectorAdd: the plan is persistent, which only dropout's kernel takes"),
             std::string::npos);
   int64_t target = 0;
   // A one-row forward with `plan`: what it throws.
