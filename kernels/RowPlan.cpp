@@ -9,8 +9,7 @@ std::string RowPlan::str() const {
   return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
          ", stages " + std::to_string(numStages) +
-         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "") +
-         (persistent ? "" : ", one program per tile");
+         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "");
 }
 
 PlanFields RowPlan::fields() const {
@@ -19,8 +18,7 @@ PlanFields RowPlan::fields() const {
           {"cluster", clusterSize},
           {"warps", numWarps},
           {"stages", numStages},
-          {"programs_per_sm", programsPerSM},
-          {"persistent", persistent ? 1 : 0}};
+          {"programs_per_sm", programsPerSM}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -174,18 +172,6 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
     for (int stages : {1, 2, 3})
       add(RowPlan{.block = tight, .numWarps = warps, .numStages = stages});
   }
-  // Forward kernels as Triton's tutorials launch them: one program per tile, which the GPU's
-  // block scheduler balances over the SMs (a persistent grid's programs may differ by a tile).
-  // Each program runs its loop once, so there is no ring.
-  if (!backward)
-    for (int perThread : {8, 16, 32}) {
-      RowPlan p = plan(cols, perThread, kMinTile);
-      if (p.clusterSize != 1)
-        continue;
-      p.numStages = 1;
-      p.persistent = false;
-      add(p);
-    }
   // Fewer, larger programs for the backward: one or two per SM holding a tile of rows, so that
   // column_sum adds a partial sum per SM instead of up to 512 (rows of a few thousand columns,
   // where adding the partials is a large part of the time).

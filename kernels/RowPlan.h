@@ -24,10 +24,6 @@ struct RowPlan {
   // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
   // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
   int programsPerSM = 0;
-  // Forward kernels: false launches one program (cluster) per tile, balanced by the GPU's block
-  // scheduler, instead of a persistent grid walking the tiles. Backward kernels are persistent:
-  // each program keeps one partial sum of the weight gradients.
-  bool persistent = true;
 
   int64_t maxCols() const { return block * clusterSize; }
   PlanFields fields() const;
@@ -38,10 +34,6 @@ struct RowPlan {
                                 std::vector<int64_t> more = {}) const;
   // Tiles of `rows` rows (rowsPerTile each).
   int64_t tiles(int64_t rows) const { return (rows + rowsPerTile - 1) / rowsPerTile; }
-  // A forward kernel's grid: the persistent grid `k` gives, or one program (cluster) per tile.
-  int64_t forwardGrid(CompiledKernel &k, int64_t rows) const {
-    return persistent ? k.persistentGrid(tiles(rows)) : tiles(rows) * clusterSize;
-  }
   // Backward kernels keep one partial sum of the weight gradients per cluster: at most this
   // many clusters run, so the partial sums stay small beside the rows.
   int64_t maxPartials(int64_t rows) const;

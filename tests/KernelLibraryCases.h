@@ -256,10 +256,8 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
   size_t bytes = n * size_t(kernels::dtypeBytes(d));
   Placed<Buffer> py(bytes, lead), pdx(bytes, lead), pdw(size_t(s.cols) * 4, 0),
       pdb(size_t(s.cols) * 4, 0), mean(size_t(s.rows) * 4, 0), rstd(size_t(s.rows) * 4, 0);
-  // A forward plan of one program per tile has no backward twin: the backward takes its own.
-  const kernels::RowPlan *back = plan && plan->persistent ? plan : nullptr;
-  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, back)
-                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, back);
+  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, plan)
+                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, plan);
   Placed<Buffer> ws(wsBytes, 0);
   if (rms) {
     kernels::rmsNormForward(d, {.y = py.ptr(), .rstd = rstd.f32(), .x = px.ptr(),
@@ -271,7 +269,7 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                  .rows = s.rows, .cols = s.cols, .dyStride = s.stride,
                                  .xStride = s.stride, .dxStride = s.stride,
                                  .workspace = ws.ptr(), .workspaceBytes = wsBytes},
-                             stream, back);
+                             stream, plan);
   } else {
     kernels::layerNormForward(d, {.y = py.ptr(), .mean = mean.f32(),
                                   .rstd = rstd.f32(), .x = px.ptr(), .weight = pw.ptr(),
@@ -285,7 +283,7 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                    .dyStride = s.stride, .xStride = s.stride,
                                    .dxStride = s.stride, .workspace = ws.ptr(),
                                    .workspaceBytes = wsBytes},
-                               stream, back);
+                               stream, plan);
   }
   sync();
   std::string what = std::string(rms ? "rmsNorm " : "layerNorm ") + name(d) + " " +
