@@ -53,10 +53,15 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
   // thread, each step. Strips narrow enough for about 256 programs over both arrays (8 columns,
   // one 32-byte sector per part, at the least): short rows then take all 512 parts in one step
   // on 128 SMs, where 32-column strips took 4 steps on 32 of them (LayerNorm backward at 512
-  // columns 14.3 us instead of 15.1, docs/PERF.md, fifteenth session).
+  // columns 14.3 us instead of 15.1, docs/PERF.md, fifteenth session). Strips narrow further
+  // so that up to 512 parts take one step: each step waits a full round trip to L2 or DRAM,
+  // and 132 parts in tiles of 128 took a second, nearly empty one (RMSNorm backward at 8192
+  // fp32 columns: column_sum 5.0 us for 4.3 MB, seventeenth session).
   const int64_t arrays = out1 ? 2 : 1;
   const int64_t strip = int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1)));
-  const int64_t blockC = std::clamp<int64_t>(strip, 8, cols <= 8192 ? 32 : 64);
+  const int64_t allParts = std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 512);
+  const int64_t blockC =
+      std::clamp<int64_t>(std::min(strip, 4096 / allParts), 8, cols <= 8192 ? 32 : 64);
   const int64_t blockP =
       std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 4096 / blockC);
   std::string index = indexType(2 * parts * cols);
