@@ -16,8 +16,8 @@
 #include "compiler/support/Error.h"
 #include "compiler/support/Log.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 

@@ -9,8 +9,8 @@
 #include "compiler/support/Log.h"
 
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/JSON.h>
 #include <llvm/Support/BLAKE3.h>
+#include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <gtest/gtest.h>
