@@ -44,11 +44,7 @@ static Kernel &columnSumKernel() {
   return k;
 }
 
-void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int64_t parts,
-                int64_t cols, CUstream stream) {
-  Arguments args("columnSum");
-  KernelArg o0 = args.pointer("out0", out0), p = args.pointer("partial", partial);
-  KernelArg o1 = out1 ? args.pointer("out1", out1) : o0; // never stored through without out1
+ColumnSumTile columnSumTile(int64_t parts, int64_t cols, int64_t arrays) {
   // 4 warps over a [BLOCK_P, BLOCK_C] tile of at most 4096 values: up to 32 loads in flight per
   // thread, each step. Strips narrow enough for about 256 programs over both arrays (8 columns,
   // one 32-byte sector per part, at the least): short rows then take all 512 parts in one step
@@ -57,13 +53,23 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
   // so that up to 512 parts take one step: each step waits a full round trip to L2 or DRAM,
   // and 132 parts in tiles of 128 took a second, nearly empty one (RMSNorm backward at 8192
   // fp32 columns: column_sum 5.0 us for 4.3 MB, seventeenth session).
-  const int64_t arrays = out1 ? 2 : 1;
   const int64_t strip = int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1)));
   const int64_t allParts = std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 512);
   const int64_t blockC =
       std::clamp<int64_t>(std::min(strip, 4096 / allParts), 8, cols <= 8192 ? 32 : 64);
   const int64_t blockP =
       std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 4096 / blockC);
+  return {blockP, blockC};
+}
+
+void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int64_t parts,
+                int64_t cols, CUstream stream) {
+  Arguments args("columnSum");
+  KernelArg o0 = args.pointer("out0", out0), p = args.pointer("partial", partial);
+  KernelArg o1 = out1 ? args.pointer("out1", out1) : o0; // never stored through without out1
+  const int64_t arrays = out1 ? 2 : 1;
+  const ColumnSumTile tile = columnSumTile(parts, cols, arrays);
+  const int64_t blockP = tile.parts, blockC = tile.cols;
   std::string index = indexType(2 * parts * cols);
   auto integer = [&](int64_t v) { return index == "i64" ? KernelArg(v) : KernelArg(int32_t(v)); };
   KernelArg n = integer(parts), c = integer(cols);

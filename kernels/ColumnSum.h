@@ -16,4 +16,12 @@ namespace tritium::kernels {
 void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int64_t parts,
                 int64_t cols, CUstream stream);
 
+// The tile each column_sum program adds per step: `parts` rows (BLOCK_P) of `cols` columns
+// (BLOCK_C), for `arrays` arrays of partial sums. At most 4096 values; up to 512 parts in one
+// step.
+struct ColumnSumTile {
+  int64_t parts, cols;
+};
+ColumnSumTile columnSumTile(int64_t parts, int64_t cols, int64_t arrays);
+
 } // namespace tritium::kernels
