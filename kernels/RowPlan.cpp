@@ -147,16 +147,16 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
         add(p);
       }
     }
+  const int64_t whole = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
   // The backward's short rows: tiles of 2 to 8 rows over 2 to 8 warps, through rings.
   if (backward && cols <= 2048)
     for (int rows : {2, 4, 8})
       for (int warps : {2, 4, 8})
         for (int stages : {2, 3}) {
-          int64_t block = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1))));
-          int64_t perThread = rows * block / (32 * warps);
+          int64_t perThread = rows * whole / (32 * warps);
           if (perThread >= 8 && perThread <= 32)
             add(RowPlan{
-                .block = block, .rowsPerTile = rows, .numWarps = warps, .numStages = stages});
+                .block = whole, .rowsPerTile = rows, .numWarps = warps, .numStages = stages});
         }
   // Rows of a length that is no power of two (5120, Llama-13B's hidden size) in blocks of a
   // multiple of 256 x warps columns rather than the next power of two: 5120 columns in 5120,
@@ -166,8 +166,7 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
     int64_t unit = int64_t(32) * warps * 8;
     int64_t tight = (cols + unit - 1) / unit * unit;
     int64_t perThread = tight / (32 * warps);
-    if (tight >= int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(cols, 1)))) ||
-        perThread > (backward ? 32 : 64))
+    if (tight >= whole || perThread > (backward ? 32 : 64))
       continue;
     for (int stages : {1, 2, 3})
       add(RowPlan{.block = tight, .numWarps = warps, .numStages = stages});

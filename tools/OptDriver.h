@@ -20,7 +20,7 @@
 namespace tritium::tools {
 
 struct OptPass {
-  bool gir; // runs on GIR: verify with layouts afterwards
+  bool needsLayouts; // runs on GIR only: 'layouts' must have run before it
   std::function<void(ir::Function &, const CompileOptions &)> run;
 };
 
@@ -30,9 +30,9 @@ inline const std::map<std::string, OptPass> &optPasses() {
        {false, [](ir::Function &f, const CompileOptions &) { eliminateCommonSubexpressions(f); }}},
       {"dce", {false, [](ir::Function &f, const CompileOptions &) { eliminateDeadCode(f); }}},
       {"layouts",
-       {true, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
+       {false, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
       {"shared",
-       {true,
+       {false,
         [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
       {"hoist", {true, [](ir::Function &f, const CompileOptions &) { hoistLoopInvariants(f); }}},
       {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
@@ -102,7 +102,7 @@ inline std::string runOpt(const std::string &text, const std::string &name, OptR
   }
   for (const std::string &p : req.passes) {
     const OptPass &pass = optPasses().at(p);
-    if ((p == "hoist" || p == "vectorize" || p == "runs" || p == "pipeline") && !isGir)
+    if (pass.needsLayouts && !isGir)
       throw UserError("pass '" + p + "' needs layouts: run 'layouts' before it");
     pass.run(*fn, options);
     isGir = isGir || p == "layouts";

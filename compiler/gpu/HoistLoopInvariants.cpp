@@ -27,13 +27,12 @@ bool definedInside(const ir::Value *v, const ir::Block &body) {
   return def && def->parentBlock() == &body;
 }
 
-// Hoists what it can out of the loops in `block` (and their nested blocks); returns how many.
-int hoistIn(ir::Block &block) {
-  int moved = 0;
+// Hoists what it can out of the loops in `block` (and their nested blocks).
+void hoistIn(ir::Block &block) {
   for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
     ir::Op &op = **it;
     for (unsigned r = 0; r < op.numRegions(); ++r)
-      moved += hoistIn(*op.region(r));
+      hoistIn(*op.region(r));
     if (op.kind() != ir::OpKind::For || op.intAttr("num_stages") < 2)
       continue;
     ir::Block &body = *op.body();
@@ -51,10 +50,8 @@ int hoistIn(ir::Block &block) {
       auto next = std::next(b);
       block.ops().splice(it, body.ops(), b); // before the loop, after what was hoisted so far
       b = next;
-      ++moved;
     }
   }
-  return moved;
 }
 
 } // namespace
