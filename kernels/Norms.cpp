@@ -53,14 +53,23 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 // 1024 columns 2-4% faster, docs/PERF.md, fifteenth session).
 const CacheHints kReadOnce{.evict = Evict::first};
 
+// Whether the LayerNorm backward reads the weights again each row instead of holding them in
+// registers: only CTAs of more than 8 warps over a cluster, whose threads get at most 128
+// registers. With 8 warps (255 registers) holding them is 4-13% faster at 16384-65536 columns
+// and spares the fp16 kernel at 65536 a schedule 20% slower than bf16's (docs/PERF.md,
+// eighteenth session).
+static bool weightsEachRow(const RowPlan &p) { return p.clusterSize > 1 && p.numWarps > 8; }
+
 // dx = rstd (w dy - (xhat mean(xhat w dy) + mean(w dy))), dw = sum dy xhat, db = sum dy.
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
                                 Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
-                                int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS) {
+                                int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS,
+                                int WEIGHTS_EACH_ROW) {
+  (void)CLUSTER;
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
-  Value wv = CLUSTER > 1 ? Value() : weights();
+  Value wv = WEIGHTS_EACH_ROW ? Value() : weights();
   auto dw = zeros(cols.tileShape(), float32);
   auto db = zeros(cols.tileShape(), float32);
   auto ahead = [&](const Value &tile, const Value &p) {
@@ -78,10 +87,11 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     // Masked columns need no select: their dy is 0, so wdy, the sums and the gradients'
     // terms are 0 there, and their dx is not stored.
     auto xhat = (xv - t.expand(meanHere)) * rs;
-    // Rows split over a cluster hold x, dy and two gradient sums of many columns per thread:
-    // there the weights are read again each row (from L2, through the ring) rather than held,
-    // which spares ptxas the registers it would otherwise spill.
-    auto wdy = (CLUSTER > 1 ? weights() : wv) * g;
+    // A CTA of 16 warps leaves a thread 128 registers, too few to hold x, dy, the two gradient
+    // sums and the weights of 16 columns: there the weights are read again each row (from
+    // shared memory, through the ring) rather than held, which spares ptxas the registers it
+    // would otherwise spill (weightsEachRow).
+    auto wdy = (WEIGHTS_EACH_ROW ? weights() : wv) * g;
     auto [s1, s2] = t.rowSums(xhat * wdy, wdy);
     auto c1 = s1 / n_cols;
     auto c2 = s2 / n_cols;
@@ -161,7 +171,7 @@ static Kernel &layerNormBackwardKernel() {
   static auto k = kernel("layer_norm_backward", layer_norm_backward,
                          params({"dx", "partial", "dy", "x", "w", "mean", "rstd", "dy_stride",
                                  "x_stride", "dx_stride", "n_rows", "n_cols"},
-                                {"HAS_BIAS"}));
+                                {"HAS_BIAS", "WEIGHTS_EACH_ROW"}));
   return k;
 }
 static Kernel &rmsNormForwardKernel() {
@@ -340,7 +350,7 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
         p.specialization({t, "*fp32", t, t, t, "*fp32", "*fp32", i, i, i, "i32", "i32"},
-                         {a.dbias ? 1 : 0})
+                         {a.dbias ? 1 : 0, weightsEachRow(p) ? 1 : 0})
             .specializedFor({dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
     CompiledKernel &k = layerNormBackwardKernel().compile(spec);
     int64_t clusters = 0;
