@@ -72,6 +72,17 @@ TEST_F(KernelLibraryInterpreterTest, NormsOfLongRowsUseClusters) {
   checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, {2, 20000, 20008}, true, false);
 }
 
+// Over a cluster, the LayerNorm backward holds the weights in registers with CTAs of 8 warps and
+// reads them again each row with 16 (two specializations of one kernel): both, in fp16 and bf16.
+TEST_F(KernelLibraryInterpreterTest, LayerNormBackwardOverAClusterHoldsOrRereadsTheWeights) {
+  for (int warps : {8, 16})
+    for (Dtype d : {Dtype::fp16, Dtype::bf16}) {
+      kernels::RowPlan p{.block = 8192, .clusterSize = 3, .numWarps = warps, .numStages = 2};
+      SCOPED_TRACE(p.str());
+      checkNorm<HostBuffer>(nullptr, sync, d, {3, 20000, 20008}, false, true, 0, &p);
+    }
+}
+
 TEST_F(KernelLibraryInterpreterTest, CrossEntropyGradientsByFiniteDifferences) {
   checkCrossEntropyFiniteDifferences<HostBuffer>(nullptr, sync, 0.0f);
   checkCrossEntropyFiniteDifferences<HostBuffer>(nullptr, sync, 0.1f);
