@@ -65,7 +65,7 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
                                 Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS,
                                 int WEIGHTS_EACH_ROW) {
-  (void)CLUSTER;
+  (void)CLUSTER; // the specialization's cluster size; cluster_rank() and cluster_sum() use it
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
