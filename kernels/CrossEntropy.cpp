@@ -181,15 +181,18 @@ static void cross_entropy_mean(Ptr stats, Ptr loss, Ptr targets, Int n_rows, Int
   store(stats + 1, count);
 }
 
-// The gradient of ROWS rows per step, as the forward walks them. ALIGN > 1 (one row per step;
-// logits and dlogits 16-byte aligned with one stride that is not a multiple of ALIGN elements):
-// each row's first elements up to a 16-byte boundary go on their own, so that the rest of the
-// row is read and written in 16-byte vectors although rows start anywhere (a vocabulary of
-// 50257).
+// The gradient of ROWS rows per step, as the forward walks them, each block under a mask of the
+// vocabulary. WHOLE_BLOCKS (one row per step, where such a mask would end mid-vector and leave
+// every block's loads and stores at 2 bytes: a vocabulary of 50257): whole blocks without a
+// mask, then the last, partial block under one. ALIGN > 1 (logits and dlogits 16-byte aligned
+// with one stride that is not a multiple of ALIGN elements; implies WHOLE_BLOCKS): each row's
+// first elements up to a 16-byte boundary go on their own, and the blocks start at that
+// boundary, although rows start anywhere.
 static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse, Ptr stats,
                                    Int x_stride, Int dx_stride, Int n_rows, Int vocab,
                                    Int ignore_index, Float smoothing, Float grad, int BLOCK,
-                                   int ROWS, int num_stages, int ALIGN, int MEAN) {
+                                   int ROWS, int num_stages, int ALIGN, int MEAN,
+                                   int WHOLE_BLOCKS) {
   const bool tile = ROWS > 1;
   auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   auto scale = MEAN ? grad / load(stats + 1) : grad * 1.0;
@@ -204,30 +207,40 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     // Per-row values spread over the columns.
     auto spread = [&](const Value &v) { return tile ? v(_, None) : v; };
     auto uniform = smoothing / vocab;
-    // The gradient at columns c of this row (or rows), where `mask` holds.
+    // The gradient at columns c of this row (or rows), where `mask` holds (every column when
+    // `mask` is empty).
     auto gradient = [&](const Value &in, const Value &out, const Value &c, const Value &mask) {
-      auto x = cast(load(in, mask, 0.0), float32);
+      auto x = cast(mask.ir() ? load(in, mask, 0.0) : load(in), float32);
       auto g = exp(x - spread(l)) - where(c == spread(t), 1.0 - smoothing, 0.0) - uniform;
-      store(out, cast(g * spread(row_scale), dlogits.dtype()), mask);
+      auto v = cast(g * spread(row_scale), dlogits.dtype());
+      mask.ir() ? store(out, v, mask) : store(out, v);
     };
-    if (ALIGN > 1) {
-      auto start = row * x_stride; // dx_stride == x_stride
-      auto head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
-      auto hc = arange(0, ALIGN);
-      gradient(logits + start + hc, dlogits + start + hc, hc, hc < head);
-      for (auto off : range(head, vocab, BLOCK, num_stages)) {
-        auto at = multiple_of(start + off, {ALIGN}); // a 16-byte boundary
-        auto c = off + cols;
-        gradient(logits + at + cols, dlogits + at + cols, c, c < vocab);
-      }
-    } else {
+    if (!WHOLE_BLOCKS) {
       auto in = logits + spread(row) * x_stride;
       auto out = dlogits + spread(row) * dx_stride;
       for (auto off : range(0, vocab, BLOCK, num_stages)) {
         auto c = off + cols;
-        auto mask = tile ? rowMask(_, None) & (c < vocab) : c < vocab;
-        gradient(in + c, out + c, c, mask);
+        gradient(in + c, out + c, c, tile ? rowMask(_, None) & (c < vocab) : c < vocab);
       }
+    } else {
+      auto in = row * x_stride, out = row * dx_stride; // dx_stride == x_stride where ALIGN > 1
+      Operand first = 0;
+      if (ALIGN > 1) {
+        auto head = minimum((ALIGN - in % ALIGN) % ALIGN, vocab);
+        auto hc = arange(0, ALIGN);
+        gradient(logits + in + hc, dlogits + out + hc, hc, hc < head);
+        first = head;
+      }
+      auto at = [&](const Value &start, const Operand &off) {
+        return ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off; // 16-byte boundary
+      };
+      auto body_end = first + (vocab - first) / BLOCK * BLOCK;
+      for (auto off : range(first, body_end, BLOCK, num_stages))
+        gradient(logits + at(in, off) + cols, dlogits + at(out, off) + cols, off + cols, Value());
+      // The last block after the loop: loaded before it, it measured 3-6% slower (docs/PERF.md,
+      // eighteenth session).
+      auto c = body_end + cols;
+      gradient(logits + at(in, body_end) + cols, dlogits + at(out, body_end) + cols, c, c < vocab);
     }
   }
 }
@@ -245,11 +258,10 @@ static Kernel &meanKernel() {
   return k;
 }
 static Kernel &backwardKernel() {
-  static auto k =
-      kernel("cross_entropy_backward", cross_entropy_backward,
-             {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride", "n_rows",
-              "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "ROWS", "num_stages", "ALIGN",
-              "MEAN"});
+  static auto k = kernel("cross_entropy_backward", cross_entropy_backward,
+                         {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride",
+                          "n_rows", "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "ROWS",
+                          "num_stages", "ALIGN", "MEAN", "WHOLE_BLOCKS"});
   return k;
 }
 
@@ -453,11 +465,15 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   int64_t e = dtypeBytes(dtype);
   int64_t align = xs == ds ? peeledAlignment(dtype, xs, a.vocab, {a.logits, a.dlogits}) : 1;
   auto launch = [&](const CrossEntropyPlan &plan) {
+    int64_t rowAlign = plan.rowsPerStep == 1 ? align : 1;
+    // One row per step takes whole blocks and a tail where a mask over every block could not
+    // be vectorized: a peeled head, or a vocabulary that ends mid-vector.
+    bool wholeBlocks = plan.rowsPerStep == 1 && (rowAlign > 1 || a.vocab % (16 / e) != 0);
     Specialization spec =
         Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
                                      "i64", "fp32", "fp32"},
-                       .constexprs = {plan.block, plan.rowsPerStep, plan.numStages,
-                                      plan.rowsPerStep == 1 ? align : 1, a.stats ? 1 : 0},
+                       .constexprs = {plan.block, plan.rowsPerStep, plan.numStages, rowAlign,
+                                      a.stats ? 1 : 0, wholeBlocks ? 1 : 0},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages}
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});

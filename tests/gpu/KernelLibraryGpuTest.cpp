@@ -190,6 +190,9 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
                                     {19, 3001, 3001, 0.0f, false, true}, &p);
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
                                     {9, 50257, 50257, 0.1f, true, true}, &p);
+    // Rows on 16-byte boundaries whose vocabulary ends mid-vector: whole blocks, then a tail.
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {7, 3001, 3008, 0.1f, false, true}, &p);
   }
   for (const kernels::ElementwisePlan &p :
        kernels::elementwiseCandidates(1000003, Dtype::fp16, kernels::ElementwiseKind::Add)) {

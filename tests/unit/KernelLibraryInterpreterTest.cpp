@@ -119,6 +119,9 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
                                     &p);
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
                                     &p);
+      // Rows on 16-byte boundaries whose vocabulary ends mid-vector: whole blocks, then a tail.
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {3, 3001, 3008, 0.0f, true, true},
+                                    &p);
       // Rows that start anywhere from an aligned base: the forward's and backward's peeled
       // heads, with smoothing (the head's sum of logits).
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {6, 301, 305, 0.1f, false, true},
