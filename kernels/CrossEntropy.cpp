@@ -467,8 +467,9 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   auto launch = [&](const CrossEntropyPlan &plan) {
     int64_t rowAlign = plan.rowsPerStep == 1 ? align : 1;
     // One row per step takes whole blocks and a tail where a mask over every block could not
-    // be vectorized: a peeled head, or a vocabulary that ends mid-vector.
-    bool wholeBlocks = plan.rowsPerStep == 1 && (rowAlign > 1 || a.vocab % (16 / e) != 0);
+    // be vectorized: a peeled head, or a vocabulary that the specialization does not mark as a
+    // multiple of 16 (it marks integers by 16 only, so 32008 bf16 columns count as ragged too).
+    bool wholeBlocks = plan.rowsPerStep == 1 && (rowAlign > 1 || a.vocab % 16 != 0);
     Specialization spec =
         Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
                                      "i64", "fp32", "fp32"},
