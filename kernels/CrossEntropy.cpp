@@ -372,15 +372,17 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
               "(numStages 1)");
 }
 
-// The kernels' ALIGN: rows that start anywhere (a stride that is no multiple of 16 bytes) peel
-// their first columns up to a 16-byte boundary, when every tensor read or written in rows starts
-// on one, so that the rest moves in 16-byte vectors; else 1.
+// The kernels' ALIGN: rows that may start anywhere peel their first columns up to a 16-byte
+// boundary, when every tensor read or written in rows starts on one, so that the rest moves in
+// 16-byte vectors; else 1. "Anywhere" as the compiler sees it: the specialization marks a stride
+// divisible by 16 elements or by nothing, so a stride of 32008 bf16 columns (rows on 16-byte
+// boundaries) peels too, with heads of 0, rather than leave every access at 2 bytes.
 static int64_t peeledAlignment(Dtype dtype, int64_t stride, int64_t vocab,
                                std::initializer_list<const void *> rowTensors) {
   int64_t vector = 16 / dtypeBytes(dtype);
   bool aligned = std::all_of(rowTensors.begin(), rowTensors.end(),
                              [](const void *p) { return uintptr_t(p) % 16 == 0; });
-  return stride % vector != 0 && aligned && vocab >= 4 * vector ? vector : 1;
+  return stride % 16 != 0 && aligned && vocab >= 4 * vector ? vector : 1;
 }
 
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
