@@ -21,6 +21,21 @@ namespace tritium::kernels {
 
 using namespace tritium::dsl;
 
+// Rows that start anywhere (ALIGN > 1, one row per step), for both kernels: the columns before
+// the row's first 16-byte boundary go on their own (the head), and the blocks start there.
+static Value headColumns(const Value &start, int align, const Value &vocab) {
+  return minimum((align - start % align) % align, vocab);
+}
+// Where the row's block at column `off` starts: past the head a 16-byte boundary, which ALIGN > 1
+// tells the compiler.
+static Value blockStart(const Value &start, const Operand &off, int align) {
+  return align > 1 ? multiple_of(start + off, {align}) : start + off;
+}
+// The end of the row's whole blocks of `block` columns from column `first`.
+static Value wholeBlocksEnd(const Operand &first, const Value &vocab, int block) {
+  return first + (vocab - first) / block * block;
+}
+
 // A program takes ROWS rows per step: one row (a [BLOCK] block, through the cp.async ring when
 // num_stages > 1) or, with ROWS > 1, a [ROWS, BLOCK] tile of several rows loaded side by side
 // (plain loads), so that each step has more bytes in flight and the end-of-row reductions, where
@@ -69,7 +84,7 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
     Operand first = 0;
     if (ALIGN > 1) {
       hc = arange(0, ALIGN);
-      head = minimum((ALIGN - start % ALIGN) % ALIGN, vocab);
+      head = headColumns(start, ALIGN, vocab);
       hx_raw = load(logits + start + hc, hc < head, -INFINITY);
       first = head;
     }
@@ -113,10 +128,8 @@ static void cross_entropy_forward(Ptr loss, Ptr lse_out, Ptr logits, Ptr targets
       // One row: whole blocks without a mask (nothing to select, vectors wherever the row's
       // start allows), then the last, partial block, loaded before the loop so that its latency
       // passes while the row streams.
-      auto at = [&](const Operand &off) {
-        return ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off;
-      };
-      auto body_end = first + (vocab - first) / BLOCK * BLOCK;
+      auto at = [&](const Operand &off) { return blockStart(start, off, ALIGN); };
+      auto body_end = wholeBlocksEnd(first, vocab, BLOCK);
       auto tail_valid = body_end + cols < vocab;
       auto tail_raw = load(logits + at(body_end) + cols, tail_valid, -INFINITY);
       // PREFETCH: the next block's loads go out before this block's math (a register double
@@ -226,21 +239,20 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
       auto in = row * x_stride, out = row * dx_stride; // dx_stride == x_stride where ALIGN > 1
       Operand first = 0;
       if (ALIGN > 1) {
-        auto head = minimum((ALIGN - in % ALIGN) % ALIGN, vocab);
+        auto head = headColumns(in, ALIGN, vocab);
         auto hc = arange(0, ALIGN);
         gradient(logits + in + hc, dlogits + out + hc, hc, hc < head);
         first = head;
       }
-      auto at = [&](const Value &start, const Operand &off) {
-        return ALIGN > 1 ? multiple_of(start + off, {ALIGN}) : start + off; // 16-byte boundary
-      };
-      auto body_end = first + (vocab - first) / BLOCK * BLOCK;
+      auto body_end = wholeBlocksEnd(first, vocab, BLOCK);
       for (auto off : range(first, body_end, BLOCK, num_stages))
-        gradient(logits + at(in, off) + cols, dlogits + at(out, off) + cols, off + cols, Value());
+        gradient(logits + blockStart(in, off, ALIGN) + cols,
+                 dlogits + blockStart(out, off, ALIGN) + cols, off + cols, Value());
       // The last block after the loop: loaded before it, it measured 3-6% slower (docs/PERF.md,
       // eighteenth session).
       auto c = body_end + cols;
-      gradient(logits + at(in, body_end) + cols, dlogits + at(out, body_end) + cols, c, c < vocab);
+      gradient(logits + blockStart(in, body_end, ALIGN) + cols,
+               dlogits + blockStart(out, body_end, ALIGN) + cols, c, c < vocab);
     }
   }
 }
