@@ -8,7 +8,10 @@
 #include "kernels/Arguments.h"
 #include "kernels/ElementwisePlan.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 
 namespace tritium::kernels {
@@ -55,11 +58,17 @@ Kernel &dropoutKernel() {
 }
 
 // The given plan, else the autotuner's or the planner's.
+// Tensors off 16-byte boundaries are tuned and remembered apart.
 static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, Dtype dtype,
-                              int64_t n, ElementwiseKind kind, bool rerunSafe, CUstream stream,
+                              int64_t n, ElementwiseKind kind,
+                              std::initializer_list<const void *> tensors, bool rerunSafe,
+                              CUstream stream,
                               const std::function<void(const ElementwisePlan &)> &launch) {
+  bool aligned = std::all_of(tensors.begin(), tensors.end(),
+                             [](const void *p) { return uintptr_t(p) % 16 == 0; });
   return choosePlan<ElementwisePlan>(
-      given, {kernel, {int64_t(dtype), n}, rerunSafe}, [&] { return elementwiseBucket(dtype, n); },
+      given, {kernel, {int64_t(dtype), n, aligned ? 1 : 0}, rerunSafe},
+      [&] { return elementwiseBucket(dtype, n, aligned); },
       stream, [&] { return planElementwise(n, dtype, kind); },
       [&] { return elementwiseCandidates(n, dtype, kind); }, launch);
 }
@@ -85,7 +94,8 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
   };
   int64_t bytes = n * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{out, bytes}}, {{a, bytes}, {b, bytes}});
-  launch(choose("vector_add", given, dtype, n, ElementwiseKind::Add, rerunSafe, stream, launch));
+  launch(choose("vector_add", given, dtype, n, ElementwiseKind::Add, {out, a, b}, rerunSafe, stream,
+                launch));
 }
 
 // The largest word w in [0, 2^31) whose uniform, fp32(w) x fp32(kUniformScale32) rounded as
@@ -130,7 +140,8 @@ void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t
   };
   int64_t bytes = n * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{out, bytes}}, {{x, bytes}});
-  launch(choose("dropout", given, dtype, n, ElementwiseKind::Dropout, rerunSafe, stream, launch));
+  launch(choose("dropout", given, dtype, n, ElementwiseKind::Dropout, {out, x}, rerunSafe, stream,
+                launch));
 }
 
 } // namespace tritium::kernels

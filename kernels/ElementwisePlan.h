@@ -28,7 +28,8 @@ struct ElementwisePlan {
 ElementwisePlan planElementwise(int64_t n, Dtype dtype, ElementwiseKind kind);
 // What the autotuner times: 1024 to 16384 elements per program, 4 or 8 warps.
 std::vector<ElementwisePlan> elementwiseCandidates(int64_t n, Dtype dtype, ElementwiseKind kind);
-// The autotuner's shape bucket: the dtype and n rounded up to a power of two.
-std::string elementwiseBucket(Dtype dtype, int64_t n);
+// The autotuner's shape bucket: the dtype and n rounded up to a power of two, and "-unaligned"
+// when a tensor starts off a 16-byte boundary (its kernel moves narrower vectors).
+std::string elementwiseBucket(Dtype dtype, int64_t n, bool aligned = true);
 
 } // namespace tritium::kernels

@@ -214,8 +214,8 @@ struct RowLaunch {
                  const std::function<bool(const RowPlan &)> &fits = nullptr,
                  int64_t workspaceBytes = 0) const {
     return choosePlan<RowPlan>(
-        given, {kernel, {int64_t(dtype), rows, cols, workspaceBytes}, rerunSafe},
-        [&] { return rowBucket(dtype, rows, cols); }, stream,
+        given, {kernel, {int64_t(dtype), rows, cols, workspaceBytes, aligned ? 1 : 0}, rerunSafe},
+        [&] { return rowBucket(dtype, rows, cols, aligned); }, stream,
         [&] { return backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype); },
         [&] {
           std::vector<RowPlan> candidates;
@@ -239,7 +239,13 @@ struct RowLaunch {
     s = s ? s : cols;
     args.rowStride(name, s, cols);
     maxOffset = std::max(maxOffset, rows * s);
+    aligned = aligned && s * dtypeBytes(dtype) % 16 == 0;
     return s;
+  }
+  // The tensors' bases: those off 16-byte boundaries take plans apart (rowBucket).
+  void bases(std::initializer_list<const void *> tensors) {
+    for (const void *p : tensors)
+      aligned = aligned && uintptr_t(p) % 16 == 0;
   }
   KernelArg index(int64_t v) const {
     return indexType(maxOffset) == "i64" ? KernelArg(v) : KernelArg(int32_t(v));
@@ -253,6 +259,7 @@ struct RowLaunch {
   const RowPlan *given;
   bool backward;
   int64_t maxOffset = 0;
+  bool aligned = true; // every base and row stride on 16 bytes
 };
 
 } // namespace
@@ -267,6 +274,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
     l.args.fail("mean and rstd must both be given or both be null");
   KernelArg mean = l.args.optionalPointer(a.mean), rstd = l.args.optionalPointer(a.rstd);
   int64_t xs = l.stride("xStride", a.xStride), ys = l.stride("yStride", a.yStride);
+  l.bases({a.y, a.x, a.weight, a.bias});
   if (a.rows == 0)
     return;
   KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)), eps(a.eps);
@@ -339,6 +347,7 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
   l.args.pointer("dweight", a.dweight);
   int64_t gs = l.stride("dyStride", a.dyStride), xs = l.stride("xStride", a.xStride),
           ds = l.stride("dxStride", a.dxStride);
+  l.bases({a.dx, a.dy, a.x, a.weight});
   if (a.rows == 0) { // no rows: zero weight gradients (a sum over no parts)
     zeroGradients(l, a, stream);
     return;
@@ -379,6 +388,7 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
   KernelArg y = l.args.pointer("y", a.y), x = l.args.pointer("x", a.x),
             w = l.args.pointer("weight", a.weight), rstd = l.args.optionalPointer(a.rstd);
   int64_t xs = l.stride("xStride", a.xStride), ys = l.stride("yStride", a.yStride);
+  l.bases({a.y, a.x, a.weight});
   if (a.rows == 0)
     return;
   KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)), eps(a.eps);
@@ -405,6 +415,7 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
   l.args.pointer("dweight", a.dweight);
   int64_t gs = l.stride("dyStride", a.dyStride), xs = l.stride("xStride", a.xStride),
           ds = l.stride("dxStride", a.dxStride);
+  l.bases({a.dx, a.dy, a.x, a.weight});
   if (a.rows == 0) { // no rows: zero weight gradients (a sum over no parts)
     zeroGradients(l, a, stream);
     return;

@@ -225,12 +225,13 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
   return out;
 }
 
-std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols) {
+std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols, bool aligned) {
   auto up = [](int64_t v) {
     return std::to_string(std::bit_ceil(uint64_t(std::max<int64_t>(v, 1))));
   };
   // Past 2^16 rows every program walks many rows: the best plan no longer depends on how many.
-  return dtypeName(dtype) + "-cols" + up(cols) + "-rows" + up(std::min<int64_t>(rows, 1 << 16));
+  return dtypeName(dtype) + "-cols" + up(cols) + "-rows" + up(std::min<int64_t>(rows, 1 << 16)) +
+         (aligned ? "" : "-unaligned");
 }
 
 } // namespace tritium::kernels

@@ -57,7 +57,9 @@ RowPlan planNormBackward(int64_t cols, Dtype dtype);
 std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward);
 // The longest row any candidate covers: 16 programs of 32 warps at the most columns per thread.
 int64_t maxNormCols(bool backward);
-// The autotuner's shape bucket: the dtype, cols and rows rounded up to powers of two.
-std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols);
+// The autotuner's shape bucket: the dtype, cols and rows rounded up to powers of two, and
+// "-unaligned" when a tensor's base or row stride is no multiple of 16 bytes (the compiled
+// kernels then move narrower vectors, so the best plan may differ).
+std::string rowBucket(Dtype dtype, int64_t rows, int64_t cols, bool aligned = true);
 
 } // namespace tritium::kernels

@@ -208,6 +208,25 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   }
 }
 
+// Rows on 16-byte boundaries and peeled rows of one vocabulary compile to different kernels, so
+// each is tuned and recorded under its own bucket: a stride of 32008 bf16 columns once took the
+// winner of 32000's aligned rows and ran at half the speed.
+TEST_F(KernelLibraryGpuTest, CrossEntropyTunesAlignedAndPeeledRowsApart) {
+  SKIP_WITHOUT_GPU();
+  kernels::setAutotune(true);
+  checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                  {64, 3008, 3008, 0.0f, false, true});
+  checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                  {64, 3008, 3012, 0.0f, false, true});
+  kernels::resetAutotune();
+  for (const char *kernel : {"cross_entropy_forward", "cross_entropy_backward"})
+    for (const char *layout : {"", "-peeled"}) {
+      kernels::TuningKey key{kernel, std::string("bf16-vocab4096-rows64") + layout};
+      std::filesystem::path record = kernels::Autotuner::forCurrentDevice().recordPath(key);
+      EXPECT_TRUE(std::filesystem::exists(record)) << record;
+    }
+}
+
 // Tuning on: the first call of a shape times the candidates and records the winner under the
 // cache root; the record names one of the candidates and the results are right.
 TEST_F(KernelLibraryGpuTest, AutotunerRecordsTheWinnerBesideTheCache) {

@@ -216,6 +216,7 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
     }
   EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
   EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");
+  EXPECT_EQ(rowBucket(Dtype::bf16, 4096, 5000, false), "bf16-cols8192-rows4096-unaligned");
 }
 
 TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
@@ -226,6 +227,7 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
   EXPECT_EQ(c[0].fields(), planCrossEntropy(128256, Dtype::bf16).fields());
   EXPECT_GE(c.size(), 8u);
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000), "bf16-n1048576");
+  EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000, false), "bf16-n1048576-unaligned");
 }
 
 TEST(Autotuner, OverlapDecidesWhetherALaunchMayRunTwice) {
