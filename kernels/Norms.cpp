@@ -285,7 +285,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
                          {a.bias ? 1 : 0, stats ? 1 : 0})
             .specializedFor({y, mean, rstd, x, w, b, sx, sy, r, c, eps});
     CompiledKernel &k = layerNormForwardKernel().compile(spec);
-    k.launch(p.forwardGrid(k, a.rows), stream,
+    k.launch(k.persistentGrid(p.tiles(a.rows)), stream,
              {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
   };
   int64_t e = dtypeBytes(dtype);
@@ -399,7 +399,7 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
                          {a.rstd ? 1 : 0})
             .specializedFor({y, rstd, x, w, sx, sy, r, c, eps});
     CompiledKernel &k = rmsNormForwardKernel().compile(spec);
-    k.launch(p.forwardGrid(k, a.rows), stream, {y, rstd, x, w, sx, sy, r, c, eps});
+    k.launch(k.persistentGrid(p.tiles(a.rows)), stream, {y, rstd, x, w, sx, sy, r, c, eps});
   };
   bool rerunSafe = !anyOverlap({l.tensor(a.y, ys), l.perRow(a.rstd)},
                                {l.tensor(a.x, xs), l.vector(a.weight, dtypeBytes(dtype))});

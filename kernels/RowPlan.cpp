@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
 
 namespace tritium::kernels {
 
@@ -10,8 +9,7 @@ std::string RowPlan::str() const {
   return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
          ", stages " + std::to_string(numStages) +
-         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "") +
-         (persistent ? "" : ", a program per tile");
+         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "");
 }
 
 PlanFields RowPlan::fields() const {
@@ -20,8 +18,7 @@ PlanFields RowPlan::fields() const {
           {"cluster", clusterSize},
           {"warps", numWarps},
           {"stages", numStages},
-          {"programs_per_sm", programsPerSM},
-          {"persistent", persistent ? 1 : 0}};
+          {"programs_per_sm", programsPerSM}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -46,13 +43,6 @@ int64_t RowPlan::partialsOn(int64_t rows, int smCount) const {
   if (programsPerSM > 0)
     most = std::min(most, std::max<int64_t>(1, int64_t(programsPerSM) * smCount / clusterSize));
   return most;
-}
-
-int64_t RowPlan::forwardGrid(CompiledKernel &k, int64_t rows) const {
-  const int64_t programs = std::max<int64_t>(1, tiles(rows)) * clusterSize;
-  // Past the grid's limit of 2^31 - 1 programs, even these plans walk the tiles.
-  return persistent || programs > std::numeric_limits<int32_t>::max() ? k.persistentGrid(tiles(rows))
-                                                                       : programs;
 }
 
 // fp32 values per thread and array: enough independent loads per thread to cover DRAM latency,
@@ -212,15 +202,6 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
         p.numStages = stages;
         add(p);
       }
-    }
-  // The forwards, one program per tile: each plan that loads a tile at a time (no ring to
-  // fill), balanced by the block scheduler rather than walking tiles with a persistent stride.
-  if (!backward)
-    for (size_t i = 0, n = out.size(); i < n; ++i) {
-      RowPlan p = out[i];
-      p.persistent = false;
-      p.numStages = 1;
-      add(p);
     }
   return out;
 }

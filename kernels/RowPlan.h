@@ -24,10 +24,6 @@ struct RowPlan {
   // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
   // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
   int programsPerSM = 0;
-  // Forward kernels: false launches one program (or cluster) per tile and lets the block
-  // scheduler balance them, as Triton's tutorials do, instead of a persistent grid walking the
-  // tiles. (A backward's partial sums cap its programs, so backwards stay persistent.)
-  bool persistent = true;
 
   int64_t maxCols() const { return block * clusterSize; }
   PlanFields fields() const;
@@ -43,9 +39,6 @@ struct RowPlan {
   int64_t maxPartials(int64_t rows) const;
   // maxPartials on a GPU of `smCount` SMs, after programsPerSM's cap.
   int64_t partialsOn(int64_t rows, int smCount) const;
-  // A forward kernel's grid over `rows` rows: the persistent grid of `k`, or every tile's
-  // programs.
-  int64_t forwardGrid(CompiledKernel &k, int64_t rows) const;
 };
 
 // Forward kernels hold one array per row (x); backward ones hold x, dy and the weight gradient
