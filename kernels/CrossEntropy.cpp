@@ -340,8 +340,8 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
 // stride a multiple of 16 elements, every base aligned), peeled to one (ALIGN > 1), or neither;
 // and whether the vocabulary is a multiple of 16 (else the backward takes whole blocks and a
 // tail). Launches that differ in these are tuned and remembered apart: a stride of 32008 bf16
-// columns took the winner of 32000's aligned rows, whose tiles of two rows moved single
-// elements there (backward 260 us against 135; nineteenth session).
+// columns took the winner of 32000's aligned rows and ran its backward in 260 us, against 151
+// with a winner of its own (docs/PERF.md, nineteenth session).
 struct RowsLayout {
   enum Kind : int64_t { Aligned, Peeled, Unaligned } kind;
   bool ragged;
@@ -354,10 +354,12 @@ struct RowsLayout {
 
 static RowsLayout rowsLayout(int64_t align, int64_t stride, int64_t vocab,
                              std::initializer_list<const void *> rowTensors) {
-  bool aligned = stride % 16 == 0 && std::all_of(rowTensors.begin(), rowTensors.end(), [](const void *p) {
-                   return uintptr_t(p) % 16 == 0;
-                 });
-  return {align > 1 ? RowsLayout::Peeled : aligned ? RowsLayout::Aligned : RowsLayout::Unaligned,
+  bool aligned =
+      stride % 16 == 0 && std::all_of(rowTensors.begin(), rowTensors.end(),
+                                      [](const void *p) { return uintptr_t(p) % 16 == 0; });
+  return {align > 1 ? RowsLayout::Peeled
+          : aligned ? RowsLayout::Aligned
+                    : RowsLayout::Unaligned,
           vocab % 16 != 0};
 }
 
@@ -533,8 +535,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                                 {a.lse, a.rows * 4},
                                 {a.stats, 8}});
   RowsLayout layout = rowsLayout(align, std::gcd(xs, ds), a.vocab, {a.logits, a.dlogits});
-  launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, layout, rerunSafe,
-                stream, launch));
+  launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, layout, rerunSafe, stream,
+                launch));
 }
 
 } // namespace tritium::kernels

@@ -68,8 +68,8 @@ static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, 
                              [](const void *p) { return uintptr_t(p) % 16 == 0; });
   return choosePlan<ElementwisePlan>(
       given, {kernel, {int64_t(dtype), n, aligned ? 1 : 0}, rerunSafe},
-      [&] { return elementwiseBucket(dtype, n, aligned); },
-      stream, [&] { return planElementwise(n, dtype, kind); },
+      [&] { return elementwiseBucket(dtype, n, aligned); }, stream,
+      [&] { return planElementwise(n, dtype, kind); },
       [&] { return elementwiseCandidates(n, dtype, kind); }, launch);
 }
 

@@ -32,7 +32,8 @@ std::vector<ElementwisePlan> elementwiseCandidates(int64_t n, Dtype dtype, Eleme
 }
 
 std::string elementwiseBucket(Dtype dtype, int64_t n, bool aligned) {
-  return dtypeName(dtype) + "-n" + std::to_string(std::bit_ceil(uint64_t(std::max<int64_t>(n, 1)))) +
+  return dtypeName(dtype) + "-n" +
+         std::to_string(std::bit_ceil(uint64_t(std::max<int64_t>(n, 1)))) +
          (aligned ? "" : "-unaligned");
 }
 
