@@ -6,7 +6,9 @@
 // cancels). The backward loads each row's saved statistics one row ahead and keeps each
 // program's weight-gradient sums in registers over all its rows (a tile's rows apart, added
 // once at the end rather than across warps every step), writes them once as fp32 partial
-// sums, and column_sum adds the programs' partials.
+// sums, and column_sum adds the programs' partials. The weights are held in registers, or, where
+// the plan frees those registers for more warps (RowPlan::weightsEachRow), read each row from the
+// shared-memory copy that the ring makes of a load the loop does not change.
 #include "kernels/Norms.h"
 
 #include "frontend/DSL.h"
@@ -26,17 +28,22 @@ using namespace tritium::dsl;
 
 static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, Ptr b, Int x_stride,
                                Int y_stride, Int n_rows, Int n_cols, Float eps, int BLOCK, int ROWS,
-                               int CLUSTER, int num_stages, int HAS_BIAS, int STATS) {
+                               int CLUSTER, int num_stages, int HAS_BIAS, int STATS,
+                               int WEIGHTS_EACH_ROW) {
   (void)CLUSTER; // the specialization's cluster size; cluster_rank() and cluster_sum() use it
   RowColumns cols(ROWS, BLOCK, n_cols);
-  auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
-  Value bv = HAS_BIAS ? cast(load(b + cols.cols, cols.mask, 0.0), float32) : Value();
+  auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
+  auto biases = [&] { return cast(load(b + cols.cols, cols.mask, 0.0), float32); };
+  Value heldW = WEIGHTS_EACH_ROW ? Value() : weights();
+  Value heldB = HAS_BIAS && !WEIGHTS_EACH_ROW ? biases() : Value();
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0), float32);
     auto mean = t.rowSum(xv) / n_cols;
     auto xc = where(t.mask, xv - t.expand(mean), 0.0);
     auto rstd = rsqrt(t.rowSum(xc * xc) / n_cols + eps);
+    auto wv = WEIGHTS_EACH_ROW ? weights() : heldW;
+    Value bv = HAS_BIAS ? (WEIGHTS_EACH_ROW ? biases() : heldB) : Value();
     auto out = xc * t.expand(rstd) * wv;
     if (HAS_BIAS)
       out = out + bv;
@@ -54,11 +61,13 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 const CacheHints kReadOnce{.evict = Evict::first};
 
 // Whether the LayerNorm backward reads the weights again each row instead of holding them in
-// registers: only CTAs of more than 8 warps over a cluster, whose threads get at most 128
-// registers. With 8 warps (255 registers) holding them is 4-13% faster at 16384-65536 columns
-// and spares the fp16 kernel at 65536 a schedule 20% slower than bf16's (docs/PERF.md,
-// eighteenth session).
-static bool weightsEachRow(const RowPlan &p) { return p.clusterSize > 1 && p.numWarps > 8; }
+// registers: where the plan says so, and for CTAs of more than 8 warps over a cluster, whose
+// threads get at most 128 registers. With 8 warps (255 registers) holding them is 4-13% faster at
+// 16384-65536 columns and spares the fp16 kernel at 65536 a schedule 20% slower than bf16's
+// (docs/PERF.md, eighteenth session).
+static bool weightsEachRow(const RowPlan &p) {
+  return p.weightsEachRow || (p.clusterSize > 1 && p.numWarps > 8);
+}
 
 // dx = rstd (w dy - (xhat mean(xhat w dy) + mean(w dy))), dw = sum dy xhat, db = sum dy.
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
@@ -110,14 +119,16 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
 
 static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, Int y_stride,
                              Int n_rows, Int n_cols, Float eps, int BLOCK, int ROWS, int CLUSTER,
-                             int num_stages, int STATS) {
+                             int num_stages, int STATS, int WEIGHTS_EACH_ROW) {
   (void)CLUSTER;
   RowColumns cols(ROWS, BLOCK, n_cols);
-  auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
+  auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
+  Value held = WEIGHTS_EACH_ROW ? Value() : weights();
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0), float32);
     auto rstd = rsqrt(t.rowSum(xv * xv) / n_cols + eps);
+    auto wv = WEIGHTS_EACH_ROW ? weights() : held;
     store(y + t.row * y_stride + cols.cols, cast(xv * t.expand(rstd) * wv, y.dtype()), t.mask);
     if (STATS)
       t.storePerRow(rstd_out, rstd);
@@ -127,11 +138,12 @@ static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, In
 // dx = rstd (w dy - xhat mean(xhat w dy)), dw = sum dy xhat, with xhat = x rstd.
 static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rstd, Int dy_stride,
                               Int x_stride, Int dx_stride, Int n_rows, Int n_cols, int BLOCK,
-                              int ROWS, int CLUSTER, int num_stages) {
+                              int ROWS, int CLUSTER, int num_stages, int WEIGHTS_EACH_ROW) {
   (void)CLUSTER;
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
-  auto wv = cast(load(w + cols.cols, cols.mask, 0.0), float32);
+  auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
+  Value held = WEIGHTS_EACH_ROW ? Value() : weights();
   auto dw = zeros(cols.tileShape(), float32);
   auto rstdNext = RowTile::loadPerRowAhead(cols, firstTile(), n_rows, rstd);
   for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
@@ -142,7 +154,7 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0, kReadOnce), float32);
     auto rs = t.expand(rstdHere);
     auto xhat = xv * rs;
-    auto wdy = wv * g;
+    auto wdy = (WEIGHTS_EACH_ROW ? weights() : held) * g;
     auto c1 = t.rowSum(xhat * wdy) / n_cols;
     store(dx + t.row * dx_stride + cols.cols, cast((wdy - xhat * t.expand(c1)) * rs, dx.dtype()),
           t.mask);
@@ -164,7 +176,7 @@ static Kernel &layerNormForwardKernel() {
   static auto k = kernel("layer_norm_forward", layer_norm_forward,
                          params({"y", "mean", "rstd", "x", "w", "b", "x_stride", "y_stride",
                                  "n_rows", "n_cols", "eps"},
-                                {"HAS_BIAS", "STATS"}));
+                                {"HAS_BIAS", "STATS", "WEIGHTS_EACH_ROW"}));
   return k;
 }
 static Kernel &layerNormBackwardKernel() {
@@ -178,13 +190,14 @@ static Kernel &rmsNormForwardKernel() {
   static auto k =
       kernel("rms_norm_forward", rms_norm_forward,
              params({"y", "rstd", "x", "w", "x_stride", "y_stride", "n_rows", "n_cols", "eps"},
-                    {"STATS"}));
+                    {"STATS", "WEIGHTS_EACH_ROW"}));
   return k;
 }
 static Kernel &rmsNormBackwardKernel() {
   static auto k = kernel("rms_norm_backward", rms_norm_backward,
                          params({"dx", "partial", "dy", "x", "w", "rstd", "dy_stride", "x_stride",
-                                 "dx_stride", "n_rows", "n_cols"}));
+                                 "dx_stride", "n_rows", "n_cols"},
+                                {"WEIGHTS_EACH_ROW"}));
   return k;
 }
 
@@ -282,7 +295,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
         p.specialization({t, "*fp32", "*fp32", t, t, t, l.idx(), l.idx(), "i32", "i32", "fp32"},
-                         {a.bias ? 1 : 0, stats ? 1 : 0})
+                         {a.bias ? 1 : 0, stats ? 1 : 0, p.weightsEachRow ? 1 : 0})
             .specializedFor({y, mean, rstd, x, w, b, sx, sy, r, c, eps});
     CompiledKernel &k = layerNormForwardKernel().compile(spec);
     k.launch(k.persistentGrid(p.tiles(a.rows)), stream,
@@ -396,7 +409,7 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
         p.specialization({t, "*fp32", t, t, l.idx(), l.idx(), "i32", "i32", "fp32"},
-                         {a.rstd ? 1 : 0})
+                         {a.rstd ? 1 : 0, p.weightsEachRow ? 1 : 0})
             .specializedFor({y, rstd, x, w, sx, sy, r, c, eps});
     CompiledKernel &k = rmsNormForwardKernel().compile(spec);
     k.launch(k.persistentGrid(p.tiles(a.rows)), stream, {y, rstd, x, w, sx, sy, r, c, eps});
@@ -424,7 +437,8 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
             c(int32_t(a.cols));
   std::string t = l.tensorType(), i = l.idx();
   auto launch = [&](const RowPlan &p) {
-    Specialization spec = p.specialization({t, "*fp32", t, t, t, "*fp32", i, i, i, "i32", "i32"})
+    Specialization spec = p.specialization({t, "*fp32", t, t, t, "*fp32", i, i, i, "i32", "i32"},
+                                           {p.weightsEachRow ? 1 : 0})
                               .specializedFor({dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
     CompiledKernel &k = rmsNormBackwardKernel().compile(spec);
     int64_t clusters = 0;

@@ -9,7 +9,8 @@ std::string RowPlan::str() const {
   return "block " + std::to_string(block) + " x " + std::to_string(rowsPerTile) +
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
          ", stages " + std::to_string(numStages) +
-         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "");
+         (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "") +
+         (weightsEachRow ? ", weights each row" : "");
 }
 
 PlanFields RowPlan::fields() const {
@@ -18,7 +19,8 @@ PlanFields RowPlan::fields() const {
           {"cluster", clusterSize},
           {"warps", numWarps},
           {"stages", numStages},
-          {"programs_per_sm", programsPerSM}};
+          {"programs_per_sm", programsPerSM},
+          {"weights_each_row", weightsEachRow ? 1 : 0}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -203,6 +205,16 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
         add(p);
       }
     }
+  // The forwards of long rows also read the weights each row: LayerNorm's forward holds two
+  // arrays of them, and at 32768-65536 columns freeing those registers made it 6-8% faster on
+  // the H200 (docs/PERF.md, nineteenth session). Shorter rows gained nothing or lost.
+  if (!backward)
+    for (size_t i = 0, n = out.size(); i < n; ++i)
+      if (out[i].maxCols() >= 8192) {
+        RowPlan p = out[i];
+        p.weightsEachRow = true;
+        add(p);
+      }
   return out;
 }
 

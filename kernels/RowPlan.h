@@ -24,6 +24,10 @@ struct RowPlan {
   // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
   // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
   int programsPerSM = 0;
+  // Read the weights (and LayerNorm's bias) each row, from shared memory (a load the loop does
+  // not change: copied there once before it), instead of holding them in registers: 32-64
+  // registers a thread freed for more warps. The backward also does so where its own rule says.
+  bool weightsEachRow = false;
 
   int64_t maxCols() const { return block * clusterSize; }
   PlanFields fields() const;

@@ -308,6 +308,24 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
 
 // Finite differences of the library's own forward (fp32) against its backward: for a few
 // elements x_i, (L(x + h e_i) - L(x - h e_i)) / 2h with L = sum(y * dy) equals dx_i.
+// Plans that read the weights each row (RowPlan::weightsEachRow): one CTA holding the row
+// through a ring, and rows split over clusters, for both kernels, with and without bias, each
+// direction, on rows whose length is no power of two and padded strides.
+template <typename Buffer>
+void checkNormsReadingTheWeightsEachRow(CUstream stream, const Sync &sync, NormShape s) {
+  for (kernels::RowPlan p :
+       {kernels::RowPlan{.block = 16384, .numWarps = 16, .numStages = 3},
+        kernels::RowPlan{.block = 8192, .clusterSize = 2, .numWarps = 8},
+        kernels::RowPlan{.block = 4096, .clusterSize = 4, .numWarps = 8, .numStages = 1}}) {
+    if (p.maxCols() < s.cols)
+      continue;
+    p.weightsEachRow = true;
+    SCOPED_TRACE(p.str());
+    checkNorm<Buffer>(stream, sync, Dtype::bf16, s, false, true, 0, &p);
+    checkNorm<Buffer>(stream, sync, Dtype::fp32, s, true, false, 0, &p);
+  }
+}
+
 template <typename Buffer>
 void checkNormFiniteDifferences(CUstream stream, const Sync &sync, bool rms) {
   uint32_t seed = freshSeed();

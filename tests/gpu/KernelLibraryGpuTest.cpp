@@ -208,6 +208,13 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   }
 }
 
+TEST_F(KernelLibraryGpuTest, NormsReadingTheWeightsEachRowAreCorrect) {
+  SKIP_WITHOUT_GPU();
+  checkNormsReadingTheWeightsEachRow<DeviceBuffer>(stream().get(), sync, NormShape{37, 9000, 9016});
+  checkNormsReadingTheWeightsEachRow<DeviceBuffer>(stream().get(), sync,
+                                                   NormShape{8, 16384, 16384});
+}
+
 // Rows on 16-byte boundaries and peeled rows of one vocabulary compile to different kernels, so
 // each is tuned and recorded under its own bucket: a stride of 32008 bf16 columns once took the
 // winner of 32000's aligned rows and ran at half the speed.

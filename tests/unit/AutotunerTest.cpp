@@ -204,6 +204,11 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
       if (cols >= 100) { // a row of one column has one sensible plan
         EXPECT_GE(c.size(), 2u) << cols;
       }
+      // The forwards of long rows may also read the weights each row; backwards and short rows
+      // keep them in registers.
+      size_t eachRow = size_t(
+          std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return p.weightsEachRow; }));
+      EXPECT_EQ(eachRow > 0, !backward && cols > 4096) << cols;
     }
   EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
   EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");

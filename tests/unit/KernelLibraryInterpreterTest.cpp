@@ -142,6 +142,10 @@ TEST_F(KernelLibraryInterpreterTest, EveryNormPlanIsCorrect) {
     }
 }
 
+TEST_F(KernelLibraryInterpreterTest, NormsReadingTheWeightsEachRowAreCorrect) {
+  checkNormsReadingTheWeightsEachRow<HostBuffer>(nullptr, sync, NormShape{3, 9000, 9016});
+}
+
 TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
   auto message = [](const std::function<void()> &f) {
     try {
