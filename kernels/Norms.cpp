@@ -229,10 +229,13 @@ struct RowLaunch {
     return choosePlan<RowPlan>(
         given, {kernel, {int64_t(dtype), rows, cols, workspaceBytes, aligned ? 1 : 0}, rerunSafe},
         [&] { return rowBucket(dtype, rows, cols, aligned); }, stream,
-        [&] { return backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype); },
+        [&] {
+          return backward ? planNormBackward(cols, dtype)
+                          : planNormForward(cols, dtype, weightArrays);
+        },
         [&] {
           std::vector<RowPlan> candidates;
-          for (const RowPlan &p : normCandidates(cols, dtype, backward))
+          for (const RowPlan &p : normCandidates(cols, dtype, backward, weightArrays))
             if (!fits || fits(p))
               candidates.push_back(p);
           return candidates;
@@ -273,6 +276,7 @@ struct RowLaunch {
   bool backward;
   int64_t maxOffset = 0;
   bool aligned = true; // every base and row stride on 16 bytes
+  int weightArrays = 1; // per-column arrays a forward multiplies by (LayerNorm's bias: 2)
 };
 
 } // namespace
@@ -288,6 +292,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
   KernelArg mean = l.args.optionalPointer(a.mean), rstd = l.args.optionalPointer(a.rstd);
   int64_t xs = l.stride("xStride", a.xStride), ys = l.stride("yStride", a.yStride);
   l.bases({a.y, a.x, a.weight, a.bias});
+  l.weightArrays = a.bias ? 2 : 1;
   if (a.rows == 0)
     return;
   KernelArg sx = l.index(xs), sy = l.index(ys), r(int32_t(a.rows)), c(int32_t(a.cols)), eps(a.eps);

@@ -86,9 +86,15 @@ static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo, int64_
   return p;
 }
 
-RowPlan planNormForward(int64_t cols, Dtype dtype) {
+// Two arrays of weights (LayerNorm's weight and bias) of 32 values a thread take 64 registers:
+// from 16384 columns on, reading them each row from shared memory lets more warps fit. The
+// tuner picked that for the LayerNorm forward at 16384-65536 columns, 4-10% faster on the H200;
+// with one array (RMSNorm) holding it was as fast or faster (docs/PERF.md, nineteenth session).
+RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
   (void)dtype;
-  return planned(cols, kForwardPerThread, 8192, kMinTile);
+  RowPlan p = planned(cols, kForwardPerThread, 8192, kMinTile);
+  p.weightsEachRow = weightArrays > 1 && cols >= 16384;
+  return p;
 }
 
 // Rows split over a cluster take CTAs of 8 warps holding 32 values per thread (up to 255
@@ -129,7 +135,7 @@ RowPlan planNormBackward(int64_t cols, Dtype dtype) {
 
 int64_t maxNormCols(bool backward) { return int64_t(16) * 32 * 32 * (backward ? 16 : 32); }
 
-std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
+std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, int weightArrays) {
   std::vector<RowPlan> out;
   auto add = [&](const RowPlan &p) {
     if (p.maxCols() < cols)
@@ -139,7 +145,7 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward) {
         return;
     out.push_back(p);
   };
-  add(backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype));
+  add(backward ? planNormBackward(cols, dtype) : planNormForward(cols, dtype, weightArrays));
   for (int perThread : backward ? std::vector<int>{4, 8, 16} : std::vector<int>{4, 8, 16, 32})
     for (int64_t minTile : {512, 1024, 2048, 4096}) {
       RowPlan p = plan(cols, perThread, minTile);

@@ -47,11 +47,12 @@ struct RowPlan {
 
 // Forward kernels hold one array per row (x); backward ones hold x, dy and the weight gradient
 // accumulators, so they take fewer columns per thread.
-RowPlan planNormForward(int64_t cols, Dtype dtype);
+// `weightArrays`: the per-column arrays the forward multiplies by (LayerNorm with a bias: 2).
+RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays = 1);
 RowPlan planNormBackward(int64_t cols, Dtype dtype);
 // What the autotuner times: the planner's rule at other register budgets per thread, tile
 // heights and ring depths. Each covers `cols`; the planner's choice is among them.
-std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward);
+std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, int weightArrays = 1);
 // The longest row any candidate covers: 16 programs of 32 warps at the most columns per thread.
 int64_t maxNormCols(bool backward);
 // The autotuner's shape bucket: the dtype, cols and rows rounded up to powers of two, and

@@ -181,35 +181,41 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), fields(4096, 1, 1, 4, 3));
   EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), fields(16384, 1, 1, 16, 2));
   EXPECT_EQ(planNormForward(65536, Dtype::bf16).fields(), fields(16384, 1, 4, 16, 2));
+  // LayerNorm's weight and bias are read each row from 16384 columns on; one array is held.
+  EXPECT_TRUE(planNormForward(16384, Dtype::bf16, 2).weightsEachRow);
+  EXPECT_TRUE(planNormForward(65536, Dtype::bf16, 2).weightsEachRow);
+  EXPECT_FALSE(planNormForward(8192, Dtype::bf16, 2).weightsEachRow);
+  EXPECT_FALSE(planNormForward(65536, Dtype::bf16, 1).weightsEachRow);
   // Past 16 programs of 16 warps, CTAs of up to 32 warps still cover the row.
   EXPECT_GE(planNormBackward(maxNormCols(true), Dtype::bf16).maxCols(), maxNormCols(true));
   EXPECT_GE(planNormForward(maxNormCols(false), Dtype::bf16).maxCols(), maxNormCols(false));
 }
 
 TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
-  for (bool backward : {false, true})
-    for (int64_t cols : {1, 100, 512, 4096, 5000, 32768, 65536, 131072}) {
-      std::vector<RowPlan> c = normCandidates(cols, Dtype::bf16, backward);
-      ASSERT_FALSE(c.empty()) << cols;
-      RowPlan planned =
-          backward ? planNormBackward(cols, Dtype::bf16) : planNormForward(cols, Dtype::bf16);
-      EXPECT_EQ(c[0].fields(), planned.fields()) << cols;
-      for (size_t i = 0; i < c.size(); ++i) {
-        EXPECT_GE(c[i].maxCols(), cols) << c[i].str();
-        EXPECT_LE(c[i].numWarps, 32) << c[i].str();
-        EXPECT_LE(c[i].clusterSize, 16) << c[i].str();
-        for (size_t j = 0; j < i; ++j)
-          EXPECT_NE(c[i].fields(), c[j].fields()) << "duplicate " << c[i].str();
+  for (int arrays : {1, 2})
+    for (bool backward : {false, true})
+      for (int64_t cols : {1, 100, 512, 4096, 5000, 32768, 65536, 131072}) {
+        std::vector<RowPlan> c = normCandidates(cols, Dtype::bf16, backward, arrays);
+        ASSERT_FALSE(c.empty()) << cols;
+        RowPlan planned = backward ? planNormBackward(cols, Dtype::bf16)
+                                   : planNormForward(cols, Dtype::bf16, arrays);
+        EXPECT_EQ(c[0].fields(), planned.fields()) << cols;
+        for (size_t i = 0; i < c.size(); ++i) {
+          EXPECT_GE(c[i].maxCols(), cols) << c[i].str();
+          EXPECT_LE(c[i].numWarps, 32) << c[i].str();
+          EXPECT_LE(c[i].clusterSize, 16) << c[i].str();
+          for (size_t j = 0; j < i; ++j)
+            EXPECT_NE(c[i].fields(), c[j].fields()) << "duplicate " << c[i].str();
+        }
+        if (cols >= 100) { // a row of one column has one sensible plan
+          EXPECT_GE(c.size(), 2u) << cols;
+        }
+        // The forwards of long rows may also read the weights each row; backwards and short rows
+        // keep them in registers.
+        size_t eachRow = size_t(
+            std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return p.weightsEachRow; }));
+        EXPECT_EQ(eachRow > 0, !backward && cols > 4096) << cols;
       }
-      if (cols >= 100) { // a row of one column has one sensible plan
-        EXPECT_GE(c.size(), 2u) << cols;
-      }
-      // The forwards of long rows may also read the weights each row; backwards and short rows
-      // keep them in registers.
-      size_t eachRow = size_t(
-          std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return p.weightsEachRow; }));
-      EXPECT_EQ(eachRow > 0, !backward && cols > 4096) << cols;
-    }
   EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
   EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");
   EXPECT_EQ(rowBucket(Dtype::bf16, 4096, 5000, false), "bf16-cols8192-rows4096-unaligned");
