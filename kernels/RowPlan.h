@@ -26,7 +26,9 @@ struct RowPlan {
   int programsPerSM = 0;
   // Read the weights (and LayerNorm's bias) each row, from shared memory (a load the loop does
   // not change: copied there once before it), instead of holding them in registers: 32-64
-  // registers a thread freed for more warps. The backward also does so where its own rule says.
+  // registers a thread freed for more warps. Every norm kernel honours it; the LayerNorm
+  // backward also reads them each row, by its own rule, in CTAs of more than 8 warps over a
+  // cluster.
   bool weightsEachRow = false;
 
   int64_t maxCols() const { return block * clusterSize; }
