@@ -227,7 +227,10 @@ struct RowLaunch {
                  const std::function<bool(const RowPlan &)> &fits = nullptr,
                  int64_t workspaceBytes = 0) const {
     return choosePlan<RowPlan>(
-        given, {kernel, {int64_t(dtype), rows, cols, workspaceBytes, aligned ? 1 : 0}, rerunSafe},
+        given,
+        {kernel,
+         {int64_t(dtype), rows, cols, workspaceBytes, aligned ? 1 : 0, weightArrays},
+         rerunSafe},
         [&] { return rowBucket(dtype, rows, cols, aligned); }, stream,
         [&] {
           return backward ? planNormBackward(cols, dtype)
