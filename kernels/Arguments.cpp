@@ -2,8 +2,10 @@
 
 #include "compiler/support/Error.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace tritium::kernels {
@@ -38,6 +40,11 @@ void Arguments::fraction(const char *name, double value, bool oneAllowed) const 
   if (!(value >= 0.0) || value > 1.0 || (!oneAllowed && value == 1.0))
     fail(std::string(name) + " is " + std::to_string(value) + ", but must be in [0, 1" +
          (oneAllowed ? "]" : ")"));
+}
+
+bool on16ByteBoundaries(std::initializer_list<const void *> tensors) {
+  return std::all_of(tensors.begin(), tensors.end(),
+                     [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; });
 }
 
 bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span> inputs) {

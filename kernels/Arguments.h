@@ -41,6 +41,11 @@ struct Span {
 };
 bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span> inputs);
 
+// Whether every tensor starts on a 16-byte boundary (null counts as aligned): the unit the
+// specialization marks pointers by, so the kernels compiled for such tensors move wider vectors
+// and may want other plans.
+bool on16ByteBoundaries(std::initializer_list<const void *> tensors);
+
 // "i32" when every index below `maxIndex` fits 32 bits, else "i64": the type of the strides
 // and sizes a kernel computes its offsets in (32-bit offsets are cheaper; past 2^31 they wrap).
 std::string indexType(int64_t maxIndex);

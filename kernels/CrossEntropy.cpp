@@ -352,11 +352,9 @@ struct RowsLayout {
   }
 };
 
-static RowsLayout rowsLayout(int64_t align, int64_t stride, int64_t vocab,
-                             std::initializer_list<const void *> rowTensors) {
-  bool aligned =
-      stride % 16 == 0 && std::all_of(rowTensors.begin(), rowTensors.end(),
-                                      [](const void *p) { return uintptr_t(p) % 16 == 0; });
+// `basesAligned`: every tensor read or written in rows starts on a 16-byte boundary.
+static RowsLayout rowsLayout(int64_t align, int64_t stride, int64_t vocab, bool basesAligned) {
+  bool aligned = stride % 16 == 0 && basesAligned;
   return {align > 1 ? RowsLayout::Peeled
           : aligned ? RowsLayout::Aligned
                     : RowsLayout::Unaligned,
@@ -419,12 +417,9 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
 // 16-byte vectors; else 1. "Anywhere" as the compiler sees it: the specialization marks a stride
 // divisible by 16 elements or by nothing, so a stride of 32008 bf16 columns (rows on 16-byte
 // boundaries) peels too, with heads of 0, rather than leave every access at 2 bytes.
-static int64_t peeledAlignment(Dtype dtype, int64_t stride, int64_t vocab,
-                               std::initializer_list<const void *> rowTensors) {
+static int64_t peeledAlignment(Dtype dtype, int64_t stride, int64_t vocab, bool basesAligned) {
   int64_t vector = 16 / dtypeBytes(dtype);
-  bool aligned = std::all_of(rowTensors.begin(), rowTensors.end(),
-                             [](const void *p) { return uintptr_t(p) % 16 == 0; });
-  return stride % 16 != 0 && aligned && vocab >= 4 * vector ? vector : 1;
+  return stride % 16 != 0 && basesAligned && vocab >= 4 * vector ? vector : 1;
 }
 
 static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
@@ -452,7 +447,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   KernelArg r(int32_t(a.rows)), v(int32_t(a.vocab)), ignore(a.ignoreIndex),
       smooth(a.labelSmoothing);
   bool smoothing = a.labelSmoothing != 0.0f;
-  int64_t align = peeledAlignment(dtype, stride, a.vocab, {a.logits});
+  bool basesAligned = on16ByteBoundaries({a.logits});
+  int64_t align = peeledAlignment(dtype, stride, a.vocab, basesAligned);
   auto launch = [&](const CrossEntropyPlan &plan) {
     Specialization spec =
         Specialization{.signature = {"*fp32", "*fp32", "*" + dtypeName(dtype), "*i64", idx, "i32",
@@ -471,7 +467,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
   int64_t rowsBytes = ((a.rows - 1) * stride + a.vocab) * dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({{a.loss, a.rows * 4}, {a.lse, a.rows * 4}},
                                {{a.logits, rowsBytes}, {a.targets, a.rows * 8}});
-  RowsLayout layout = rowsLayout(align, stride, a.vocab, {a.logits});
+  RowsLayout layout = rowsLayout(align, stride, a.vocab, basesAligned);
   launch(choose("cross_entropy_forward", given, dtype, a.rows, a.vocab, layout, rerunSafe, stream,
                 launch));
   if (a.stats) {
@@ -509,7 +505,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   std::string type = "*" + dtypeName(dtype);
   // One peel serves both tensors only when they share the stride.
   int64_t e = dtypeBytes(dtype);
-  int64_t align = xs == ds ? peeledAlignment(dtype, xs, a.vocab, {a.logits, a.dlogits}) : 1;
+  bool basesAligned = on16ByteBoundaries({a.logits, a.dlogits});
+  int64_t align = xs == ds ? peeledAlignment(dtype, xs, a.vocab, basesAligned) : 1;
   auto launch = [&](const CrossEntropyPlan &plan) {
     int64_t rowAlign = plan.rowsPerStep == 1 ? align : 1;
     // One row per step takes whole blocks and a tail where a mask over every block could not
@@ -534,7 +531,7 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                                 {a.targets, a.rows * 8},
                                 {a.lse, a.rows * 4},
                                 {a.stats, 8}});
-  RowsLayout layout = rowsLayout(align, std::gcd(xs, ds), a.vocab, {a.logits, a.dlogits});
+  RowsLayout layout = rowsLayout(align, std::gcd(xs, ds), a.vocab, basesAligned);
   launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, layout, rerunSafe, stream,
                 launch));
 }

@@ -8,8 +8,6 @@
 #include "kernels/Arguments.h"
 #include "kernels/ElementwisePlan.h"
 
-#include <algorithm>
-#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -64,8 +62,7 @@ static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, 
                               std::initializer_list<const void *> tensors, bool rerunSafe,
                               CUstream stream,
                               const std::function<void(const ElementwisePlan &)> &launch) {
-  bool aligned = std::all_of(tensors.begin(), tensors.end(),
-                             [](const void *p) { return uintptr_t(p) % 16 == 0; });
+  bool aligned = on16ByteBoundaries(tensors);
   return choosePlan<ElementwisePlan>(
       given, {kernel, {int64_t(dtype), n, aligned ? 1 : 0}, rerunSafe},
       [&] { return elementwiseBucket(dtype, n, aligned); }, stream,

@@ -263,8 +263,7 @@ struct RowLaunch {
   }
   // The tensors' bases: those off 16-byte boundaries take plans apart (rowBucket).
   void bases(std::initializer_list<const void *> tensors) {
-    for (const void *p : tensors)
-      aligned = aligned && uintptr_t(p) % 16 == 0;
+    aligned = aligned && on16ByteBoundaries(tensors);
   }
   KernelArg index(int64_t v) const {
     return indexType(maxOffset) == "i64" ? KernelArg(v) : KernelArg(int32_t(v));
