@@ -212,6 +212,9 @@ struct RowLaunch {
       : args(function), dtype(dtype), rows(rows), cols(cols), given(given), backward(backward) {
     args.atLeast("rows", rows, 0);
     args.atLeast("cols", cols, 1);
+    if (given && backward && !given->persistent)
+      args.fail("the plan is not persistent (" + given->str() +
+                "), but the backward's programs each keep a partial sum of the weight gradients");
     if (given && cols > given->maxCols())
       args.fail("rows of " + std::to_string(cols) + " columns are longer than the plan's " +
                 std::to_string(given->maxCols()) + " (" + given->str() + ")");
@@ -305,8 +308,7 @@ void layerNormForward(Dtype dtype, const LayerNormForwardArgs &a, CUstream strea
                          {a.bias ? 1 : 0, stats ? 1 : 0, p.weightsEachRow ? 1 : 0})
             .specializedFor({y, mean, rstd, x, w, b, sx, sy, r, c, eps});
     CompiledKernel &k = layerNormForwardKernel().compile(spec);
-    k.launch(k.persistentGrid(p.tiles(a.rows)), stream,
-             {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
+    k.launch(p.forwardGrid(k, a.rows), stream, {y, mean, rstd, x, w, b, sx, sy, r, c, eps});
   };
   int64_t e = dtypeBytes(dtype);
   bool rerunSafe = !anyOverlap({l.tensor(a.y, ys), l.perRow(a.mean), l.perRow(a.rstd)},
@@ -419,7 +421,7 @@ void rmsNormForward(Dtype dtype, const RMSNormForwardArgs &a, CUstream stream,
                          {a.rstd ? 1 : 0, p.weightsEachRow ? 1 : 0})
             .specializedFor({y, rstd, x, w, sx, sy, r, c, eps});
     CompiledKernel &k = rmsNormForwardKernel().compile(spec);
-    k.launch(k.persistentGrid(p.tiles(a.rows)), stream, {y, rstd, x, w, sx, sy, r, c, eps});
+    k.launch(p.forwardGrid(k, a.rows), stream, {y, rstd, x, w, sx, sy, r, c, eps});
   };
   bool rerunSafe = !anyOverlap({l.tensor(a.y, ys), l.perRow(a.rstd)},
                                {l.tensor(a.x, xs), l.vector(a.weight, dtypeBytes(dtype))});

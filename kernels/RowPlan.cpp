@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace tritium::kernels {
 
@@ -10,7 +11,9 @@ std::string RowPlan::str() const {
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
          ", stages " + std::to_string(numStages) +
          (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "") +
-         (weightsEachRow ? ", weights each row" : "");
+         (weightsEachRow ? ", weights each row" : "") +
+         (minBlocksPerSM > 1 ? ", min " + std::to_string(minBlocksPerSM) + " CTAs per SM" : "") +
+         (persistent ? "" : ", a program per tile");
 }
 
 PlanFields RowPlan::fields() const {
@@ -20,7 +23,9 @@ PlanFields RowPlan::fields() const {
           {"warps", numWarps},
           {"stages", numStages},
           {"programs_per_sm", programsPerSM},
-          {"weights_each_row", weightsEachRow ? 1 : 0}};
+          {"weights_each_row", weightsEachRow ? 1 : 0},
+          {"min_blocks_per_sm", minBlocksPerSM},
+          {"persistent", persistent ? 1 : 0}};
 }
 
 Specialization RowPlan::specialization(std::vector<std::string> signature,
@@ -31,7 +36,8 @@ Specialization RowPlan::specialization(std::vector<std::string> signature,
                         .constexprs = std::move(constexprs),
                         .numWarps = numWarps,
                         .numStages = numStages,
-                        .clusterSize = clusterSize};
+                        .clusterSize = clusterSize,
+                        .minBlocksPerSM = minBlocksPerSM};
 }
 
 int64_t RowPlan::maxPartials(int64_t rows) const {
@@ -45,6 +51,14 @@ int64_t RowPlan::partialsOn(int64_t rows, int smCount) const {
   if (programsPerSM > 0)
     most = std::min(most, std::max<int64_t>(1, int64_t(programsPerSM) * smCount / clusterSize));
   return most;
+}
+
+int64_t RowPlan::forwardGrid(CompiledKernel &k, int64_t rows) const {
+  const int64_t programs = std::max<int64_t>(1, tiles(rows)) * clusterSize;
+  // Past the grid's limit of 2^31 - 1 programs, even these plans walk the tiles.
+  return persistent || programs > std::numeric_limits<int32_t>::max()
+             ? k.persistentGrid(tiles(rows))
+             : programs;
 }
 
 // fp32 values per thread and array: enough independent loads per thread to cover DRAM latency,
@@ -86,14 +100,35 @@ static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo, int64_
   return p;
 }
 
-// Two arrays of weights (LayerNorm's weight and bias) of 32 values a thread take 64 registers:
-// from 16384 columns on, reading them each row from shared memory lets more warps fit. The
-// tuner picked that for the LayerNorm forward at 16384-65536 columns, 4-10% faster on the H200;
-// with one array (RMSNorm) holding it was as fast or faster (docs/PERF.md, nineteenth session).
+// The forwards' winners on the H200 (docs/PERF.md, nineteenth and twentieth sessions):
+// - Two arrays of weights (LayerNorm's weight and bias) from 16384 columns on: 8192 columns per
+//   CTA of 8 warps over a cluster, a ring of 2, the weights read each row from shared memory and
+//   registers capped for two CTAs per SM. At 65536 columns 309 us against 351 for the older
+//   16-warp plan (whose capped registers spill instead).
+// - One array (RMSNorm; LayerNorm without a bias alike) at 8192-16384 columns: Triton's launch
+//   shape, a program per row of 8 or 16 warps without a ring, the weights read each row and two
+//   CTAs per SM (RMSNorm at 16384: 71.3 us against 77.7 for the persistent ring holding them).
+// - Otherwise the rule above, the weights held in registers.
 RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
   (void)dtype;
+  constexpr int64_t kEachRowFrom = 16384;
+  if (weightArrays > 1 && cols >= kEachRowFrom) {
+    RowPlan p = plan(cols, kForwardPerThread, kMinTile, 8);
+    if (p.maxCols() >= cols) {
+      p.weightsEachRow = true;
+      p.minBlocksPerSM = 2;
+      return p;
+    }
+  }
   RowPlan p = planned(cols, kForwardPerThread, 8192, kMinTile);
-  p.weightsEachRow = weightArrays > 1 && cols >= 16384;
+  if (weightArrays == 1 && cols >= 8192 && cols <= 16384 && p.clusterSize == 1 &&
+      p.rowsPerTile == 1) {
+    p.numStages = 1;
+    p.weightsEachRow = true;
+    p.minBlocksPerSM = 2;
+    p.persistent = false;
+  }
+  p.weightsEachRow = p.weightsEachRow || (weightArrays > 1 && cols >= kEachRowFrom);
   return p;
 }
 
@@ -221,6 +256,24 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, in
         p.weightsEachRow = true;
         add(p);
       }
+  // With the weights read each row, the registers of CTAs of up to 16 warps may be capped so
+  // that two fit on an SM (the driver's ptxas otherwise gives a 16-warp CTA 80 registers and the
+  // SM one CTA): the LayerNorm forward at 32768-65536 columns ran 6-11% faster so on the H200.
+  // Copies without a ring launch a program per tile (Triton's launch shape): RMSNorm at
+  // 8192-16384 columns ran 2% faster so (docs/PERF.md, twentieth session).
+  if (!backward)
+    for (size_t i = 0, n = out.size(); i < n; ++i) {
+      if (!out[i].weightsEachRow || out[i].numWarps > 16)
+        continue;
+      RowPlan p = out[i];
+      p.minBlocksPerSM = 2;
+      add(p);
+      if (p.clusterSize == 1 && p.rowsPerTile == 1) {
+        p.numStages = 1;
+        p.persistent = false;
+        add(p);
+      }
+    }
   return out;
 }
 

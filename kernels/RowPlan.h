@@ -30,6 +30,15 @@ struct RowPlan {
   // backward also reads them each row, by its own rule, in CTAs of more than 8 warps over a
   // cluster.
   bool weightsEachRow = false;
+  // CUDA's __launch_bounds__ minimum (Specialization::minBlocksPerSM): ptxas keeps registers low
+  // enough for this many CTAs per SM. The driver's ptxas gave a 16-warp forward at 16384
+  // columns 80 registers, one CTA per SM; capped at 64, two CTAs' loads overlap.
+  int minBlocksPerSM = 1;
+  // Forward kernels: false launches a program (or cluster) per tile, balanced by the block
+  // scheduler as Triton's tutorials launch them, instead of a persistent grid walking the tiles.
+  // With two 16-warp CTAs per SM and no ring, this is what the RMSNorm forward at 8192-16384
+  // columns runs fastest. Backwards keep a partial sum per program, so they refuse it.
+  bool persistent = true;
 
   int64_t maxCols() const { return block * clusterSize; }
   PlanFields fields() const;
@@ -45,6 +54,9 @@ struct RowPlan {
   int64_t maxPartials(int64_t rows) const;
   // maxPartials on a GPU of `smCount` SMs, after programsPerSM's cap.
   int64_t partialsOn(int64_t rows, int smCount) const;
+  // A forward kernel's grid over `rows` rows: the persistent grid of `k`, or every tile's
+  // programs.
+  int64_t forwardGrid(CompiledKernel &k, int64_t rows) const;
 };
 
 // Forward kernels hold one array per row (x); backward ones hold x, dy and the weight gradient

@@ -256,8 +256,10 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
   size_t bytes = n * size_t(kernels::dtypeBytes(d));
   Placed<Buffer> py(bytes, lead), pdx(bytes, lead), pdw(size_t(s.cols) * 4, 0),
       pdb(size_t(s.cols) * 4, 0), mean(size_t(s.rows) * 4, 0), rstd(size_t(s.rows) * 4, 0);
-  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, plan)
-                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, plan);
+  // A forward plan of one program per tile has no backward twin: the backward takes its own.
+  const kernels::RowPlan *back = plan && plan->persistent ? plan : nullptr;
+  size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, back)
+                       : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, back);
   Placed<Buffer> ws(wsBytes, 0);
   if (rms) {
     kernels::rmsNormForward(d, {.y = py.ptr(), .rstd = rstd.f32(), .x = px.ptr(),
@@ -269,7 +271,7 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                  .rows = s.rows, .cols = s.cols, .dyStride = s.stride,
                                  .xStride = s.stride, .dxStride = s.stride,
                                  .workspace = ws.ptr(), .workspaceBytes = wsBytes},
-                             stream, plan);
+                             stream, back);
   } else {
     kernels::layerNormForward(d, {.y = py.ptr(), .mean = mean.f32(),
                                   .rstd = rstd.f32(), .x = px.ptr(), .weight = pw.ptr(),
@@ -283,7 +285,7 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                    .dyStride = s.stride, .xStride = s.stride,
                                    .dxStride = s.stride, .workspace = ws.ptr(),
                                    .workspaceBytes = wsBytes},
-                               stream, plan);
+                               stream, back);
   }
   sync();
   std::string what = std::string(rms ? "rmsNorm " : "layerNorm ") + name(d) + " " +
@@ -309,14 +311,18 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
 // Finite differences of the library's own forward (fp32) against its backward: for a few
 // elements x_i, (L(x + h e_i) - L(x - h e_i)) / 2h with L = sum(y * dy) equals dx_i.
 // Plans that read the weights each row (RowPlan::weightsEachRow): one CTA holding the row
-// through a ring, and rows split over clusters, for both kernels, with and without bias, each
-// direction, on rows whose length is no power of two and padded strides.
+// through a ring, rows split over clusters, registers capped for two CTAs per SM, and a program
+// per row without a ring (the backward then takes its own plan), for both kernels, with and
+// without bias, each direction, on rows whose length is no power of two and padded strides.
 template <typename Buffer>
 void checkNormsReadingTheWeightsEachRow(CUstream stream, const Sync &sync, NormShape s) {
   for (kernels::RowPlan p :
        {kernels::RowPlan{.block = 16384, .numWarps = 16, .numStages = 3},
         kernels::RowPlan{.block = 8192, .clusterSize = 2, .numWarps = 8},
-        kernels::RowPlan{.block = 4096, .clusterSize = 4, .numWarps = 8, .numStages = 1}}) {
+        kernels::RowPlan{.block = 4096, .clusterSize = 4, .numWarps = 8, .numStages = 1},
+        kernels::RowPlan{.block = 8192, .clusterSize = 2, .numWarps = 8, .minBlocksPerSM = 2},
+        kernels::RowPlan{.block = 16384, .numWarps = 16, .numStages = 1, .minBlocksPerSM = 2,
+                         .persistent = false}}) {
     if (p.maxCols() < s.cols)
       continue;
     p.weightsEachRow = true;

@@ -179,11 +179,30 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormBackward(131072, Dtype::bf16).fields(), fields(8192, 1, 16, 8, 4));
   EXPECT_EQ(planNormForward(512, Dtype::bf16).fields(), fields(512, 2, 1, 1, 1));
   EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), fields(4096, 1, 1, 4, 3));
-  EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), fields(16384, 1, 1, 16, 2));
   EXPECT_EQ(planNormForward(65536, Dtype::bf16).fields(), fields(16384, 1, 4, 16, 2));
-  // LayerNorm's weight and bias are read each row from 16384 columns on; one array is held.
-  EXPECT_TRUE(planNormForward(16384, Dtype::bf16, 2).weightsEachRow);
-  EXPECT_TRUE(planNormForward(65536, Dtype::bf16, 2).weightsEachRow);
+  // One array of weights (RMSNorm) at 8192-16384 columns: a program per row, no ring, the
+  // weights read each row, two CTAs per SM (the H200's winners, twentieth session).
+  auto perRow = [](int64_t block, int warps) {
+    return RowPlan{.block = block, .numWarps = warps, .numStages = 1, .weightsEachRow = true,
+                   .minBlocksPerSM = 2, .persistent = false}
+        .fields();
+  };
+  EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), perRow(16384, 16));
+  EXPECT_EQ(planNormForward(8192, Dtype::bf16).fields(), perRow(8192, 8));
+  EXPECT_EQ(planNormForward(10000, Dtype::bf16).fields(), perRow(16384, 16));
+  EXPECT_TRUE(planNormForward(16385, Dtype::bf16).persistent);
+  EXPECT_TRUE(planNormForward(8192, Dtype::bf16, 2).persistent);
+  // LayerNorm's weight and bias from 16384 columns on: 8-warp CTAs of 8192 columns over a
+  // cluster, a ring of 2, the weights read each row, two CTAs per SM; one array is held.
+  auto eachRow = [](int64_t block, int cluster) {
+    return RowPlan{.block = block, .clusterSize = cluster, .numWarps = 8, .numStages = 2,
+                   .weightsEachRow = true, .minBlocksPerSM = 2}
+        .fields();
+  };
+  EXPECT_EQ(planNormForward(16384, Dtype::bf16, 2).fields(), eachRow(8192, 2));
+  EXPECT_EQ(planNormForward(65536, Dtype::bf16, 2).fields(), eachRow(8192, 8));
+  EXPECT_EQ(planNormForward(131072, Dtype::bf16, 2).fields(), eachRow(8192, 16));
+  EXPECT_TRUE(planNormForward(maxNormCols(false), Dtype::bf16, 2).weightsEachRow);
   EXPECT_FALSE(planNormForward(8192, Dtype::bf16, 2).weightsEachRow);
   EXPECT_FALSE(planNormForward(65536, Dtype::bf16, 1).weightsEachRow);
   // Past 16 programs of 16 warps, CTAs of up to 32 warps still cover the row.
@@ -215,6 +234,19 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
         size_t eachRow = size_t(
             std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return p.weightsEachRow; }));
         EXPECT_EQ(eachRow > 0, !backward && cols > 4096) << cols;
+        // Forwards that read the weights each row are also tried with registers capped for two
+        // CTAs per SM, and one-CTA copies of those with a program per tile and no ring.
+        for (const RowPlan &p : c) {
+          if (p.minBlocksPerSM > 1 && p.fields() != c[0].fields())
+            EXPECT_TRUE(!backward && p.weightsEachRow && p.numWarps <= 16) << p.str();
+          if (!p.persistent)
+            EXPECT_TRUE(!backward && p.clusterSize == 1 && p.rowsPerTile == 1 &&
+                        p.numStages == 1 && p.minBlocksPerSM == 2)
+                << p.str();
+        }
+        size_t perTile = size_t(
+            std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return !p.persistent; }));
+        EXPECT_EQ(perTile > 0, !backward && cols > 4096 && cols <= 16384) << cols;
       }
   EXPECT_EQ(rowBucket(Dtype::fp16, 4000, 3000), "fp16-cols4096-rows4096");
   EXPECT_EQ(rowBucket(Dtype::fp32, 1 << 20, 1), "fp32-cols1-rows65536");

@@ -187,6 +187,22 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
                                        nullptr);
             }).find("rmsNormBackward: workspaceBytes is 4"),
             std::string::npos);
+  kernels::RowPlan perTile{.block = 8, .persistent = false};
+  EXPECT_NE(message([&] {
+              kernels::rmsNormBackward(Dtype::fp32,
+                                       {.dx = a.data(),
+                                        .dweight = a.data(),
+                                        .dy = a.data(),
+                                        .x = a.data(),
+                                        .weight = a.data(),
+                                        .rstd = (float *)b.data(),
+                                        .rows = 2,
+                                        .cols = 8,
+                                        .workspace = b.data(),
+                                        .workspaceBytes = 64},
+                                       nullptr, &perTile);
+            }).find("rmsNormBackward: the plan is not persistent"),
+            std::string::npos);
   EXPECT_NE(message([&] {
               kernels::crossEntropyForward(Dtype::fp32,
                                            {.loss = (float *)a.data(),
