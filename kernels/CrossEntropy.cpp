@@ -325,6 +325,11 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
       if (block <= 4096)
         add({.block = block, .prefetch = true, .numWarps = warps, .numStages = 1,
              .group = int(group)});
+      // Registers capped for three CTAs per SM: the forward at 50257-128256 ran 1.6-2.7%
+      // faster so on the H200 with 8192-column blocks (docs/PERF.md, twentieth session).
+      if (warps == 8)
+        add({.block = block, .numWarps = warps, .numStages = 1, .group = int(group),
+             .minBlocksPerSM = 3});
     }
   // One program per row: the same one-row plans, balanced by the block scheduler.
   for (size_t i = 0, n = out.size(); i < n; ++i)
@@ -457,7 +462,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
                                       plan.numStages, smoothing ? 1 : 0, plan.group,
                                       plan.rowsPerStep == 1 ? align : 1},
                        .numWarps = plan.numWarps,
-                       .numStages = plan.numStages}
+                       .numStages = plan.numStages,
+                       .minBlocksPerSM = plan.minBlocksPerSM}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
     CompiledKernel &k = forwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
@@ -519,7 +525,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                        .constexprs = {plan.block, plan.rowsPerStep, plan.numStages, rowAlign,
                                       a.stats ? 1 : 0, wholeBlocks ? 1 : 0},
                        .numWarps = plan.numWarps,
-                       .numStages = plan.numStages}
+                       .numStages = plan.numStages,
+                       .minBlocksPerSM = plan.minBlocksPerSM}
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
     CompiledKernel &k = backwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;

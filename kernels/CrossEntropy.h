@@ -63,6 +63,9 @@ struct CrossEntropyPlan {
   // step, which the GPU's block scheduler hands out as programs finish, so that a program
   // slowed by its neighbours takes fewer rows.
   bool persistent = true;
+  // CUDA's __launch_bounds__ minimum (Specialization::minBlocksPerSM): registers capped so that
+  // this many CTAs fit on an SM.
+  int minBlocksPerSM = 1;
   PlanFields fields() const {
     return {{"block", block},
             {"rows", rowsPerStep},
@@ -70,14 +73,16 @@ struct CrossEntropyPlan {
             {"warps", numWarps},
             {"stages", numStages},
             {"group", group},
-            {"persistent", persistent ? 1 : 0}};
+            {"persistent", persistent ? 1 : 0},
+            {"min_blocks_per_sm", minBlocksPerSM}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // What the autotuner times: blocks of 2048 to 8192 columns, 4 or 8 warps, no ring (plain
 // loads) or rings of 2 or 3; tiles of 2 or 4 rows of up to 8192 elements in all; and blocks
 // loaded a step ahead; and, for the forward only, groups of 16 bytes of columns sharing a
-// running maximum; the one-row plans also with one program per row.
+// running maximum, those of 8 warps without a ring also with registers capped for three CTAs
+// per SM; the one-row plans also with one program per row.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward

@@ -237,12 +237,14 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
         // Forwards that read the weights each row are also tried with registers capped for two
         // CTAs per SM, and one-CTA copies of those with a program per tile and no ring.
         for (const RowPlan &p : c) {
-          if (p.minBlocksPerSM > 1 && p.fields() != c[0].fields())
+          if (p.minBlocksPerSM > 1 && p.fields() != c[0].fields()) {
             EXPECT_TRUE(!backward && p.weightsEachRow && p.numWarps <= 16) << p.str();
-          if (!p.persistent)
+          }
+          if (!p.persistent) {
             EXPECT_TRUE(!backward && p.clusterSize == 1 && p.rowsPerTile == 1 &&
                         p.numStages == 1 && p.minBlocksPerSM == 2)
                 << p.str();
+          }
         }
         size_t perTile = size_t(
             std::count_if(c.begin(), c.end(), [](const RowPlan &p) { return !p.persistent; }));
@@ -260,6 +262,15 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
   auto c = crossEntropyCandidates(128256, Dtype::bf16);
   EXPECT_EQ(c[0].fields(), planCrossEntropy(128256, Dtype::bf16).fields());
   EXPECT_GE(c.size(), 8u);
+  // Capped registers (three CTAs per SM) only on the forward's groups of 8 warps without a
+  // ring, persistent and a program per row; the backward drops group plans.
+  int capped = 0;
+  for (const CrossEntropyPlan &p : c)
+    if (p.minBlocksPerSM != 1) {
+      ++capped;
+      EXPECT_TRUE(p.minBlocksPerSM == 3 && p.group > 1 && p.numWarps == 8 && p.numStages == 1);
+    }
+  EXPECT_EQ(capped, 6); // blocks of 2048, 4096 and 8192, each both ways
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000), "bf16-n1048576");
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000, false), "bf16-n1048576-unaligned");
 }
