@@ -105,9 +105,12 @@ static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo, int64_
 //   CTA of 8 warps over a cluster, a ring of 2, the weights read each row from shared memory and
 //   registers capped for two CTAs per SM. At 65536 columns 309 us against 351 for the older
 //   16-warp plan (whose capped registers spill instead).
-// - One array (RMSNorm; LayerNorm without a bias alike) at 8192-16384 columns: Triton's launch
-//   shape, a program per row of 8 or 16 warps without a ring, the weights read each row and two
-//   CTAs per SM (RMSNorm at 16384: 71.3 us against 77.7 for the persistent ring holding them).
+// - One array (RMSNorm; LayerNorm without a bias alike) at exactly 8192 or 16384 columns:
+//   Triton's launch shape, a program per row of 8 or 16 warps without a ring, the weights read
+//   each row and two CTAs per SM (RMSNorm at 16384: 71.3 us against 77.7 for the persistent
+//   ring holding them; LayerNorm without a bias 0.7-3% behind its best). Rows of other lengths
+//   keep the persistent ring: at 12000 columns the 16384-column program per row took 69.6 us
+//   where a 12288-column ring took 56.6.
 // - Otherwise the rule above, the weights held in registers.
 RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
   (void)dtype;
@@ -121,7 +124,7 @@ RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
     }
   }
   RowPlan p = planned(cols, kForwardPerThread, 8192, kMinTile);
-  if (weightArrays == 1 && cols >= 8192 && cols <= 16384 && p.clusterSize == 1 &&
+  if (weightArrays == 1 && (cols == 8192 || cols == 16384) && p.clusterSize == 1 &&
       p.rowsPerTile == 1) {
     p.numStages = 1;
     p.weightsEachRow = true;
