@@ -183,7 +183,17 @@ void CompiledKernel::launch(int64_t grid, CUstream stream, std::initializer_list
   launch(Grid3{grid, 1, 1}, stream, args);
 }
 
+static thread_local bool tPrepareOnly = false;
+
+PrepareOnlyScope::PrepareOnlyScope() : was_(tPrepareOnly) { tPrepareOnly = true; }
+PrepareOnlyScope::~PrepareOnlyScope() { tPrepareOnly = was_; }
+
 void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<KernelArg> args) {
+  if (tPrepareOnly) {
+    if (!interpreting())
+      loadedHere(); // the driver's JIT, once per context
+    return;
+  }
   const Signature &sig = meta_.signature;
   const std::string &name = meta_.name;
   int64_t grid = grid3.x;

@@ -89,6 +89,21 @@ struct ParamType {
   static ParamType parse(const std::string &type);
 };
 
+// While one lives on a thread, CompiledKernel::launch there only loads the kernel into the
+// current context (compiling it was the caller's compile()) and launches nothing: the
+// autotuner prepares its candidates so, on several threads at once, before timing them one by
+// one. Nests.
+class PrepareOnlyScope {
+public:
+  PrepareOnlyScope();
+  ~PrepareOnlyScope();
+  PrepareOnlyScope(const PrepareOnlyScope &) = delete;
+  PrepareOnlyScope &operator=(const PrepareOnlyScope &) = delete;
+
+private:
+  bool was_;
+};
+
 // One specialization, launchable from any thread on any GPU of its architecture or a newer one
 // (PTX is forward-compatible; sm_90a code runs on sm_90 only): its module is loaded once per
 // CUDA context, on first use there (docs/GPUS.md). The first load on a device architecture JITs

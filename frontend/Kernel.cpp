@@ -175,10 +175,26 @@ Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
 
 CompiledKernel &Kernel::compile(const Specialization &spec) {
   std::string specKey = spec.str();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = compiled_.find(specKey); it != compiled_.end())
-    return *it->second;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<Slot> &s = compiled_[specKey];
+    if (!s)
+      s = std::make_shared<Slot>();
+    slot = s;
+  }
+  if (CompiledKernel *k = slot->ready.load(std::memory_order_acquire))
+    return *k;
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (!slot->kernel) { // a compile that throws leaves the slot empty: the next call tries again
+    slot->kernel = build(spec, specKey);
+    slot->ready.store(slot->kernel.get(), std::memory_order_release);
+  }
+  return *slot->kernel;
+}
 
+std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
+                                              const std::string &specKey) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<ir::Function> fn = trace(spec);
   optimizeTIR(*fn);
@@ -273,7 +289,7 @@ CompiledKernel &Kernel::compile(const Specialization &spec) {
                 .count();
   log().debug("{} {} in {} us ({})", result->metadata().fromCache ? "loaded" : "compiled", name_,
               us, result->metadata().cacheDir.string());
-  return *compiled_.emplace(specKey, std::move(result)).first->second;
+  return result;
 }
 
 } // namespace tritium

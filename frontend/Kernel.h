@@ -14,6 +14,7 @@
 #include "frontend/DSL.h"
 #include "frontend/Limits.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,8 +86,17 @@ private:
   std::vector<ConstexprRange> ranges_;
   std::vector<std::string> names_;
   SourceLoc loc_;
+  // One slot per specialization: the map's lock is held only to find or add a slot, so that
+  // different specializations (an autotuner's candidates) compile on several threads at once,
+  // while callers of one specialization wait for its single compile.
+  struct Slot {
+    std::mutex mutex; // held while this specialization compiles
+    std::unique_ptr<CompiledKernel> kernel;
+    std::atomic<CompiledKernel *> ready{nullptr};
+  };
+  std::unique_ptr<CompiledKernel> build(const Specialization &spec, const std::string &specKey);
   std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<CompiledKernel>> compiled_;
+  std::map<std::string, std::shared_ptr<Slot>> compiled_;
 };
 
 namespace detail {

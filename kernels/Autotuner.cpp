@@ -1,6 +1,7 @@
 #include "kernels/Autotuner.h"
 
 #include "compiler/support/Error.h"
+#include "frontend/CompiledKernel.h"
 #include "compiler/support/Log.h"
 #include "interpreter/Interpreter.h"
 #include "runtime/CacheDir.h"
@@ -10,6 +11,8 @@
 #include "runtime/TuningRecord.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
@@ -222,6 +225,44 @@ std::atomic<uint64_t> generation{0};
 }
 uint64_t tuningGeneration() { return generation.load(); }
 void noteTuned() { ++generation; }
+
+void prepareCandidates(size_t count, const std::function<void(size_t)> &prepare) {
+  unsigned threads = std::min<unsigned>({std::max(std::thread::hardware_concurrency(), 1u), 8u,
+                                         unsigned(std::min<size_t>(count, 8))});
+  if (threads < 2)
+    return; // the timing compiles them as before
+  auto start = std::chrono::steady_clock::now();
+  CUcontext context = nullptr;
+  try {
+    context = rt::Context::current().handle();
+  } catch (const std::exception &) {
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    rt::ContextScope scope(context);
+    PrepareOnlyScope prepareOnly;
+    for (size_t c; (c = next.fetch_add(1)) < count;) {
+      try {
+        prepare(c);
+      } catch (const std::exception &e) {
+        log().debug("autotuner: candidate {} not prepared: {}", c, e.what());
+      } catch (...) {
+        log().debug("autotuner: candidate {} not prepared", c);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  log().debug("autotuner: prepared {} candidates on {} threads in {} ms", count, threads,
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count());
+}
 
 double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions) {
   launch(); // compiles, loads and warms up

@@ -80,6 +80,12 @@ void resetAutotune(); // back to following TRITIUM_AUTOTUNE
 // `repetitions` runs, after one warm-up run that also compiles and loads).
 double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions = 9);
 
+// Runs prepare(0 .. count-1) on up to 8 threads, each with the caller's CUDA context current
+// and launches there only loading their kernels (PrepareOnlyScope): the candidates' compiles
+// and the driver's JIT of each run side by side instead of one after another inside the timing.
+// A candidate that fails here is left for the timing to reject. Never throws.
+void prepareCandidates(size_t count, const std::function<void(size_t)> &prepare);
+
 // Whether tuning may run on this stream now: tuning on, a GPU (not interpret mode), and the
 // stream not capturing a CUDA graph.
 bool mayTune(CUstream stream);
@@ -153,6 +159,7 @@ Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::st
     return remember(all[*i], true);
   if (!std::get<0>(id).rerunSafe)
     return remember(planned(), false);
+  prepareCandidates(all.size(), [&](size_t c) { launch(all[c]); });
   size_t i = tuner.tune(key, fields,
                         [&](size_t c) { return timeLaunches(stream, [&] { launch(all[c]); }); });
   return remember(all[i], true);

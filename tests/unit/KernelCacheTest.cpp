@@ -513,3 +513,37 @@ TEST_F(KernelCacheTest, TwoCompilersFindingOneBadEntryAreQuiet) {
   auto last = FRESH_SOFTMAX();
   EXPECT_TRUE(last.compile(smallSpec()).metadata().fromCache);
 }
+
+// The autotuner compiles its candidates on several threads at once: specializations of one
+// Kernel object compile side by side, and threads asking for the same one get one compile and
+// the same object; the entries they wrote to the disk cache at once load back whole.
+TEST_F(KernelCacheTest, SpecializationsCompileOnSeveralThreadsAtOnce) {
+  auto kernel = FRESH_SOFTMAX();
+  std::vector<Specialization> specs;
+  for (int64_t block : {64, 128, 256, 512})
+    for (int warps : {1, 2, 4}) {
+      Specialization s = smallSpec();
+      s.constexprs = {block, 2};
+      s.numWarps = warps;
+      specs.push_back(s);
+    }
+  std::vector<CompiledKernel *> got(specs.size() * 2, nullptr);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 6; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < got.size();)
+        got[i] = &kernel.compile(specs[i % specs.size()]);
+    });
+  for (std::thread &t : pool)
+    t.join();
+  auto fresh = FRESH_SOFTMAX();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ASSERT_NE(got[i], nullptr);
+    EXPECT_EQ(got[i], got[i + specs.size()]) << specs[i].str(); // one compile, one object
+    EXPECT_EQ(got[i], &kernel.compile(specs[i]));
+    CompiledKernel &loaded = fresh.compile(specs[i]);
+    EXPECT_TRUE(loaded.metadata().fromCache) << specs[i].str();
+    EXPECT_EQ(got[i]->artifacts().ptx, loaded.artifacts().ptx) << specs[i].str();
+  }
+}
