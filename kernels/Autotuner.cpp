@@ -253,8 +253,13 @@ void prepareCandidates(size_t count, const std::function<void(size_t)> &prepare)
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back(work);
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::exception &) {
+      break; // no more threads to be had: those started, and this one, share the work
+    }
+  }
   work();
   for (std::thread &t : pool)
     t.join();
