@@ -1,8 +1,8 @@
 #include "kernels/Autotuner.h"
 
 #include "compiler/support/Error.h"
-#include "frontend/CompiledKernel.h"
 #include "compiler/support/Log.h"
+#include "frontend/CompiledKernel.h"
 #include "interpreter/Interpreter.h"
 #include "runtime/CacheDir.h"
 #include "runtime/Device.h"
@@ -11,14 +11,14 @@
 #include "runtime/TuningRecord.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <thread>
 
 namespace fs = std::filesystem;
 

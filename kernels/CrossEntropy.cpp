@@ -328,7 +328,10 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
       // Registers capped for three CTAs per SM: the forward at 50257-128256 ran 1.6-2.7%
       // faster so on the H200 with 8192-column blocks (docs/PERF.md, twentieth session).
       if (warps == 8)
-        add({.block = block, .numWarps = warps, .numStages = 1, .group = int(group),
+        add({.block = block,
+             .numWarps = warps,
+             .numStages = 1,
+             .group = int(group),
              .minBlocksPerSM = 3});
     }
   // One program per row: the same one-row plans, balanced by the block scheduler.

@@ -184,8 +184,12 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   // weights read each row, two CTAs per SM (the H200's winners, twentieth session); other
   // lengths keep the persistent ring.
   auto perRow = [](int64_t block, int warps) {
-    return RowPlan{.block = block, .numWarps = warps, .numStages = 1, .weightsEachRow = true,
-                   .minBlocksPerSM = 2, .persistent = false}
+    return RowPlan{.block = block,
+                   .numWarps = warps,
+                   .numStages = 1,
+                   .weightsEachRow = true,
+                   .minBlocksPerSM = 2,
+                   .persistent = false}
         .fields();
   };
   EXPECT_EQ(planNormForward(16384, Dtype::bf16).fields(), perRow(16384, 16));
@@ -196,8 +200,12 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   // LayerNorm's weight and bias from 16384 columns on: 8-warp CTAs of 8192 columns over a
   // cluster, a ring of 2, the weights read each row, two CTAs per SM; one array is held.
   auto eachRow = [](int64_t block, int cluster) {
-    return RowPlan{.block = block, .clusterSize = cluster, .numWarps = 8, .numStages = 2,
-                   .weightsEachRow = true, .minBlocksPerSM = 2}
+    return RowPlan{.block = block,
+                   .clusterSize = cluster,
+                   .numWarps = 8,
+                   .numStages = 2,
+                   .weightsEachRow = true,
+                   .minBlocksPerSM = 2}
         .fields();
   };
   EXPECT_EQ(planNormForward(16384, Dtype::bf16, 2).fields(), eachRow(8192, 2));
@@ -242,8 +250,8 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
             EXPECT_TRUE(!backward && p.weightsEachRow && p.numWarps <= 16) << p.str();
           }
           if (!p.persistent) {
-            EXPECT_TRUE(!backward && p.clusterSize == 1 && p.rowsPerTile == 1 &&
-                        p.numStages == 1 && p.minBlocksPerSM == 2)
+            EXPECT_TRUE(!backward && p.clusterSize == 1 && p.rowsPerTile == 1 && p.numStages == 1 &&
+                        p.minBlocksPerSM == 2)
                 << p.str();
           }
         }

@@ -172,36 +172,27 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
             nullptr);
       }).find("layerNormForward: xStride is 4 elements, shorter than a row of 8"),
       std::string::npos);
-  EXPECT_NE(message([&] {
-              kernels::rmsNormBackward(Dtype::fp32,
-                                       {.dx = a.data(),
-                                        .dweight = a.data(),
-                                        .dy = a.data(),
-                                        .x = a.data(),
-                                        .weight = a.data(),
-                                        .rstd = (float *)b.data(),
-                                        .rows = 2,
-                                        .cols = 8,
-                                        .workspace = b.data(),
-                                        .workspaceBytes = 4},
-                                       nullptr);
-            }).find("rmsNormBackward: workspaceBytes is 4"),
+  // An RMSNorm backward of 2 rows of 8 columns with the given workspace size and plan.
+  auto rmsBackward = [&](size_t workspaceBytes, const kernels::RowPlan *plan) {
+    return message([&] {
+      kernels::rmsNormBackward(Dtype::fp32,
+                               {.dx = a.data(),
+                                .dweight = a.data(),
+                                .dy = a.data(),
+                                .x = a.data(),
+                                .weight = a.data(),
+                                .rstd = (float *)b.data(),
+                                .rows = 2,
+                                .cols = 8,
+                                .workspace = b.data(),
+                                .workspaceBytes = workspaceBytes},
+                               nullptr, plan);
+    });
+  };
+  EXPECT_NE(rmsBackward(4, nullptr).find("rmsNormBackward: workspaceBytes is 4"),
             std::string::npos);
   kernels::RowPlan perTile{.block = 8, .persistent = false};
-  EXPECT_NE(message([&] {
-              kernels::rmsNormBackward(Dtype::fp32,
-                                       {.dx = a.data(),
-                                        .dweight = a.data(),
-                                        .dy = a.data(),
-                                        .x = a.data(),
-                                        .weight = a.data(),
-                                        .rstd = (float *)b.data(),
-                                        .rows = 2,
-                                        .cols = 8,
-                                        .workspace = b.data(),
-                                        .workspaceBytes = 64},
-                                       nullptr, &perTile);
-            }).find("rmsNormBackward: the plan is not persistent"),
+  EXPECT_NE(rmsBackward(64, &perTile).find("rmsNormBackward: the plan is not persistent"),
             std::string::npos);
   EXPECT_NE(message([&] {
               kernels::crossEntropyForward(Dtype::fp32,
