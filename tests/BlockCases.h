@@ -129,7 +129,12 @@ inline void mathTile(Ptr out, Ptr x, Ptr y, Ptr z, Int n, int FN, int BM, int BN
 }
 
 // Integer operations on a 2-D tile of i32 or u32 (the signature picks), OP chosen at trace time.
-enum class IntOp { Xor, Shl, Shr, Not, UMulHi, Div, Rem, Min, Max, Cdiv, Less, And, LogicalNot };
+// UMulHiByConstant: the high and low words of 64-bit products by constants, as Philox's rounds
+// take them (the back end's mul.wide.u32 and mul.hi.u32), on inputs that include 0, 2^31 and
+// 2^32 - 1.
+enum class IntOp {
+  Xor, Shl, Shr, Not, UMulHi, UMulHiByConstant, Div, Rem, Min, Max, Cdiv, Less, And, LogicalNot
+};
 inline constexpr int kIntOps = int(IntOp::LogicalNot) + 1;
 
 inline void intTile(Ptr out, Ptr x, Ptr y, Int n, int OP, int BM, int BN) {
@@ -143,6 +148,12 @@ inline void intTile(Ptr out, Ptr x, Ptr y, Int n, int OP, int BM, int BN) {
   case IntOp::Shr: r = a >> b; break;
   case IntOp::Not: r = ~a; break;
   case IntOp::UMulHi: r = umulhi(a, b); break;
+  case IntOp::UMulHiByConstant: {
+    auto wide = cast(cast(a, uint32), uint64); // zero-extended, for i32 too
+    auto high = [&](uint64_t k) { return cast((wide * k) >> uint64_t(32), a.dtype()); };
+    r = high(0xD2511F53u) ^ high(0xFFFFFFFFu) * 3 ^ high(1) * 5 + cast(wide * 0xCD9E8D57u, a.dtype());
+    break;
+  }
   case IntOp::Div: r = a / b; break;
   case IntOp::Rem: r = a % b; break;
   case IntOp::Min: r = minimum(a, b); break;
@@ -614,7 +625,12 @@ void checkIntOp(CUstream stream, const std::function<void()> &sync, IntOp op, bo
   std::vector<uint32_t> x(static_cast<size_t>(n)), y(x);
   std::uniform_int_distribution<uint32_t> any, small(1, 40);
   for (int64_t i = 0; i < n; ++i)
-    x[size_t(i)] = i % 7 == 0 ? 7 : any(rng), y[size_t(i)] = small(rng);
+    x[size_t(i)] = i % 7 == 0    ? 7
+                   : i % 11 == 0 ? 0xffffffffu
+                   : i % 13 == 0 ? 0x80000000u
+                   : i % 17 == 0 ? 0
+                                 : any(rng),
+              y[size_t(i)] = small(rng);
   auto up = [](const std::vector<uint32_t> &v) {
     Buffer b(v.size() * 4);
     b.upload(v.data(), v.size() * 4);
@@ -647,6 +663,11 @@ void checkIntOp(CUstream stream, const std::function<void()> &sync, IntOp op, bo
         break;
       case IntOp::Not: want = ~ua; break;
       case IntOp::UMulHi: want = uint32_t((uint64_t(ua) * ub) >> 32); break;
+      case IntOp::UMulHiByConstant: {
+        auto high = [&](uint64_t k) { return uint32_t((uint64_t(ua) * k) >> 32); };
+        want = high(0xD2511F53u) ^ (high(0xFFFFFFFFu) * 3 ^ (high(1) * 5 + ua * 0xCD9E8D57u));
+        break;
+      }
       case IntOp::Div: want = isUnsigned ? ua / ub : uint32_t(sa / sb); break;
       case IntOp::Rem: want = isUnsigned ? ua % ub : uint32_t(sa % sb); break;
       case IntOp::Min: want = isUnsigned ? std::min(ua, ub) : uint32_t(std::min(sa, sb)); break;
