@@ -205,14 +205,23 @@ static void cross_entropy_mean(Ptr stats, Ptr loss, Ptr targets, Int n_rows, Int
 static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse, Ptr stats,
                                    Int x_stride, Int dx_stride, Int n_rows, Int vocab,
                                    Int ignore_index, Float smoothing, Float grad, int BLOCK,
-                                   int ROWS, int num_stages, int ALIGN, int MEAN,
-                                   int WHOLE_BLOCKS) {
-  const bool tile = ROWS > 1;
+                                   int ROWS, int num_stages, int ALIGN, int MEAN, int WHOLE_BLOCKS,
+                                   int PARTS) {
+  const bool tile = ROWS > 1, split = PARTS > 1;
   auto cols = tile ? arange(0, BLOCK)(None, _) : arange(0, BLOCK);
   auto scale = MEAN ? grad / load(stats + 1) : grad * 1.0;
   auto tiles = tile ? (n_rows + (ROWS - 1)) / ROWS : n_rows;
-  for (auto step : range(program_id(0), tiles, num_programs(0), 1)) {
-    auto row = tile ? step * ROWS + arange(0, ROWS) : step;
+  for (auto step : range(program_id(0), tiles * PARTS, num_programs(0), 1)) {
+    // PARTS > 1 (one row per step): each row's blocks in PARTS runs, one step each.
+    auto row = tile ? step * ROWS + arange(0, ROWS) : split ? step / PARTS : step;
+    auto part = split ? step % PARTS : step * 0;
+    // The blocks [first, end) of this step's run, of the `blocks` from column `start`.
+    auto run = [&](const Operand &start, const Value &blocks) {
+      auto each = (blocks + (PARTS - 1)) / PARTS;
+      auto from = minimum(part * each, blocks);
+      auto to = minimum(from + each, blocks);
+      return std::pair{start + from * BLOCK, start + to * BLOCK};
+    };
     auto rowMask = row < n_rows;
     auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
     auto inside = (t >= 0) & (t < vocab);
@@ -232,28 +241,47 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     if (!WHOLE_BLOCKS) {
       auto in = logits + spread(row) * x_stride;
       auto out = dlogits + spread(row) * dx_stride;
-      for (auto off : range(0, vocab, BLOCK, num_stages)) {
-        auto c = off + cols;
-        gradient(in + c, out + c, c, tile ? rowMask(_, None) & (c < vocab) : c < vocab);
+      auto body = [&](const Operand &from, const Operand &to) {
+        for (auto off : range(from, to, BLOCK, num_stages)) {
+          auto c = off + cols;
+          gradient(in + c, out + c, c, tile ? rowMask(_, None) & (c < vocab) : c < vocab);
+        }
+      };
+      if (split) {
+        auto [from, to] = run(0, (vocab + (BLOCK - 1)) / BLOCK);
+        body(from, to);
+      } else {
+        body(0, vocab);
       }
     } else {
       auto in = row * x_stride, out = row * dx_stride; // dx_stride == x_stride where ALIGN > 1
+      auto firstPart = part == 0, lastPart = part == PARTS - 1;
       Operand first = 0;
       if (ALIGN > 1) {
         auto head = headColumns(in, ALIGN, vocab);
         auto hc = arange(0, ALIGN);
-        gradient(logits + in + hc, dlogits + out + hc, hc, hc < head);
+        gradient(logits + in + hc, dlogits + out + hc, hc,
+                 split ? (hc < head) & firstPart : hc < head);
         first = head;
       }
       auto body_end = wholeBlocksEnd(first, vocab, BLOCK);
-      for (auto off : range(first, body_end, BLOCK, num_stages))
-        gradient(logits + blockStart(in, off, ALIGN) + cols,
-                 dlogits + blockStart(out, off, ALIGN) + cols, off + cols, Value());
+      auto body = [&](const Operand &from, const Operand &to) {
+        for (auto off : range(from, to, BLOCK, num_stages))
+          gradient(logits + blockStart(in, off, ALIGN) + cols,
+                   dlogits + blockStart(out, off, ALIGN) + cols, off + cols, Value());
+      };
+      if (split) {
+        auto [from, to] = run(first, (body_end - first) / BLOCK);
+        body(from, to);
+      } else {
+        body(first, body_end);
+      }
       // The last block after the loop: loaded before it, it measured 3-6% slower (docs/PERF.md,
       // eighteenth session).
       auto c = body_end + cols;
       gradient(logits + blockStart(in, body_end, ALIGN) + cols,
-               dlogits + blockStart(out, body_end, ALIGN) + cols, c, c < vocab);
+               dlogits + blockStart(out, body_end, ALIGN) + cols, c,
+               split ? (c < vocab) & lastPart : c < vocab);
     }
   }
 }
@@ -274,8 +302,19 @@ static Kernel &backwardKernel() {
   static auto k = kernel("cross_entropy_backward", cross_entropy_backward,
                          {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride",
                           "n_rows", "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "ROWS",
-                          "num_stages", "ALIGN", "MEAN", "WHOLE_BLOCKS"});
+                          "num_stages", "ALIGN", "MEAN", "WHOLE_BLOCKS", "PARTS"});
   return k;
+}
+
+int crossEntropyRowParts(int64_t vocab, int64_t block) {
+  // Runs of about 8 blocks: the power of two nearest (in ratio) to blocks / 8. On the H200, with
+  // a program per run, the backward at 128256 and 256000 ran 4% faster so (0.97 of copy against
+  // 0.93), and runs of 2 blocks or fewer were slower (docs/PERF.md, twenty-first session).
+  double runs = double((vocab + block - 1) / std::max<int64_t>(block, 1)) / 8.0;
+  int parts = 1;
+  while (parts < 1024 && double(parts) * std::sqrt(2.0) < runs)
+    parts *= 2;
+  return parts;
 }
 
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype) {
@@ -341,6 +380,21 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
       p.persistent = false;
       add(p);
     }
+  // The backward's long rows in runs of about 8 and 16 blocks, a program each: the last
+  // programs of the launch are short, so no SM idles long behind them. Persistent grids gained
+  // nothing so (docs/PERF.md, twenty-first session).
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    const CrossEntropyPlan &q = out[i];
+    if (q.persistent || q.rowsPerStep != 1 || q.prefetch || q.group != 1 || q.numWarps != 8)
+      continue;
+    int parts = crossEntropyRowParts(vocab, q.block);
+    for (int runs : {parts, parts / 2})
+      if (runs >= 2) {
+        CrossEntropyPlan p = q;
+        p.rowParts = runs;
+        add(p);
+      }
+  }
   return out;
 }
 
@@ -381,15 +435,35 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
                                int64_t rows, int64_t vocab, const RowsLayout &layout,
                                bool rerunSafe, CUstream stream,
                                const std::function<void(const CrossEntropyPlan &)> &launch) {
+  const bool backward = std::string(kernel) == "cross_entropy_backward";
+  // Runs pay where the backward takes no whole blocks and a tail, and the steps (rows x runs)
+  // stay below 2^31.
+  const bool runsPay = layout.kind != RowsLayout::Peeled && !layout.ragged;
+  auto fits = [&](const CrossEntropyPlan &p) {
+    return rows * p.rowParts <= std::numeric_limits<int32_t>::max();
+  };
   return choosePlan<CrossEntropyPlan>(
       given, {kernel, {int64_t(dtype), rows, vocab, layout.code()}, rerunSafe},
       [&] { return bucket(dtype, rows, vocab, layout); }, stream,
-      [&] { return planCrossEntropy(vocab, dtype); },
+      [&] {
+        CrossEntropyPlan p = planCrossEntropy(vocab, dtype);
+        if (backward && runsPay) {
+          p.rowParts = crossEntropyRowParts(vocab, p.block);
+          if (!fits(p))
+            p.rowParts = 1;
+          p.persistent = p.rowParts == 1;
+        }
+        return p;
+      },
       [&] {
         std::vector<CrossEntropyPlan> candidates = crossEntropyCandidates(vocab, dtype);
-        if (std::string(kernel) == "cross_entropy_backward") // it ignores prefetch
-          std::erase_if(candidates,
-                        [](const CrossEntropyPlan &p) { return p.prefetch || p.group > 1; });
+        // The backward ignores prefetch and groups, the forward rowParts. Where the backward
+        // takes whole blocks and a tail, every run pays a tail too (at 50257 columns 10-70%
+        // slower): no runs there.
+        std::erase_if(candidates, [&](const CrossEntropyPlan &p) {
+          return backward ? p.prefetch || p.group > 1 || (p.rowParts > 1 && !(runsPay && fits(p)))
+                          : p.rowParts > 1;
+        });
         return candidates;
       },
       launch);
@@ -411,6 +485,11 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
     args.fail("the plan's block of " + std::to_string(p.block) + " is no multiple of " +
               std::to_string(32 * p.numWarps * p.group) + " (its " + std::to_string(p.numWarps) +
               " warps' lanes times the group of " + std::to_string(p.group) + ")");
+  if (p.rowParts < 1 || p.rowParts > 1024)
+    args.fail("the plan's rowParts is " + std::to_string(p.rowParts) + ", not from 1 to 1024");
+  if (p.rowParts > 1 && p.rowsPerStep > 1)
+    args.fail("the plan splits rows into " + std::to_string(p.rowParts) + " runs and takes " +
+              std::to_string(p.rowsPerStep) + " rows per step: runs need one row per step");
   if ((p.rowsPerStep > 1 || p.prefetch) && p.numStages != 1)
     args.fail(std::string("the plan ") +
               (p.prefetch ? "loads the next block ahead"
@@ -503,6 +582,9 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   args.fraction("labelSmoothing", a.labelSmoothing, true);
   if (given)
     checkPlan(args, *given);
+  if (given && a.rows * given->rowParts > std::numeric_limits<int32_t>::max())
+    args.fail("rows x the plan's rowParts (" + std::to_string(a.rows) + " x " +
+              std::to_string(given->rowParts) + ") must stay below 2^31");
   if (a.dlogits == a.logits && xs != ds)
     args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
   if (a.rows == 0)
@@ -526,13 +608,13 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
         Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", idx, idx, "i32", "i32",
                                      "i64", "fp32", "fp32"},
                        .constexprs = {plan.block, plan.rowsPerStep, plan.numStages, rowAlign,
-                                      a.stats ? 1 : 0, wholeBlocks ? 1 : 0},
+                                      a.stats ? 1 : 0, wholeBlocks ? 1 : 0, plan.rowParts},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages,
                        .minBlocksPerSM = plan.minBlocksPerSM}
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
     CompiledKernel &k = backwardKernel().compile(spec);
-    int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
+    int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep * plan.rowParts;
     k.launch(plan.persistent ? k.persistentGrid(steps) : steps, stream,
              {dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
   };

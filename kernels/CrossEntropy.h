@@ -66,6 +66,9 @@ struct CrossEntropyPlan {
   // CUDA's __launch_bounds__ minimum (Specialization::minBlocksPerSM): registers capped so that
   // this many CTAs fit on an SM.
   int minBlocksPerSM = 1;
+  // The backward, one row per step: each row's blocks in this many runs, each run a step of
+  // its own, so that the last steps of a launch are short (the forward ignores it).
+  int rowParts = 1;
   PlanFields fields() const {
     return {{"block", block},
             {"rows", rowsPerStep},
@@ -74,7 +77,8 @@ struct CrossEntropyPlan {
             {"stages", numStages},
             {"group", group},
             {"persistent", persistent ? 1 : 0},
-            {"min_blocks_per_sm", minBlocksPerSM}};
+            {"min_blocks_per_sm", minBlocksPerSM},
+            {"row_parts", rowParts}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
@@ -82,8 +86,12 @@ CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // loads) or rings of 2 or 3; tiles of 2 or 4 rows of up to 8192 elements in all; and blocks
 // loaded a step ahead; and, for the forward only, groups of 16 bytes of columns sharing a
 // running maximum, those of 8 warps without a ring also with registers capped for three CTAs
-// per SM; the one-row plans also with one program per row.
+// per SM; the one-row plans also with one program per row; and, for the backward only, those
+// of 8 warps with a program per row also in runs of about 8 and 16 blocks (rowParts).
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
+// The backward's runs per row for rows of `vocab` columns in blocks of `block`: about 8 blocks a
+// run, a power of two; 1 for rows of fewer than 12 blocks.
+int crossEntropyRowParts(int64_t vocab, int64_t block);
 
 // Each takes the autotuner's (or the planner's) choice unless a plan is given. A backward
 // written in place is not tuned (it cannot run twice on its arguments): it takes the winner

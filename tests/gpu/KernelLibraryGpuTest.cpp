@@ -161,6 +161,25 @@ TEST_F(KernelLibraryGpuTest, CrossEntropy) {
                                   {8, 256000, 256000, 0.0f, false});
 }
 
+// The backward's long rows in runs of blocks, a program each (CrossEntropyPlan::rowParts):
+// runs of unequal length, whole blocks and a tail, peeled heads, in place.
+TEST_F(KernelLibraryGpuTest, CrossEntropyRowsInRuns) {
+  SKIP_WITHOUT_GPU();
+  for (int parts : {3, 8}) {
+    kernels::CrossEntropyPlan p{
+        .block = 4096, .numWarps = 8, .numStages = 3, .persistent = false, .rowParts = parts};
+    SCOPED_TRACE("runs " + std::to_string(parts));
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {40, 128256, 128256, 0.1f, false}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
+                                    {9, 256000, 256000, 0.0f, true, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp16,
+                                    {17, 50257, 50264, 0.1f, false, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {11, 50257, 50257, 0.0f, true, true}, &p);
+  }
+}
+
 // The autotuner may pick any candidate, so each must compute the right thing: every plan it
 // times, launched as the given plan, against the double references.
 TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 using namespace tritium;
@@ -280,6 +281,26 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
       EXPECT_TRUE(p.minBlocksPerSM == 3 && p.group > 1 && p.numWarps == 8 && p.numStages == 1);
     }
   EXPECT_EQ(capped, 6); // blocks of 2048, 4096 and 8192, each both ways
+  // The backward's runs: rows of 128256 in runs of about 8 and 16 blocks, only from one-row
+  // plans of 8 warps with a program per row and no forward-only field.
+  EXPECT_EQ(crossEntropyRowParts(128256, 4096), 4);
+  EXPECT_EQ(crossEntropyRowParts(256000, 4096), 8);
+  EXPECT_EQ(crossEntropyRowParts(256000, 2048), 16);
+  EXPECT_EQ(crossEntropyRowParts(32000, 2048), 2);
+  EXPECT_EQ(crossEntropyRowParts(32000, 4096), 1);
+  EXPECT_EQ(crossEntropyRowParts(1, 4096), 1);
+  std::set<int> runs;
+  for (const CrossEntropyPlan &p : c)
+    if (p.rowParts != 1) {
+      runs.insert(p.rowParts);
+      EXPECT_TRUE(!p.persistent && p.numWarps == 8 && p.rowsPerStep == 1 && p.group == 1 &&
+                  !p.prefetch && p.minBlocksPerSM == 1);
+      EXPECT_TRUE(p.rowParts == crossEntropyRowParts(128256, p.block) ||
+                  p.rowParts == crossEntropyRowParts(128256, p.block) / 2);
+    }
+  EXPECT_EQ(runs, (std::set<int>{2, 4, 8}));
+  for (const CrossEntropyPlan &p : crossEntropyCandidates(8000, Dtype::bf16))
+    EXPECT_EQ(p.rowParts, 1) << "rows of 8000 columns: fewer than 12 blocks of 2048 or more";
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000), "bf16-n1048576");
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000, false), "bf16-n1048576-unaligned");
 }

@@ -100,6 +100,25 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
   }
 }
 
+// The backward's rows in runs of blocks, a step each (CrossEntropyPlan::rowParts), as given
+// plans: runs of unequal length and empty ones, with whole blocks and a tail (a vocabulary
+// that ends mid-vector), with peeled heads, in place, and on a persistent grid.
+TEST_F(KernelLibraryInterpreterTest, CrossEntropyRowsInRuns) {
+  for (int parts : {2, 3, 5})
+    for (bool persistent : {false, true}) {
+      kernels::CrossEntropyPlan p{
+          .block = 256, .numWarps = 8, .numStages = 2, .persistent = persistent, .rowParts = parts};
+      SCOPED_TRACE("runs " + std::to_string(parts) + (persistent ? ", persistent" : ""));
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 4000, 4000, 0.1f, false, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {4, 3001, 3008, 0.0f, true, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {6, 1301, 1305, 0.1f, false, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp16, {3, 700, 700, 0.0f, false}, &p);
+    }
+}
+
 // Every plan the autotuner may pick on a GPU, on rows that start anywhere (the backward's
 // peeled head) and rows on 16-byte boundaries.
 TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
@@ -229,6 +248,26 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
             std::string::npos);
   EXPECT_NE(forwardWith({.block = 1024, .rowsPerStep = 2, .numStages = 3})
                 .find("crossEntropyForward: the plan takes 2 rows per step with 3 stages"),
+            std::string::npos);
+  EXPECT_NE(forwardWith({.block = 1024, .rowParts = 0})
+                .find("crossEntropyForward: the plan's rowParts is 0, not from 1 to 1024"),
+            std::string::npos);
+  EXPECT_NE(forwardWith({.block = 1024, .rowsPerStep = 2, .numStages = 1, .rowParts = 4})
+                .find("the plan splits rows into 4 runs and takes 2 rows per step"),
+            std::string::npos);
+  kernels::CrossEntropyPlan manyRuns{.block = 1024, .rowParts = 1024};
+  EXPECT_NE(message([&] {
+              kernels::crossEntropyBackward(Dtype::fp32,
+                                            {.dlogits = b.data(),
+                                             .logits = b.data(),
+                                             .targets = &target,
+                                             .lse = (float *)a.data(),
+                                             .rows = int64_t(1) << 22,
+                                             .vocab = 4},
+                                            nullptr, &manyRuns);
+            })
+                .find("crossEntropyBackward: rows x the plan's rowParts (4194304 x 1024) must stay "
+                      "below 2^31"),
             std::string::npos);
 }
 
