@@ -22,16 +22,20 @@ using namespace tritium::dsl;
 
 static void column_sum_kernel(Ptr out0, Ptr out1, Ptr partial, Int parts, Int cols, int BLOCK_P,
                               int BLOCK_C) {
-  griddep_wait(); // the partial sums are the previous kernel's output
   auto array = program_id(1); // 0: out0's partial sums, 1: out1's, right after them
   auto c = program_id(0) * BLOCK_C + arange(0, BLOCK_C);
   auto cmask = c < cols;
-  auto first = partial + array * parts * cols;
+  auto part = arange(0, BLOCK_P);
+  // The tile's column offsets and mask come before the wait, so that their layout conversions
+  // (shared memory and barriers) run while the backward finishes: 1% off the norm backwards at
+  // 512-2048 columns on the H200 (docs/PERF.md, twenty-first session).
+  auto at = partial + array * parts * cols + part(_, None) * cols + c(None, _);
+  auto colMask = cmask(None, _);
   auto acc = zeros({BLOCK_P, BLOCK_C}, float32);
+  griddep_wait(); // the partial sums are the previous kernel's output
   for (auto p0 : range(0, parts, BLOCK_P)) {
-    auto p = p0 + arange(0, BLOCK_P);
-    auto mask = (p < parts)(_, None) & cmask(None, _);
-    acc = acc + load(first + p(_, None) * cols + c(None, _), mask, 0.0);
+    auto mask = (p0 + part < parts)(_, None) & colMask;
+    acc = acc + load(at + p0 * cols, mask, 0.0);
   }
   auto total = cast(sum(acc, 0), out0.dtype());
   store(out0 + c, total, cmask & (array == 0));
