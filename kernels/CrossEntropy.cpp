@@ -215,7 +215,8 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     // PARTS > 1 (one row per step): each row's blocks in PARTS runs, one step each.
     auto row = tile ? step * ROWS + arange(0, ROWS) : split ? step / PARTS : step;
     auto part = split ? step % PARTS : step * 0;
-    // The blocks [first, end) of this step's run, of the `blocks` from column `start`.
+    // This step's run of the row's `blocks` blocks from column `start`: its first and end
+    // columns (an empty run where the blocks do not split evenly).
     auto run = [&](const Operand &start, const Value &blocks) {
       auto each = (blocks + (PARTS - 1)) / PARTS;
       auto from = minimum(part * each, blocks);

@@ -64,7 +64,7 @@ bool isMemoryOp(ir::OpKind k) {
 // A store of a block of fewer elements than a warp has lanes: it anchors no layout.
 bool isSmallStore(const ir::Op &op) {
   return op.kind() == ir::OpKind::Store && op.operand(0)->type().isBlock() &&
-         op.operand(0)->type().numElements() < kWarpSize;
+         op.operand(1)->type().isBlock() && op.operand(0)->type().numElements() < kWarpSize;
 }
 
 class LayoutAssignment {
