@@ -55,13 +55,6 @@ std::optional<size_t> find(const PlanFields &winner, const std::vector<PlanField
   return std::nullopt;
 }
 
-std::string describe(const PlanFields &fields) {
-  std::string s;
-  for (const auto &[name, value] : fields)
-    s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
-  return s;
-}
-
 bool sticky(CUresult r) {
   switch (r) {
   case CUDA_ERROR_ILLEGAL_ADDRESS:
@@ -81,6 +74,13 @@ bool sticky(CUresult r) {
 }
 
 } // namespace
+
+std::string describe(const PlanFields &fields) {
+  std::string s;
+  for (const auto &[name, value] : fields)
+    s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s;
+}
 
 Autotuner::Autotuner(fs::path root, std::string device)
     : dir_(std::move(root) / fileSafe(device)) {}

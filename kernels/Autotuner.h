@@ -32,6 +32,8 @@ namespace tritium::kernels {
 
 // A plan as named integers ("block" 4096, "warps" 8, ...): how a winner is written and found.
 using PlanFields = std::vector<std::pair<std::string, int64_t>>;
+// "block=4096 warps=8 ...": a plan in logs, warnings and test traces.
+std::string describe(const PlanFields &fields);
 
 // What one tuning result is for. Both strings become file names: letters, digits, '-', '_'
 // and '.' only.

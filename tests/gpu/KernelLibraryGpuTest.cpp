@@ -199,9 +199,7 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
     }
   }
   for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
-    SCOPED_TRACE("cross-entropy block " + std::to_string(p.block) + " x " +
-                 std::to_string(p.rowsPerStep) + " rows, stages " + std::to_string(p.numStages) +
-                 (p.persistent ? "" : ", one program per row"));
+    SCOPED_TRACE("cross-entropy " + kernels::describe(p.fields()));
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
                                     {33, 32000, 32008, 0.1f, false}, &p);
     // Rows that start anywhere: the backward peels each row's head (fp16: 8-element vectors).

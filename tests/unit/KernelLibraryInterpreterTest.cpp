@@ -130,10 +130,7 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
       // of them is enough here (the GPU test takes every plan).
       if (!p.persistent && perRowGrids++ > 0)
         continue;
-      std::string fields;
-      for (const auto &[name, value] : p.fields())
-        fields += name + "=" + std::to_string(value) + " ";
-      SCOPED_TRACE(fields);
+      SCOPED_TRACE(kernels::describe(p.fields()));
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {7, 301, 301, 0.0f, false, true},
                                     &p);
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
