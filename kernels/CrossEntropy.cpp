@@ -11,6 +11,7 @@
 #include "kernels/Arguments.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -287,6 +288,90 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
   }
 }
 
+// FLAT: rows packed back to back (both strides equal to the vocabulary) read as one run of
+// rows x vocab elements, in chunks of BLOCK <= vocab, so that a chunk straddles at most two
+// rows. Every chunk but the last is a whole block on a 16-byte boundary, whatever the
+// vocabulary, and the chunks split evenly among the programs: no row's tail or peeled head,
+// and no program left holding a whole row at the end of the launch. A chunk takes its first
+// row's and the next row's target and lse, loaded a chunk ahead. Per element the math is the
+// row kernel's: the chunk's rows are told apart only in the chunks that straddle two (a
+// uniform branch), and the target's column becomes a lane index once per chunk.
+static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse, Ptr stats,
+                                        Int total, Int n_rows, Int vocab, Int ignore_index,
+                                        Float smoothing, Float grad, int BLOCK, int num_stages,
+                                        int MEAN, int WIDE, int RUN) {
+  auto scale = MEAN ? grad / load(stats + 1) : grad * 1.0;
+  auto pid = WIDE ? cast(program_id(0), int64) : program_id(0);
+  auto programs = WIDE ? cast(num_programs(0), int64) : num_programs(0);
+  auto lanes = arange(0, BLOCK);
+  auto whole = total / BLOCK; // chunks without a mask
+  auto uniform = smoothing / vocab;
+  // A chunk's place as its first row and column, advanced by the grid's stride each step
+  // without a division: a stride of programs x BLOCK elements is `strideRows` rows and
+  // `strideCols` columns.
+  // RUN > 0: each program takes a run of RUN chunks, one after another (the GPU's block
+  // scheduler balances the programs); else the chunks with the persistent grid's stride.
+  auto from = RUN ? pid * RUN : pid;
+  auto to = RUN ? minimum(from + RUN, whole) : whole;
+  auto step = RUN ? pid * 0 + 1 : programs;
+  auto first = from * BLOCK;
+  auto row = cast(first / vocab, int32), col = cast(first % vocab, int32);
+  auto stride = step * BLOCK;
+  auto strideRows = cast(stride / vocab, int32), strideCols = cast(stride % vocab, int32);
+  // The chunk's first row's and the next row's targets and lse (rows clamped to the last, so
+  // that a chunk past the end reads inside the arrays).
+  auto rowsOf = [&](const Value &r) {
+    auto row0 = minimum(r, n_rows - 1);
+    auto row1 = minimum(row0 + 1, n_rows - 1);
+    return std::array<Value, 4>{load(targets + row0), load(targets + row1), load(lse + row0),
+                                load(lse + row1)};
+  };
+  auto rowScale = [&](const Value &t) {
+    return where(t != ignore_index, where((t >= 0) & (t < vocab), scale, NAN), 0.0);
+  };
+  auto gradient = [&](const Value &start, const Value &col0, const std::array<Value, 4> &rows,
+                      const Value &mask) {
+    auto split = vocab - col0; // lanes from here on hold the next row
+    // The lane of each row's target (32-bit: a target outside the vocabulary or ignored makes
+    // the row's scale NaN or 0, so a lane it happens to name does not matter).
+    auto hit0 = cast(rows[0], int32) - col0, hit1 = cast(rows[1], int32) + split;
+    auto rs0 = rowScale(rows[0]), rs1 = rowScale(rows[1]);
+    auto at = logits + start + lanes, out = dlogits + start + lanes;
+    auto x = cast(mask.ir() ? load(at, mask, 0.0) : load(at), float32);
+    auto v = zeros({BLOCK}, float32);
+    if_(
+        split >= BLOCK,
+        [&] {
+          v = (exp(x - rows[2]) - where(lanes == hit0, 1.0 - smoothing, 0.0) - uniform) * rs0;
+        },
+        [&] {
+          auto next = lanes >= split;
+          auto l = where(next, rows[3], rows[2]);
+          auto hit = where(next, hit1, hit0);
+          auto g = exp(x - l) - where(lanes == hit, 1.0 - smoothing, 0.0) - uniform;
+          v = g * where(next, rs1, rs0);
+        });
+    auto y = cast(v, dlogits.dtype());
+    mask.ir() ? store(out, y, mask) : store(out, y);
+  };
+  auto here = rowsOf(row);
+  for (auto chunk : range(from, to, step, num_stages)) {
+    auto c = col + strideCols;
+    auto wraps = c >= vocab;
+    auto nextCol = where(wraps, c - vocab, c);
+    auto nextRow = row + strideRows + cast(wraps, int32);
+    auto nextRows = rowsOf(nextRow);
+    gradient(chunk * BLOCK, col, here, Value());
+    row = nextRow;
+    col = nextCol;
+    here = nextRows;
+  }
+  // The last, partial chunk: the program whose turn it is, which the loop has left at it.
+  auto start = whole * BLOCK;
+  if_((RUN ? pid == whole / RUN : pid == whole % programs) & (start < total),
+      [&] { gradient(start, col, here, start + lanes < total); });
+}
+
 static Kernel &forwardKernel() {
   static auto k = kernel("cross_entropy_forward", cross_entropy_forward,
                          {"loss", "lse", "logits", "targets", "stride", "n_rows", "vocab",
@@ -304,6 +389,13 @@ static Kernel &backwardKernel() {
                          {"dlogits", "logits", "targets", "lse", "stats", "x_stride", "dx_stride",
                           "n_rows", "vocab", "ignore_index", "smoothing", "grad", "BLOCK", "ROWS",
                           "num_stages", "ALIGN", "MEAN", "WHOLE_BLOCKS", "PARTS"});
+  return k;
+}
+static Kernel &flatBackwardKernel() {
+  static auto k =
+      kernel("cross_entropy_backward_flat", cross_entropy_backward_flat,
+             {"dlogits", "logits", "targets", "lse", "stats", "total", "n_rows", "vocab",
+              "ignore_index", "smoothing", "grad", "BLOCK", "num_stages", "MEAN", "WIDE", "RUN"});
   return k;
 }
 
@@ -396,6 +488,19 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
         add(p);
       }
   }
+  // The backward over packed rows read flat, in runs of 4 or 8 chunks a program (the forward
+  // and other layouts drop these). On the H200 runs of 1-2 chunks, rings of 1 and persistent
+  // grids were 4-45% slower (docs/PERF.md, twenty-second session).
+  for (int64_t block : {4096, 8192})
+    for (int warps : {4, 8})
+      for (int run : {4, 8})
+        if (block <= vocab)
+          add({.block = block,
+               .numWarps = warps,
+               .numStages = 3,
+               .persistent = false,
+               .flat = true,
+               .flatRun = run});
   return out;
 }
 
@@ -405,23 +510,27 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
 // tail). Launches that differ in these are tuned and remembered apart: a stride of 32008 bf16
 // columns took the winner of 32000's aligned rows and ran its backward in 260 us, against 151
 // with a winner of its own (docs/PERF.md, nineteenth session).
+// The backward also tells packed rows apart (no gap between rows, bases on 16-byte
+// boundaries), which it may read flat.
 struct RowsLayout {
   enum Kind : int64_t { Aligned, Peeled, Unaligned } kind;
   bool ragged;
-  int64_t code() const { return int64_t(kind) * 2 + (ragged ? 1 : 0); }
+  bool packed = false;
+  int64_t code() const { return (int64_t(kind) * 2 + (ragged ? 1 : 0)) * 2 + (packed ? 1 : 0); }
   std::string tag() const {
     static const char *const names[] = {"", "-peeled", "-unaligned"};
-    return names[kind] + std::string(ragged ? "-ragged" : "");
+    return names[kind] + std::string(ragged ? "-ragged" : "") + (packed ? "-packed" : "");
   }
 };
 
 // `basesAligned`: every tensor read or written in rows starts on a 16-byte boundary.
-static RowsLayout rowsLayout(int64_t align, int64_t stride, int64_t vocab, bool basesAligned) {
+static RowsLayout rowsLayout(int64_t align, int64_t stride, int64_t vocab, bool basesAligned,
+                             bool packed = false) {
   bool aligned = stride % 16 == 0 && basesAligned;
   return {align > 1 ? RowsLayout::Peeled
           : aligned ? RowsLayout::Aligned
                     : RowsLayout::Unaligned,
-          vocab % 16 != 0};
+          vocab % 16 != 0, packed};
 }
 
 static std::string bucket(Dtype dtype, int64_t rows, int64_t vocab, const RowsLayout &layout) {
@@ -431,6 +540,9 @@ static std::string bucket(Dtype dtype, int64_t rows, int64_t vocab, const RowsLa
   return dtypeName(dtype) + "-vocab" + up(vocab) + "-rows" + up(std::min<int64_t>(rows, 1 << 16)) +
          layout.tag();
 }
+
+// Whether a flat plan's chunks fit the vocabulary (a chunk straddles at most two rows).
+static bool flatFits(const CrossEntropyPlan &p, int64_t vocab) { return p.block <= vocab; }
 
 static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given, Dtype dtype,
                                int64_t rows, int64_t vocab, const RowsLayout &layout,
@@ -448,6 +560,17 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       [&] { return bucket(dtype, rows, vocab, layout); }, stream,
       [&] {
         CrossEntropyPlan p = planCrossEntropy(vocab, dtype);
+        // Packed rows whose vocabulary ends mid-vector, where the row kernel takes whole blocks
+        // and a tail: read flat, 8192 elements a chunk, 4 chunks a program (GPT-2's 50257 bf16
+        // columns: 0.92 of copy, against 0.85; docs/PERF.md, twenty-second session).
+        CrossEntropyPlan flat{.block = 8192,
+                              .numWarps = 4,
+                              .numStages = 3,
+                              .persistent = false,
+                              .flat = true,
+                              .flatRun = 4};
+        if (backward && layout.packed && layout.ragged && flatFits(flat, vocab))
+          return flat;
         if (backward && runsPay) {
           p.rowParts = crossEntropyRowParts(vocab, p.block);
           if (!fits(p))
@@ -462,8 +585,10 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
         // takes whole blocks and a tail, every run pays a tail too (at 50257 columns 10-70%
         // slower): no runs there.
         std::erase_if(candidates, [&](const CrossEntropyPlan &p) {
-          return backward ? p.prefetch || p.group > 1 || (p.rowParts > 1 && !(runsPay && fits(p)))
-                          : p.rowParts > 1;
+          return backward
+                     ? p.prefetch || p.group > 1 || (p.rowParts > 1 && !(runsPay && fits(p))) ||
+                           (p.flat && !(layout.packed && flatFits(p, vocab)))
+                     : p.rowParts > 1 || p.flat;
         });
         return candidates;
       },
@@ -491,6 +616,12 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
   if (p.rowParts > 1 && p.rowsPerStep > 1)
     args.fail("the plan splits rows into " + std::to_string(p.rowParts) + " runs and takes " +
               std::to_string(p.rowsPerStep) + " rows per step: runs need one row per step");
+  if (p.flatRun < 1 || p.flatRun > 1024)
+    args.fail("the plan's flatRun is " + std::to_string(p.flatRun) + ", not from 1 to 1024");
+  if (p.flat && (p.rowsPerStep > 1 || p.rowParts > 1))
+    args.fail("the plan reads the rows flat and takes " + std::to_string(p.rowsPerStep) +
+              " rows per step in " + std::to_string(p.rowParts) +
+              " runs: flat plans take neither (rowsPerStep and rowParts 1)");
   if ((p.rowsPerStep > 1 || p.prefetch) && p.numStages != 1)
     args.fail(std::string("the plan ") +
               (p.prefetch ? "loads the next block ahead"
@@ -588,6 +719,17 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
               std::to_string(given->rowParts) + ") must stay below 2^31");
   if (a.dlogits == a.logits && xs != ds)
     args.fail("in place (dlogits == logits) needs dlogitsStride == logitsStride");
+  bool basesAligned = on16ByteBoundaries({a.logits, a.dlogits});
+  bool packed = xs == a.vocab && ds == a.vocab && basesAligned;
+  if (given && given->flat && !packed)
+    args.fail("the plan reads the rows flat, which needs packed rows (logitsStride and "
+              "dlogitsStride equal to vocab, here " +
+              std::to_string(xs) + " and " + std::to_string(ds) + " for " +
+              std::to_string(a.vocab) + ") and logits and dlogits on 16-byte boundaries" +
+              (basesAligned ? "" : " (they are not)"));
+  if (given && given->flat && !flatFits(*given, a.vocab))
+    args.fail("the plan reads the rows flat in chunks of " + std::to_string(given->block) +
+              ", more than the vocabulary of " + std::to_string(a.vocab));
   if (a.rows == 0)
     return;
   std::string idx = indexType(a.rows * std::max(xs, ds));
@@ -597,9 +739,32 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
   std::string type = "*" + dtypeName(dtype);
   // One peel serves both tensors only when they share the stride.
   int64_t e = dtypeBytes(dtype);
-  bool basesAligned = on16ByteBoundaries({a.logits, a.dlogits});
   int64_t align = xs == ds ? peeledAlignment(dtype, xs, a.vocab, basesAligned) : 1;
+  const int64_t total = a.rows * a.vocab;
+  auto launchFlat = [&](const CrossEntropyPlan &plan) {
+    // Offsets reach the last chunk's end: 64-bit once that passes 2^31 - 1.
+    bool wide = total + plan.block > std::numeric_limits<int32_t>::max();
+    KernelArg n = wide ? KernelArg(total) : KernelArg(int32_t(total));
+    Specialization spec =
+        Specialization{.signature = {type, type, "*i64", "*fp32", "*fp32", wide ? "i64" : "i32",
+                                     "i32", "i32", "i64", "fp32", "fp32"},
+                       .constexprs = {plan.block, plan.numStages, a.stats ? 1 : 0, wide ? 1 : 0,
+                                      plan.persistent ? 0 : plan.flatRun},
+                       .numWarps = plan.numWarps,
+                       .numStages = plan.numStages,
+                       .minBlocksPerSM = plan.minBlocksPerSM}
+            .specializedFor({dx, x, t, lse, stats, n, r, v, ignore, smooth, grad});
+    CompiledKernel &k = flatBackwardKernel().compile(spec);
+    int64_t chunks = (total + plan.block - 1) / plan.block;
+    k.launch(plan.persistent ? k.persistentGrid(chunks)
+                             : (chunks + plan.flatRun - 1) / plan.flatRun,
+             stream, {dx, x, t, lse, stats, n, r, v, ignore, smooth, grad});
+  };
   auto launch = [&](const CrossEntropyPlan &plan) {
+    if (plan.flat) {
+      launchFlat(plan);
+      return;
+    }
     int64_t rowAlign = plan.rowsPerStep == 1 ? align : 1;
     // One row per step takes whole blocks and a tail where a mask over every block could not
     // be vectorized: a peeled head, or a vocabulary that the specialization does not mark as a
@@ -624,7 +789,7 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                                 {a.targets, a.rows * 8},
                                 {a.lse, a.rows * 4},
                                 {a.stats, 8}});
-  RowsLayout layout = rowsLayout(align, std::gcd(xs, ds), a.vocab, basesAligned);
+  RowsLayout layout = rowsLayout(align, std::gcd(xs, ds), a.vocab, basesAligned, packed);
   launch(choose("cross_entropy_backward", given, dtype, a.rows, a.vocab, layout, rerunSafe, stream,
                 launch));
 }

@@ -69,6 +69,14 @@ struct CrossEntropyPlan {
   // The backward, one row per step: each row's blocks in this many runs, each run a step of
   // its own, so that the last steps of a launch are short (the forward ignores it).
   int rowParts = 1;
+  // The backward, where both tensors' rows are packed back to back (strides equal to the
+  // vocabulary) and start on 16-byte boundaries: all rows read as one run of rows x vocab
+  // elements in chunks of `block` (at most the vocabulary; a chunk may straddle two rows), so
+  // that every chunk but the last is whole and aligned, whatever the vocabulary. One row per
+  // step and no runs of rows (rowsPerStep and rowParts 1); the forward ignores it.
+  bool flat = false;
+  // A flat plan without a persistent grid: the chunks each program takes, one after another.
+  int flatRun = 4;
   PlanFields fields() const {
     return {{"block", block},
             {"rows", rowsPerStep},
@@ -78,7 +86,9 @@ struct CrossEntropyPlan {
             {"group", group},
             {"persistent", persistent ? 1 : 0},
             {"min_blocks_per_sm", minBlocksPerSM},
-            {"row_parts", rowParts}};
+            {"row_parts", rowParts},
+            {"flat", flat ? 1 : 0},
+            {"flat_run", flatRun}};
   }
 };
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
@@ -87,7 +97,9 @@ CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // loaded a step ahead; and, for the forward only, groups of 16 bytes of columns sharing a
 // running maximum, those of 8 warps without a ring also with registers capped for three CTAs
 // per SM; the one-row plans also with one program per row; and, for the backward only, those
-// of 8 warps with a program per row also in runs of about 8 and 16 blocks (rowParts).
+// of 8 warps with a program per row also in runs of about 8 and 16 blocks (rowParts), and the
+// packed rows read flat in chunks of 4096 or 8192 (no more than the vocabulary), 4 or 8 warps,
+// a ring of 3, runs of 4 or 8 chunks a program.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 // The backward's runs per row for rows of `vocab` columns in blocks of `block`: about 8 blocks a
 // run, a power of two; 1 for rows of fewer than 12 blocks.

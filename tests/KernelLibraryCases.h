@@ -431,14 +431,6 @@ void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e
     if (counted)
       total += l, count += 1;
   }
-  for (int64_t r = 0; r < e.rows; ++r)
-    for (int64_t c = 0; c < e.vocab; ++c) {
-      bool counted = t[size_t(r)] != ignore;
-      double p = std::exp(x.values[size_t(r * e.stride + c)] - lse[size_t(r)]);
-      double g = p - (c == t[size_t(r)] ? 1 - double(e.smoothing) : 0.0) -
-                 double(e.smoothing) / double(e.vocab);
-      grad[size_t(r * e.vocab + c)] = counted ? g / count : 0.0;
-    }
   // One element past an aligned address, unless the case asks for aligned bases.
   size_t lead = e.alignedBases ? 0 : size_t(kernels::dtypeBytes(d));
   auto px = place<Buffer>(x, lead);
@@ -468,6 +460,17 @@ void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e
   std::vector<double> st = floatsOf(stats, 2);
   EXPECT_EQ(st[1], count) << what << ": counted rows";
   EXPECT_NEAR(st[0], total / count, 1e-3 + 1e-4 * std::fabs(total / count)) << what << ": mean";
+  // The gradient from the lse the forward gave (checked above), as the backward computes it: an
+  // lse of 1e4 is off by up to half an fp32 ulp (2^-11), and exp(x - lse) by as much relatively.
+  std::vector<double> given = floatsOf(plse, size_t(e.rows));
+  for (int64_t r = 0; r < e.rows; ++r)
+    for (int64_t c = 0; c < e.vocab; ++c) {
+      bool counted = t[size_t(r)] != ignore;
+      double p = std::exp(x.values[size_t(r * e.stride + c)] - given[size_t(r)]);
+      double g = p - (c == t[size_t(r)] ? 1 - double(e.smoothing) : 0.0) -
+                 double(e.smoothing) / double(e.vocab);
+      grad[size_t(r * e.vocab + c)] = counted ? g / count : 0.0;
+    }
   std::vector<double> g = valuesOf(e.inPlace ? px : pdx, d, n);
   NormShape shape{e.rows, e.vocab, e.stride};
   Tol tol = tolFor(d);

@@ -156,6 +156,10 @@ TEST_F(KernelLibraryGpuTest, CrossEntropy) {
   for (Dtype d : kDtypes) {
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, d, {64, 32000, 32000, 0.0f, false});
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, d, {17, 50257, 50264, 0.1f, true});
+    // Packed rows on 16-byte boundaries (the second ending mid-vector, which the planner's
+    // backward reads flat).
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, d, {64, 32000, 32000, 0.1f, false, true});
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, d, {21, 50257, 50257, 0.0f, true, true});
   }
   checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
                                   {8, 256000, 256000, 0.0f, false});
@@ -180,6 +184,26 @@ TEST_F(KernelLibraryGpuTest, CrossEntropyRowsInRuns) {
   }
 }
 
+// The backward over packed rows read flat (CrossEntropyPlan::flat): chunks that straddle rows,
+// vocabularies that end mid-vector, the last chunk partial, in place, both grids.
+TEST_F(KernelLibraryGpuTest, CrossEntropyFlat) {
+  SKIP_WITHOUT_GPU();
+  for (kernels::CrossEntropyPlan p :
+       {kernels::CrossEntropyPlan{.block = 4096, .numWarps = 8, .numStages = 3, .flat = true},
+        kernels::CrossEntropyPlan{
+            .block = 2048, .numWarps = 4, .numStages = 1, .persistent = false, .flat = true}}) {
+    SCOPED_TRACE(kernels::describe(p.fields()));
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {40, 128256, 128256, 0.1f, false, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
+                                    {9, 50257, 50257, 0.0f, true, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp16,
+                                    {17, 32000, 32000, 0.1f, false, true}, &p);
+    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                    {11, 4097, 4097, 0.0f, true, true}, &p);
+  }
+}
+
 // The autotuner may pick any candidate, so each must compute the right thing: every plan it
 // times, launched as the given plan, against the double references.
 TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
@@ -200,6 +224,13 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   }
   for (const kernels::CrossEntropyPlan &p : kernels::crossEntropyCandidates(32000, Dtype::bf16)) {
     SCOPED_TRACE("cross-entropy " + kernels::describe(p.fields()));
+    if (p.flat) { // packed rows only
+      checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
+                                      {33, 32000, 32000, 0.1f, false, true}, &p);
+      checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
+                                      {9, 50257, 50257, 0.1f, true, true}, &p);
+      continue;
+    }
     checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
                                     {33, 32000, 32008, 0.1f, false}, &p);
     // Rows that start anywhere: the backward peels each row's head (fp16: 8-element vectors).
@@ -243,9 +274,12 @@ TEST_F(KernelLibraryGpuTest, CrossEntropyTunesAlignedAndPeeledRowsApart) {
   checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
                                   {64, 3008, 3012, 0.0f, false, true});
   kernels::resetAutotune();
+  // The first rows are packed too: the backward records them apart from padded aligned rows.
   for (const char *kernel : {"cross_entropy_forward", "cross_entropy_backward"})
-    for (const char *layout : {"", "-peeled"}) {
-      kernels::TuningKey key{kernel, std::string("bf16-vocab4096-rows64") + layout};
+    for (std::string layout : {"", "-peeled"}) {
+      if (layout.empty() && std::string(kernel) == "cross_entropy_backward")
+        layout = "-packed";
+      kernels::TuningKey key{kernel, "bf16-vocab4096-rows64" + layout};
       std::filesystem::path record = kernels::Autotuner::forCurrentDevice().recordPath(key);
       EXPECT_TRUE(std::filesystem::exists(record)) << record;
     }

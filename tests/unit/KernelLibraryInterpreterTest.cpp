@@ -97,7 +97,34 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
   for (Dtype d : kDtypes) {
     checkCrossEntropy<HostBuffer>(nullptr, sync, d, {9, 1000, 1000, 0.0f, false});
     checkCrossEntropy<HostBuffer>(nullptr, sync, d, {6, 5000, 5008, 0.1f, true});
+    // Packed rows on 16-byte boundaries, ending mid-vector: the planner's backward reads them
+    // flat.
+    checkCrossEntropy<HostBuffer>(nullptr, sync, d, {3, 8200, 8200, 0.1f, false, true});
   }
+}
+
+// The backward over packed rows read flat (CrossEntropyPlan::flat), as given plans: chunks that
+// straddle two rows, a chunk as long as a row, the last chunk partial (and owned by a program
+// whose run is empty), ignored rows, -inf logits, in place, persistent or in runs of chunks.
+TEST_F(KernelLibraryInterpreterTest, CrossEntropyFlat) {
+  for (int stages : {1, 2})
+    for (int run : {0, 1, 3, 8}) { // 0: a persistent grid
+      kernels::CrossEntropyPlan p{.block = 256,
+                                  .numWarps = 4,
+                                  .numStages = stages,
+                                  .persistent = run == 0,
+                                  .flat = true,
+                                  .flatRun = std::max(run, 1)};
+      SCOPED_TRACE(kernels::describe(p.fields()));
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 1000, 1000, 0.1f, false, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {6, 256, 256, 0.0f, true, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp16, {7, 301, 301, 0.0f, false, true},
+                                    &p);
+      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 777, 777, 0.1f, true, true},
+                                    &p);
+    }
 }
 
 // The backward's rows in runs of blocks, a step each (CrossEntropyPlan::rowParts), as given
@@ -131,6 +158,11 @@ TEST_F(KernelLibraryInterpreterTest, EveryCrossEntropyPlanIsCorrect) {
       if (!p.persistent && perRowGrids++ > 0)
         continue;
       SCOPED_TRACE(kernels::describe(p.fields()));
+      if (p.flat) { // packed rows only, no shorter than a chunk
+        checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16,
+                                      {3, 8195, 8195, 0.1f, false, true}, &p);
+        continue;
+      }
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {7, 301, 301, 0.0f, false, true},
                                     &p);
       checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {5, 1000, 1000, 0.1f, true, true},
@@ -251,6 +283,43 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
             std::string::npos);
   EXPECT_NE(forwardWith({.block = 1024, .rowsPerStep = 2, .numStages = 1, .rowParts = 4})
                 .find("the plan splits rows into 4 runs and takes 2 rows per step"),
+            std::string::npos);
+  // Flat plans: packed rows (strides equal to the vocabulary) on 16-byte boundaries, chunks no
+  // longer than a row, one row per step.
+  std::vector<float> logits(64, 0.0f), lse(4, 0.0f);
+  auto flatBackward = [&](const kernels::CrossEntropyPlan &plan, int64_t stride, void *base) {
+    return message([&] {
+      kernels::crossEntropyBackward(Dtype::fp32,
+                                    {.dlogits = base,
+                                     .logits = base,
+                                     .targets = &target,
+                                     .lse = lse.data(),
+                                     .rows = 1,
+                                     .vocab = 16,
+                                     .logitsStride = stride,
+                                     .dlogitsStride = stride},
+                                    nullptr, &plan);
+    });
+  };
+  kernels::CrossEntropyPlan flat{.block = 16, .flat = true};
+  EXPECT_NE(flatBackward(flat, 20, logits.data())
+                .find("crossEntropyBackward: the plan reads the rows flat, which needs packed rows "
+                      "(logitsStride and dlogitsStride equal to vocab, here 20 and 20 for 16)"),
+            std::string::npos);
+  EXPECT_NE(flatBackward(flat, 16, logits.data() + 1).find("16-byte boundaries (they are not)"),
+            std::string::npos);
+  kernels::CrossEntropyPlan longChunks{.block = 32, .flat = true};
+  EXPECT_NE(
+      flatBackward(longChunks, 16, logits.data())
+          .find("the plan reads the rows flat in chunks of 32, more than the vocabulary of 16"),
+      std::string::npos);
+  kernels::CrossEntropyPlan noRun{.block = 16, .flat = true, .flatRun = 0};
+  EXPECT_NE(flatBackward(noRun, 16, logits.data())
+                .find("crossEntropyBackward: the plan's flatRun is 0, not from 1 to 1024"),
+            std::string::npos);
+  kernels::CrossEntropyPlan flatTiles{.block = 16, .rowsPerStep = 2, .numStages = 1, .flat = true};
+  EXPECT_NE(flatBackward(flatTiles, 16, logits.data())
+                .find("the plan reads the rows flat and takes 2 rows per step in 1 runs"),
             std::string::npos);
   kernels::CrossEntropyPlan manyRuns{.block = 1024, .rowParts = 1024};
   EXPECT_NE(message([&] {
