@@ -306,14 +306,13 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
   auto lanes = arange(0, BLOCK);
   auto whole = total / BLOCK; // chunks without a mask
   auto uniform = smoothing / vocab;
-  // A chunk's place as its first row and column, advanced by the grid's stride each step
-  // without a division: a stride of programs x BLOCK elements is `strideRows` rows and
-  // `strideCols` columns.
   // RUN > 0: each program takes a run of RUN chunks, one after another (the GPU's block
   // scheduler balances the programs); else the chunks with the persistent grid's stride.
   auto from = RUN ? pid * RUN : pid;
   auto to = RUN ? minimum(from + RUN, whole) : whole;
-  auto step = RUN ? pid * 0 + 1 : programs;
+  auto step = RUN ? pid * 0 + 1 : programs; // 1 in pid's integer type
+  // A chunk's place as its first row and column, advanced each step without a division: a
+  // step of `stride` elements is `strideRows` rows and `strideCols` columns.
   auto first = from * BLOCK;
   auto row = cast(first / vocab, int32), col = cast(first % vocab, int32);
   auto stride = step * BLOCK;
@@ -618,10 +617,12 @@ static void checkPlan(const Arguments &args, const CrossEntropyPlan &p) {
               std::to_string(p.rowsPerStep) + " rows per step: runs need one row per step");
   if (p.flatRun < 1 || p.flatRun > 1024)
     args.fail("the plan's flatRun is " + std::to_string(p.flatRun) + ", not from 1 to 1024");
-  if (p.flat && (p.rowsPerStep > 1 || p.rowParts > 1))
+  if (p.flat && p.rowsPerStep > 1)
     args.fail("the plan reads the rows flat and takes " + std::to_string(p.rowsPerStep) +
-              " rows per step in " + std::to_string(p.rowParts) +
-              " runs: flat plans take neither (rowsPerStep and rowParts 1)");
+              " rows per step: flat plans take one (rowsPerStep 1)");
+  if (p.flat && p.rowParts > 1)
+    args.fail("the plan reads the rows flat and splits each row into " +
+              std::to_string(p.rowParts) + " runs: flat plans split none (rowParts 1)");
   if ((p.rowsPerStep > 1 || p.prefetch) && p.numStages != 1)
     args.fail(std::string("the plan ") +
               (p.prefetch ? "loads the next block ahead"

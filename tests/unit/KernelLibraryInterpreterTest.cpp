@@ -319,7 +319,12 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
             std::string::npos);
   kernels::CrossEntropyPlan flatTiles{.block = 16, .rowsPerStep = 2, .numStages = 1, .flat = true};
   EXPECT_NE(flatBackward(flatTiles, 16, logits.data())
-                .find("the plan reads the rows flat and takes 2 rows per step in 1 runs"),
+                .find("the plan reads the rows flat and takes 2 rows per step: flat plans take "
+                      "one (rowsPerStep 1)"),
+            std::string::npos);
+  kernels::CrossEntropyPlan flatRuns{.block = 16, .rowParts = 2, .flat = true};
+  EXPECT_NE(flatBackward(flatRuns, 16, logits.data())
+                .find("the plan reads the rows flat and splits each row into 2 runs"),
             std::string::npos);
   kernels::CrossEntropyPlan manyRuns{.block = 1024, .rowParts = 1024};
   EXPECT_NE(message([&] {
