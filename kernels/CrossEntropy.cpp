@@ -328,6 +328,8 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
   auto rowScale = [&](const Value &t) {
     return where(t != ignore_index, where((t >= 0) & (t < vocab), scale, NAN), 0.0);
   };
+  // The last, partial chunk (`mask` given) takes the general path only: one chunk a launch,
+  // and a second copy of the fast path would add a quarter to the kernel's compile time.
   auto gradient = [&](const Value &start, const Value &col0, const std::array<Value, 4> &rows,
                       const Value &mask) {
     auto split = vocab - col0; // lanes from here on hold the next row
@@ -338,18 +340,22 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
     auto at = logits + start + lanes, out = dlogits + start + lanes;
     auto x = cast(mask.ir() ? load(at, mask, 0.0) : load(at), float32);
     auto v = zeros({BLOCK}, float32);
-    if_(
-        split >= BLOCK,
-        [&] {
-          v = (exp(x - rows[2]) - where(lanes == hit0, 1.0 - smoothing, 0.0) - uniform) * rs0;
-        },
-        [&] {
-          auto next = lanes >= split;
-          auto l = where(next, rows[3], rows[2]);
-          auto hit = where(next, hit1, hit0);
-          auto g = exp(x - l) - where(lanes == hit, 1.0 - smoothing, 0.0) - uniform;
-          v = g * where(next, rs1, rs0);
-        });
+    auto general = [&] {
+      auto next = lanes >= split;
+      auto l = where(next, rows[3], rows[2]);
+      auto hit = where(next, hit1, hit0);
+      auto g = exp(x - l) - where(lanes == hit, 1.0 - smoothing, 0.0) - uniform;
+      v = g * where(next, rs1, rs0);
+    };
+    if (mask.ir())
+      general();
+    else
+      if_(
+          split >= BLOCK,
+          [&] {
+            v = (exp(x - rows[2]) - where(lanes == hit0, 1.0 - smoothing, 0.0) - uniform) * rs0;
+          },
+          general);
     auto y = cast(v, dlogits.dtype());
     mask.ir() ? store(out, y, mask) : store(out, y);
   };
@@ -487,19 +493,19 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
         add(p);
       }
   }
-  // The backward over packed rows read flat, in runs of 4 or 8 chunks a program (the forward
-  // and other layouts drop these). On the H200 runs of 1-2 chunks, rings of 1 and persistent
-  // grids were 4-45% slower (docs/PERF.md, twenty-second session).
-  for (int64_t block : {4096, 8192})
-    for (int warps : {4, 8})
-      for (int run : {4, 8})
-        if (block <= vocab)
-          add({.block = block,
-               .numWarps = warps,
-               .numStages = 3,
-               .persistent = false,
-               .flat = true,
-               .flatRun = run});
+  // The backward over packed rows read flat: chunks of 4096 over 8 warps, in runs of 8 or 16
+  // chunks a program (the forward and other layouts drop these). On the H200 runs of 1-2
+  // chunks, rings of 1 and persistent grids were 4-45% slower; chunks of 8192 over 4 warps ran
+  // 4% faster but compiled in 86 ms, and over 8 warps in 55 (docs/PERF.md, twenty-second
+  // session).
+  if (vocab >= 4096)
+    for (int run : {8, 16})
+      add({.block = 4096,
+           .numWarps = 8,
+           .numStages = 3,
+           .persistent = false,
+           .flat = true,
+           .flatRun = run});
   return out;
 }
 
@@ -560,14 +566,15 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       [&] {
         CrossEntropyPlan p = planCrossEntropy(vocab, dtype);
         // Packed rows whose vocabulary ends mid-vector, where the row kernel takes whole blocks
-        // and a tail: read flat, 8192 elements a chunk, 4 chunks a program (GPT-2's 50257 bf16
-        // columns: 0.92 of copy, against 0.85; docs/PERF.md, twenty-second session).
-        CrossEntropyPlan flat{.block = 8192,
-                              .numWarps = 4,
+        // and a tail: read flat, 4096 elements a chunk over 8 warps, 16 chunks a program (GPT-2's
+        // 50257 bf16 columns: 0.89 of copy, against 0.85). Chunks of 8192 over 4 warps ran at
+        // 0.92 but compiled in 86 ms (docs/PERF.md, twenty-second session).
+        CrossEntropyPlan flat{.block = 4096,
+                              .numWarps = 8,
                               .numStages = 3,
                               .persistent = false,
                               .flat = true,
-                              .flatRun = 4};
+                              .flatRun = 16};
         if (backward && layout.packed && layout.ragged && flatFits(flat, vocab))
           return flat;
         if (backward && runsPay) {

@@ -98,8 +98,8 @@ CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype);
 // running maximum, those of 8 warps without a ring also with registers capped for three CTAs
 // per SM; the one-row plans also with one program per row; and, for the backward only, those
 // of 8 warps with a program per row also in runs of about 8 and 16 blocks (rowParts), and the
-// packed rows read flat in chunks of 4096 or 8192 (no more than the vocabulary), 4 or 8 warps,
-// a ring of 3, runs of 4 or 8 chunks a program.
+// packed rows read flat in chunks of 4096 (rows of at least that), 8 warps, a ring of 3, runs
+// of 8 or 16 chunks a program.
 std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype);
 // The backward's runs per row for rows of `vocab` columns in blocks of `block`: about 8 blocks a
 // run, a power of two; 1 for rows of fewer than 12 blocks.
