@@ -75,8 +75,9 @@ struct CrossEntropyPlan {
   // that every chunk but the last is whole and aligned, whatever the vocabulary. One row per
   // step and no runs of rows (rowsPerStep and rowParts 1); the forward ignores it.
   bool flat = false;
-  // A flat plan without a persistent grid: the chunks each program takes, one after another.
-  int flatRun = 4;
+  // A flat plan without a persistent grid: the chunks each program takes, one after another
+  // (16: the planner's, with the default block and warps).
+  int flatRun = 16;
   PlanFields fields() const {
     return {{"block", block},
             {"rows", rowsPerStep},
