@@ -38,6 +38,17 @@ static Value wholeBlocksEnd(const Operand &first, const Value &vocab, int block)
   return first + (vocab - first) / block * block;
 }
 
+// The backwards' scale of a row with target `t`: 0 where the target is ignored, NaN where it
+// lies outside the vocabulary, else `scale`.
+static Value rowScale(const Value &t, const Value &vocab, const Value &ignore, const Value &scale) {
+  return where(t != ignore, where((t >= 0) & (t < vocab), scale, NAN), 0.0);
+}
+// d loss / d logit, before the row's scale: softmax - (1 - smoothing) onehot - smoothing / vocab.
+static Value logitGradient(const Value &x, const Value &lse, const Value &isTarget,
+                           const Value &smoothing, const Value &uniform) {
+  return exp(x - lse) - where(isTarget, 1.0 - smoothing, 0.0) - uniform;
+}
+
 // A program takes ROWS rows per step: one row (a [BLOCK] block, through the cp.async ring when
 // num_stages > 1) or, with ROWS > 1, a [ROWS, BLOCK] tile of several rows loaded side by side
 // (plain loads), so that each step has more bytes in flight and the end-of-row reductions, where
@@ -226,8 +237,7 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     };
     auto rowMask = row < n_rows;
     auto t = tile ? load(targets + row, rowMask, ignore_index) : load(targets + row);
-    auto inside = (t >= 0) & (t < vocab);
-    auto row_scale = where(t != ignore_index, where(inside, scale, NAN), 0.0);
+    auto row_scale = rowScale(t, vocab, ignore_index, scale);
     auto l = tile ? load(lse + row, rowMask, 0.0) : load(lse + row);
     // Per-row values spread over the columns.
     auto spread = [&](const Value &v) { return tile ? v(_, None) : v; };
@@ -236,7 +246,7 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     // `mask` is empty).
     auto gradient = [&](const Value &in, const Value &out, const Value &c, const Value &mask) {
       auto x = cast(mask.ir() ? load(in, mask, 0.0) : load(in), float32);
-      auto g = exp(x - spread(l)) - where(c == spread(t), 1.0 - smoothing, 0.0) - uniform;
+      auto g = logitGradient(x, spread(l), c == spread(t), smoothing, uniform);
       auto v = cast(g * spread(row_scale), dlogits.dtype());
       mask.ir() ? store(out, v, mask) : store(out, v);
     };
@@ -325,9 +335,6 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
     return std::array<Value, 4>{load(targets + row0), load(targets + row1), load(lse + row0),
                                 load(lse + row1)};
   };
-  auto rowScale = [&](const Value &t) {
-    return where(t != ignore_index, where((t >= 0) & (t < vocab), scale, NAN), 0.0);
-  };
   // The last, partial chunk (`mask` given) takes the general path only: one chunk a launch,
   // and a second copy of the fast path would add a quarter to the kernel's compile time.
   auto gradient = [&](const Value &start, const Value &col0, const std::array<Value, 4> &rows,
@@ -336,7 +343,8 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
     // The lane of each row's target (32-bit: a target outside the vocabulary or ignored makes
     // the row's scale NaN or 0, so a lane it happens to name does not matter).
     auto hit0 = cast(rows[0], int32) - col0, hit1 = cast(rows[1], int32) + split;
-    auto rs0 = rowScale(rows[0]), rs1 = rowScale(rows[1]);
+    auto rs0 = rowScale(rows[0], vocab, ignore_index, scale),
+         rs1 = rowScale(rows[1], vocab, ignore_index, scale);
     auto at = logits + start + lanes, out = dlogits + start + lanes;
     auto x = cast(mask.ir() ? load(at, mask, 0.0) : load(at), float32);
     auto v = zeros({BLOCK}, float32);
@@ -344,18 +352,14 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
       auto next = lanes >= split;
       auto l = where(next, rows[3], rows[2]);
       auto hit = where(next, hit1, hit0);
-      auto g = exp(x - l) - where(lanes == hit, 1.0 - smoothing, 0.0) - uniform;
-      v = g * where(next, rs1, rs0);
+      v = logitGradient(x, l, lanes == hit, smoothing, uniform) * where(next, rs1, rs0);
     };
     if (mask.ir())
       general();
     else
       if_(
           split >= BLOCK,
-          [&] {
-            v = (exp(x - rows[2]) - where(lanes == hit0, 1.0 - smoothing, 0.0) - uniform) * rs0;
-          },
-          general);
+          [&] { v = logitGradient(x, rows[2], lanes == hit0, smoothing, uniform) * rs0; }, general);
     auto y = cast(v, dlogits.dtype());
     mask.ir() ? store(out, y, mask) : store(out, y);
   };

@@ -18,9 +18,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tritium::testing::library {
@@ -475,6 +477,15 @@ void checkCrossEntropy(CUstream stream, const Sync &sync, Dtype d, EntropyCase e
   NormShape shape{e.rows, e.vocab, e.stride};
   Tol tol = tolFor(d);
   expectClose(what + " dlogits", rowsOf(g, shape), grad, {tol.atol / double(count), tol.rtol}, seed);
+}
+
+// Each case of `cases` under one plan.
+template <typename Buffer>
+void checkCrossEntropyCases(CUstream stream, const Sync &sync,
+                            std::initializer_list<std::pair<Dtype, EntropyCase>> cases,
+                            const kernels::CrossEntropyPlan *plan) {
+  for (const auto &[d, e] : cases)
+    checkCrossEntropy<Buffer>(stream, sync, d, e, plan);
 }
 
 // Finite differences of the library's own forward (the mean loss, stats[0], fp32) against its

@@ -173,14 +173,12 @@ TEST_F(KernelLibraryGpuTest, CrossEntropyRowsInRuns) {
     kernels::CrossEntropyPlan p{
         .block = 4096, .numWarps = 8, .numStages = 3, .persistent = false, .rowParts = parts};
     SCOPED_TRACE("runs " + std::to_string(parts));
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
-                                    {40, 128256, 128256, 0.1f, false}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
-                                    {9, 256000, 256000, 0.0f, true, true}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp16,
-                                    {17, 50257, 50264, 0.1f, false, true}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
-                                    {11, 50257, 50257, 0.0f, true, true}, &p);
+    checkCrossEntropyCases<DeviceBuffer>(stream().get(), sync,
+                                         {{Dtype::bf16, {40, 128256, 128256, 0.1f, false}},
+                                          {Dtype::fp32, {9, 256000, 256000, 0.0f, true, true}},
+                                          {Dtype::fp16, {17, 50257, 50264, 0.1f, false, true}},
+                                          {Dtype::bf16, {11, 50257, 50257, 0.0f, true, true}}},
+                                         &p);
   }
 }
 
@@ -193,14 +191,12 @@ TEST_F(KernelLibraryGpuTest, CrossEntropyFlat) {
         kernels::CrossEntropyPlan{
             .block = 2048, .numWarps = 4, .numStages = 1, .persistent = false, .flat = true}}) {
     SCOPED_TRACE(kernels::describe(p.fields()));
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
-                                    {40, 128256, 128256, 0.1f, false, true}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp32,
-                                    {9, 50257, 50257, 0.0f, true, true}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::fp16,
-                                    {17, 32000, 32000, 0.1f, false, true}, &p);
-    checkCrossEntropy<DeviceBuffer>(stream().get(), sync, Dtype::bf16,
-                                    {11, 4097, 4097, 0.0f, true, true}, &p);
+    checkCrossEntropyCases<DeviceBuffer>(stream().get(), sync,
+                                         {{Dtype::bf16, {40, 128256, 128256, 0.1f, false, true}},
+                                          {Dtype::fp32, {9, 50257, 50257, 0.0f, true, true}},
+                                          {Dtype::fp16, {17, 32000, 32000, 0.1f, false, true}},
+                                          {Dtype::bf16, {11, 4097, 4097, 0.0f, true, true}}},
+                                         &p);
   }
 }
 

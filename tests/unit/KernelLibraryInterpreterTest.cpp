@@ -116,14 +116,12 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropyFlat) {
                                   .flat = true,
                                   .flatRun = std::max(run, 1)};
       SCOPED_TRACE(kernels::describe(p.fields()));
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 1000, 1000, 0.1f, false, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {6, 256, 256, 0.0f, true, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp16, {7, 301, 301, 0.0f, false, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 777, 777, 0.1f, true, true},
-                                    &p);
+      checkCrossEntropyCases<HostBuffer>(nullptr, sync,
+                                         {{Dtype::bf16, {5, 1000, 1000, 0.1f, false, true}},
+                                          {Dtype::fp32, {6, 256, 256, 0.0f, true, true}},
+                                          {Dtype::fp16, {7, 301, 301, 0.0f, false, true}},
+                                          {Dtype::bf16, {5, 777, 777, 0.1f, true, true}}},
+                                         &p);
     }
 }
 
@@ -136,13 +134,12 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropyRowsInRuns) {
       kernels::CrossEntropyPlan p{
           .block = 256, .numWarps = 8, .numStages = 2, .persistent = persistent, .rowParts = parts};
       SCOPED_TRACE("runs " + std::to_string(parts) + (persistent ? ", persistent" : ""));
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {5, 4000, 4000, 0.1f, false, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp32, {4, 3001, 3008, 0.0f, true, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::bf16, {6, 1301, 1305, 0.1f, false, true},
-                                    &p);
-      checkCrossEntropy<HostBuffer>(nullptr, sync, Dtype::fp16, {3, 700, 700, 0.0f, false}, &p);
+      checkCrossEntropyCases<HostBuffer>(nullptr, sync,
+                                         {{Dtype::bf16, {5, 4000, 4000, 0.1f, false, true}},
+                                          {Dtype::fp32, {4, 3001, 3008, 0.0f, true, true}},
+                                          {Dtype::bf16, {6, 1301, 1305, 0.1f, false, true}},
+                                          {Dtype::fp16, {3, 700, 700, 0.0f, false}}},
+                                         &p);
     }
 }
 
