@@ -43,10 +43,12 @@ static Value wholeBlocksEnd(const Operand &first, const Value &vocab, int block)
 static Value rowScale(const Value &t, const Value &vocab, const Value &ignore, const Value &scale) {
   return where(t != ignore, where((t >= 0) & (t < vocab), scale, NAN), 0.0);
 }
-// d loss / d logit, before the row's scale: softmax - (1 - smoothing) onehot - smoothing / vocab.
-static Value logitGradient(const Value &x, const Value &lse, const Value &isTarget,
-                           const Value &smoothing, const Value &uniform) {
-  return exp(x - lse) - where(isTarget, 1.0 - smoothing, 0.0) - uniform;
+// d loss / d logit, before the row's scale: softmax - (1 - smoothing) onehot - smoothing / vocab,
+// where column `col` is the target's when it equals `target`. (The row kernel writes it out:
+// through this function its tiles' ops come in another order, and the PTX differs.)
+static Value logitGradient(const Value &x, const Value &lse, const Value &col,
+                           const Value &target, const Value &smoothing, const Value &uniform) {
+  return exp(x - lse) - where(col == target, 1.0 - smoothing, 0.0) - uniform;
 }
 
 // A program takes ROWS rows per step: one row (a [BLOCK] block, through the cp.async ring when
@@ -246,7 +248,7 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
     // `mask` is empty).
     auto gradient = [&](const Value &in, const Value &out, const Value &c, const Value &mask) {
       auto x = cast(mask.ir() ? load(in, mask, 0.0) : load(in), float32);
-      auto g = logitGradient(x, spread(l), c == spread(t), smoothing, uniform);
+      auto g = exp(x - spread(l)) - where(c == spread(t), 1.0 - smoothing, 0.0) - uniform;
       auto v = cast(g * spread(row_scale), dlogits.dtype());
       mask.ir() ? store(out, v, mask) : store(out, v);
     };
@@ -352,14 +354,15 @@ static void cross_entropy_backward_flat(Ptr dlogits, Ptr logits, Ptr targets, Pt
       auto next = lanes >= split;
       auto l = where(next, rows[3], rows[2]);
       auto hit = where(next, hit1, hit0);
-      v = logitGradient(x, l, lanes == hit, smoothing, uniform) * where(next, rs1, rs0);
+      auto g = logitGradient(x, l, lanes, hit, smoothing, uniform);
+      v = g * where(next, rs1, rs0);
     };
     if (mask.ir())
       general();
     else
       if_(
           split >= BLOCK,
-          [&] { v = logitGradient(x, rows[2], lanes == hit0, smoothing, uniform) * rs0; }, general);
+          [&] { v = logitGradient(x, rows[2], lanes, hit0, smoothing, uniform) * rs0; }, general);
     auto y = cast(v, dlogits.dtype());
     mask.ir() ? store(out, y, mask) : store(out, y);
   };
