@@ -50,6 +50,7 @@ CompiledVariant compileVariant(const Variant &v, const std::string &ptxasPath) {
     c.sharedBytes = meta.sharedBytes;
     c.threads = k.numThreads();
     c.waitsOnPriorKernel = k.artifacts().waitsOnPriorKernel;
+    c.syncsGrid = k.artifacts().syncsGrid;
     c.ptx = k.artifacts().ptx;
     c.cacheKey = meta.cacheKey;
     // The kernel's meaning without where its source lives: stable across checkouts.

@@ -30,6 +30,7 @@ struct CompiledVariant {
   int64_t sharedBytes = 0;    // dynamic shared memory per CTA
   int threads = 0;
   bool waitsOnPriorKernel = false; // griddep_wait: launched with programmatic serialization
+  bool syncsGrid = false;          // grid_sync: launched cooperatively
   std::string ptx;
   PtxasResult ptxas;
   std::string cacheKey;   // tritium's disk-cache key of this compiled kernel

@@ -90,14 +90,14 @@ std::string provenance(const CompiledVariant &v, const std::string &prefix) {
     << prefix << "  target          " << s.arch << " cubin; PTX ISA " << s.ptxVersion / 10 << "."
     << s.ptxVersion % 10 << " fallback\n"
     << prefix << "  launch          " << v.threads << " threads (" << s.numWarps << " warps x "
-    << s.programsPerCTA << " programs per CTA), cluster " << s.clusterSize << ", "
-    << v.sharedBytes << " bytes of dynamic shared memory, grid rule "
-    << gridRuleName(v.variant.grid)
-    << (v.waitsOnPriorKernel ? ", overlapping the previous kernel (griddep_wait)" : "") << "\n"
+    << s.programsPerCTA << " programs per CTA), cluster " << s.clusterSize << ", " << v.sharedBytes
+    << " bytes of dynamic shared memory, grid rule " << gridRuleName(v.variant.grid)
+    << (v.waitsOnPriorKernel ? ", overlapping the previous kernel (griddep_wait)" : "")
+    << (v.syncsGrid ? ", cooperative (grid_sync)" : "") << "\n"
     << prefix << "  ptxas           " << v.ptxas.registers << " registers, "
     << v.ptxas.spillStoreBytes << " bytes spill stores, " << v.ptxas.spillLoadBytes
-    << " bytes spill loads, " << v.ptxas.stackBytes << " bytes stack, "
-    << v.ptxas.staticSharedBytes << " bytes static shared\n";
+    << " bytes spill loads, " << v.ptxas.stackBytes << " bytes stack, " << v.ptxas.staticSharedBytes
+    << " bytes static shared\n";
   if (!v.variant.when.empty())
     o << prefix << "  conditions      " << joinConditions(v) << "\n";
   o << prefix << "  cubin           " << v.ptxas.cubin.size() << " bytes, hash "
@@ -137,6 +137,7 @@ std::string headerPart(const CompiledVariant &v, const std::string &base) {
   define("CLUSTER_SIZE", std::to_string(s.clusterSize));
   define("DYNAMIC_SHARED_BYTES", std::to_string(v.sharedBytes));
   define("WAITS_ON_PRIOR_KERNEL", v.waitsOnPriorKernel ? "1" : "0");
+  define("SYNCS_GRID", v.syncsGrid ? "1" : "0");
   define("STATIC_SHARED_BYTES", std::to_string(v.ptxas.staticSharedBytes));
   define("REGISTERS", std::to_string(v.ptxas.registers));
   define("SPILL_STORE_BYTES", std::to_string(v.ptxas.spillStoreBytes));
@@ -212,14 +213,15 @@ std::string sourcePart(const CompiledVariant &v, const std::string &base) {
     << s.arch << "\", " << n << "_cubin, " << n << "_ptx, " << v.threads << ", " << v.sharedBytes
     << ", " << s.clusterSize << ", " << s.programsPerCTA << ", " << s.numWarps << ", "
     << (v.variant.grid == GridRule::Persistent ? "true" : "false") << ", "
-    << (v.waitsOnPriorKernel ? "true" : "false") << "};\n"
+    << (v.waitsOnPriorKernel ? "true" : "false") << ", " << (v.syncsGrid ? "true" : "false")
+    << "};\n"
     << "tritium_aot::Slot " << n << "_slot;\n\n"
     << "// Whether the arguments fit the specialization; when not, *why names the first that does\n"
     << "// not.\n"
     << "bool " << n << "_fits(std::string *why" << declaredParams(v) << ") {\n"
     << fitsChecks(v) << "  return true;\n}\n\n"
-    << "CUresult " << n << "_launch_programs(CUstream stream, int64_t programs"
-    << declaredParams(v) << ") {\n"
+    << "CUresult " << n << "_launch_programs(CUstream stream, int64_t programs" << declaredParams(v)
+    << ") {\n"
     << paramPointers(v) << "  return tritium_aot::launchPrograms(" << n << "_image, " << n
     << "_slot, stream, programs, params);\n}\n\n"
     << "CUresult " << n << "_launch_grid(CUstream stream, uint32_t grid_x, uint32_t grid_y, "

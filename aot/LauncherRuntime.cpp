@@ -41,6 +41,7 @@ struct Image {
   bool persistent;       // the grid rule: persistent, else one program per count
   bool programmatic;     // waits on the previous kernel (griddep_wait): launched so that it
                          // may start before that kernel ends, as tritium's runtime does
+  bool cooperative;      // calls grid_sync: every CTA resident at once (cooperative launch)
 };
 
 // A kernel loaded in one context.
@@ -278,10 +279,17 @@ CUresult launch(const Image &img, Slot &slot, Loaded *k, CUstream stream, uint32
   if (r != CUDA_SUCCESS)
     return r;
   // The cluster size is compiled into the kernel, so a plain launch runs whole clusters.
-  if (img.programmatic) {
-    CUlaunchAttribute overlap{};
-    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    overlap.value.programmaticStreamSerializationAllowed = 1;
+  if (img.programmatic || img.cooperative) {
+    CUlaunchAttribute attrs[2] = {};
+    unsigned count = 0;
+    if (img.programmatic) {
+      attrs[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[count++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (img.cooperative) {
+      attrs[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[count++].value.cooperative = 1;
+    }
     CUlaunchConfig config{};
     config.gridDimX = x;
     config.gridDimY = y;
@@ -290,9 +298,13 @@ CUresult launch(const Image &img, Slot &slot, Loaded *k, CUstream stream, uint32
     config.blockDimY = config.blockDimZ = 1;
     config.sharedMemBytes = img.sharedBytes;
     config.hStream = stream;
-    config.attrs = &overlap;
-    config.numAttrs = 1;
+    config.attrs = attrs;
+    config.numAttrs = count;
     r = cuLaunchKernelEx(&config, k->function, params, nullptr);
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+      return fail(r, name + ": a grid of " + std::to_string(uint64_t(x) * y * z) +
+                         " CTAs is more than the GPU holds at once, and the kernel calls "
+                         "grid_sync, which needs every CTA resident");
     if (r != CUDA_SUCCESS)
       return fail(r, name + ": cuLaunchKernelEx: " + describe(r));
     return CUDA_SUCCESS;

@@ -93,6 +93,16 @@ bool waitsOnPriorKernel(const ir::Function &fn, const std::string &arch) {
   return found && smNumber(arch) >= 90;
 }
 
+// Where the kernel calls grid_sync: the runtime then launches it cooperatively.
+const ir::Op *firstGridSync(const ir::Function &fn) {
+  const ir::Op *found = nullptr;
+  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
+    if (!found && op.kind() == ir::OpKind::GridSync)
+      found = &op;
+  });
+  return found;
+}
+
 } // namespace
 
 int64_t maxSharedBytesFor(const std::string &arch) {
@@ -157,11 +167,21 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
                   "num_warps " + std::to_string(options.numWarps) + " and cluster size " +
                   std::to_string(options.clusterSize),
               fn.loc());
+  const ir::Op *gridSync = firstGridSync(fn);
+  // Warp-sized programs share a CTA, and the grid-wide barrier counts CTAs: a CTA whose last
+  // programs lie past the grid would never arrive.
+  if (gridSync && programs > 1)
+    userError("kernel '" + fn.name() +
+                  "' calls grid_sync, which needs one program per CTA, "
+                  "not " +
+                  std::to_string(programs),
+              gridSync->loc());
   if (const ir::Op *loop = tooDeepLoop(fn.body()))
     userError("kernel '" + fn.name() + "': loops nest more than " +
                   std::to_string(ir::kMaxLoopNesting) + " deep",
               loop->loc());
   Artifacts out;
+  out.syncsGrid = gridSync != nullptr;
   out.tir = ir::print(fn, print);
   dump(fn.name(), "tir", out.tir);
   if (last == Stage::TIR)

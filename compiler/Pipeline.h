@@ -45,6 +45,9 @@ struct Artifacts {
   // The kernel waits for the one before it (griddep_wait on sm_90 and later): launch it with
   // programmatic stream serialization so that it may start early.
   bool waitsOnPriorKernel = false;
+  // The kernel calls grid_sync: launch it cooperatively (every program resident at once), which
+  // also gives it the driver's grid-barrier word.
+  bool syncsGrid = false;
 
   const std::string &text(Stage s) const {
     return s == Stage::TIR ? tir : s == Stage::GIR ? gir : s == Stage::LLVM ? llvm : ptx;

@@ -297,7 +297,8 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   try {
     rt::launchKernelPacked(here.kernel.function(), unsigned(grid), unsigned(numThreads()),
                            unsigned(meta_.sharedBytes), stream, block.data(), used,
-                           unsigned(grid3.y), unsigned(grid3.z), artifacts_.waitsOnPriorKernel);
+                           unsigned(grid3.y), unsigned(grid3.z), artifacts_.waitsOnPriorKernel,
+                           artifacts_.syncsGrid);
   } catch (const rt::DriverError &e) {
     if (e.result() != CUDA_ERROR_INVALID_HANDLE && e.result() != CUDA_ERROR_INVALID_CONTEXT)
       throw;

@@ -288,6 +288,14 @@ void debug_barrier(Loc loc = Loc::current());
 void griddep_wait(Loc loc = Loc::current());
 void griddep_launch_dependents(Loc loc = Loc::current());
 
+// A barrier across the whole grid (CUDA's cooperative-groups grid.sync()): no program goes on
+// until every program has reached it, and what each wrote before it is then visible to all. A
+// kernel that calls it is launched cooperatively: every program must be resident at once (a
+// grid of at most CompiledKernel::persistentGrid's programs), or the launch fails with an error
+// saying so. Call it at the kernel's top level. The interpreter runs such a kernel's programs
+// at once, a thread each.
+void grid_sync(Loc loc = Loc::current());
+
 // Checks on the device (Triton's tl.device_assert): where `cond` is false the kernel stops and
 // reports `message` with this call's file:line (the interpreter raises a UserError there).
 void device_assert(const Operand &cond, const std::string &message = "",

@@ -785,6 +785,16 @@ void griddep_wait(Loc l) {
   t.builder().create(OpKind::GridDepWait, {}, {}, loc);
 }
 
+void grid_sync(Loc l) {
+  SourceLoc loc(l);
+  Tracer &t = Tracer::current(loc);
+  if (t.builder().block() != &t.function().body())
+    userError("grid_sync() must be called at the kernel's top level, not inside a loop or a "
+              "branch: every program has to reach it, or the others wait for ever",
+              loc);
+  t.builder().create(OpKind::GridSync, {}, {}, loc);
+}
+
 void griddep_launch_dependents(Loc l) {
   SourceLoc loc(l);
   builder(loc).create(OpKind::GridDepLaunchDependents, {}, {}, loc);

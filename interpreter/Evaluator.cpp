@@ -178,6 +178,11 @@ public:
     case OpKind::GridDepWait:
     case OpKind::GridDepLaunchDependents:
       return true; // kernels run one after another: the earlier one has finished
+    case OpKind::GridSync:
+      if (!m_.wholeGrid)
+        internalError("grid_sync in a program run without the rest of its grid");
+      m_.wholeGrid->exchange(m_.pid, op_, {});
+      return true;
     case OpKind::Assert: {
       const auto &c = in(0).i;
       for (size_t e = 0; e < c.size(); ++e)

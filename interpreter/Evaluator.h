@@ -31,6 +31,7 @@ struct Machine {
   int64_t gridY = 1, gridZ = 1;
   int64_t clusterSize = 1;    // the kernel's cluster_size attribute
   Cluster *cluster = nullptr; // the running cluster's shared state; null when clusterSize is 1
+  Cluster *wholeGrid = nullptr; // grid_sync's barrier: every program of the grid runs at once
   const Options &options;
   MemoryView memory;
   std::unordered_map<const ir::Value *, size_t> slots;

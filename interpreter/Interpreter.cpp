@@ -328,6 +328,49 @@ void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
   }
 }
 
+// Whether the kernel calls grid_sync.
+bool syncsGrid(const ir::Function &fn) {
+  bool found = false;
+  ir::walk(const_cast<ir::Block &>(fn.body()),
+           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridSync; });
+  return found;
+}
+
+// A kernel that calls grid_sync: every program at once, one thread each, as a cooperative launch
+// runs them, with one barrier shared by the grid.
+void runWholeGrid(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
+                  const Options &options) {
+  constexpr int64_t kMaxPrograms = 4096; // threads, each with its program's values
+  if (grid > kMaxPrograms)
+    throw UserError("interpreting '" + fn.name() + "': it calls grid_sync, so its " +
+                    std::to_string(grid) +
+                    " programs would run at once, a thread each; the "
+                    "interpreter runs at most " +
+                    std::to_string(kMaxPrograms));
+  std::vector<std::unique_ptr<Machine>> machines;
+  for (int64_t pid = 0; pid < grid; ++pid)
+    machines.push_back(std::make_unique<Machine>(fn, grid, options));
+  Cluster all(0, grid);
+  FirstError error;
+  std::vector<std::thread> threads;
+  try {
+    for (int64_t pid = 0; pid < grid; ++pid) {
+      Machine &m = *machines[size_t(pid)];
+      bindArguments(m, args);
+      m.pid = pid;
+      m.wholeGrid = &all;
+      threads.emplace_back(runClusterProgram, std::ref(m), std::ref(all), pid, std::ref(error));
+    }
+  } catch (...) { // a thread failed to start: the others must not wait for it
+    error.record(std::current_exception());
+    for (auto pid = int64_t(threads.size()); pid < grid; ++pid)
+      all.leave(pid, true);
+  }
+  for (std::thread &t : threads)
+    t.join();
+  error.rethrowIfAny();
+}
+
 } // namespace
 
 void run(const ir::Function &fn, int64_t grid, const std::vector<Arg> &args,
@@ -356,7 +399,13 @@ void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector
     throw UserError("interpreting '" + fn.name() + "': the grid of " + std::to_string(grid) +
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
-  if (clusterSize > 1) {
+  if (syncsGrid(fn)) {
+    if (clusterSize > 1 || grid3[1] != 1 || grid3[2] != 1)
+      throw UserError("interpreting '" + fn.name() +
+                      "': the interpreter runs grid_sync in 1-D "
+                      "grids without clusters");
+    runWholeGrid(fn, grid, args, options);
+  } else if (clusterSize > 1) {
     if (grid3[1] != 1 || grid3[2] != 1)
       throw UserError("interpreting '" + fn.name() + "': thread-block clusters take a 1-D grid");
     runClusters(fn, grid, clusterSize, args, options);

@@ -251,13 +251,21 @@ static bool overlapAllowed() {
 
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY,
-                        unsigned gridZ, bool programmatic) {
+                        unsigned gridZ, bool programmatic, bool cooperative) {
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
-  if (programmatic && overlapAllowed()) {
-    CUlaunchAttribute overlap{};
-    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    overlap.value.programmaticStreamSerializationAllowed = 1;
+  bool overlap = programmatic && overlapAllowed();
+  if (overlap || cooperative) {
+    CUlaunchAttribute attrs[2]{};
+    unsigned count = 0;
+    if (overlap) {
+      attrs[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[count++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cooperative) { // every CTA resident at once, and the grid barrier's word (grid_sync)
+      attrs[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[count++].value.cooperative = 1;
+    }
     CUlaunchConfig config{};
     config.gridDimX = grid;
     config.gridDimY = gridY;
@@ -266,9 +274,16 @@ void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sh
     config.blockDimY = config.blockDimZ = 1;
     config.sharedMemBytes = sharedBytes;
     config.hStream = stream;
-    config.attrs = &overlap;
-    config.numAttrs = 1;
-    check(Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra), "cuLaunchKernelEx");
+    config.attrs = attrs;
+    config.numAttrs = count;
+    CUresult r = Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+      throw DriverError("cuLaunchKernelEx: a grid of " + std::to_string(grid * gridY * gridZ) +
+                            " CTAs is more than the GPU holds at once, and the kernel calls "
+                            "grid_sync, which needs every CTA resident (use a grid of at most "
+                            "CompiledKernel::persistentGrid's CTAs)",
+                        r);
+    check(r, "cuLaunchKernelEx");
     return;
   }
   check(Driver::get().cuLaunchKernel(f, grid, gridY, gridZ, block, 1, 1, sharedBytes, stream,

@@ -170,6 +170,30 @@ inline void waitingConsumer(Ptr out, Ptr produced, Ptr w, Int n, Int round, int 
   store(out + round * n + offs, load(produced + offs, m, 0.0) * 2.0 + wv, m);
 }
 
+// grid_sync: each program writes its block, waits for the grid, and reads its neighbour's, twice
+// in one launch. Program 0 dawdles first (`spin` steps that leave its values as they were), so a
+// barrier that let the others through early would have them read its block still poisoned.
+// out[pid] = 2 x[next] + 1 + launch; out[P + pid] = 3 out[prev] = 3 (2 x[pid] + 1 + launch),
+// with next = pid + 1 and prev = pid - 1 around the grid.
+inline void gridExchange(Ptr out, Ptr scratch, Ptr x, Int spin, Int launch, int BLOCK) {
+  auto pid = program_id(0), programs = num_programs(0);
+  auto offs = arange(0, BLOCK);
+  auto v = load(x + pid * BLOCK + offs);
+  auto acc = v;
+  for (auto i : range(0, where(pid == 0, spin, 0)).carry(acc)) {
+    (void)i;
+    acc = acc * 0.5 + v * 0.5; // exactly v again: both halves are exact
+  }
+  store(scratch + pid * BLOCK + offs, acc * 2.0);
+  grid_sync();
+  auto next = (pid + 1) % programs;
+  store(out + pid * BLOCK + offs,
+        load(scratch + next * BLOCK + offs) + 1.0 + cast(launch, float32));
+  grid_sync();
+  auto prev = (pid + programs - 1) % programs;
+  store(out + (programs + pid) * BLOCK + offs, load(out + prev * BLOCK + offs) * 3.0);
+}
+
 // --- problems -----------------------------------------------------------------------------------
 
 // `rounds` producer-consumer pairs on one stream, all enqueued before one sync, through
@@ -215,6 +239,53 @@ void checkGridDependency(CUstream stream, const std::function<void()> &sync,
               "griddep_wait consumers of " + std::to_string(rounds) + " producers, n=" +
                   std::to_string(n),
               seed);
+}
+
+// `launches` launches of gridExchange over `programs` programs (0: the most that fit at once) on
+// one stream through `enqueue` (direct, or a captured CUDA graph), each launch after the first
+// reading the scratch the one before left: the barrier's word must work again without a reset.
+template <typename Buffer>
+void checkGridSync(CUstream stream, const std::function<void()> &sync,
+                   const std::function<void(const std::function<void()> &)> &enqueue,
+                   int64_t programs, int launches, int spin, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 128;
+  auto k =
+      kernel("grid_exchange", gridExchange, {"out", "scratch", "x", "spin", "launch", "BLOCK"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32", "i32", "i32"},
+                                 .constexprs = {BLOCK},
+                                 .numWarps = numWarps});
+  EXPECT_TRUE(c.artifacts().syncsGrid);
+  if (programs == 0)
+    programs = c.persistentGrid(int64_t(1) << 20);
+  const int64_t n = programs * BLOCK;
+  std::vector<float> x = randomFloats(size_t(n), rng);
+  Buffer dx = upload<Buffer>(x), scratch = poisoned<Buffer>(size_t(n));
+  std::vector<Buffer> outs;
+  for (int l = 0; l < launches; ++l)
+    outs.push_back(poisoned<Buffer>(size_t(2 * n + 5)));
+  enqueue([&] {
+    for (int l = 0; l < launches; ++l)
+      c.launch(programs, stream, {outs[size_t(l)], scratch, dx, int32_t(spin), int32_t(l)});
+  });
+  sync();
+  for (int l = 0; l < launches; ++l) {
+    std::vector<double> want(size_t(2 * n + 5), kUntouched);
+    for (int64_t p = 0; p < programs; ++p)
+      for (int64_t i = 0; i < BLOCK; ++i) {
+        int64_t next = (p + 1) % programs;
+        want[size_t(p * BLOCK + i)] =
+            float(float(x[size_t(next * BLOCK + i)] * 2.0f) + 1.0f) + float(l);
+        want[size_t((programs + p) * BLOCK + i)] =
+            float(float(float(x[size_t(p * BLOCK + i)] * 2.0f) + 1.0f) + float(l)) * 3.0f;
+      }
+    expectClose(download(outs[size_t(l)], want.size()), want, 1e-6,
+                "grid_sync exchange, launch " + std::to_string(l) + " of " +
+                    std::to_string(programs) + " programs of " + std::to_string(numWarps) +
+                    " warps",
+                seed);
+  }
 }
 
 template <typename Buffer>

@@ -117,6 +117,7 @@ llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 bool lowerGridDependency(Lowering &l, const ir::Op &op); // griddep_wait, _launch_dependents
+bool lowerGridSync(Lowering &l, const ir::Op &op);       // grid_sync
 // cluster_max, cluster_sum and cluster_gather: a batch of adjacent exchanges, none using
 // another's result, shares one cluster barrier.
 bool isClusterExchange(const ir::Op &op);

@@ -196,7 +196,7 @@ private:
     bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
                     op.kind() == OpKind::Yield || op.kind() == OpKind::Assert ||
                     op.kind() == OpKind::Barrier || op.kind() == OpKind::GridDepWait ||
-                    op.kind() == OpKind::GridDepLaunchDependents;
+                    op.kind() == OpKind::GridDepLaunchDependents || op.kind() == OpKind::GridSync;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
                       op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
                       op.kind() == OpKind::Scan || op.kind() == OpKind::Split;
@@ -368,6 +368,12 @@ private:
     case OpKind::GridDepLaunchDependents:
       expect(op, n == 0 && op.numResults() == 0,
              "griddep_launch_dependents takes and gives nothing");
+      break;
+    case OpKind::GridSync:
+      // A program that skipped it would leave every other one waiting for ever.
+      expect(op, n == 0 && op.numResults() == 0 && !op.parentBlock()->parentOp(),
+             "grid_sync takes and gives nothing and sits at the kernel's top level, outside "
+             "loops and branches");
       break;
     case OpKind::Assert:
       expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&

@@ -231,6 +231,36 @@ TEST_F(BlocksGpuTest, GridDependencyConsumersSeeTheirProducersOutput) {
   checkGridDependency<DeviceBuffer>(stream().get(), sync, graph, 100000, 40, 3000);
 }
 
+// grid_sync over as many programs as fit at once, and over a few, launched directly and from a
+// CUDA graph replayed twice; a grid larger than the GPU holds at once is refused by name.
+TEST_F(BlocksGpuTest, GridSyncWaitsForEveryProgram) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  auto direct = [](const std::function<void()> &launches) { launches(); };
+  for (int warps : {1, 4, 8})
+    checkGridSync<DeviceBuffer>(stream().get(), sync, direct, 0, 3, 20000, warps);
+  checkGridSync<DeviceBuffer>(stream().get(), sync, direct, 3, 2, 20000, 2);
+  auto graph = [this](const std::function<void()> &launches) {
+    rt::Graph g = rt::Graph::capture(stream().get(), launches);
+    g.launch(stream().get());
+    g.launch(stream().get());
+  };
+  checkGridSync<DeviceBuffer>(stream().get(), sync, graph, 0, 2, 20000, 4);
+
+  auto k =
+      kernel("grid_exchange", gridExchange, {"out", "scratch", "x", "spin", "launch", "BLOCK"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*fp32", "*fp32", "*fp32", "i32", "i32"}, .constexprs = {128}, .numWarps = 4});
+  int64_t tooMany = c.persistentGrid(int64_t(1) << 20) + 1;
+  DeviceBuffer buf(size_t(2 * tooMany * 128 + 5) * 4);
+  try {
+    c.launch(tooMany, stream().get(), {buf, buf, buf, int32_t(0), int32_t(0)});
+    FAIL() << "a grid of " << tooMany << " programs calling grid_sync was launched";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("grid_sync"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(BlocksGpuTest, JoinAndSplit) {
   SKIP_WITHOUT_GPU();
   using namespace tritium::testing::language;

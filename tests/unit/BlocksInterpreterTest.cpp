@@ -137,6 +137,14 @@ TEST_F(BlocksInterpreterTest, GridDependencyKeepsStreamOrder) {
   checkGridDependency<HostBuffer>(nullptr, sync, direct, 300, 3, 4);
 }
 
+// grid_sync: the interpreter runs the grid's programs at once, a thread each.
+TEST_F(BlocksInterpreterTest, GridSyncWaitsForEveryProgram) {
+  using namespace tritium::testing::language;
+  auto direct = [](const std::function<void()> &launches) { launches(); };
+  checkGridSync<HostBuffer>(nullptr, sync, direct, 7, 2, 50, 4);
+  checkGridSync<HostBuffer>(nullptr, sync, direct, 1, 1, 3, 1);
+}
+
 TEST_F(BlocksInterpreterTest, JoinAndSplit) {
   using namespace tritium::testing::language;
   checkJoinSplit<HostBuffer>(nullptr, sync, 256, 8, 16, 4);

@@ -201,6 +201,25 @@ void waitInsideABranch(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out, dsl::load(in));
 }
 
+void gridSyncInsideALoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  for (auto i : dsl::range(0, n, BLOCK)) {
+    gLine = __LINE__; dsl::grid_sync();
+    dsl::store(out + i + dsl::arange(0, BLOCK), dsl::load(in + i + dsl::arange(0, BLOCK)));
+  }
+}
+
+void gridSyncInsideABranch(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::if_(n > 0, [&] {
+    gLine = __LINE__; dsl::grid_sync();
+  });
+  dsl::store(out, dsl::load(in));
+}
+
+void gridSyncOfWarpPrograms(Ptr out, Ptr in, Int n, int BLOCK) {
+  dsl::store(out + dsl::arange(0, BLOCK), dsl::load(in + dsl::arange(0, BLOCK)));
+  gLine = __LINE__; dsl::grid_sync();
+}
+
 void carriedTwice(Ptr out, Ptr in, Int n, int BLOCK) {
   auto acc = dsl::full(BLOCK, 0.0);
   gLine = __LINE__; for (auto i : dsl::range(0, n, BLOCK).carry(acc, acc)) {
@@ -382,6 +401,25 @@ TEST_F(DslErrorTest, GridDependencyWaitInsideALoopOrABranch) {
                   {"griddep_wait() must be called at the kernel's top level", "every program"});
   expectUserError([] { traceKernel(waitInsideABranch); },
                   {"griddep_wait() must be called at the kernel's top level"});
+}
+
+TEST_F(DslErrorTest, GridSyncInsideALoopOrABranch) {
+  expectUserError([] { traceKernel(gridSyncInsideALoop); },
+                  {"grid_sync() must be called at the kernel's top level", "every program"});
+  expectUserError([] { traceKernel(gridSyncInsideABranch); },
+                  {"grid_sync() must be called at the kernel's top level"});
+}
+
+// Warp-sized programs share a CTA, and the grid barrier counts CTAs.
+TEST_F(DslErrorTest, GridSyncNeedsOneProgramPerCTA) {
+  Specialization s = spec();
+  s.numWarps = 1;
+  s.programsPerCTA = 4;
+  expectUserError(
+      [&] {
+        tritium::kernel("bad_kernel", gridSyncOfWarpPrograms, kNames).compileTo(s, Stage::GIR);
+      },
+      {"calls grid_sync, which needs one program per CTA, not 4"});
 }
 
 TEST_F(DslErrorTest, CarryOfTheSameVariableTwice) {
