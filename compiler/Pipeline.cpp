@@ -40,11 +40,16 @@ std::optional<Stage> parseStage(const std::string &name) {
 
 namespace {
 
+bool dumping() {
+  const char *dir = std::getenv("TRITIUM_DUMP_DIR");
+  return dir && *dir;
+}
+
 // Writes a stage to $TRITIUM_DUMP_DIR/<kernel>.<ext> when the variable is set.
 void dump(const std::string &kernel, const char *ext, const std::string &text) {
-  const char *dir = std::getenv("TRITIUM_DUMP_DIR");
-  if (!dir || !*dir)
+  if (!dumping())
     return;
+  const char *dir = std::getenv("TRITIUM_DUMP_DIR");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::filesystem::path path = std::filesystem::path(dir) / (kernel + "." + ext);
@@ -224,6 +229,12 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod =
       codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion, smNumber(options.arch));
+  if (dumping()) { // the lowering's own LLVM IR, before O3: what the optimizer was given
+    std::string lowered;
+    llvm::raw_string_ostream os(lowered);
+    mod->print(os, nullptr);
+    dump(fn.name(), "lowered.ll", lowered);
+  }
   codegen::TargetOptions target{options.arch, options.ptxVersion};
   std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
   dump(fn.name(), "ll", out.llvm);

@@ -222,11 +222,13 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   // natural alignment as the PTX declares them: the hot path allocates nothing, and the driver
   // copies one buffer (within 1% of an array of pointers to them, docs/PERF.md, eighth session).
   alignas(8) std::array<unsigned char, kMaxArgs * 8> block;
-  size_t used = 0;
+  std::array<void *, kMaxArgs> each; // where each argument sits in the block
+  size_t used = 0, count = 0;
   auto put = [&](auto value) {
     constexpr size_t bytes = sizeof value;
     used = (used + bytes - 1) / bytes * bytes;
     std::memcpy(block.data() + used, &value, bytes);
+    each[count++] = block.data() + used;
     used += bytes;
   };
   size_t i = 0;
@@ -298,7 +300,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     rt::launchKernelPacked(here.kernel.function(), unsigned(grid), unsigned(numThreads()),
                            unsigned(meta_.sharedBytes), stream, block.data(), used,
                            unsigned(grid3.y), unsigned(grid3.z), artifacts_.waitsOnPriorKernel,
-                           artifacts_.syncsGrid);
+                           artifacts_.syncsGrid ? each.data() : nullptr);
   } catch (const rt::DriverError &e) {
     if (e.result() != CUDA_ERROR_INVALID_HANDLE && e.result() != CUDA_ERROR_INVALID_CONTEXT)
       throw;

@@ -251,7 +251,8 @@ static bool overlapAllowed() {
 
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY,
-                        unsigned gridZ, bool programmatic, bool cooperative) {
+                        unsigned gridZ, bool programmatic, void **cooperativeArgs) {
+  const bool cooperative = cooperativeArgs != nullptr;
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
   bool overlap = programmatic && overlapAllowed();
@@ -276,7 +277,8 @@ void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sh
     config.hStream = stream;
     config.attrs = attrs;
     config.numAttrs = count;
-    CUresult r = Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
+    CUresult r = cooperative ? Driver::get().cuLaunchKernelEx(&config, f, cooperativeArgs, nullptr)
+                             : Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
     if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
       throw DriverError("cuLaunchKernelEx: a grid of " + std::to_string(grid * gridY * gridZ) +
                             " CTAs is more than the GPU holds at once, and the kernel calls "

@@ -84,10 +84,12 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
 // it whole instead of following a pointer per argument. `programmatic`: the kernel calls
 // griddepcontrol.wait, so it is launched with programmatic stream serialization and may start
 // before the stream's previous kernel has finished (cuLaunchKernelEx; sm_90 and later).
-// `cooperative`: the kernel calls grid_sync, so it is launched cooperatively (every CTA resident
-// at once; a larger grid is a DriverError saying so).
+// `cooperativeArgs`, given when the kernel calls grid_sync: it is launched cooperatively (every
+// CTA resident at once; a larger grid is a DriverError saying so), with these pointers to each
+// argument in `args` (a cooperative launch in stream capture refuses the packed buffer).
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY = 1,
-                        unsigned gridZ = 1, bool programmatic = false, bool cooperative = false);
+                        unsigned gridZ = 1, bool programmatic = false,
+                        void **cooperativeArgs = nullptr);
 
 } // namespace tritium::rt

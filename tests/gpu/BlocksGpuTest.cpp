@@ -237,14 +237,19 @@ TEST_F(BlocksGpuTest, GridSyncWaitsForEveryProgram) {
   SKIP_WITHOUT_GPU();
   using namespace tritium::testing::language;
   auto direct = [](const std::function<void()> &launches) { launches(); };
-  for (int warps : {1, 4, 8})
+  for (int warps : {1, 4, 8}) {
+    SCOPED_TRACE("direct launches, the most programs that fit, " + std::to_string(warps) +
+                 " warps");
     checkGridSync<DeviceBuffer>(stream().get(), sync, direct, 0, 3, 20000, warps);
+  }
+  SCOPED_TRACE("direct launches, 3 programs");
   checkGridSync<DeviceBuffer>(stream().get(), sync, direct, 3, 2, 20000, 2);
   auto graph = [this](const std::function<void()> &launches) {
     rt::Graph g = rt::Graph::capture(stream().get(), launches);
     g.launch(stream().get());
     g.launch(stream().get());
   };
+  SCOPED_TRACE("a CUDA graph replayed twice");
   checkGridSync<DeviceBuffer>(stream().get(), sync, graph, 0, 2, 20000, 4);
 
   auto k =
