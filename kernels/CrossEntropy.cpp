@@ -500,19 +500,24 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
         add(p);
       }
   }
-  // The backward over packed rows read flat: chunks of 4096 over 8 warps, in runs of 8 or 16
-  // chunks a program (the forward and other layouts drop these). On the H200 runs of 1-2
-  // chunks, rings of 1 and persistent grids were 4-45% slower; chunks of 8192 over 4 warps ran
-  // 4% faster but compiled in 86 ms, and over 8 warps in 55 (docs/PERF.md, twenty-second
-  // session).
-  if (vocab >= 4096)
-    for (int run : {8, 16})
-      add({.block = 4096,
-           .numWarps = 8,
-           .numStages = 3,
+  // The backward over packed rows read flat (the forward and other layouts drop these): chunks
+  // of 2048-4096 over 4-8 warps, in runs of 8 or 16 chunks a program, behind rings of 3 or 6. On
+  // the H200 runs of 1-4 chunks, rings of 1 and persistent grids were 4-45% slower; chunks of 8192
+  // over 4 warps ran as fast as the best of these but compiled in 73-86 ms (docs/PERF.md,
+  // twenty-second and twenty-third sessions).
+  struct Flat {
+    int64_t block;
+    int warps, stages, run;
+  };
+  for (Flat f : {Flat{4096, 8, 3, 8}, Flat{4096, 8, 3, 16}, Flat{4096, 8, 6, 8},
+                 Flat{2048, 4, 6, 8}, Flat{2048, 8, 6, 8}})
+    if (vocab >= f.block)
+      add({.block = f.block,
+           .numWarps = f.warps,
+           .numStages = f.stages,
            .persistent = false,
            .flat = true,
-           .flatRun = run});
+           .flatRun = f.run});
   return out;
 }
 
@@ -572,17 +577,21 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
       [&] { return bucket(dtype, rows, vocab, layout); }, stream,
       [&] {
         CrossEntropyPlan p = planCrossEntropy(vocab, dtype);
-        // Packed rows whose vocabulary ends mid-vector, where the row kernel takes whole blocks
-        // and a tail: read flat, 4096 elements a chunk over 8 warps, 16 chunks a program (GPT-2's
-        // 50257 bf16 columns: 0.89 of copy, against 0.85). Chunks of 8192 over 4 warps ran at
-        // 0.92 but compiled in 86 ms (docs/PERF.md, twenty-second session).
-        CrossEntropyPlan flat{.block = 4096,
-                              .numWarps = 8,
-                              .numStages = 3,
+        // Packed rows read flat, 8 chunks a program, 32 bytes of logits a thread each chunk,
+        // behind a ring of 6: 16-bit logits in chunks of 2048 over 4 warps, 0.935-0.985 of copy
+        // at 32000-256000 columns (the row kernel 0.91-0.97); fp32 in chunks of 2048 over 8
+        // warps, only where the vocabulary ends mid-vector (GPT-2's 50257: 0.947 against 0.925),
+        // since elsewhere the row kernel is as fast. A ring of 3 was 3-7% slower, runs of 16 chunks
+        // 2-4%; chunks of 8192 over 4 warps ran as fast but compiled in 73-86 ms (docs/PERF.md,
+        // twenty-second and twenty-third sessions).
+        const bool wide = dtype == Dtype::fp32;
+        CrossEntropyPlan flat{.block = 2048,
+                              .numWarps = wide ? 8 : 4,
+                              .numStages = 6,
                               .persistent = false,
                               .flat = true,
-                              .flatRun = 16};
-        if (backward && layout.packed && layout.ragged && flatFits(flat, vocab))
+                              .flatRun = 8};
+        if (backward && layout.packed && (layout.ragged || !wide) && flatFits(flat, vocab))
           return flat;
         if (backward && runsPay) {
           p.rowParts = crossEntropyRowParts(vocab, p.block);

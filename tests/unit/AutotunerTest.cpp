@@ -301,8 +301,9 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
   EXPECT_EQ(runs, (std::set<int>{2, 4, 8}));
   for (const CrossEntropyPlan &p : crossEntropyCandidates(8000, Dtype::bf16))
     EXPECT_EQ(p.rowParts, 1) << "rows of 8000 columns: fewer than 12 blocks of 2048 or more";
-  // The backward's flat plans: chunks of 4096 over 8 warps (rows of at least 4096), runs of 8
-  // or 16 chunks, one row per step, no runs of rows, no forward-only field.
+  // The backward's flat plans: chunks of 2048 or 4096 (no longer than the rows) over 4 or 8
+  // warps, runs of 8 or 16 chunks, rings of 3 or 6, one row per step, no runs of rows, no
+  // forward-only field.
   auto flatBlocks = [](int64_t vocab) {
     std::multiset<int64_t> blocks;
     for (const CrossEntropyPlan &p : crossEntropyCandidates(vocab, Dtype::bf16))
@@ -310,13 +311,15 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
         blocks.insert(p.block);
         EXPECT_TRUE(p.rowsPerStep == 1 && p.rowParts == 1 && p.group == 1 && !p.prefetch &&
                     p.minBlocksPerSM == 1 && p.block <= vocab && !p.persistent &&
-                    p.numStages == 3 && p.numWarps == 8 && (p.flatRun == 8 || p.flatRun == 16));
+                    (p.numStages == 3 || p.numStages == 6) &&
+                    (p.numWarps == 4 || p.numWarps == 8) && (p.flatRun == 8 || p.flatRun == 16));
       }
     return blocks;
   };
-  EXPECT_EQ(flatBlocks(128256), (std::multiset<int64_t>{4096, 4096}));
-  EXPECT_EQ(flatBlocks(5000), (std::multiset<int64_t>{4096, 4096}));
-  EXPECT_TRUE(flatBlocks(4000).empty());
+  EXPECT_EQ(flatBlocks(128256), (std::multiset<int64_t>{2048, 2048, 4096, 4096, 4096}));
+  EXPECT_EQ(flatBlocks(5000), (std::multiset<int64_t>{2048, 2048, 4096, 4096, 4096}));
+  EXPECT_EQ(flatBlocks(4000), (std::multiset<int64_t>{2048, 2048}));
+  EXPECT_TRUE(flatBlocks(2000).empty());
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000), "bf16-n1048576");
   EXPECT_EQ(elementwiseBucket(Dtype::bf16, 1000000, false), "bf16-n1048576-unaligned");
 }

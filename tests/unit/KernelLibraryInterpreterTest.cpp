@@ -98,8 +98,9 @@ TEST_F(KernelLibraryInterpreterTest, CrossEntropy) {
     checkCrossEntropy<HostBuffer>(nullptr, sync, d, {9, 1000, 1000, 0.0f, false});
     checkCrossEntropy<HostBuffer>(nullptr, sync, d, {6, 5000, 5008, 0.1f, true});
     // Packed rows on 16-byte boundaries, ending mid-vector: the planner's backward reads them
-    // flat.
+    // flat; and, but for fp32, ending on a whole vector too.
     checkCrossEntropy<HostBuffer>(nullptr, sync, d, {3, 8200, 8200, 0.1f, false, true});
+    checkCrossEntropy<HostBuffer>(nullptr, sync, d, {5, 4096, 4096, 0.0f, false, true});
   }
 }
 
