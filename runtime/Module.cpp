@@ -280,7 +280,8 @@ void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sh
     CUresult r = cooperative ? Driver::get().cuLaunchKernelEx(&config, f, cooperativeArgs, nullptr)
                              : Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
     if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
-      throw DriverError("cuLaunchKernelEx: a grid of " + std::to_string(grid * gridY * gridZ) +
+      throw DriverError("cuLaunchKernelEx: a grid of " +
+                            std::to_string(uint64_t(grid) * gridY * gridZ) +
                             " CTAs is more than the GPU holds at once, and the kernel calls "
                             "grid_sync, which needs every CTA resident (use a grid of at most "
                             "CompiledKernel::persistentGrid's CTAs)",
