@@ -92,20 +92,7 @@ const ir::Op *tooDeepLoop(const ir::Block &block, int depth = 0) {
 // Whether the kernel calls griddep_wait on an architecture that has it (sm_90 and later), so
 // that its launch may overlap the kernel before it (LowerGridDependency.cpp drops the wait below).
 bool waitsOnPriorKernel(const ir::Function &fn, const std::string &arch) {
-  bool found = false;
-  ir::walk(const_cast<ir::Block &>(fn.body()),
-           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridDepWait; });
-  return found && smNumber(arch) >= 90;
-}
-
-// Where the kernel calls grid_sync: the runtime then launches it cooperatively.
-const ir::Op *firstGridSync(const ir::Function &fn) {
-  const ir::Op *found = nullptr;
-  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
-    if (!found && op.kind() == ir::OpKind::GridSync)
-      found = &op;
-  });
-  return found;
+  return ir::findFirst(fn.body(), ir::OpKind::GridDepWait) && smNumber(arch) >= 90;
 }
 
 } // namespace
@@ -172,7 +159,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
                   "num_warps " + std::to_string(options.numWarps) + " and cluster size " +
                   std::to_string(options.clusterSize),
               fn.loc());
-  const ir::Op *gridSync = firstGridSync(fn);
+  // Where the kernel calls grid_sync: the runtime then launches it cooperatively.
+  const ir::Op *gridSync = ir::findFirst(fn.body(), ir::OpKind::GridSync);
   // Warp-sized programs share a CTA, and the grid-wide barrier counts CTAs: a CTA whose last
   // programs lie past the grid would never arrive.
   if (gridSync && programs > 1)

@@ -775,24 +775,27 @@ void debug_barrier(Loc l) {
   builder(loc).create(OpKind::Barrier, {}, {}, loc);
 }
 
-void griddep_wait(Loc l) {
-  SourceLoc loc(l);
+// An op every program must reach (griddep_wait, grid_sync), refused inside loops and branches;
+// `why` ends the message.
+static void createAtTopLevel(OpKind kind, const char *call, const char *why, const SourceLoc &loc) {
   Tracer &t = Tracer::current(loc);
   if (t.builder().block() != &t.function().body())
-    userError("griddep_wait() must be called at the kernel's top level, not inside a loop or a "
-              "branch: every program has to wait before the kernel can count as finished",
-              loc);
-  t.builder().create(OpKind::GridDepWait, {}, {}, loc);
+    userError(
+        std::string(call) +
+            " must be called at the kernel's top level, not inside a loop or a branch: " + why,
+        loc);
+  t.builder().create(kind, {}, {}, loc);
+}
+
+void griddep_wait(Loc l) {
+  createAtTopLevel(OpKind::GridDepWait, "griddep_wait()",
+                   "every program has to wait before the kernel can count as finished",
+                   SourceLoc(l));
 }
 
 void grid_sync(Loc l) {
-  SourceLoc loc(l);
-  Tracer &t = Tracer::current(loc);
-  if (t.builder().block() != &t.function().body())
-    userError("grid_sync() must be called at the kernel's top level, not inside a loop or a "
-              "branch: every program has to reach it, or the others wait for ever",
-              loc);
-  t.builder().create(OpKind::GridSync, {}, {}, loc);
+  createAtTopLevel(OpKind::GridSync, "grid_sync()",
+                   "every program has to reach it, or the others wait for ever", SourceLoc(l));
 }
 
 void griddep_launch_dependents(Loc l) {

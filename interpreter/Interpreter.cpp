@@ -295,6 +295,27 @@ void runClusterProgram(Machine &m, Cluster &cluster, int64_t rank, FirstError &e
   }
 }
 
+// Runs every machine at once, one thread each, machine r as rank r of `group`; rethrows the first
+// error. A thread that fails to start leaves its seat and those after it, so that no program
+// waits for one that never began.
+void runTogether(std::vector<std::unique_ptr<Machine>> &machines, Cluster &group) {
+  FirstError error;
+  std::vector<std::thread> threads;
+  const auto n = int64_t(machines.size());
+  try {
+    for (int64_t rank = 0; rank < n; ++rank)
+      threads.emplace_back(runClusterProgram, std::ref(*machines[size_t(rank)]), std::ref(group),
+                           rank, std::ref(error));
+  } catch (...) {
+    error.record(std::current_exception());
+    for (auto rank = int64_t(threads.size()); rank < n; ++rank)
+      group.leave(rank, true);
+  }
+  for (std::thread &t : threads)
+    t.join();
+  error.rethrowIfAny();
+}
+
 // Clusters one after another; the programs of a cluster at the same time, one thread each, as
 // the GPU runs them, so that cluster reductions can wait for each other.
 void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
@@ -307,33 +328,13 @@ void runClusters(const ir::Function &fn, int64_t grid, int64_t clusterSize,
   }
   for (int64_t index = 0; index < grid / clusterSize; ++index) {
     Cluster cluster(index, clusterSize);
-    FirstError error;
-    std::vector<std::thread> threads;
-    try {
-      for (int64_t rank = 0; rank < clusterSize; ++rank) {
-        Machine &m = *machines[size_t(rank)];
-        m.pid = index * clusterSize + rank;
-        m.cluster = &cluster;
-        threads.emplace_back(runClusterProgram, std::ref(m), std::ref(cluster), rank,
-                             std::ref(error));
-      }
-    } catch (...) { // a thread failed to start: its peers must not wait for it
-      error.record(std::current_exception());
-      for (auto rank = int64_t(threads.size()); rank < clusterSize; ++rank)
-        cluster.leave(rank, true);
+    for (int64_t rank = 0; rank < clusterSize; ++rank) {
+      Machine &m = *machines[size_t(rank)];
+      m.pid = index * clusterSize + rank;
+      m.cluster = &cluster;
     }
-    for (std::thread &t : threads)
-      t.join();
-    error.rethrowIfAny();
+    runTogether(machines, cluster);
   }
-}
-
-// Whether the kernel calls grid_sync.
-bool syncsGrid(const ir::Function &fn) {
-  bool found = false;
-  ir::walk(const_cast<ir::Block &>(fn.body()),
-           [&](ir::Op &op) { found = found || op.kind() == ir::OpKind::GridSync; });
-  return found;
 }
 
 // A kernel that calls grid_sync: every program at once, one thread each, as a cooperative launch
@@ -351,24 +352,13 @@ void runWholeGrid(const ir::Function &fn, int64_t grid, const std::vector<Arg> &
   for (int64_t pid = 0; pid < grid; ++pid)
     machines.push_back(std::make_unique<Machine>(fn, grid, options));
   Cluster all(0, grid);
-  FirstError error;
-  std::vector<std::thread> threads;
-  try {
-    for (int64_t pid = 0; pid < grid; ++pid) {
-      Machine &m = *machines[size_t(pid)];
-      bindArguments(m, args);
-      m.pid = pid;
-      m.wholeGrid = &all;
-      threads.emplace_back(runClusterProgram, std::ref(m), std::ref(all), pid, std::ref(error));
-    }
-  } catch (...) { // a thread failed to start: the others must not wait for it
-    error.record(std::current_exception());
-    for (auto pid = int64_t(threads.size()); pid < grid; ++pid)
-      all.leave(pid, true);
+  for (int64_t pid = 0; pid < grid; ++pid) {
+    Machine &m = *machines[size_t(pid)];
+    bindArguments(m, args);
+    m.pid = pid;
+    m.wholeGrid = &all;
   }
-  for (std::thread &t : threads)
-    t.join();
-  error.rethrowIfAny();
+  runTogether(machines, all);
 }
 
 } // namespace
@@ -399,7 +389,7 @@ void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector
     throw UserError("interpreting '" + fn.name() + "': the grid of " + std::to_string(grid) +
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
-  if (syncsGrid(fn)) {
+  if (ir::findFirst(fn.body(), ir::OpKind::GridSync)) {
     if (clusterSize > 1 || grid3[1] != 1 || grid3[2] != 1)
       throw UserError("interpreting '" + fn.name() +
                       "': the interpreter runs grid_sync in 1-D "

@@ -181,4 +181,16 @@ template <typename Fn> void walk(Block &block, Fn &&fn) {
   }
 }
 
+// The first op of `kind` in program order (regions included), or null.
+inline const Op *findFirst(const Block &block, OpKind kind) {
+  for (const auto &op : block.ops()) {
+    if (op->kind() == kind)
+      return op.get();
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      if (const Op *inner = findFirst(*op->region(r), kind))
+        return inner;
+  }
+  return nullptr;
+}
+
 } // namespace tritium::ir
