@@ -160,7 +160,9 @@ Value num_programs(int axis, Loc loc = Loc::current());
 //     auto m = cluster_max(max(x, 0));                          // the whole row's maximum
 //
 // cluster_max and cluster_sum are barriers: every program of the cluster must reach each of
-// them the same number of times. Without clusters they return their input.
+// them the same number of times. Without clusters they return their input. Given a block, they
+// combine the programs' blocks element by element (every program gets the same bits); a block's
+// exchange must sit at the kernel's top level, where every program reaches it once.
 Value cluster_rank(Loc loc = Loc::current()); // 0 .. cluster_size() - 1
 Value cluster_size(Loc loc = Loc::current()); // the specialization's cluster size (a constant)
 Value cluster_max(const Operand &x, Loc loc = Loc::current());

@@ -247,16 +247,20 @@ Value cluster_size(Loc l) {
   return Value(materialize(builder(loc), Operand(size, l), Type::scalar(ScalarKind::I32), loc));
 }
 
+// A scalar's exchange may sit anywhere; a block's uses barriers of its own once per launch, so
+// it must be reached exactly once by every program: at the kernel's top level.
 static Value clusterReduce(OpKind kind, const char *what, const Operand &x, const SourceLoc &loc) {
   ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
   const Type &t = v->type();
-  if (t.isBlock())
-    userError(std::string(what) + " combines one number per program, got the block " + t.str() +
-                  ": reduce it first, as in " + what + "(" +
-                  (kind == OpKind::ClusterMax ? "max" : "sum") + "(x, 0))",
-              loc);
   if (t.isPtr() || t.isBool())
     userError(std::string(what) + " is not defined on " + t.str(), loc);
+  Tracer &tracer = Tracer::current(loc);
+  if (t.isBlock() && tracer.builder().block() != &tracer.function().body())
+    userError(std::string(what) + " of the block " + t.str() +
+                  " must be called at the kernel's top level, not inside a loop or a branch: "
+                  "a block's exchange runs once per launch (reduce a scalar inside loops, as in " +
+                  what + "(" + (kind == OpKind::ClusterMax ? "max" : "sum") + "(x, 0)))",
+              loc);
   return Value(builder(loc).createValue(kind, {v}, t, loc));
 }
 

@@ -18,7 +18,7 @@ Cluster::Cluster(int64_t index, int64_t size)
       copies_(size_t(size)), barrier_(size) {}
 
 const std::vector<Cluster::Value> &Cluster::exchange(int64_t rank, const ir::Op &op, Value mine) {
-  seats_[size_t(rank)] = {State::AtReduction, &op, mine};
+  seats_[size_t(rank)] = {State::AtReduction, &op, std::move(mine)};
   barrier_.arrive_and_wait(); // A
   // Every present program sees the same seats, so all of them decide alike.
   bool peerFailed = std::any_of(seats_.begin(), seats_.end(),

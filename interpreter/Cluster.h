@@ -13,13 +13,13 @@
 namespace tritium::interpreter {
 
 // The programs of one cluster while they run at once, one thread each: the exchange behind
-// cluster_max and cluster_sum (Interpreter.cpp runs the threads), and the
+// cluster_max and cluster_sum of scalars and blocks (Interpreter.cpp runs the threads), and the
 // check that every program reaches the same reduction, which on the GPU would hang instead.
 class Cluster {
 public:
-  struct Value {
-    double f = 0;
-    int64_t i = 0;
+  struct Value { // a program's scalar (one element) or block (row-major), floats or integers
+    std::vector<double> f;
+    std::vector<int64_t> i;
   };
 
   // Thrown in a program whose peer failed: that peer's exception is the one reported.

@@ -934,8 +934,9 @@ private:
     return true;
   }
 
-  // One scalar per program of the cluster, combined in rank order as the GPU does, in double
-  // (ints in int64) and rounded once, as reduce() does. The exchange is the cluster's barrier.
+  // One scalar or block per program of the cluster, combined element by element in rank order
+  // as the GPU does, in double (ints in int64) and rounded once, as reduce() does. The exchange
+  // is the cluster's barrier.
   bool clusterReduce() {
     const Tensor &x = in(0);
     if (!m_.cluster) { // a cluster of one program: the input itself
@@ -943,40 +944,55 @@ private:
       return true;
     }
     bool isFloat = resultType().isFloat();
-    Cluster::Value mine{isFloat ? x.f[0] : 0.0, isFloat ? 0 : x.i[0]};
+    Cluster::Value mine;
+    if (isFloat)
+      mine.f = x.f;
+    else
+      mine.i = x.i;
     const std::vector<Cluster::Value> &all =
-        m_.cluster->exchange(m_.pid % m_.clusterSize, op_, mine);
+        m_.cluster->exchange(m_.pid % m_.clusterSize, op_, std::move(mine));
     bool isMax = op_.kind() == OpKind::ClusterMax;
     ScalarKind k = resultType().kind();
     if (isFloat) {
-      double acc = all[0].f;
-      for (size_t r = 1; r < all.size(); ++r)
-        acc = isMax ? fmaximum(acc, all[r].f) : acc + all[r].f;
-      outF()[0] = roundTo(k, acc);
+      std::vector<double> &o = outF();
+      for (size_t e = 0; e < o.size(); ++e) {
+        double acc = all[0].f[e];
+        for (size_t r = 1; r < all.size(); ++r)
+          acc = isMax ? fmaximum(acc, all[r].f[e]) : acc + all[r].f[e];
+        o[e] = roundTo(k, acc);
+      }
     } else {
-      int64_t acc = all[0].i;
-      for (size_t r = 1; r < all.size(); ++r)
-        acc = isMax ? std::max(acc, all[r].i) : addWrap(acc, all[r].i);
-      outI()[0] = wrapTo(k, acc);
+      std::vector<int64_t> &o = outI();
+      for (size_t e = 0; e < o.size(); ++e) {
+        int64_t acc = all[0].i[e];
+        for (size_t r = 1; r < all.size(); ++r)
+          acc = isMax ? std::max(acc, all[r].i[e]) : addWrap(acc, all[r].i[e]);
+        o[e] = wrapTo(k, acc);
+      }
     }
     return true;
   }
 
-  // Every program's scalar in rank order, `other` in the lanes past the cluster's size.
+  // cluster_gather(x, other): program r's x at lane r, `other` past the cluster.
   bool clusterGather() {
     const Tensor &x = in(0), &other = in(1);
     bool isFloat = resultType().isFloat();
-    std::vector<Cluster::Value> single{{isFloat ? x.f[0] : 0.0, isFloat ? 0 : x.i[0]}};
+    Cluster::Value mine;
+    if (isFloat)
+      mine.f = {x.f[0]};
+    else
+      mine.i = {x.i[0]};
+    std::vector<Cluster::Value> single{mine};
     const std::vector<Cluster::Value> &all =
-        m_.cluster ? m_.cluster->exchange(m_.pid % m_.clusterSize, op_, single[0]) : single;
+        m_.cluster ? m_.cluster->exchange(m_.pid % m_.clusterSize, op_, std::move(mine)) : single;
     if (isFloat) {
       std::vector<double> &o = outF();
       for (size_t r = 0; r < o.size(); ++r)
-        o[r] = r < all.size() ? all[r].f : other.f[0];
+        o[r] = r < all.size() ? all[r].f[0] : other.f[0];
     } else {
       std::vector<int64_t> &o = outI();
       for (size_t r = 0; r < o.size(); ++r)
-        o[r] = r < all.size() ? all[r].i : other.i[0];
+        o[r] = r < all.size() ? all[r].i[0] : other.i[0];
     }
     return true;
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "BlockCases.h"
+#include "kernels/HostDtype.h"
 
 namespace tritium::testing::language {
 
@@ -192,6 +193,23 @@ inline void gridExchange(Ptr out, Ptr scratch, Ptr x, Int spin, Int launch, int 
   grid_sync();
   auto prev = (pid + programs - 1) % programs;
   store(out + (programs + pid) * BLOCK + offs, load(out + prev * BLOCK + offs) * 3.0);
+}
+
+// cluster_sum and cluster_max of blocks: each program loads its own [BM, BN] tile (a [BN] block
+// when BM is 1), as fp32, bf16 (TYPE 1) or i32 (TYPE 2, x rounded to integers), and stores the
+// cluster's element-wise sum and maximum of the tiles at its own place, so every program's copy
+// is checked. The tile of [1, BN] over more threads than elements exercises copies of elements.
+inline void clusterBlockSums(Ptr sums, Ptr maxes, Ptr x, int TYPE, int BM, int BN) {
+  auto pid = program_id(0);
+  Value at = BM == 1 ? arange(0, BN) : arange(0, BM)(_, None) * BN + arange(0, BN)(None, _);
+  auto base = pid * (BM * BN);
+  auto v = load(x + base + at);
+  if (TYPE == 1)
+    v = cast(v, bfloat16);
+  else if (TYPE == 2)
+    v = cast(v, int32);
+  store(sums + base + at, cast(cluster_sum(v), float32));
+  store(maxes + base + at, cast(cluster_max(v), float32));
 }
 
 // --- problems -----------------------------------------------------------------------------------
@@ -509,6 +527,69 @@ void checkBytesAt(CUstream stream, const std::function<void()> &sync, const Buff
             << int(byteAt(start + i)) << "\n";
   EXPECT_EQ(bad, 0) << bad << " of " << count << " bytes wrong from " << start << ":\n"
                     << first.str();
+}
+
+// clusterBlockSums over `clusters` clusters of `clusterSize` programs: every program holds the
+// cluster's sums and maxima, the same bits in all of them, against double-precision references
+// (bf16: the inputs rounded to bf16, the sum rounded once; i32: exact).
+template <typename Buffer>
+void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, int clusterSize,
+                           int64_t clusters, int type, int BM, int BN, int numWarps,
+                           int ptxVersion = 81) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int64_t programs = clusters * clusterSize, tile = int64_t(BM) * BN;
+  std::vector<float> x = randomFloats(size_t(programs * tile), rng);
+  auto asStored = [&](float v) -> double {
+    if (type == 2)
+      return double(int32_t(v)); // the cast truncates towards zero
+    if (type == 1) {
+      unsigned char b[2];
+      kernels::storeElement("bf16", v, b);
+      return kernels::loadElement("bf16", b);
+    }
+    return v;
+  };
+  Buffer dx = upload<Buffer>(x), sums = poisoned<Buffer>(size_t(programs * tile)),
+         maxes = poisoned<Buffer>(size_t(programs * tile));
+  auto k =
+      kernel("cluster_block_sums", clusterBlockSums, {"sums", "maxes", "x", "TYPE", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32"},
+                                 .constexprs = {type, BM, BN},
+                                 .numWarps = numWarps,
+                                 .clusterSize = clusterSize,
+                                 .ptxVersion = ptxVersion});
+  c.launch(programs, stream, {sums, maxes, dx});
+  sync();
+  std::vector<double> wantSum(size_t(programs * tile)), wantMax(size_t(programs * tile));
+  for (int64_t cl = 0; cl < clusters; ++cl)
+    for (int64_t e = 0; e < tile; ++e) {
+      double s = 0, m = -INFINITY;
+      for (int64_t r = 0; r < clusterSize; ++r) {
+        double v = asStored(x[size_t((cl * clusterSize + r) * tile + e)]);
+        s += v;
+        m = std::max(m, v);
+      }
+      if (type == 1)
+        s = asStored(float(s));
+      for (int64_t r = 0; r < clusterSize; ++r) {
+        wantSum[size_t((cl * clusterSize + r) * tile + e)] = s;
+        wantMax[size_t((cl * clusterSize + r) * tile + e)] = m;
+      }
+    }
+  std::string what = "cluster of " + std::to_string(clusterSize) + ", type " +
+                     std::to_string(type) + ", [" + std::to_string(BM) + ", " + std::to_string(BN) +
+                     "] over " + std::to_string(numWarps) + " warps, PTX " +
+                     std::to_string(ptxVersion);
+  std::vector<float> gotSum = download(sums, wantSum.size());
+  expectClose(gotSum, wantSum, type == 1 ? 1.6e-2 : 1e-5, what + ": sums", seed);
+  expectClose(download(maxes, wantMax.size()), wantMax, 0, what + ": maxima", seed);
+  int64_t differ = 0;
+  for (int64_t p = 0; p < programs; ++p)
+    for (int64_t e = 0; e < tile; ++e)
+      differ += bitsOf(gotSum[size_t(p * tile + e)]) !=
+                bitsOf(gotSum[size_t((p / clusterSize) * clusterSize * tile + e)]);
+  EXPECT_EQ(differ, 0) << what << ": programs of a cluster hold different sums; seed " << seed;
 }
 
 } // namespace tritium::testing::language

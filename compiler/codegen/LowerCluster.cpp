@@ -28,16 +28,18 @@
 namespace tritium::codegen {
 
 bool isClusterExchange(const ir::Op &op) {
-  return op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
-         op.kind() == ir::OpKind::ClusterGather;
+  return (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
+          op.kind() == ir::OpKind::ClusterGather) &&
+         !isClusterBlockExchange(op);
 }
 
 namespace {
 
 bool hasClusterExchange(const ir::Function &fn) {
   bool found = false;
-  ir::walk(const_cast<ir::Block &>(fn.body()),
-           [&](ir::Op &op) { found = found || isClusterExchange(op); });
+  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
+    found = found || isClusterExchange(op) || isClusterBlockExchange(op);
+  });
   return found;
 }
 
@@ -84,12 +86,18 @@ void clusterEntry(Lowering &l) {
     return;
   auto &b = l.b;
   if (asyncExchanges(l)) {
-    // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx); the
-    // cluster barrier (release, acquire) publishes them to the peers before any peer sends.
+    // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx), and those
+    // of each block exchange; the cluster barrier (release, acquire) publishes them to the peers
+    // before any peer sends.
     l.ifThen(b.CreateICmpEQ(l.tid, b.getInt32(0)), "cluster.init", [&] {
-      for (int bank = 0; bank < 2; ++bank)
-        emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-                {bankBarrier(l, b.getInt32(bank))});
+      if (l.kernel.intAttr("cluster_barriers"))
+        for (int bank = 0; bank < 2; ++bank)
+          emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+                  {bankBarrier(l, b.getInt32(bank))});
+      ir::walk(const_cast<ir::Block &>(l.kernel.body()), [&](ir::Op &op) {
+        if (isClusterBlockExchange(op))
+          clusterBlockEntry(l, op);
+      });
       emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
     });
     l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});

@@ -109,7 +109,12 @@ private:
     for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
       const auto &op = *it;
       if (isClusterExchange(*op)) {
-        lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end()));
+        lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end(), isClusterExchange));
+        continue;
+      }
+      if (isClusterBlockExchange(*op)) {
+        lowerClusterBlockExchanges(l_,
+                                   exchangeBatch(it, block.ops().end(), isClusterBlockExchange));
         continue;
       }
       if (op->kind() == ir::OpKind::For)
@@ -128,11 +133,12 @@ private:
     }
   }
 
-  // The cluster exchange at `it` and the ones right after it that use none of the batch's
-  // results; leaves `it` at the batch's last op.
-  template <typename It> std::vector<const ir::Op *> exchangeBatch(It &it, It end) {
+  // The cluster exchange at `it` and the ones of its kind (`isKind`) right after it that use
+  // none of the batch's results; leaves `it` at the batch's last op.
+  template <typename It>
+  std::vector<const ir::Op *> exchangeBatch(It &it, It end, bool (*isKind)(const ir::Op &)) {
     std::vector<const ir::Op *> batch{it->get()};
-    for (auto next = std::next(it); next != end && isClusterExchange(**next); ++next) {
+    for (auto next = std::next(it); next != end && isKind(**next); ++next) {
       bool dependent = false;
       for (const ir::Value *operand : (*next)->operands())
         for (const ir::Op *earlier : batch)

@@ -122,6 +122,11 @@ bool lowerGridSync(Lowering &l, const ir::Op &op);       // grid_sync
 // another's result, shares one cluster barrier.
 bool isClusterExchange(const ir::Op &op);
 void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch);
+// cluster_max and cluster_sum of blocks, at the kernel's top level: a batch of adjacent ones
+// (LowerClusterBlocks.cpp); clusterBlockEntry sets up one's mbarriers in the kernel's entry.
+bool isClusterBlockExchange(const ir::Op &op);
+void lowerClusterBlockExchanges(Lowering &l, const std::vector<const ir::Op *> &batch);
+void clusterBlockEntry(Lowering &l, const ir::Op &op);
 
 // Thread-block clusters: the kernel's cluster size, and the barrier and bank counter its entry
 // sets up for cluster reductions (LowerCluster.cpp).

@@ -1,9 +1,11 @@
 // Shared-memory allocation (GIR): two banks of one scratch slot per result element and warp
 // along the axis for each cross-warp reduction (LowerReduction.cpp alternates them), a staging
-// buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot per program of the
-// cluster for each cluster reduction (its peers write there; LowerCluster.cpp alternates the
-// banks), plus one mbarrier per bank that counts the bytes the peers' writes bring in
-// (kernel attribute cluster_barriers). Each reduction gets its own region, so consecutive
+// buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
+// per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
+// alternates the banks), plus one mbarrier per bank that counts the bytes the peers' writes bring
+// in (kernel attribute cluster_barriers). A cluster reduction of a block gets its strip's slots,
+// its result and two mbarriers of its own (op attributes smem_offset, smem_result and
+// smem_barriers). Each reduction gets its own region, so consecutive
 // reductions need no barrier between them for buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
 
@@ -15,6 +17,8 @@ namespace tritium {
 int64_t reduceSlotBytes(const ir::Type &t) {
   return t.isPtr() ? 8 : std::max(4, ir::bitWidth(t.kind()) / 8);
 }
+
+int64_t clusterBlockSlotBytes(const ir::Type &t) { return std::max(4, ir::bitWidth(t.kind()) / 8); }
 
 int64_t stagedElements(const ir::Type &t) {
   // One padding element after each row of 32 elements or more, so that threads reading a
@@ -93,8 +97,27 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       op.setAttr("smem_offset", offset);
       offset += bytes * stagedElements(t);
       return;
+    } else if ((op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum) &&
+               op.result()->type().isBlock()) {
+      if (clusterSize == 1)
+        return;
+      // A block's exchange (LowerClusterBlocks.cpp): the strip this program combines, one slot
+      // per program and element, then the whole result; two mbarriers of its own.
+      const ir::Type &t = op.result()->type();
+      int64_t bytes = clusterBlockSlotBytes(t), n = t.numElements();
+      int64_t strip = (n + clusterSize - 1) / clusterSize;
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_offset", offset);
+      offset += bytes * clusterSize * strip;
+      offset = (offset + 15) / 16 * 16;
+      op.setAttr("smem_result", offset);
+      offset += bytes * n;
+      offset = (offset + 7) / 8 * 8;
+      op.setAttr("smem_barriers", offset);
+      offset += 16;
+      return;
     } else if (op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum ||
-             op.kind() == ir::OpKind::ClusterGather) {
+               op.kind() == ir::OpKind::ClusterGather) {
       slots = clusterSize > 1 ? 2 * clusterSize : 0;
       exchanges = exchanges || slots > 0;
     }

@@ -350,8 +350,9 @@ private:
           for (const ir::Value *v : op.operands())
             want(v, l.parent());
         break;
-      default:
-        if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()))
+      default: // a cluster reduction of a block gives its input's layout back
+        if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()) ||
+            op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum)
           for (const ir::Value *v : op.operands())
             if (v->type().shape() == op.result()->type().shape())
               want(v, l);

@@ -18,6 +18,10 @@ void assignLayouts(ir::Function &fn, int numWarps);
 // values travel as 32).
 int64_t reduceSlotBytes(const ir::Type &t);
 
+// Bytes one element of a cluster reduction of a block of type `t` takes in shared memory and on
+// the way between programs (at least 4: 16-bit floats travel as f32, small integers as i32).
+int64_t clusterBlockSlotBytes(const ir::Type &t);
+
 // Elements of a block staged in shared memory by convert_layout, reshape and trans: the block in
 // row-major order with one padding element after each row of 32 or more (stagedIndex).
 int64_t stagedElements(const ir::Type &t);

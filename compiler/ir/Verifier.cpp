@@ -474,8 +474,12 @@ private:
       expect(op, n == 0 && res() == Type::scalar(ScalarKind::I32), "cluster_rank gives i32");
       break;
     case OpKind::ClusterMax: case OpKind::ClusterSum:
-      expect(op, n == 1 && !ty(0).isBlock() && !ty(0).isPtr() && !ty(0).isBool() &&
-                     res() == ty(0), "cluster reductions take a number and give its type");
+      expect(op, n == 1 && !ty(0).isPtr() && !ty(0).isBool() && res() == ty(0),
+             "cluster reductions take a number or a block of numbers and give its type");
+      // A block's exchange has barriers of its own that complete once per launch.
+      expect(op, !ty(0).isBlock() || !op.parentBlock()->parentOp(),
+             "a cluster reduction of a block sits at the kernel's top level, outside loops and "
+             "branches");
       break;
     case OpKind::ClusterGather:
       expect(op, n == 2 && !ty(0).isBlock() && !ty(0).isPtr() && !ty(0).isBool() &&

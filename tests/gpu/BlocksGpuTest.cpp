@@ -231,6 +231,22 @@ TEST_F(BlocksGpuTest, GridDependencyConsumersSeeTheirProducersOutput) {
   checkGridDependency<DeviceBuffer>(stream().get(), sync, graph, 100000, 40, 3000);
 }
 
+// cluster_sum and cluster_max of blocks over clusters of 2 to 16 (16: Hopper's non-portable
+// size): 1-D and 2-D tiles, uneven strips, copies of elements, fp32, bf16 and i32, with st.async
+// (PTX 8.1) and with cluster barriers (PTX 8.0).
+TEST_F(BlocksGpuTest, ClusterSumsOfBlocks) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int size : {2, 3, 4, 8, 16})
+    for (int type : {0, 1, 2}) {
+      checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, size, 40, type, 1, 1024, 2);
+      checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, size, 40, type, 4, 64, 4);
+    }
+  checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, 4, 33, 0, 1, 16, 4);
+  checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, 8, 40, 1, 2, 512, 8, 80);
+  checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, 3, 40, 2, 1, 96, 1, 80);
+}
+
 // grid_sync over as many programs as fit at once, and over a few, launched directly and from a
 // CUDA graph replayed twice; a grid larger than the GPU holds at once is refused by name.
 TEST_F(BlocksGpuTest, GridSyncWaitsForEveryProgram) {

@@ -208,6 +208,14 @@ void gridSyncInsideALoop(Ptr out, Ptr in, Int n, int BLOCK) {
   }
 }
 
+void clusterSumOfABlockInsideALoop(Ptr out, Ptr in, Int n, int BLOCK) {
+  for (auto i : dsl::range(0, n, BLOCK)) {
+    auto x = dsl::load(in + i + dsl::arange(0, BLOCK));
+    gLine = __LINE__; auto s = dsl::cluster_sum(x);
+    dsl::store(out + i + dsl::arange(0, BLOCK), s);
+  }
+}
+
 void gridSyncInsideABranch(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::if_(n > 0, [&] {
     gLine = __LINE__; dsl::grid_sync();
@@ -408,6 +416,14 @@ TEST_F(DslErrorTest, GridSyncInsideALoopOrABranch) {
                   {"grid_sync() must be called at the kernel's top level", "every program"});
   expectUserError([] { traceKernel(gridSyncInsideABranch); },
                   {"grid_sync() must be called at the kernel's top level"});
+}
+
+// A block's cluster exchange runs once per launch; scalars may be exchanged in loops.
+TEST_F(DslErrorTest, ClusterSumOfABlockInsideALoop) {
+  expectUserError([] { traceKernel(clusterSumOfABlockInsideALoop); },
+                  {"cluster_sum of the block block<128xf32> must be called at the kernel's top "
+                   "level",
+                   "cluster_sum(sum(x, 0))"});
 }
 
 // Warp-sized programs share a CTA, and the grid barrier counts CTAs.
