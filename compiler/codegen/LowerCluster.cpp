@@ -85,12 +85,15 @@ void clusterEntry(Lowering &l) {
   if (clusterSize(l.kernel) == 1 || !hasClusterExchange(l.kernel))
     return;
   auto &b = l.b;
-  if (asyncExchanges(l)) {
+  bool banks = asyncExchanges(l) && l.kernel.intAttr("cluster_barriers"), blocks = false;
+  ir::walk(const_cast<ir::Block &>(l.kernel.body()),
+           [&](ir::Op &op) { blocks = blocks || isClusterBlockExchange(op); });
+  if (banks || blocks) {
     // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx), and those
     // of each block exchange; the cluster barrier (release, acquire) publishes them to the peers
     // before any peer sends.
     l.ifThen(b.CreateICmpEQ(l.tid, b.getInt32(0)), "cluster.init", [&] {
-      if (l.kernel.intAttr("cluster_barriers"))
+      if (banks)
         for (int bank = 0; bank < 2; ++bank)
           emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
                   {bankBarrier(l, b.getInt32(bank))});

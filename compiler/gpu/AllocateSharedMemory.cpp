@@ -20,6 +20,11 @@ int64_t reduceSlotBytes(const ir::Type &t) {
 
 int64_t clusterBlockSlotBytes(const ir::Type &t) { return std::max(4, ir::bitWidth(t.kind()) / 8); }
 
+int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize) {
+  int64_t strip = (t.numElements() + clusterSize - 1) / clusterSize;
+  return (strip + 3) / 4 * 4;
+}
+
 int64_t stagedElements(const ir::Type &t) {
   // One padding element after each row of 32 elements or more, so that threads reading a
   // column hit different banks.
@@ -101,18 +106,16 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
                op.result()->type().isBlock()) {
       if (clusterSize == 1)
         return;
-      // A block's exchange (LowerClusterBlocks.cpp): the strip this program combines, one slot
-      // per program and element, then the whole result; two mbarriers of its own.
-      const ir::Type &t = op.result()->type();
-      int64_t bytes = clusterBlockSlotBytes(t), n = t.numElements();
-      int64_t strip = (n + clusterSize - 1) / clusterSize;
+      // A block's exchange (LowerClusterBlocks.cpp): the block in strips (the result later in
+      // the same place), the strip this program combines from every program, and two
+      // mbarriers of its own.
+      int64_t bytes = clusterBlockSlotBytes(op.result()->type());
+      int64_t region = bytes * clusterSize * clusterBlockStrip(op.result()->type(), clusterSize);
       offset = (offset + 15) / 16 * 16;
       op.setAttr("smem_offset", offset);
-      offset += bytes * clusterSize * strip;
-      offset = (offset + 15) / 16 * 16;
-      op.setAttr("smem_result", offset);
-      offset += bytes * n;
-      offset = (offset + 7) / 8 * 8;
+      offset += region;
+      op.setAttr("smem_gather", offset);
+      offset += region;
       op.setAttr("smem_barriers", offset);
       offset += 16;
       return;

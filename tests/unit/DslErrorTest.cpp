@@ -250,12 +250,6 @@ void copy(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + offs, dsl::load(in + offs, mask, 0.0), mask);
 }
 
-void clusterMaxOfABlock(Ptr out, Ptr in, Int n, int BLOCK) {
-  auto x = dsl::load(in + dsl::arange(0, 128));
-  gLine = __LINE__; auto m = dsl::cluster_max(x);
-  dsl::store(out, m);
-}
-
 void clusterSumOfAMask(Ptr out, Ptr in, Int n, int BLOCK) {
   gLine = __LINE__; auto s = dsl::cluster_sum(n < 3);
   dsl::store(out, dsl::cast(s, "fp32"));
@@ -570,12 +564,6 @@ TEST_F(DslErrorTest, TooManyElementsPerThread) {
             .compileTo(spec({"*fp32", "*fp32", "i32"}, {128}, 32), Stage::GIR);
       },
       {"needs 1024 elements per thread with num_warps=32"});
-}
-
-TEST_F(DslErrorTest, ClusterReductionOfABlock) {
-  expectUserError([] { traceKernel(clusterMaxOfABlock); },
-                  {"cluster_max combines one number per program, got the block block<128xf32>",
-                   "cluster_max(max(x, 0))"});
 }
 
 TEST_F(DslErrorTest, ClusterGatherOfABlock) {
