@@ -69,42 +69,14 @@ static bool weightsEachRow(const RowPlan &p) {
   return p.weightsEachRow || (p.clusterSize > 1 && p.numWarps > 8);
 }
 
-// The backwards' tiles: with GRADIENT_CLUSTER above 1 each program walks whole rows of its own
-// and its cluster only adds up the weight gradients at the end (RowPlan::gradientCluster);
-// otherwise a cluster's programs share each row.
-static Value backwardFirstTile(int gradientCluster) {
-  return gradientCluster > 1 ? program_id(0) : firstTile();
-}
-static Value backwardTileStep(int gradientCluster) {
-  return gradientCluster > 1 ? num_programs(0) : tileStep();
-}
-
-// Writes the weight gradients' sums over a program's rows ([block] each, at `at`) as its
-// cluster's partial sums, row program_id / cluster_size of the workspace. Over a gradient
-// cluster they are first added up across the cluster (the sums side by side, one exchange),
-// and each program writes its strip of the columns.
-static void storePartials(const RowColumns &cols, int gradientCluster,
-                          std::vector<std::pair<Value, Value>> sums) {
-  Value mask = cols.flatMask;
-  if (gradientCluster > 1) {
-    for (auto &[at, v] : sums)
-      v = cluster_sum(v);
-    int64_t strip = (cols.block + gradientCluster - 1) / gradientCluster;
-    mask = mask & (arange(0, cols.block) / strip == cluster_rank());
-  }
-  for (auto &[at, v] : sums)
-    store(at, v, mask);
-}
-
 // dx = rstd (w dy - (xhat mean(xhat w dy) + mean(w dy))), dw = sum dy xhat, db = sum dy.
 static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr mean, Ptr rstd,
                                 Int dy_stride, Int x_stride, Int dx_stride, Int n_rows, Int n_cols,
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS,
-                                int WEIGHTS_EACH_ROW, int GRADIENT_CLUSTER) {
+                                int WEIGHTS_EACH_ROW) {
   (void)CLUSTER; // the specialization's cluster size; cluster_rank() and cluster_sum() use it
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
-  RowColumns cols(ROWS, BLOCK, n_cols, GRADIENT_CLUSTER == 1);
-  auto first = backwardFirstTile(GRADIENT_CLUSTER), step = backwardTileStep(GRADIENT_CLUSTER);
+  RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value wv = WEIGHTS_EACH_ROW ? Value() : weights();
   auto dw = zeros(cols.tileShape(), float32);
@@ -112,12 +84,12 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
   auto ahead = [&](const Value &tile, const Value &p) {
     return RowTile::loadPerRowAhead(cols, tile, n_rows, p);
   };
-  auto meanNext = ahead(first, mean), rstdNext = ahead(first, rstd);
-  for (auto tile : range(first, tileCount(n_rows, ROWS), step, num_stages)) {
+  auto meanNext = ahead(firstTile(), mean), rstdNext = ahead(firstTile(), rstd);
+  for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
     auto meanHere = meanNext, rstdHere = rstdNext;
-    meanNext = ahead(tile + step, mean);
-    rstdNext = ahead(tile + step, rstd);
+    meanNext = ahead(tile + tileStep(), mean);
+    rstdNext = ahead(tile + tileStep(), rstd);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0, kReadOnce), float32);
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0, kReadOnce), float32);
     auto rs = t.expand(rstdHere);
@@ -140,10 +112,9 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
   }
   // Partial sums: dw for cluster c at row c, db at row clusters + c, of n_cols each.
   auto at = partial + firstTile() * n_cols + cols.flat;
-  std::vector<std::pair<Value, Value>> sums = {{at, cols.columnSum(dw)}};
+  store(at, cols.columnSum(dw), cols.flatMask);
   if (HAS_BIAS)
-    sums.push_back({at + tileStep() * n_cols, cols.columnSum(db)});
-  storePartials(cols, GRADIENT_CLUSTER, std::move(sums));
+    store(at + tileStep() * n_cols, cols.columnSum(db), cols.flatMask);
 }
 
 static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, Int y_stride,
@@ -167,20 +138,18 @@ static void rms_norm_forward(Ptr y, Ptr rstd_out, Ptr x, Ptr w, Int x_stride, In
 // dx = rstd (w dy - xhat mean(xhat w dy)), dw = sum dy xhat, with xhat = x rstd.
 static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rstd, Int dy_stride,
                               Int x_stride, Int dx_stride, Int n_rows, Int n_cols, int BLOCK,
-                              int ROWS, int CLUSTER, int num_stages, int WEIGHTS_EACH_ROW,
-                              int GRADIENT_CLUSTER) {
+                              int ROWS, int CLUSTER, int num_stages, int WEIGHTS_EACH_ROW) {
   (void)CLUSTER;
   griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
-  RowColumns cols(ROWS, BLOCK, n_cols, GRADIENT_CLUSTER == 1);
-  auto first = backwardFirstTile(GRADIENT_CLUSTER), step = backwardTileStep(GRADIENT_CLUSTER);
+  RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value held = WEIGHTS_EACH_ROW ? Value() : weights();
   auto dw = zeros(cols.tileShape(), float32);
-  auto rstdNext = RowTile::loadPerRowAhead(cols, first, n_rows, rstd);
-  for (auto tile : range(first, tileCount(n_rows, ROWS), step, num_stages)) {
+  auto rstdNext = RowTile::loadPerRowAhead(cols, firstTile(), n_rows, rstd);
+  for (auto tile : range(firstTile(), tileCount(n_rows, ROWS), tileStep(), num_stages)) {
     RowTile t(cols, tile, n_rows);
     auto rstdHere = rstdNext;
-    rstdNext = RowTile::loadPerRowAhead(cols, tile + step, n_rows, rstd);
+    rstdNext = RowTile::loadPerRowAhead(cols, tile + tileStep(), n_rows, rstd);
     auto xv = cast(load(x + t.row * x_stride + cols.cols, t.mask, 0.0, kReadOnce), float32);
     auto g = cast(load(dy + t.row * dy_stride + cols.cols, t.mask, 0.0, kReadOnce), float32);
     auto rs = t.expand(rstdHere);
@@ -191,8 +160,7 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
           t.mask);
     dw = dw + g * xhat;
   }
-  storePartials(cols, GRADIENT_CLUSTER,
-                {{partial + firstTile() * n_cols + cols.flat, cols.columnSum(dw)}});
+  store(partial + firstTile() * n_cols + cols.flat, cols.columnSum(dw), cols.flatMask);
 }
 
 static const std::vector<std::string> kTileParams = {"BLOCK", "ROWS", "CLUSTER", "num_stages"};
@@ -215,7 +183,7 @@ static Kernel &layerNormBackwardKernel() {
   static auto k = kernel("layer_norm_backward", layer_norm_backward,
                          params({"dx", "partial", "dy", "x", "w", "mean", "rstd", "dy_stride",
                                  "x_stride", "dx_stride", "n_rows", "n_cols"},
-                                {"HAS_BIAS", "WEIGHTS_EACH_ROW", "GRADIENT_CLUSTER"}));
+                                {"HAS_BIAS", "WEIGHTS_EACH_ROW"}));
   return k;
 }
 static Kernel &rmsNormForwardKernel() {
@@ -229,7 +197,7 @@ static Kernel &rmsNormBackwardKernel() {
   static auto k = kernel("rms_norm_backward", rms_norm_backward,
                          params({"dx", "partial", "dy", "x", "w", "rstd", "dy_stride", "x_stride",
                                  "dx_stride", "n_rows", "n_cols"},
-                                {"WEIGHTS_EACH_ROW", "GRADIENT_CLUSTER"}));
+                                {"WEIGHTS_EACH_ROW"}));
   return k;
 }
 
@@ -247,15 +215,6 @@ struct RowLaunch {
     if (given && backward && !given->persistent)
       args.fail("the plan is not persistent (" + given->str() +
                 "), but the backward's programs each keep a partial sum of the weight gradients");
-    if (given && given->gradientCluster != 1 && !backward)
-      args.fail("the plan sums weight gradients over clusters (" + given->str() +
-                "), which only backward kernels have");
-    if (given && given->gradientCluster != 1 && given->clusterSize != 1)
-      args.fail("the plan splits rows over clusters and sums weight gradients over clusters (" +
-                given->str() + "); a plan does one or the other");
-    if (given && (given->gradientCluster < 1 || given->gradientCluster > 16))
-      args.fail("the plan's gradientCluster is " + std::to_string(given->gradientCluster) +
-                "; clusters hold 1 to 16 programs");
     if (given && cols > given->maxCols())
       args.fail("rows of " + std::to_string(cols) + " columns are longer than the plan's " +
                 std::to_string(given->maxCols()) + " (" + given->str() + ")");
@@ -384,7 +343,7 @@ static int64_t backwardGrid(RowLaunch &l, const RowPlan &p, CompiledKernel &k,
                          ? p.maxPartials(l.rows)
                          : p.partialsOn(l.rows, rt::Context::current().props().smCount);
   int64_t grid = k.persistentGrid(partials);
-  *clusters = grid / p.programsPerCluster();
+  *clusters = grid / p.clusterSize;
   size_t need = size_t(*clusters * l.cols * 4 * arrays);
   if (workspaceBytes < need)
     l.args.fail("workspaceBytes is " + std::to_string(workspaceBytes) + ", but this launch needs " +
@@ -422,7 +381,7 @@ void layerNormBackward(Dtype dtype, const LayerNormBackwardArgs &a, CUstream str
   auto launch = [&](const RowPlan &p) {
     Specialization spec =
         p.specialization({t, "*fp32", t, t, t, "*fp32", "*fp32", i, i, i, "i32", "i32"},
-                         {a.dbias ? 1 : 0, weightsEachRow(p) ? 1 : 0, p.gradientCluster})
+                         {a.dbias ? 1 : 0, weightsEachRow(p) ? 1 : 0})
             .specializedFor({dx, ws, dy, x, w, mean, rstd, sg, sx, sd, r, c});
     CompiledKernel &k = layerNormBackwardKernel().compile(spec);
     int64_t clusters = 0;
@@ -488,7 +447,7 @@ void rmsNormBackward(Dtype dtype, const RMSNormBackwardArgs &a, CUstream stream,
   std::string t = l.tensorType(), i = l.idx();
   auto launch = [&](const RowPlan &p) {
     Specialization spec = p.specialization({t, "*fp32", t, t, t, "*fp32", i, i, i, "i32", "i32"},
-                                           {p.weightsEachRow ? 1 : 0, p.gradientCluster})
+                                           {p.weightsEachRow ? 1 : 0})
                               .specializedFor({dx, ws, dy, x, w, rstd, sg, sx, sd, r, c});
     CompiledKernel &k = rmsNormBackwardKernel().compile(spec);
     int64_t clusters = 0;

@@ -11,9 +11,6 @@ std::string RowPlan::str() const {
          " rows, cluster " + std::to_string(clusterSize) + ", warps " + std::to_string(numWarps) +
          ", stages " + std::to_string(numStages) +
          (programsPerSM ? ", " + std::to_string(programsPerSM) + " programs per SM" : "") +
-         (gradientCluster > 1
-              ? ", gradients summed over clusters of " + std::to_string(gradientCluster)
-              : "") +
          (weightsEachRow ? ", weights each row" : "") +
          (minBlocksPerSM > 1 ? ", min " + std::to_string(minBlocksPerSM) + " CTAs per SM" : "") +
          (persistent ? "" : ", a program per tile");
@@ -26,7 +23,6 @@ PlanFields RowPlan::fields() const {
           {"warps", numWarps},
           {"stages", numStages},
           {"programs_per_sm", programsPerSM},
-          {"gradient_cluster", gradientCluster},
           {"weights_each_row", weightsEachRow ? 1 : 0},
           {"min_blocks_per_sm", minBlocksPerSM},
           {"persistent", persistent ? 1 : 0}};
@@ -40,22 +36,20 @@ Specialization RowPlan::specialization(std::vector<std::string> signature,
                         .constexprs = std::move(constexprs),
                         .numWarps = numWarps,
                         .numStages = numStages,
-                        .clusterSize = programsPerCluster(),
+                        .clusterSize = clusterSize,
                         .minBlocksPerSM = minBlocksPerSM};
 }
 
 int64_t RowPlan::maxPartials(int64_t rows) const {
   // 512 programs fill the H200's 132 SMs several times over; more would only add partial sums.
   constexpr int64_t kMaxPrograms = 512;
-  int64_t tilesPerPartial = (tiles(rows) + gradientCluster - 1) / gradientCluster;
-  return std::max<int64_t>(1, std::min(tilesPerPartial, kMaxPrograms / programsPerCluster()));
+  return std::max<int64_t>(1, std::min(tiles(rows), kMaxPrograms / clusterSize));
 }
 
 int64_t RowPlan::partialsOn(int64_t rows, int smCount) const {
   int64_t most = maxPartials(rows);
   if (programsPerSM > 0)
-    most = std::min(most,
-                    std::max<int64_t>(1, int64_t(programsPerSM) * smCount / programsPerCluster()));
+    most = std::min(most, std::max<int64_t>(1, int64_t(programsPerSM) * smCount / clusterSize));
   return most;
 }
 

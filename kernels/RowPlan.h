@@ -24,10 +24,6 @@ struct RowPlan {
   // Backward kernels: at most this many programs per SM (0: as many as fit, up to 512 in all).
   // Fewer programs write fewer partial sums of the weight gradients for column_sum to add.
   int programsPerSM = 0;
-  // Backward kernels whose rows are not split (clusterSize 1): programs in clusters of this many
-  // (2 to 16) add up their weight gradients through distributed shared memory (cluster_sum of a
-  // block) before writing them, so column_sum adds this many times fewer partial sums.
-  int gradientCluster = 1;
   // Read the weights (and LayerNorm's bias) each row, from shared memory (a load the loop does
   // not change: copied there once before it), instead of holding them in registers: 32-64
   // registers a thread freed for more warps. Every norm kernel honours it; the LayerNorm
@@ -45,8 +41,6 @@ struct RowPlan {
   bool persistent = true;
 
   int64_t maxCols() const { return block * clusterSize; }
-  // The programs of one thread-block cluster: a row's (clusterSize) or a gradient sum's.
-  int programsPerCluster() const { return clusterSize * gradientCluster; }
   PlanFields fields() const;
   std::string str() const; // "block 4096 x 1 rows, cluster 1, warps 8, stages 2"
   // The specialization: the given signature, constexprs (block, rows per tile, cluster size,
@@ -55,8 +49,8 @@ struct RowPlan {
                                 std::vector<int64_t> more = {}) const;
   // Tiles of `rows` rows (rowsPerTile each).
   int64_t tiles(int64_t rows) const { return (rows + rowsPerTile - 1) / rowsPerTile; }
-  // Backward kernels keep one partial sum of the weight gradients per cluster (of either kind):
-  // at most this many clusters run, so the partial sums stay small beside the rows.
+  // Backward kernels keep one partial sum of the weight gradients per cluster: at most this
+  // many clusters run, so the partial sums stay small beside the rows.
   int64_t maxPartials(int64_t rows) const;
   // maxPartials on a GPU of `smCount` SMs, after programsPerSM's cap.
   int64_t partialsOn(int64_t rows, int smCount) const;

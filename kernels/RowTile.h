@@ -24,12 +24,9 @@ inline dsl::Value tileStep() { return dsl::num_programs(0) / dsl::cluster_size()
 
 // This program's columns, the same for every tile.
 struct RowColumns {
-  // `splitColumns`: the cluster's programs share each row (false: each program holds whole rows,
-  // and a cluster only adds up weight gradients at the end).
-  RowColumns(int rows, int block, const dsl::Value &n_cols, bool splitColumns = true)
-      : rows(rows), block(block), splitColumns(splitColumns) {
+  RowColumns(int rows, int block, const dsl::Value &n_cols) : rows(rows), block(block) {
     using namespace dsl;
-    flat = splitColumns ? cluster_rank() * block + arange(0, block) : arange(0, block);
+    flat = cluster_rank() * block + arange(0, block);
     flatMask = flat < n_cols;
     cols = rows == 1 ? flat : flat(None, _);
     mask = rows == 1 ? flatMask : flatMask(None, _);
@@ -44,7 +41,6 @@ struct RowColumns {
 
   int rows;
   int64_t block;
-  bool splitColumns;
   dsl::Value flat, flatMask; // [block]: where per-column results (weight gradients) go
   dsl::Value cols, mask;     // [block] or [1, block]: broadcast against the tile's rows
 };
@@ -63,9 +59,7 @@ struct RowTile {
   }
   // A row's sum over its columns: a scalar, or [rows].
   dsl::Value rowSum(const dsl::Value &x) const {
-    if (c.rows != 1)
-      return dsl::sum(x, 1);
-    return c.splitColumns ? dsl::cluster_sum(dsl::sum(x, 0)) : dsl::sum(x, 0);
+    return c.rows == 1 ? dsl::cluster_sum(dsl::sum(x, 0)) : dsl::sum(x, 1);
   }
   // Two row sums at once: both local sums first, then both cluster sums side by side, which
   // the code generator batches into one exchange (one wait on the cluster's peers, not two).
@@ -73,8 +67,6 @@ struct RowTile {
     if (c.rows != 1)
       return {dsl::sum(a, 1), dsl::sum(b, 1)};
     dsl::Value sa = dsl::sum(a, 0), sb = dsl::sum(b, 0);
-    if (!c.splitColumns)
-      return {sa, sb};
     return {dsl::cluster_sum(sa), dsl::cluster_sum(sb)};
   }
   // A per-row value broadcast over the columns.

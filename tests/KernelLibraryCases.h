@@ -16,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
@@ -260,23 +259,15 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
   Placed<Buffer> py(bytes, lead), pdx(bytes, lead), pdw(size_t(s.cols) * 4, 0),
       pdb(size_t(s.cols) * 4, 0), mean(size_t(s.rows) * 4, 0), rstd(size_t(s.rows) * 4, 0);
   // A forward plan of one program per tile has no backward twin: the backward takes its own.
-  // A plan that sums weight gradients over clusters is the backward's alone.
   const kernels::RowPlan *back = plan && plan->persistent ? plan : nullptr;
-  const kernels::RowPlan *forward = plan && plan->gradientCluster == 1 ? plan : nullptr;
   size_t wsBytes = rms ? kernels::rmsNormBackwardWorkspaceBytes(s.rows, s.cols, back)
                        : kernels::layerNormBackwardWorkspaceBytes(s.rows, s.cols, back);
   Placed<Buffer> ws(wsBytes, 0);
   if (rms) {
-    kernels::rmsNormForward(d,
-                            {.y = py.ptr(),
-                             .rstd = rstd.f32(),
-                             .x = px.ptr(),
-                             .weight = pw.ptr(),
-                             .rows = s.rows,
-                             .cols = s.cols,
-                             .xStride = s.stride,
-                             .yStride = s.stride},
-                            stream, forward);
+    kernels::rmsNormForward(d, {.y = py.ptr(), .rstd = rstd.f32(), .x = px.ptr(),
+                                .weight = pw.ptr(), .rows = s.rows, .cols = s.cols,
+                                .xStride = s.stride, .yStride = s.stride},
+                            stream, plan);
     kernels::rmsNormBackward(d, {.dx = pdx.ptr(), .dweight = pdw.ptr(), .dy = pdy.ptr(),
                                  .x = px.ptr(), .weight = pw.ptr(), .rstd = rstd.f32(),
                                  .rows = s.rows, .cols = s.cols, .dyStride = s.stride,
@@ -284,18 +275,11 @@ void checkNorm(CUstream stream, const Sync &sync, Dtype d, NormShape s, bool rms
                                  .workspace = ws.ptr(), .workspaceBytes = wsBytes},
                              stream, back);
   } else {
-    kernels::layerNormForward(d,
-                              {.y = py.ptr(),
-                               .mean = mean.f32(),
-                               .rstd = rstd.f32(),
-                               .x = px.ptr(),
-                               .weight = pw.ptr(),
-                               .bias = bias ? pb.ptr() : nullptr,
-                               .rows = s.rows,
-                               .cols = s.cols,
-                               .xStride = s.stride,
-                               .yStride = s.stride},
-                              stream, forward);
+    kernels::layerNormForward(d, {.y = py.ptr(), .mean = mean.f32(),
+                                  .rstd = rstd.f32(), .x = px.ptr(), .weight = pw.ptr(),
+                                  .bias = bias ? pb.ptr() : nullptr, .rows = s.rows,
+                                  .cols = s.cols, .xStride = s.stride, .yStride = s.stride},
+                              stream, plan);
     kernels::layerNormBackward(d, {.dx = pdx.ptr(), .dweight = pdw.ptr(),
                                    .dbias = bias ? pdb.ptr() : nullptr, .dy = pdy.ptr(),
                                    .x = px.ptr(), .weight = pw.ptr(), .mean = mean.f32(),
@@ -348,27 +332,6 @@ void checkNormsReadingTheWeightsEachRow(CUstream stream, const Sync &sync, NormS
     checkNorm<Buffer>(stream, sync, Dtype::bf16, s, false, true, 0, &p);
     checkNorm<Buffer>(stream, sync, Dtype::fp32, s, true, false, 0, &p);
   }
-}
-
-// Backward plans whose programs sum their weight gradients over a cluster before writing them
-// (RowPlan::gradientCluster): clusters of `sizes`, rows of one program each and tiles of rows,
-// LayerNorm with a bias in bf16 and RMSNorm in fp32, on `s` (fewer tiles than programs leave
-// some programs of a cluster without rows).
-template <typename Buffer>
-void checkNormGradientClusters(CUstream stream, const Sync &sync, NormShape s,
-                               std::initializer_list<int> sizes) {
-  const int64_t whole = int64_t(std::bit_ceil(uint64_t(s.cols)));
-  for (int size : sizes)
-    for (int rows : {1, 2}) {
-      kernels::RowPlan p{.block = whole,
-                         .rowsPerTile = rows,
-                         .numWarps = int(std::clamp<int64_t>(rows * whole / 512, 1, 8)),
-                         .numStages = 2,
-                         .gradientCluster = size};
-      SCOPED_TRACE(p.str());
-      checkNorm<Buffer>(stream, sync, Dtype::bf16, s, false, true, 0, &p);
-      checkNorm<Buffer>(stream, sync, Dtype::fp32, s, true, false, 0, &p);
-    }
 }
 
 template <typename Buffer>

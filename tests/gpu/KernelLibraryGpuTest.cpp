@@ -64,16 +64,6 @@ TEST_F(KernelLibraryGpuTest, RMSNorm) {
       checkNorm<DeviceBuffer>(stream().get(), sync, d, s, true, false);
 }
 
-// Backwards whose clusters sum the weight gradients through distributed shared memory: every
-// cluster size from 2 to 16, short rows, odd lengths with padded strides, fewer rows than
-// programs.
-TEST_F(KernelLibraryGpuTest, NormBackwardsSumGradientsOverClusters) {
-  SKIP_WITHOUT_GPU();
-  checkNormGradientClusters<DeviceBuffer>(stream().get(), sync, {4096, 512, 512}, {2, 4, 8, 16});
-  checkNormGradientClusters<DeviceBuffer>(stream().get(), sync, {1000, 1000, 1032}, {3, 8});
-  checkNormGradientClusters<DeviceBuffer>(stream().get(), sync, {5, 2000, 2000}, {8});
-}
-
 TEST_F(KernelLibraryGpuTest, NormsOfLongRowsUseClusters) {
   SKIP_WITHOUT_GPU();
   for (Dtype d : {Dtype::fp32, Dtype::bf16}) {

@@ -72,12 +72,6 @@ TEST_F(KernelLibraryInterpreterTest, NormsOfLongRowsUseClusters) {
   checkNorm<HostBuffer>(nullptr, sync, Dtype::fp32, {2, 20000, 20008}, true, false);
 }
 
-// Backwards whose clusters sum the weight gradients: clusters of 2 and 3 (strips of uneven
-// length), more programs than tiles.
-TEST_F(KernelLibraryInterpreterTest, NormBackwardsSumGradientsOverClusters) {
-  checkNormGradientClusters<HostBuffer>(nullptr, sync, {7, 600, 608}, {2, 3});
-}
-
 // Over a cluster, the LayerNorm backward holds the weights in registers with CTAs of 8 warps and
 // reads them again each row with 16 (two specializations of one kernel): both, in fp16 and bf16.
 TEST_F(KernelLibraryInterpreterTest, LayerNormBackwardOverAClusterHoldsOrRereadsTheWeights) {
