@@ -130,7 +130,7 @@ void lowerClusterBlockExchanges(Lowering &l, const std::vector<const ir::Op *> &
     e.in = op->operand(0);
     const ir::Type &t = e.in->type();
     e.isFloat = t.isFloat();
-    e.bytes = clusterBlockSlotBytes(t);
+    e.bytes = reduceSlotBytes(t);
     e.elementTy = l.elementType(t);
     e.slotTy = e.isFloat ? (e.bytes == 8 ? b.getDoubleTy() : b.getFloatTy())
                          : (e.bytes == 8 ? b.getInt64Ty() : b.getInt32Ty());

@@ -3,10 +3,10 @@
 // buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
 // per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
 // alternates the banks), plus one mbarrier per bank that counts the bytes the peers' writes bring
-// in (kernel attribute cluster_barriers). A cluster reduction of a block gets its strip's slots,
-// its result and two mbarriers of its own (op attributes smem_offset, smem_result and
-// smem_barriers). Each reduction gets its own region, so consecutive
-// reductions need no barrier between them for buffer reuse.
+// in (kernel attribute cluster_barriers). A cluster reduction of a block gets its block in strips
+// (then its result), the strip it combines from every program and two mbarriers of its own (op
+// attributes smem_offset, smem_gather and smem_barriers). Each reduction gets its own region, so
+// consecutive reductions need no barrier between them for buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
@@ -17,8 +17,6 @@ namespace tritium {
 int64_t reduceSlotBytes(const ir::Type &t) {
   return t.isPtr() ? 8 : std::max(4, ir::bitWidth(t.kind()) / 8);
 }
-
-int64_t clusterBlockSlotBytes(const ir::Type &t) { return std::max(4, ir::bitWidth(t.kind()) / 8); }
 
 int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize) {
   int64_t strip = (t.numElements() + clusterSize - 1) / clusterSize;
@@ -109,7 +107,7 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       // A block's exchange (LowerClusterBlocks.cpp): the block in strips (the result later in
       // the same place), the strip this program combines from every program, and two
       // mbarriers of its own.
-      int64_t bytes = clusterBlockSlotBytes(op.result()->type());
+      int64_t bytes = reduceSlotBytes(op.result()->type());
       int64_t region = bytes * clusterSize * clusterBlockStrip(op.result()->type(), clusterSize);
       offset = (offset + 15) / 16 * 16;
       op.setAttr("smem_offset", offset);

@@ -14,15 +14,12 @@ inline constexpr int64_t kMaxElementsPerThread = 256;
 // elements) for blocks smaller than the CTA.
 void assignLayouts(ir::Function &fn, int numWarps);
 
-// Bytes a general reduce's partial of type `t` takes in shared memory (at least 4: 16-bit
-// values travel as 32).
+// Bytes a general reduce's partial, or an element of a cluster reduction of a block, of type `t`
+// takes in shared memory (at least 4: 16-bit values travel as 32).
 int64_t reduceSlotBytes(const ir::Type &t);
 
-// Bytes one element of a cluster reduction of a block of type `t` takes in shared memory and on
-// the way between programs (at least 4: 16-bit floats travel as f32, small integers as i32).
-int64_t clusterBlockSlotBytes(const ir::Type &t);
-// Elements in each program's strip of such a block: ceil(n / clusterSize), rounded up to a
-// multiple of 4 so that every strip is a whole number of 16-byte bulk copies.
+// Elements in each program's strip of a cluster reduction of a block (reduceSlotBytes each):
+// ceil(n / clusterSize), rounded up to a multiple of 4 so that a strip is whole 16-byte copies.
 int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize);
 
 // Elements of a block staged in shared memory by convert_layout, reshape and trans: the block in
