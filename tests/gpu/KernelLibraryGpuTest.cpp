@@ -247,7 +247,8 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
   for (const kernels::ElementwisePlan &p : kernels::elementwiseCandidates(
            (1 << 22) + 3, Dtype::fp16, kernels::ElementwiseKind::Dropout)) {
     SCOPED_TRACE("dropout block " + std::to_string(p.block) + " warps " +
-                 std::to_string(p.numWarps));
+                 std::to_string(p.numWarps) + " min CTAs per SM " +
+                 std::to_string(p.minBlocksPerSM));
     checkDropout<DeviceBuffer>(stream().get(), sync, Dtype::fp16, (1 << 22) + 3, 0.3, 99, &p);
   }
 }

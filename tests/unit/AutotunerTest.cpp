@@ -269,6 +269,22 @@ TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
   auto e = elementwiseCandidates(1 << 24, Dtype::fp16, ElementwiseKind::Add);
   EXPECT_EQ(e[0].fields(), planElementwise(1 << 24, Dtype::fp16, ElementwiseKind::Add).fields());
   EXPECT_GE(e.size(), 8u);
+  // Vector add never caps registers; dropout's planner does (8 elements per thread, 8 CTAs of 4
+  // warps per SM), and its candidates add capped plans of 8 and 16 elements per thread.
+  for (const ElementwisePlan &p : e)
+    EXPECT_EQ(p.minBlocksPerSM, 1);
+  auto d = elementwiseCandidates(1 << 28, Dtype::fp32, ElementwiseKind::Dropout);
+  ElementwisePlan dp = planElementwise(1 << 28, Dtype::fp32, ElementwiseKind::Dropout);
+  EXPECT_EQ(d[0].fields(), dp.fields());
+  EXPECT_EQ(dp.block / (32 * dp.numWarps), 8);
+  EXPECT_EQ(dp.minBlocksPerSM * dp.numWarps, 32);
+  int cappedDropouts = 0;
+  for (const ElementwisePlan &p : d) {
+    cappedDropouts += p.minBlocksPerSM != 1;
+    int64_t threads = 32 * int64_t(p.numWarps);
+    EXPECT_LE(threads * p.minBlocksPerSM, 2048) << "more threads than an SM holds";
+  }
+  EXPECT_EQ(cappedDropouts, 5);
   auto c = crossEntropyCandidates(128256, Dtype::bf16);
   EXPECT_EQ(c[0].fields(), planCrossEntropy(128256, Dtype::bf16).fields());
   EXPECT_GE(c.size(), 8u);
