@@ -199,17 +199,22 @@ inline void gridExchange(Ptr out, Ptr scratch, Ptr x, Int spin, Int launch, int 
 // when BM is 1), as fp32, bf16 (TYPE 1) or i32 (TYPE 2, x rounded to integers), and stores the
 // cluster's element-wise sum and maximum of the tiles at its own place, so every program's copy
 // is checked. The tile of [1, BN] over more threads than elements exercises copies of elements.
-inline void clusterBlockSums(Ptr sums, Ptr maxes, Ptr x, int TYPE, int BM, int BN) {
+// Scalar exchanges before and after (the cluster's total of the tiles, twice) share the kernel:
+// totals[2 pid] and totals[2 pid + 1].
+inline void clusterBlockSums(Ptr sums, Ptr maxes, Ptr totals, Ptr x, int TYPE, int BM, int BN) {
   auto pid = program_id(0);
   Value at = BM == 1 ? arange(0, BN) : arange(0, BM)(_, None) * BN + arange(0, BN)(None, _);
   auto base = pid * (BM * BN);
   auto v = load(x + base + at);
+  auto tileSum = BM == 1 ? sum(v, 0) : sum(sum(v, 1), 0);
+  store(totals + 2 * pid, cluster_sum(tileSum));
   if (TYPE == 1)
     v = cast(v, bfloat16);
   else if (TYPE == 2)
     v = cast(v, int32);
   store(sums + base + at, cast(cluster_sum(v), float32));
   store(maxes + base + at, cast(cluster_max(v), float32));
+  store(totals + 2 * pid + 1, cluster_sum(tileSum));
 }
 
 // --- problems -----------------------------------------------------------------------------------
@@ -551,16 +556,25 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
     return v;
   };
   Buffer dx = upload<Buffer>(x), sums = poisoned<Buffer>(size_t(programs * tile)),
-         maxes = poisoned<Buffer>(size_t(programs * tile));
-  auto k =
-      kernel("cluster_block_sums", clusterBlockSums, {"sums", "maxes", "x", "TYPE", "BM", "BN"});
-  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32"},
+         maxes = poisoned<Buffer>(size_t(programs * tile)),
+         totals = poisoned<Buffer>(size_t(2 * programs));
+  auto k = kernel("cluster_block_sums", clusterBlockSums,
+                  {"sums", "maxes", "totals", "x", "TYPE", "BM", "BN"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32"},
                                  .constexprs = {type, BM, BN},
                                  .numWarps = numWarps,
                                  .clusterSize = clusterSize,
                                  .ptxVersion = ptxVersion});
-  c.launch(programs, stream, {sums, maxes, dx});
+  c.launch(programs, stream, {sums, maxes, totals, dx});
   sync();
+  std::vector<double> wantTotals(size_t(2 * programs));
+  for (int64_t cl = 0; cl < clusters; ++cl) {
+    double t = 0;
+    for (int64_t e = 0; e < clusterSize * tile; ++e)
+      t += x[size_t(cl * clusterSize * tile + e)];
+    for (int64_t i = 0; i < 2 * clusterSize; ++i)
+      wantTotals[size_t(cl * 2 * clusterSize + i)] = t;
+  }
   std::vector<double> wantSum(size_t(programs * tile)), wantMax(size_t(programs * tile));
   for (int64_t cl = 0; cl < clusters; ++cl)
     for (int64_t e = 0; e < tile; ++e) {
@@ -584,6 +598,8 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
   std::vector<float> gotSum = download(sums, wantSum.size());
   expectClose(gotSum, wantSum, type == 1 ? 1.6e-2 : 1e-5, what + ": sums", seed);
   expectClose(download(maxes, wantMax.size()), wantMax, 0, what + ": maxima", seed);
+  expectClose(download(totals, wantTotals.size()), wantTotals, 1e-4,
+              what + ": scalar exchanges beside them", seed);
   int64_t differ = 0;
   for (int64_t p = 0; p < programs; ++p)
     for (int64_t e = 0; e < tile; ++e)
