@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <utility>
 
 namespace tritium::kernels {
 
@@ -248,6 +249,20 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, in
         p.numStages = stages;
         add(p);
       }
+    }
+  // The forwards of rows of 2048-4096 columns in tiles of two rows too (the rule above stacks
+  // rows only below 4096 columns' worth), over 2 or 4 warps, some with registers capped for 3-8
+  // CTAs per SM: RMSNorm bf16 at 4096 columns ran 4% faster so on the H200 (20.5 us, the copy's
+  // time, against 21.3 for a row per step; docs/PERF.md, twenty-fourth session).
+  if (!backward && whole >= 2048 && whole <= 4096)
+    for (auto [warps, minBlocks] : {std::pair{4, 1}, {4, 3}, {4, 4}, {2, 1}, {2, 8}}) {
+      if (2 * whole / (32 * warps) > 64) // values per thread
+        continue;
+      add(RowPlan{.block = whole,
+                  .rowsPerTile = 2,
+                  .numWarps = warps,
+                  .numStages = 3,
+                  .minBlocksPerSM = minBlocks});
     }
   // The forwards of long rows also read the weights each row: LayerNorm's forward holds two
   // arrays of them, and at 32768-65536 columns freeing those registers made it 6-8% faster on

@@ -208,7 +208,8 @@ TEST_F(KernelLibraryGpuTest, EveryCandidatePlanIsCorrect) {
        {NormShape{37, 1000, 1003}, NormShape{300, 128, 128}, NormShape{8, 65536, 65536},
         NormShape{29, 5000, 5000}, // 5000: blocks of 5120 and 6144 columns too
         NormShape{37, 512, 520},   // tiles of rows through rings, the last tile part empty
-        NormShape{19, 1024, 1032}}) {
+        NormShape{19, 1024, 1032},
+        NormShape{37, 3000, 3008}}) { // forwards in tiles of 2 rows of 4096, the last part empty
     std::vector<kernels::RowPlan> plans = kernels::normCandidates(s.cols, Dtype::bf16, false);
     for (const kernels::RowPlan &p : kernels::normCandidates(s.cols, Dtype::bf16, true))
       plans.push_back(p);
