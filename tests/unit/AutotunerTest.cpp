@@ -179,7 +179,15 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormBackward(65536, Dtype::bf16).fields(), fields(8192, 1, 8, 8, 4));
   EXPECT_EQ(planNormBackward(131072, Dtype::bf16).fields(), fields(8192, 1, 16, 8, 4));
   EXPECT_EQ(planNormForward(512, Dtype::bf16).fields(), fields(512, 2, 1, 1, 1));
-  EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), fields(4096, 1, 1, 4, 3));
+  // 1025-4096 columns: tiles of two rows over 4 warps, a ring of 3, 3 CTAs per SM (the H200's
+  // near-winners, twenty-fourth session).
+  RowPlan pairs{
+      .block = 4096, .rowsPerTile = 2, .numWarps = 4, .numStages = 3, .minBlocksPerSM = 3};
+  EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), pairs.fields());
+  EXPECT_EQ(planNormForward(4096, Dtype::fp16, 2).fields(), pairs.fields());
+  pairs.block = 2048;
+  EXPECT_EQ(planNormForward(1500, Dtype::bf16).fields(), pairs.fields());
+  EXPECT_EQ(planNormForward(1024, Dtype::bf16).minBlocksPerSM, 1);
   EXPECT_EQ(planNormForward(65536, Dtype::bf16).fields(), fields(16384, 1, 4, 16, 2));
   // One array of weights (RMSNorm) at 8192 or 16384 columns: a program per row, no ring, the
   // weights read each row, two CTAs per SM (the H200's winners, twentieth session); other
