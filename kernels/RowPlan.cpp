@@ -124,19 +124,17 @@ RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
       return p;
     }
   }
-  RowPlan p = planned(cols, kForwardPerThread, 8192, kMinTile);
   // Rows of 1025-4096 columns: tiles of two rows over 4 warps through a ring of 3, registers
   // capped for 3 CTAs per SM. On the H200 (bf16 and fp16, 4096 rows) within 1.5% of the tuner's
   // best for both norms at 2048 and 4096 columns, 3-6% faster than a row per step (docs/PERF.md,
   // twenty-fourth session).
-  if (cols > 1024 && cols <= 4096) {
-    p = RowPlan{.block = int64_t(std::bit_ceil(uint64_t(cols))),
-                .rowsPerTile = 2,
-                .numWarps = 4,
-                .numStages = 3,
-                .minBlocksPerSM = 3};
-    return p;
-  }
+  if (cols > 1024 && cols <= 4096)
+    return RowPlan{.block = int64_t(std::bit_ceil(uint64_t(cols))),
+                   .rowsPerTile = 2,
+                   .numWarps = 4,
+                   .numStages = 3,
+                   .minBlocksPerSM = 3};
+  RowPlan p = planned(cols, kForwardPerThread, 8192, kMinTile);
   if (weightArrays == 1 && (cols == 8192 || cols == 16384) && p.clusterSize == 1 &&
       p.rowsPerTile == 1) {
     p.numStages = 1;
