@@ -196,7 +196,8 @@ inline void gridExchange(Ptr out, Ptr scratch, Ptr x, Int spin, Int launch, int 
 }
 
 // cluster_sum and cluster_max of blocks: each program loads its own [BM, BN] tile (a [BN] block
-// when BM is 1), as fp32, bf16 (TYPE 1) or i32 (TYPE 2, x rounded to integers), and stores the
+// when BM is 1), as fp32, bf16 (TYPE 1), i32 (TYPE 2, x rounded to integers) or i64 (TYPE 3, x
+// rounded to integers times 2^33: 8-byte slots), and stores the
 // cluster's element-wise sum and maximum of the tiles at its own place, so every program's copy
 // is checked. The tile of [1, BN] over more threads than elements exercises copies of elements.
 // Scalar exchanges before and after (the cluster's total of the tiles, twice) share the kernel:
@@ -212,6 +213,8 @@ inline void clusterBlockSums(Ptr sums, Ptr maxes, Ptr totals, Ptr x, int TYPE, i
     v = cast(v, bfloat16);
   else if (TYPE == 2)
     v = cast(v, int32);
+  else if (TYPE == 3)
+    v = cast(v, int64) * (int64_t(1) << 33);
   store(sums + base + at, cast(cluster_sum(v), float32));
   store(maxes + base + at, cast(cluster_max(v), float32));
   store(totals + 2 * pid + 1, cluster_sum(tileSum));
@@ -553,6 +556,8 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
       kernels::storeElement("bf16", v, b);
       return kernels::loadElement("bf16", b);
     }
+    if (type == 3)
+      return double(int32_t(v)) * 8589934592.0; // 2^33
     return v;
   };
   Buffer dx = upload<Buffer>(x), sums = poisoned<Buffer>(size_t(programs * tile)),

@@ -232,13 +232,13 @@ TEST_F(BlocksGpuTest, GridDependencyConsumersSeeTheirProducersOutput) {
 }
 
 // cluster_sum and cluster_max of blocks over clusters of 2 to 16 (16: Hopper's non-portable
-// size): 1-D and 2-D tiles, uneven strips, copies of elements, fp32, bf16 and i32, with st.async
-// (PTX 8.1) and with cluster barriers (PTX 8.0).
+// size): 1-D and 2-D tiles, uneven strips, copies of elements, fp32, bf16, i32 and i64, with
+// PTX 8.1 and 8.0.
 TEST_F(BlocksGpuTest, ClusterSumsOfBlocks) {
   SKIP_WITHOUT_GPU();
   using namespace tritium::testing::language;
   for (int size : {2, 3, 4, 8, 16})
-    for (int type : {0, 1, 2}) {
+    for (int type : {0, 1, 2, 3}) {
       checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, size, 40, type, 1, 1024, 2);
       checkClusterBlockSums<DeviceBuffer>(stream().get(), sync, size, 40, type, 4, 64, 4);
     }

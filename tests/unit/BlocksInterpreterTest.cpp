@@ -146,12 +146,13 @@ TEST_F(BlocksInterpreterTest, GridSyncWaitsForEveryProgram) {
 }
 
 // cluster_sum and cluster_max of blocks: 1-D and 2-D tiles, uneven strips (clusters of 3), copies
-// of elements (16 elements over 128 threads), fp32, bf16 and i32.
+// of elements (16 elements over 128 threads), fp32, bf16, i32 and i64.
 TEST_F(BlocksInterpreterTest, ClusterSumsOfBlocks) {
   using namespace tritium::testing::language;
   checkClusterBlockSums<HostBuffer>(nullptr, sync, 2, 2, 0, 1, 512, 2);
   checkClusterBlockSums<HostBuffer>(nullptr, sync, 3, 2, 1, 4, 64, 4);
   checkClusterBlockSums<HostBuffer>(nullptr, sync, 4, 1, 2, 1, 16, 4);
+  checkClusterBlockSums<HostBuffer>(nullptr, sync, 2, 2, 3, 2, 64, 2); // i64: 8-byte slots
 }
 
 TEST_F(BlocksInterpreterTest, JoinAndSplit) {
