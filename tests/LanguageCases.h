@@ -572,13 +572,19 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
                                  .ptxVersion = ptxVersion});
   c.launch(programs, stream, {sums, maxes, totals, dx});
   sync();
-  std::vector<double> wantTotals(size_t(2 * programs));
+  // The scalar totals sum thousands of fp32 values: their rounding error scales with the sum of
+  // magnitudes, not with the total, which may be near 0 (a relative tolerance failed there).
+  std::vector<double> wantTotals(size_t(2 * programs)), totalTolerance(size_t(2 * programs));
   for (int64_t cl = 0; cl < clusters; ++cl) {
-    double t = 0;
-    for (int64_t e = 0; e < clusterSize * tile; ++e)
+    double t = 0, magnitude = 0;
+    for (int64_t e = 0; e < clusterSize * tile; ++e) {
       t += x[size_t(cl * clusterSize * tile + e)];
-    for (int64_t i = 0; i < 2 * clusterSize; ++i)
+      magnitude += std::fabs(x[size_t(cl * clusterSize * tile + e)]);
+    }
+    for (int64_t i = 0; i < 2 * clusterSize; ++i) {
       wantTotals[size_t(cl * 2 * clusterSize + i)] = t;
+      totalTolerance[size_t(cl * 2 * clusterSize + i)] = 4e-6 * magnitude;
+    }
   }
   std::vector<double> wantSum(size_t(programs * tile)), wantMax(size_t(programs * tile));
   for (int64_t cl = 0; cl < clusters; ++cl)
@@ -603,8 +609,13 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
   std::vector<float> gotSum = download(sums, wantSum.size());
   expectClose(gotSum, wantSum, type == 1 ? 1.6e-2 : 1e-5, what + ": sums", seed);
   expectClose(download(maxes, wantMax.size()), wantMax, 0, what + ": maxima", seed);
-  expectClose(download(totals, wantTotals.size()), wantTotals, 1e-4,
-              what + ": scalar exchanges beside them", seed);
+  std::vector<float> gotTotals = download(totals, wantTotals.size());
+  int64_t badTotals = 0;
+  for (size_t i = 0; i < gotTotals.size(); ++i)
+    if (!(std::fabs(double(gotTotals[i]) - wantTotals[i]) <= totalTolerance[i]) && badTotals++ < 5)
+      ADD_FAILURE() << what << ": scalar exchange beside them, [" << i << "] got " << gotTotals[i]
+                    << " expected " << wantTotals[i] << " within " << totalTolerance[i] << "; seed "
+                    << seed;
   int64_t differ = 0;
   for (int64_t p = 0; p < programs; ++p)
     for (int64_t e = 0; e < tile; ++e)
