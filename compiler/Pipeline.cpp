@@ -40,16 +40,17 @@ std::optional<Stage> parseStage(const std::string &name) {
 
 namespace {
 
-bool dumping() {
+// $TRITIUM_DUMP_DIR, or null when it is unset or empty.
+const char *dumpDir() {
   const char *dir = std::getenv("TRITIUM_DUMP_DIR");
-  return dir && *dir;
+  return dir && *dir ? dir : nullptr;
 }
 
 // Writes a stage to $TRITIUM_DUMP_DIR/<kernel>.<ext> when the variable is set.
 void dump(const std::string &kernel, const char *ext, const std::string &text) {
-  if (!dumping())
+  const char *dir = dumpDir();
+  if (!dir)
     return;
-  const char *dir = std::getenv("TRITIUM_DUMP_DIR");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::filesystem::path path = std::filesystem::path(dir) / (kernel + "." + ext);
@@ -217,7 +218,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod =
       codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion, smNumber(options.arch));
-  if (dumping()) { // the lowering's own LLVM IR, before O3: what the optimizer was given
+  if (dumpDir()) { // the lowering's own LLVM IR, before O3: what the optimizer was given
     std::string lowered;
     llvm::raw_string_ostream os(lowered);
     mod->print(os, nullptr);

@@ -222,13 +222,15 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   // natural alignment as the PTX declares them: the hot path allocates nothing, and the driver
   // copies one buffer (within 1% of an array of pointers to them, docs/PERF.md, eighth session).
   alignas(8) std::array<unsigned char, kMaxArgs * 8> block;
-  std::array<void *, kMaxArgs> each; // where each argument sits in the block
+  std::array<void *, kMaxArgs> each; // where each argument sits (cooperative launches only)
   size_t used = 0, count = 0;
+  const bool cooperative = artifacts_.syncsGrid;
   auto put = [&](auto value) {
     constexpr size_t bytes = sizeof value;
     used = (used + bytes - 1) / bytes * bytes;
     std::memcpy(block.data() + used, &value, bytes);
-    each[count++] = block.data() + used;
+    if (cooperative)
+      each[count++] = block.data() + used;
     used += bytes;
   };
   size_t i = 0;
@@ -300,7 +302,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     rt::launchKernelPacked(here.kernel.function(), unsigned(grid), unsigned(numThreads()),
                            unsigned(meta_.sharedBytes), stream, block.data(), used,
                            unsigned(grid3.y), unsigned(grid3.z), artifacts_.waitsOnPriorKernel,
-                           artifacts_.syncsGrid ? each.data() : nullptr);
+                           cooperative ? each.data() : nullptr);
   } catch (const rt::DriverError &e) {
     if (e.result() != CUDA_ERROR_INVALID_HANDLE && e.result() != CUDA_ERROR_INVALID_CONTEXT)
       throw;

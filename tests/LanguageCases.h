@@ -552,7 +552,7 @@ void checkClusterBlockSums(CUstream stream, const std::function<void()> &sync, i
     if (type == 2)
       return double(int32_t(v)); // the cast truncates towards zero
     if (type == 1) {
-      unsigned char b[2];
+      unsigned char b[4]; // storeElement's fp32 branch, never taken here, writes 4
       kernels::storeElement("bf16", v, b);
       return kernels::loadElement("bf16", b);
     }

@@ -52,14 +52,6 @@ struct Exchange {
   bool isFloat = false;
 };
 
-llvm::Value *combine(Lowering &l, const Exchange &e, llvm::Value *x, llvm::Value *y) {
-  auto &b = l.b;
-  if (e.op->kind() == ir::OpKind::ClusterMax)
-    return b.CreateBinaryIntrinsic(e.isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax,
-                                   x, y);
-  return e.isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
-}
-
 llvm::Value *narrow(Lowering &l, const Exchange &e, llvm::Value *v) {
   return e.slotTy == e.resultTy ? v : l.b.CreateFPTrunc(v, e.resultTy);
 }
@@ -67,6 +59,15 @@ llvm::Value *narrow(Lowering &l, const Exchange &e, llvm::Value *v) {
 } // namespace
 
 int64_t clusterSize(const ir::Function &fn) { return fn.intAttr("cluster_size").value_or(1); }
+
+llvm::Value *combineInCluster(Lowering &l, const ir::Op &op, bool isFloat, llvm::Value *x,
+                              llvm::Value *y) {
+  auto &b = l.b;
+  if (op.kind() == ir::OpKind::ClusterMax)
+    return b.CreateBinaryIntrinsic(isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, x,
+                                   y);
+  return isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+}
 
 // The mbarrier of bank `bank` (i32), as a shared address.
 static llvm::Value *bankBarrier(Lowering &l, llvm::Value *bank) {
@@ -85,10 +86,13 @@ void clusterEntry(Lowering &l) {
   if (clusterSize(l.kernel) == 1 || !hasClusterExchange(l.kernel))
     return;
   auto &b = l.b;
-  bool banks = asyncExchanges(l) && l.kernel.intAttr("cluster_barriers"), blocks = false;
-  ir::walk(const_cast<ir::Block &>(l.kernel.body()),
-           [&](ir::Op &op) { blocks = blocks || isClusterBlockExchange(op); });
-  if (banks || blocks) {
+  std::vector<const ir::Op *> blocks;
+  ir::walk(const_cast<ir::Block &>(l.kernel.body()), [&](ir::Op &op) {
+    if (isClusterBlockExchange(op))
+      blocks.push_back(&op);
+  });
+  bool banks = asyncExchanges(l) && l.kernel.intAttr("cluster_barriers");
+  if (banks || !blocks.empty()) {
     // Thread 0 sets up both banks' mbarriers (one arrival each: its own expect_tx), and those
     // of each block exchange; the cluster barrier (release, acquire) publishes them to the peers
     // before any peer sends.
@@ -97,10 +101,8 @@ void clusterEntry(Lowering &l) {
         for (int bank = 0; bank < 2; ++bank)
           emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
                   {bankBarrier(l, b.getInt32(bank))});
-      ir::walk(const_cast<ir::Block &>(l.kernel.body()), [&](ir::Op &op) {
-        if (isClusterBlockExchange(op))
-          clusterBlockEntry(l, op);
-      });
+      for (const ir::Op *op : blocks)
+        clusterBlockEntry(l, *op);
       emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
     });
     l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
@@ -223,7 +225,7 @@ void lowerClusterExchanges(Lowering &l, const std::vector<const ir::Op *> &batch
     for (int64_t r = 0; r < size; ++r) {
       llvm::Value *part =
           b.CreateLoad(e.slotTy, b.CreateGEP(e.slotTy, e.slots, b.getInt32(int32_t(r))));
-      total = total ? combine(l, e, total, part) : part;
+      total = total ? combineInCluster(l, *e.op, e.isFloat, total, part) : part;
     }
     l.set(e.op->result(), {narrow(l, e, total)});
   }

@@ -58,14 +58,6 @@ llvm::Value *fromSlot(Lowering &l, const BlockExchange &e, llvm::Value *v) {
   return e.isFloat ? b.CreateFPTrunc(v, e.elementTy) : b.CreateTrunc(v, e.elementTy);
 }
 
-llvm::Value *combine(Lowering &l, const BlockExchange &e, llvm::Value *x, llvm::Value *y) {
-  auto &b = l.b;
-  if (e.op->kind() == ir::OpKind::ClusterMax)
-    return b.CreateBinaryIntrinsic(e.isFloat ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, x,
-                                   y);
-  return e.isFloat ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
-}
-
 // Byte `offset` plus slot `index` (i32) of shared memory: its 32-bit address, or a pointer.
 llvm::Value *slotOffset(Lowering &l, const BlockExchange &e, int64_t offset, llvm::Value *index) {
   auto &b = l.b;
@@ -182,7 +174,7 @@ void lowerClusterBlockExchanges(Lowering &l, const std::vector<const ir::Op *> &
         for (int64_t q = 0; q < size; ++q) {
           llvm::Value *slot = b.CreateAdd(b.getInt32(int32_t(q * e.strip)), i);
           llvm::Value *part = b.CreateLoad(e.slotTy, slotPointer(l, e, e.gatherOffset, slot));
-          total = total ? combine(l, e, total, part) : part;
+          total = total ? combineInCluster(l, *e.op, e.isFloat, total, part) : part;
         }
         b.CreateStore(total, slotPointer(l, e, e.stageOffset, b.CreateAdd(start, i)));
       });

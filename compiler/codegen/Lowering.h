@@ -132,6 +132,9 @@ void clusterBlockEntry(Lowering &l, const ir::Op &op);
 // sets up for cluster reductions (LowerCluster.cpp).
 int64_t clusterSize(const ir::Function &fn);
 void clusterEntry(Lowering &l);
+// Two programs' values of a cluster_sum or cluster_max (`op`), as its reduction combines them.
+llvm::Value *combineInCluster(Lowering &l, const ir::Op &op, bool isFloat, llvm::Value *x,
+                              llvm::Value *y);
 
 // Builds the LLVM module for a GIR kernel (control flow and dispatch live here).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function &kernel, llvm::LLVMContext &ctx,
