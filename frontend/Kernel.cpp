@@ -29,6 +29,8 @@ std::string Specialization::str() const {
     s += ";bulk=0";
   if (programsPerCTA != 1)
     s += ";programs_per_cta=" + std::to_string(programsPerCTA);
+  if (awaitPreviousKernel)
+    s += ";await_previous";
   return s;
 }
 
@@ -150,6 +152,8 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
   }
   {
     dsl::Tracer tracer(*fn);
+    if (spec.awaitPreviousKernel) // before the body's first op (Specialization's comment)
+      tracer.builder().create(ir::OpKind::GridDepWait, {}, {}, loc_);
     invoke(runtime, spec.constexprs);
     tracer.finish();
   }
@@ -248,6 +252,7 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
   f["cluster_size"] = spec.clusterSize;
   f["min_blocks_per_sm"] = spec.minBlocksPerSM;
   f["bulk_copies"] = spec.bulkCopies;
+  f["await_previous_kernel"] = spec.awaitPreviousKernel;
   f["tritium_version"] = TRITIUM_VERSION;
   f["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;
   f["llvm_version"] = TRITIUM_LLVM_VERSION;

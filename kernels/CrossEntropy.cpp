@@ -701,7 +701,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
                                       plan.rowsPerStep == 1 ? align : 1},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages,
-                       .minBlocksPerSM = plan.minBlocksPerSM}
+                       .minBlocksPerSM = plan.minBlocksPerSM,
+                       .awaitPreviousKernel = true}
             .specializedFor({loss, lse, x, t, s, r, v, ignore, smooth});
     CompiledKernel &k = forwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep;
@@ -718,7 +719,8 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
     KernelArg stats = args.pointer("stats", a.stats);
     Specialization ms = Specialization{.signature = {"*fp32", "*fp32", "*i64", "i32", "i64"},
                                        .constexprs = {1024},
-                                       .numWarps = 8}
+                                       .numWarps = 8,
+                                       .awaitPreviousKernel = true}
                             .specializedFor({stats, loss, t, r, ignore});
     meanKernel().compile(ms).launch(1, stream, {stats, loss, t, r, ignore});
   }
@@ -776,7 +778,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                                       plan.persistent ? 0 : plan.flatRun},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages,
-                       .minBlocksPerSM = plan.minBlocksPerSM}
+                       .minBlocksPerSM = plan.minBlocksPerSM,
+                       .awaitPreviousKernel = true}
             .specializedFor({dx, x, t, lse, stats, n, r, v, ignore, smooth, grad});
     CompiledKernel &k = flatBackwardKernel().compile(spec);
     int64_t chunks = (total + plan.block - 1) / plan.block;
@@ -801,7 +804,8 @@ void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstre
                                       a.stats ? 1 : 0, wholeBlocks ? 1 : 0, plan.rowParts},
                        .numWarps = plan.numWarps,
                        .numStages = plan.numStages,
-                       .minBlocksPerSM = plan.minBlocksPerSM}
+                       .minBlocksPerSM = plan.minBlocksPerSM,
+                       .awaitPreviousKernel = true}
             .specializedFor({dx, x, t, lse, stats, sx, sd, r, v, ignore, smooth, grad});
     CompiledKernel &k = backwardKernel().compile(spec);
     int64_t steps = (a.rows + plan.rowsPerStep - 1) / plan.rowsPerStep * plan.rowParts;

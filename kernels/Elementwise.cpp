@@ -86,7 +86,8 @@ void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, 
     Specialization spec = Specialization{.signature = {t, t, t, idx},
                                          .constexprs = {plan.block, wide ? 1 : 0},
                                          .numWarps = plan.numWarps,
-                                         .minBlocksPerSM = plan.minBlocksPerSM}
+                                         .minBlocksPerSM = plan.minBlocksPerSM,
+                                         .awaitPreviousKernel = true}
                               .specializedFor({o, x, y, count});
     vectorAddKernel().compile(spec).launch(plan.grid(n), stream, {o, x, y, count});
   };
@@ -132,7 +133,8 @@ void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t
         Specialization{.signature = {t, t, idx, "i32", "fp32", seed32 ? "i32" : "i64"},
                        .constexprs = {plan.block, wide ? 1 : 0},
                        .numWarps = plan.numWarps,
-                       .minBlocksPerSM = plan.minBlocksPerSM}
+                       .minBlocksPerSM = plan.minBlocksPerSM,
+                       .awaitPreviousKernel = true}
             .specializedFor({o, in, count, lastArg, scale, seedArg});
     dropoutKernel().compile(spec).launch(plan.grid(n), stream,
                                          {o, in, count, lastArg, scale, seedArg});

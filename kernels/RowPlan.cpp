@@ -38,7 +38,8 @@ Specialization RowPlan::specialization(std::vector<std::string> signature,
                         .numWarps = numWarps,
                         .numStages = numStages,
                         .clusterSize = clusterSize,
-                        .minBlocksPerSM = minBlocksPerSM};
+                        .minBlocksPerSM = minBlocksPerSM,
+                        .awaitPreviousKernel = true};
 }
 
 int64_t RowPlan::maxPartials(int64_t rows) const {

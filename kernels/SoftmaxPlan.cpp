@@ -72,7 +72,8 @@ Specialization SoftmaxPlan::specialization(const std::string &dtype, int64_t row
                       .clusterSize = clusterSize,
                       .minBlocksPerSM = minBlocksPerSM,
                       .programsPerCTA = programsPerCTA,
-                      .bulkCopies = bulkCopies};
+                      .bulkCopies = bulkCopies,
+                      .awaitPreviousKernel = true};
   if (ptxVersion)
     spec.ptxVersion = ptxVersion;
   return spec;

@@ -45,6 +45,9 @@ options:
                        (forward, registers or cluster kernel) instead of a cp.async ring
   --no-bulk-copies     cp.async rings copy 16 bytes per thread even where one bulk copy (TMA)
                        per row would do
+  --no-await-previous  a plain launch: the kernel does not start with griddep_wait() (the
+                       library's kernels do, so that they may launch while the stream's
+                       previous kernel finishes)
   --emit=STAGE         tir | gir | llvm | ptx | aot (default: ptx)
   -o FILE              write to FILE instead of standard output (--emit=aot: a folder)
   --n-cols=N           softmax row length; picks the kernel, BLOCK_SIZE, num_warps and
@@ -100,7 +103,8 @@ using Flags = std::map<std::string, std::string>;
 // Reads one "--key=value" or switch into `opts`; false when `a` is not one of the kernel's
 // options (the caller decides what else it may be).
 bool readKernelFlag(const std::string &a, Flags &opts) {
-  if (a == "--online" || a == "--prefetch" || a == "--no-bulk-copies") {
+  if (a == "--online" || a == "--prefetch" || a == "--no-bulk-copies" ||
+      a == "--no-await-previous") {
     opts[a.substr(2)] = "1";
     return true;
   }
@@ -194,6 +198,8 @@ Choice choose(Flags &opts) {
   if (opts.count("block-size")) // also bounds the rows the AOT launcher accepts (maxCols)
     plan.blockSize = parseInt("--block-size", opts["block-size"]);
   Specialization spec = plan.specialization(dtype, 1, nCols);
+  if (opts.count("no-await-previous"))
+    spec.awaitPreviousKernel = false;
   if (opts.count("block-size"))
     spec.constexprs[0] = plan.blockSize;
   if (opts.count("signature")) {

@@ -5,6 +5,7 @@
 #include "KernelLibraryCases.h"
 
 #include "kernels/Autotuner.h"
+#include "kernels/SoftmaxPlan.h"
 #include "runtime/Memory.h"
 #include "runtime/TuningRecord.h"
 
@@ -136,6 +137,172 @@ TEST_F(KernelLibraryGpuTest, NormBackwardsInACudaGraphMatchTheDirectLaunch) {
       EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }))
           << what << ": dweight still holds poison";
     }
+  }
+}
+
+// Every library kernel waits for the stream's previous kernel at entry and is launched to start
+// while it finishes (Specialization::awaitPreviousKernel). A transformer-shaped chain of every
+// kernel, each reading what the one before wrote, runs for several rounds with nothing between
+// the calls, then from a captured CUDA graph (programmatic edges), and must give the bits of the
+// same calls with the stream synchronized after each. Each round's dropout seed differs, so a
+// kernel that read its input early would see the round before's values.
+TEST_F(KernelLibraryGpuTest, KernelsChainedBackToBackMatchCallsOneAtATime) {
+  SKIP_WITHOUT_GPU();
+  uint32_t seed = tritium::testing::freshSeed();
+  std::mt19937 rng(seed);
+  const Dtype d = Dtype::bf16;
+  const int64_t M = 300, N = 1000, n = M * N;
+  const int rounds = 6;
+  const size_t e = size_t(kernels::dtypeBytes(d)), bytes = size_t(n) * e, vec = size_t(N) * e;
+  HostTensor base = randomTensor(d, size_t(n), rng), resid = randomTensor(d, size_t(n), rng),
+             w = randomTensor(d, size_t(N), rng, 0.5, 1.0), b = randomTensor(d, size_t(N), rng);
+  std::vector<int64_t> targets(static_cast<size_t>(M));
+  std::uniform_int_distribution<int64_t> pick(0, N - 1);
+  for (auto &t : targets)
+    t = pick(rng);
+  targets[3] = -100; // an ignored row
+  auto pBase = place<DeviceBuffer>(base), pResid = place<DeviceBuffer>(resid),
+       pw = place<DeviceBuffer>(w), pb = place<DeviceBuffer>(b);
+  Placed<DeviceBuffer> pt(size_t(M) * 8, 0);
+  pt.upload(targets.data(), size_t(M) * 8);
+  auto buffer = [&](size_t n) { return Placed<DeviceBuffer>(n, 0); };
+  Placed<DeviceBuffer> X = buffer(bytes), H = buffer(bytes), Y = buffer(bytes), Z = buffer(bytes),
+                       S = buffer(bytes), DS = buffer(bytes), DZ = buffer(bytes),
+                       DY = buffer(bytes), DH = buffer(bytes), DX = buffer(bytes);
+  Placed<DeviceBuffer> rstdR = buffer(size_t(M) * 4), mean = buffer(size_t(M) * 4),
+                       rstdL = buffer(size_t(M) * 4), loss = buffer(size_t(M) * 4),
+                       lse = buffer(size_t(M) * 4), stats = buffer(16);
+  Placed<DeviceBuffer> dwL = buffer(vec), dbL = buffer(vec), dwR = buffer(vec);
+  size_t wsBytes = std::max(kernels::layerNormBackwardWorkspaceBytes(M, N),
+                            kernels::rmsNormBackwardWorkspaceBytes(M, N));
+  Placed<DeviceBuffer> ws = buffer(wsBytes);
+  kernels::SoftmaxPlan sf = kernels::planSoftmax(N, "bf16"),
+                       sb = kernels::planSoftmaxBackward(N, "bf16");
+  auto arg = [](const Placed<DeviceBuffer> &p) { return KernelArg::pointer(CUdeviceptr(p.ptr())); };
+  // What each round keeps: the loss, dx and the weight gradients, copied out in stream order.
+  struct Kept {
+    Placed<DeviceBuffer> *from;
+    size_t bytes;
+  };
+  std::vector<Kept> kept = {
+      {&loss, size_t(M) * 4}, {&DX, bytes}, {&dwL, vec}, {&dbL, vec}, {&dwR, vec}};
+  auto step = [&](int round, std::vector<Placed<DeviceBuffer>> &into,
+                  const std::function<void()> &between) {
+    CUstream st = stream().get();
+    int64_t dropSeed = 1000 + round;
+    kernels::dropout(d, X.ptr(), pBase.ptr(), n, 0.25, dropSeed, st);
+    between();
+    kernels::vectorAdd(d, H.ptr(), X.ptr(), pResid.ptr(), n, st);
+    between();
+    kernels::rmsNormForward(
+        d,
+        {.y = Y.ptr(), .rstd = rstdR.f32(), .x = H.ptr(), .weight = pw.ptr(), .rows = M, .cols = N},
+        st);
+    between();
+    kernels::layerNormForward(d,
+                              {.y = Z.ptr(),
+                               .mean = mean.f32(),
+                               .rstd = rstdL.f32(),
+                               .x = Y.ptr(),
+                               .weight = pw.ptr(),
+                               .bias = pb.ptr(),
+                               .rows = M,
+                               .cols = N},
+                              st);
+    between();
+    kernels::softmaxForward(sf, "bf16", arg(S), arg(Z), {M, N}, N, N, st);
+    between();
+    kernels::crossEntropyForward(d,
+                                 {.loss = loss.f32(),
+                                  .lse = lse.f32(),
+                                  .stats = stats.f32(),
+                                  .logits = S.ptr(),
+                                  .targets = pt.i64(),
+                                  .rows = M,
+                                  .vocab = N},
+                                 st);
+    between();
+    kernels::crossEntropyBackward(d,
+                                  {.dlogits = DS.ptr(),
+                                   .logits = S.ptr(),
+                                   .targets = pt.i64(),
+                                   .lse = lse.f32(),
+                                   .stats = stats.f32(),
+                                   .rows = M,
+                                   .vocab = N},
+                                  st);
+    between();
+    kernels::softmaxBackward(sb, "bf16", arg(DZ), arg(S), arg(DS), {M, N}, N, N, N, st);
+    between();
+    kernels::layerNormBackward(d,
+                               {.dx = DY.ptr(),
+                                .dweight = dwL.ptr(),
+                                .dbias = dbL.ptr(),
+                                .dy = DZ.ptr(),
+                                .x = Y.ptr(),
+                                .weight = pw.ptr(),
+                                .mean = mean.f32(),
+                                .rstd = rstdL.f32(),
+                                .rows = M,
+                                .cols = N,
+                                .workspace = ws.ptr(),
+                                .workspaceBytes = wsBytes},
+                               st);
+    between();
+    kernels::rmsNormBackward(d,
+                             {.dx = DH.ptr(),
+                              .dweight = dwR.ptr(),
+                              .dy = DY.ptr(),
+                              .x = H.ptr(),
+                              .weight = pw.ptr(),
+                              .rstd = rstdR.f32(),
+                              .rows = M,
+                              .cols = N,
+                              .workspace = ws.ptr(),
+                              .workspaceBytes = wsBytes},
+                             st);
+    between();
+    kernels::dropoutBackward(d, DX.ptr(), DH.ptr(), n, 0.25, dropSeed, st);
+    between();
+    for (size_t k = 0; k < kept.size(); ++k)
+      TRITIUM_CU(
+          cuMemcpyDtoDAsync(CUdeviceptr(uintptr_t(into[k].ptr()) + size_t(round) * kept[k].bytes),
+                            CUdeviceptr(kept[k].from->ptr()), kept[k].bytes, st));
+  };
+  auto outputs = [&] {
+    std::vector<Placed<DeviceBuffer>> v;
+    for (const Kept &k : kept)
+      v.push_back(buffer(k.bytes * rounds));
+    return v;
+  };
+  auto nothing = [] {};
+  // One pass first: any tuning happens there, so every pass below runs the same plans.
+  std::vector<Placed<DeviceBuffer>> warm = outputs(), alone = outputs(), chained = outputs(),
+                                    graphed = outputs();
+  step(0, warm, sync);
+  for (int r = 0; r < rounds; ++r)
+    step(r, alone, sync);
+  for (int r = 0; r < rounds; ++r)
+    step(r, chained, nothing);
+  sync();
+  rt::Graph graph = rt::Graph::capture(stream().get(), [&] {
+    for (int r = 0; r < rounds; ++r)
+      step(r, graphed, nothing);
+  });
+  graph.launch(stream().get());
+  sync();
+  const char *names[] = {"loss", "dx", "layerNorm dweight", "layerNorm dbias", "rmsNorm dweight"};
+  for (size_t k = 0; k < kept.size(); ++k) {
+    size_t all = kept[k].bytes * rounds;
+    auto want = alone[k].bytes(all);
+    EXPECT_EQ(chained[k].bytes(all), want)
+        << names[k] << " differs when the calls run back to back; seed " << seed;
+    EXPECT_EQ(graphed[k].bytes(all), want)
+        << names[k] << " differs from a CUDA graph; seed " << seed;
+    // The rounds differ from each other (else a stale read could not show).
+    auto first = alone[k].bytes(kept[k].bytes);
+    EXPECT_NE(std::vector<unsigned char>(want.end() - long(kept[k].bytes), want.end()), first)
+        << names[k];
   }
 }
 

@@ -181,6 +181,34 @@ TEST_F(KernelCacheTest, TheGridDependencyWaitSurvivesTheCache) {
   }
 }
 
+// Specialization::awaitPreviousKernel (Triton's launch_pdl) makes griddep_wait the kernel's first
+// op, before any load, with no change to its source; a kernel not asked for it does not wait.
+TEST_F(KernelCacheTest, AwaitingThePreviousKernelWaitsBeforeAnything) {
+  for (const char *arch : {"sm_90", "sm_80"}) {
+    Specialization spec = smallSpec();
+    spec.arch = arch;
+    spec.awaitPreviousKernel = true;
+    auto kernel = FRESH_SOFTMAX();
+    CompiledKernel &k = kernel.compile(spec);
+    bool expected = std::string(arch) == "sm_90";
+    EXPECT_EQ(k.artifacts().waitsOnPriorKernel, expected) << arch;
+    const std::string &tir = k.artifacts().tir;
+    size_t wait = tir.find("griddep_wait"), load = tir.find("load");
+    ASSERT_NE(wait, std::string::npos) << tir;
+    EXPECT_LT(wait, load) << tir;
+    const std::string &ptx = k.artifacts().ptx;
+    size_t pw = ptx.find("griddepcontrol.wait"), pl = ptx.find("ld.global");
+    EXPECT_EQ(pw != std::string::npos, expected) << arch;
+    if (expected) {
+      EXPECT_LT(pw, pl) << ptx;
+    }
+    spec.awaitPreviousKernel = false;
+    CompiledKernel &plain = kernel.compile(spec);
+    EXPECT_FALSE(plain.artifacts().waitsOnPriorKernel) << arch;
+    EXPECT_EQ(plain.artifacts().tir.find("griddep_wait"), std::string::npos) << arch;
+  }
+}
+
 TEST_F(KernelCacheTest, KeyIgnoresSourceLocations) {
   // This file's copy of the tutorial kernel and the one in examples/ differ only in where they
   // were written, so they share the cache entry. (A spec no other test uses: the built-in kernel
@@ -225,6 +253,9 @@ TEST_F(KernelCacheTest, EverySpecializationFieldChangesTheKey) {
   s = smallSpec();
   s.ptxVersion = 83;
   variants.emplace_back("ptx_version", s);
+  s = smallSpec();
+  s.awaitPreviousKernel = true;
+  variants.emplace_back("await_previous", s);
 
   std::set<fs::path> dirs;
   for (auto &[what, spec] : variants) {
