@@ -4,9 +4,10 @@
 // and tall tiles, so that a row of 512 columns still spreads over 64 programs. The second array of
 // partial sums (LayerNorm's bias gradient) is summed by the same launch, along grid axis 1:
 // one kernel between the backward and its results instead of two. The launch overlaps the
-// backward's (programmatic dependent launch, sm_90): the backward lets it start launching at
-// once, and every program waits (griddep_wait) before it reads a partial sum, which hides most of
-// the ~2.75 us a dependent launch costs (docs/PERF.md, fifteenth session).
+// backward's (programmatic dependent launch, sm_90): the backward lets it start launching once
+// its rows are done, and every program waits (griddep_wait) before it reads a partial sum, which
+// hides most of the ~2.75 us a dependent launch costs (docs/PERF.md, fifteenth and twenty-fifth
+// sessions).
 #include "kernels/ColumnSum.h"
 
 #include "kernels/Arguments.h"

@@ -75,7 +75,6 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
                                 int BLOCK, int ROWS, int CLUSTER, int num_stages, int HAS_BIAS,
                                 int WEIGHTS_EACH_ROW) {
   (void)CLUSTER; // the specialization's cluster size; cluster_rank() and cluster_sum() use it
-  griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value wv = WEIGHTS_EACH_ROW ? Value() : weights();
@@ -110,6 +109,10 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
     if (HAS_BIAS)
       db = db + g;
   }
+  // column_sum may launch now, while the partial sums are written; it waits for this kernel's
+  // end. Letting it launch first thing put its waiting programs beside the rows' and cost the
+  // backward 1-7% at 1024-4096 columns (docs/PERF.md, twenty-fifth session).
+  griddep_launch_dependents();
   // Partial sums: dw for cluster c at row c, db at row clusters + c, of n_cols each.
   auto at = partial + firstTile() * n_cols + cols.flat;
   store(at, cols.columnSum(dw), cols.flatMask);
@@ -140,7 +143,6 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
                               Int x_stride, Int dx_stride, Int n_rows, Int n_cols, int BLOCK,
                               int ROWS, int CLUSTER, int num_stages, int WEIGHTS_EACH_ROW) {
   (void)CLUSTER;
-  griddep_launch_dependents(); // column_sum may launch now; it waits for this kernel's end
   RowColumns cols(ROWS, BLOCK, n_cols);
   auto weights = [&] { return cast(load(w + cols.cols, cols.mask, 0.0), float32); };
   Value held = WEIGHTS_EACH_ROW ? Value() : weights();
@@ -160,6 +162,7 @@ static void rms_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr rst
           t.mask);
     dw = dw + g * xhat;
   }
+  griddep_launch_dependents(); // column_sum may launch now (as in the LayerNorm backward)
   store(partial + firstTile() * n_cols + cols.flat, cols.columnSum(dw), cols.flatMask);
 }
 
