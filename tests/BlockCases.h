@@ -151,7 +151,8 @@ inline void intTile(Ptr out, Ptr x, Ptr y, Int n, int OP, int BM, int BN) {
   case IntOp::UMulHiByConstant: {
     auto wide = cast(cast(a, uint32), uint64); // zero-extended, for i32 too
     auto high = [&](uint64_t k) { return cast((wide * k) >> uint64_t(32), a.dtype()); };
-    r = high(0xD2511F53u) ^ high(0xFFFFFFFFu) * 3 ^ high(1) * 5 + cast(wide * 0xCD9E8D57u, a.dtype());
+    r = high(0xD2511F53u) ^ (high(0xFFFFFFFFu) * 3) ^
+        (high(1) * 5 + cast(wide * 0xCD9E8D57u, a.dtype()));
     break;
   }
   case IntOp::Div: r = a / b; break;
