@@ -280,6 +280,20 @@ TEST(Autotuner, NormCandidatesCoverTheRowAndIncludeThePlanner) {
   EXPECT_EQ(rowBucket(Dtype::bf16, 4096, 5000, false), "bf16-cols8192-rows4096-unaligned");
 }
 
+// Every norm plan, the planner's and each candidate, specializes its kernel to await the stream's
+// previous kernel (Specialization::awaitPreviousKernel), so that consecutive library calls
+// overlap each launch with the previous kernel's end (docs/KERNELS.md).
+TEST(Autotuner, NormPlansAwaitThePreviousKernel) {
+  for (bool backward : {false, true})
+    for (int64_t cols : {512, 4096, 65536}) {
+      std::vector<RowPlan> plans = normCandidates(cols, Dtype::bf16, backward);
+      plans.push_back(backward ? planNormBackward(cols, Dtype::bf16)
+                               : planNormForward(cols, Dtype::bf16));
+      for (const RowPlan &p : plans)
+        EXPECT_TRUE(p.specialization({"*bf16"}).awaitPreviousKernel) << p.str();
+    }
+}
+
 TEST(Autotuner, ElementwiseAndCrossEntropyCandidatesIncludeThePlanner) {
   auto e = elementwiseCandidates(1 << 24, Dtype::fp16, ElementwiseKind::Add);
   EXPECT_EQ(e[0].fields(), planElementwise(1 << 24, Dtype::fp16, ElementwiseKind::Add).fields());

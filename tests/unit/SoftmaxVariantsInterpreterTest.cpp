@@ -373,6 +373,17 @@ TEST(SoftmaxPlanTest, RegistersThenClustersThenOnline) {
             1);
 }
 
+// The library's softmax plans await the stream's previous kernel; the tutorial kernel's own
+// specialization (softmaxSpecialization, tritiumc's default kernel) stays a plain launch.
+TEST(SoftmaxPlanTest, LibraryPlansAwaitThePreviousKernel) {
+  for (int64_t n : {128, 1024, 32768, 262144}) {
+    EXPECT_TRUE(kernels::planSoftmax(n).specialization("fp32", 10, n).awaitPreviousKernel) << n;
+    EXPECT_TRUE(kernels::planSoftmaxBackward(n).specialization("bf16", 10, n).awaitPreviousKernel)
+        << n;
+  }
+  EXPECT_FALSE(kernels::softmaxSpecialization(1024).awaitPreviousKernel);
+}
+
 TEST(SoftmaxPlanTest, WideStridesBecomeI64) {
   SoftmaxPlan p = kernels::planSoftmax(262144);
   EXPECT_EQ(p.specialization("fp32", 4096, 262144).signature[2], "i32");
