@@ -47,10 +47,11 @@ struct Specialization {
   bool bulkCopies = true;
   std::string arch = "sm_90";
   int ptxVersion = 81; // PTX ISA x 10; 8.1 (CUDA 12.1) has st.async, 80 still works
-  // Triton's launch_pdl: the kernel's first op is griddep_wait(), so it is launched to start
-  // while the stream's previous kernel finishes (programmatic dependent launch, sm_90) and
-  // waits for it before anything else. Its launch and set-up overlap the previous kernel's
-  // tail; the order of memory effects stays a plain launch's. The kernel library sets it.
+  // Triton's launch_pdl with gdc_wait() first: the kernel's first op is griddep_wait(), so it is
+  // launched to start while the stream's previous kernel finishes (programmatic dependent
+  // launch, sm_90) and waits for it before anything else. Its launch and set-up overlap the
+  // previous kernel's tail; the order of memory effects stays a plain launch's. The kernel
+  // library sets it.
   bool awaitPreviousKernel = false;
 
   std::string str() const; // canonical text: the in-memory cache key and the disk key's part
