@@ -79,6 +79,8 @@ void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int
   auto integer = [&](int64_t v) { return index == "i64" ? KernelArg(v) : KernelArg(int32_t(v)); };
   KernelArg n = integer(parts), c = integer(cols);
   std::string out = "*" + dtypeName(outType);
+  // Not awaitPreviousKernel, unlike the library's other kernels: the kernel waits itself, after
+  // its addresses and masks are made (column_sum_kernel).
   Specialization spec = Specialization{.signature = {out, out, "*fp32", index, index},
                                        .constexprs = {blockP, blockC},
                                        .numWarps = 4}

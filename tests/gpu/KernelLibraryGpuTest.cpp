@@ -181,89 +181,109 @@ TEST_F(KernelLibraryGpuTest, KernelsChainedBackToBackMatchCallsOneAtATime) {
   auto arg = [](const Placed<DeviceBuffer> &p) { return KernelArg::pointer(CUdeviceptr(p.ptr())); };
   // What each round keeps: the loss, dx and the weight gradients, copied out in stream order.
   struct Kept {
+    const char *name;
     Placed<DeviceBuffer> *from;
     size_t bytes;
   };
-  std::vector<Kept> kept = {
-      {&loss, size_t(M) * 4}, {&DX, bytes}, {&dwL, vec}, {&dbL, vec}, {&dwR, vec}};
+  std::vector<Kept> kept = {{"loss", &loss, size_t(M) * 4},
+                            {"dx", &DX, bytes},
+                            {"layerNorm dweight", &dwL, vec},
+                            {"layerNorm dbias", &dbL, vec},
+                            {"rmsNorm dweight", &dwR, vec}};
+  // One round: every call, each followed by `between` (a sync, or nothing).
   auto step = [&](int round, std::vector<Placed<DeviceBuffer>> &into,
                   const std::function<void()> &between) {
     CUstream st = stream().get();
     int64_t dropSeed = 1000 + round;
-    kernels::dropout(d, X.ptr(), pBase.ptr(), n, 0.25, dropSeed, st);
-    between();
-    kernels::vectorAdd(d, H.ptr(), X.ptr(), pResid.ptr(), n, st);
-    between();
-    kernels::rmsNormForward(
-        d,
-        {.y = Y.ptr(), .rstd = rstdR.f32(), .x = H.ptr(), .weight = pw.ptr(), .rows = M, .cols = N},
-        st);
-    between();
-    kernels::layerNormForward(d,
-                              {.y = Z.ptr(),
-                               .mean = mean.f32(),
-                               .rstd = rstdL.f32(),
-                               .x = Y.ptr(),
-                               .weight = pw.ptr(),
-                               .bias = pb.ptr(),
-                               .rows = M,
-                               .cols = N},
-                              st);
-    between();
-    kernels::softmaxForward(sf, "bf16", arg(S), arg(Z), {M, N}, N, N, st);
-    between();
-    kernels::crossEntropyForward(d,
-                                 {.loss = loss.f32(),
-                                  .lse = lse.f32(),
-                                  .stats = stats.f32(),
-                                  .logits = S.ptr(),
-                                  .targets = pt.i64(),
-                                  .rows = M,
-                                  .vocab = N},
-                                 st);
-    between();
-    kernels::crossEntropyBackward(d,
-                                  {.dlogits = DS.ptr(),
-                                   .logits = S.ptr(),
-                                   .targets = pt.i64(),
-                                   .lse = lse.f32(),
-                                   .stats = stats.f32(),
+    std::function<void()> calls[] = {
+        [&] { kernels::dropout(d, X.ptr(), pBase.ptr(), n, 0.25, dropSeed, st); },
+        [&] { kernels::vectorAdd(d, H.ptr(), X.ptr(), pResid.ptr(), n, st); },
+        [&] {
+          kernels::rmsNormForward(d,
+                                  {.y = Y.ptr(),
+                                   .rstd = rstdR.f32(),
+                                   .x = H.ptr(),
+                                   .weight = pw.ptr(),
                                    .rows = M,
-                                   .vocab = N},
+                                   .cols = N},
                                   st);
-    between();
-    kernels::softmaxBackward(sb, "bf16", arg(DZ), arg(S), arg(DS), {M, N}, N, N, N, st);
-    between();
-    kernels::layerNormBackward(d,
-                               {.dx = DY.ptr(),
-                                .dweight = dwL.ptr(),
-                                .dbias = dbL.ptr(),
-                                .dy = DZ.ptr(),
-                                .x = Y.ptr(),
-                                .weight = pw.ptr(),
-                                .mean = mean.f32(),
-                                .rstd = rstdL.f32(),
-                                .rows = M,
-                                .cols = N,
-                                .workspace = ws.ptr(),
-                                .workspaceBytes = wsBytes},
-                               st);
-    between();
-    kernels::rmsNormBackward(d,
-                             {.dx = DH.ptr(),
-                              .dweight = dwR.ptr(),
-                              .dy = DY.ptr(),
-                              .x = H.ptr(),
-                              .weight = pw.ptr(),
-                              .rstd = rstdR.f32(),
-                              .rows = M,
-                              .cols = N,
-                              .workspace = ws.ptr(),
-                              .workspaceBytes = wsBytes},
-                             st);
-    between();
-    kernels::dropoutBackward(d, DX.ptr(), DH.ptr(), n, 0.25, dropSeed, st);
-    between();
+        },
+        [&] {
+          kernels::layerNormForward(d,
+                                    {.y = Z.ptr(),
+                                     .mean = mean.f32(),
+                                     .rstd = rstdL.f32(),
+                                     .x = Y.ptr(),
+                                     .weight = pw.ptr(),
+                                     .bias = pb.ptr(),
+                                     .rows = M,
+                                     .cols = N},
+                                    st);
+        },
+        [&] {
+          kernels::softmaxForward(sf, "bf16", arg(S), arg(Z), {M, N}, N, N, st);
+        },
+        [&] {
+          kernels::crossEntropyForward(d,
+                                       {.loss = loss.f32(),
+                                        .lse = lse.f32(),
+                                        .stats = stats.f32(),
+                                        .logits = S.ptr(),
+                                        .targets = pt.i64(),
+                                        .rows = M,
+                                        .vocab = N},
+                                       st);
+        },
+        [&] {
+          kernels::crossEntropyBackward(d,
+                                        {.dlogits = DS.ptr(),
+                                         .logits = S.ptr(),
+                                         .targets = pt.i64(),
+                                         .lse = lse.f32(),
+                                         .stats = stats.f32(),
+                                         .rows = M,
+                                         .vocab = N},
+                                        st);
+        },
+        [&] {
+          kernels::softmaxBackward(sb, "bf16", arg(DZ), arg(S), arg(DS), {M, N}, N, N, N, st);
+        },
+        [&] {
+          kernels::layerNormBackward(d,
+                                     {.dx = DY.ptr(),
+                                      .dweight = dwL.ptr(),
+                                      .dbias = dbL.ptr(),
+                                      .dy = DZ.ptr(),
+                                      .x = Y.ptr(),
+                                      .weight = pw.ptr(),
+                                      .mean = mean.f32(),
+                                      .rstd = rstdL.f32(),
+                                      .rows = M,
+                                      .cols = N,
+                                      .workspace = ws.ptr(),
+                                      .workspaceBytes = wsBytes},
+                                     st);
+        },
+        [&] {
+          kernels::rmsNormBackward(d,
+                                   {.dx = DH.ptr(),
+                                    .dweight = dwR.ptr(),
+                                    .dy = DY.ptr(),
+                                    .x = H.ptr(),
+                                    .weight = pw.ptr(),
+                                    .rstd = rstdR.f32(),
+                                    .rows = M,
+                                    .cols = N,
+                                    .workspace = ws.ptr(),
+                                    .workspaceBytes = wsBytes},
+                                   st);
+        },
+        [&] { kernels::dropoutBackward(d, DX.ptr(), DH.ptr(), n, 0.25, dropSeed, st); },
+    };
+    for (const auto &call : calls) {
+      call();
+      between();
+    }
     for (size_t k = 0; k < kept.size(); ++k)
       TRITIUM_CU(
           cuMemcpyDtoDAsync(CUdeviceptr(uintptr_t(into[k].ptr()) + size_t(round) * kept[k].bytes),
@@ -291,18 +311,17 @@ TEST_F(KernelLibraryGpuTest, KernelsChainedBackToBackMatchCallsOneAtATime) {
   });
   graph.launch(stream().get());
   sync();
-  const char *names[] = {"loss", "dx", "layerNorm dweight", "layerNorm dbias", "rmsNorm dweight"};
   for (size_t k = 0; k < kept.size(); ++k) {
     size_t all = kept[k].bytes * rounds;
     auto want = alone[k].bytes(all);
     EXPECT_EQ(chained[k].bytes(all), want)
-        << names[k] << " differs when the calls run back to back; seed " << seed;
+        << kept[k].name << " differs when the calls run back to back; seed " << seed;
     EXPECT_EQ(graphed[k].bytes(all), want)
-        << names[k] << " differs from a CUDA graph; seed " << seed;
+        << kept[k].name << " differs from a CUDA graph; seed " << seed;
     // The rounds differ from each other (else a stale read could not show).
     auto first = alone[k].bytes(kept[k].bytes);
     EXPECT_NE(std::vector<unsigned char>(want.end() - long(kept[k].bytes), want.end()), first)
-        << names[k];
+        << kept[k].name;
   }
 }
 
