@@ -57,7 +57,9 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 
 // The backwards read each row of x and dy once: first out of L2, so that the weights, the
 // statistics and the partial sums column_sum reads next stay (LayerNorm's backward at 512 and
-// 1024 columns 2-4% faster, docs/PERF.md, fifteenth session).
+// 1024 columns 2-4% faster, docs/PERF.md, fifteenth session). Rings of bulk copies keep the
+// hint; since the twenty-sixth session those of cp.async (2-D tiles of short rows) drop it
+// (compiler/codegen/LowerPipelinedLoop.cpp says why), 2-3% at 1024 columns.
 const CacheHints kReadOnce{.evict = Evict::first};
 
 // Whether the LayerNorm backward reads the weights again each row instead of holding them in

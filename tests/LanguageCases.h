@@ -9,6 +9,8 @@
 #include "BlockCases.h"
 #include "kernels/HostDtype.h"
 
+#include <bit>
+
 namespace tritium::testing::language {
 
 using namespace tritium::dsl;
@@ -54,6 +56,44 @@ inline void hintedRowSums(Ptr out, Ptr x, Ptr y, Int nCols, Int stride, int BLOC
     acc = acc + 2.0 * load(y + row * stride + start + cols, m, 0.0, {.cache = Cache::cs});
   }
   store(out + row, sum(acc, 0), {.evict = Evict::first});
+}
+
+// A kernel the CUDA 13.0 driver's ptxas compiled to an illegal instruction while tritium gave
+// cp.async an L2 cache policy: column sums of fp32 partial rows through a ring nested in a loop
+// over strips, then 2-row bf16 tiles read evict-first through another ring, with per-row values
+// loaded a tile ahead (the shape of a norm backward). sums[c] = the sum over parts of
+// partial[p, c]; out[r, c] = (x[r, c] - a[r]) b[r] w[c] dy[r, c], both bf16.
+inline void sumsThenHintedTiles(Ptr out, Ptr sums, Ptr partial, Ptr x, Ptr dy, Ptr w, Ptr a, Ptr b,
+                                Int nRows, Int nCols, Int parts, int BLOCK, int P, int C) {
+  auto part = arange(0, P), offs = arange(0, C);
+  for (auto s : range(program_id(0), cdiv(nCols, C), num_programs(0))) {
+    auto c = s * C + offs;
+    auto acc = zeros({P, C}, float32);
+    for (auto p0 : range(0, parts, P)) {
+      auto mask = (p0 + part < parts)(_, None) & (c < nCols)(None, _);
+      acc = acc + load(partial + (p0 + part)(_, None) * nCols + c(None, _), mask, 0.0);
+    }
+    store(sums + c, cast(sum(acc, 0), bfloat16), c < nCols);
+  }
+  auto rr = arange(0, 2), cc = arange(0, BLOCK);
+  auto cmask = cc < nCols;
+  auto wv = cast(load(w + cc(None, _), cmask(None, _), 0.0), float32);
+  auto ahead = [&](const Value &tile, const Value &ptr) {
+    auto row = tile * 2 + rr;
+    return load(ptr + row, row < nRows, 0.0);
+  };
+  auto aNext = ahead(program_id(0), a), bNext = ahead(program_id(0), b);
+  for (auto t : range(program_id(0), cdiv(nRows, 2), num_programs(0))) {
+    auto row = t * 2 + rr;
+    auto mask = (row < nRows)(_, None) & cmask(None, _);
+    auto aHere = aNext, bHere = bNext;
+    aNext = ahead(t + num_programs(0), a);
+    bNext = ahead(t + num_programs(0), b);
+    auto at = row(_, None) * nCols + cc(None, _);
+    auto xv = cast(load(x + at, mask, 0.0, {.evict = Evict::first}), float32);
+    auto g = cast(load(dy + at, mask, 0.0, {.evict = Evict::first}), float32);
+    store(out + at, cast((xv - aHere(_, None)) * bHere(_, None) * wv * g, bfloat16), mask);
+  }
 }
 
 // Loads that do not depend on a pipelined loop's induction variable are copied once into
@@ -394,6 +434,96 @@ void checkHintedRowSums(CUstream stream, const std::function<void()> &sync, int6
                   (bulkCopies ? " (bulk copies)" : " (cp.async)") + ", bound " +
                   std::to_string(tolerance),
               seed);
+}
+
+// sumsThenHintedTiles on `rows` rows of `nCols` columns (a multiple of 16, at most 512) and
+// `parts` partial rows, `P` x `C` tiles of them a step, on `grid` programs of `numWarps` warps
+// and rings of `stages`.
+template <typename Buffer>
+void checkSumsThenHintedTiles(CUstream stream, const std::function<void()> &sync, int64_t rows,
+                              int64_t nCols, int64_t parts, int P, int C, int numWarps, int stages,
+                              int64_t grid) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int BLOCK = 512;
+  auto bf16 = [](float v) {
+    unsigned char bytes[4];
+    kernels::storeElement("bf16", v, bytes);
+    return kernels::loadElement("bf16", bytes);
+  };
+  // bf16 arrays go up as 16-bit words and come down as floats.
+  auto upload16 = [](const std::vector<float> &v) {
+    std::vector<unsigned char> bytes(std::max<size_t>(4, v.size() * 2));
+    for (size_t i = 0; i < v.size(); ++i)
+      kernels::storeElement("bf16", v[i], &bytes[2 * i]);
+    Buffer buf(bytes.size());
+    buf.upload(bytes.data(), bytes.size());
+    return buf;
+  };
+  auto download16 = [](const Buffer &buf, size_t n) {
+    std::vector<unsigned char> bytes(std::max<size_t>(4, n * 2));
+    buf.download(bytes.data(), bytes.size());
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = kernels::loadElement("bf16", &bytes[2 * i]);
+      if (std::isnan(v[i]))
+        v[i] = std::bit_cast<float>(kPoison); // the poison's bf16 halves read back as poison
+    }
+    return v;
+  };
+  std::vector<float> partial = randomFloats(size_t(parts * nCols), rng);
+  std::vector<float> x = randomFloats(size_t(rows * nCols), rng),
+                     dy = randomFloats(size_t(rows * nCols), rng),
+                     w = randomFloats(size_t(nCols), rng), a = randomFloats(size_t(rows), rng),
+                     b = randomFloats(size_t(rows), rng);
+  for (std::vector<float> *v : {&x, &dy, &w})
+    for (float &e : *v)
+      e = bf16(e);
+  Buffer dPartial = upload<Buffer>(partial), dX = upload16(x), dDy = upload16(dy), dW = upload16(w),
+         dA = upload<Buffer>(a), dB = upload<Buffer>(b);
+  Buffer out = poisoned<Buffer>(size_t(rows * nCols + 1) / 2 + 1),
+         sums = poisoned<Buffer>(size_t(nCols + 1) / 2 + 1);
+  auto k = kernel("sums_then_hinted_tiles", sumsThenHintedTiles,
+                  {"out", "sums", "partial", "x", "dy", "w", "a", "b", "n_rows", "n_cols", "parts",
+                   "BLOCK", "P", "C"});
+  CompiledKernel &c =
+      k.compile({.signature = {"*bf16:16", "*bf16:16", "*fp32:16", "*bf16:16", "*bf16:16",
+                               "*bf16:16", "*fp32:16", "*fp32:16", "i32", "i32:16", "i32"},
+                 .constexprs = {BLOCK, P, C},
+                 .numWarps = numWarps,
+                 .numStages = stages});
+  c.launch(
+      grid, stream,
+      {out, sums, dPartial, dX, dDy, dW, dA, dB, int32_t(rows), int32_t(nCols), int32_t(parts)});
+  sync();
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(nCols) + ", " +
+                            std::to_string(parts) + " parts in " + std::to_string(P) + "x" +
+                            std::to_string(C) + " tiles, " + std::to_string(numWarps) + " warps, " +
+                            std::to_string(stages) + " stages";
+  std::vector<double> wantSums(static_cast<size_t>(nCols)),
+      wantOut(static_cast<size_t>(rows * nCols));
+  double magnitude = 0;
+  for (int64_t col = 0; col < nCols; ++col) {
+    double s = 0, size = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      s += partial[size_t(p * nCols + col)];
+      size += std::fabs(partial[size_t(p * nCols + col)]);
+    }
+    wantSums[size_t(col)] = s;
+    magnitude = std::max(magnitude, size);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t col = 0; col < nCols; ++col) {
+      size_t i = size_t(r * nCols + col);
+      wantOut[i] = (double(x[i]) - a[size_t(r)]) * b[size_t(r)] * w[size_t(col)] * dy[i];
+    }
+  // bf16 keeps 8 significant bits: a result within half an ulp (2^-9 relative) plus the fp32
+  // sum's own error.
+  std::vector<float> gotSums = download16(sums, size_t(nCols));
+  acceptSumsWithin(gotSums, wantSums, 0, size_t(nCols),
+                   sumTolerance(parts, magnitude) + 0.00391 * magnitude);
+  expectClose(gotSums, wantSums, 0.00391, "column sums of " + shape, seed);
+  expectClose(download16(out, size_t(rows * nCols)), wantOut, 0.00391, "tiles of " + shape, seed);
 }
 
 // Returns how many loads the compiler made resident (on a GPU: w, b and ghost's; the

@@ -59,11 +59,14 @@ void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, ll
     int64_t bytes = elementBytes(load->result()->type()) * vec;
     if (bytes != 16)
       internalError("pipelined loads move 16-byte vectors");
-    // The load's cache hints, as far as cp.async takes them: .ca keeps the line in L1 (.cg, the
-    // default, does not); an eviction priority becomes an L2 cache policy. PipelineLoads leaves
-    // loads with other cache operators (cs, lu, cv) out of rings.
+    // The load's cache operator, as far as cp.async takes it: .ca keeps the line in L1 (.cg, the
+    // default, does not). An eviction priority is dropped here: the ptxas of the CUDA 13.0
+    // driver (and, as Triton and Marlin report, of toolkits up to 13.3) can compile cp.async's
+    // .L2::cache_hint to an LDGSTS that reads its policy from a uniform register never written,
+    // and the kernel stops with an illegal instruction (BlocksGpuTest.EvictFirstRingAfterNested-
+    // RingOfSums; docs/PERF.md, twenty-sixth session). Bulk copies keep their policy.
+    // PipelineLoads leaves loads with other cache operators (cs, lu, cv) out of rings.
     bool ca = load->hasAttr("cache") && load->strAttr("cache") == "ca";
-    llvm::Value *policy = cachePolicy(l, *load);
     unsigned id = ca ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_16_s
                      : llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s;
     const Elements &ptrs = l.get(load->operand(0));
@@ -72,16 +75,7 @@ void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, ll
       if (load->numOperands() == 3)
         pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
       llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
-      llvm::Value *dst = stageAddress(l, *load, stage, int64_t(k));
-      if (!policy) {
-        l.intrinsic(id, {}, {dst, ptrs[k], size});
-        continue;
-      }
-      llvm::Value *dst32 = b.CreateTrunc(b.CreatePtrToInt(dst, b.getInt64Ty()), b.getInt32Ty());
-      emitAsm(l,
-              std::string("cp.async.") + (ca ? "ca" : "cg") +
-                  ".shared.global.L2::cache_hint [$0], [$1], 16, $2, $3;",
-              "r,l,r,l", {dst32, ptrs[k], size, policy});
+      l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
     }
   }
   l.intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});

@@ -200,6 +200,24 @@ TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
   }
 }
 
+// Rings of evict-first loads after a ring nested in another loop: the CUDA 13.0 driver's ptxas
+// compiled these, while tritium gave cp.async an L2 cache policy, to an illegal instruction
+// (docs/PERF.md, twenty-sixth session). The shapes are those that stopped the kernel then: 512
+// or 256 partial rows in 4-column strips on 2 warps, rings of 2 and 3; and two that ran.
+TEST_F(BlocksGpuTest, EvictFirstRingAfterNestedRingOfSums) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  struct Shape {
+    int64_t parts;
+    int P, C, warps, stages;
+  };
+  for (Shape s : {Shape{512, 512, 4, 2, 2}, Shape{256, 256, 4, 2, 2}, Shape{512, 512, 4, 2, 3},
+                  Shape{512, 64, 8, 2, 2}, Shape{512, 512, 4, 4, 2}})
+    checkSumsThenHintedTiles<DeviceBuffer>(stream().get(), sync, 4096, 512, s.parts, s.P, s.C,
+                                           s.warps, s.stages, 512);
+  checkSumsThenHintedTiles<DeviceBuffer>(stream().get(), sync, 1001, 496, 77, 64, 4, 2, 2, 132);
+}
+
 // Loads that no iteration changes, copied once into shared memory before their pipelined loop:
 // with cp.async and bulk rings, masked lanes reading `other`, more programs than rows (loops of
 // no iteration) and a nested loop of none that must not touch its null pointer.

@@ -123,6 +123,13 @@ TEST_F(BlocksInterpreterTest, CacheHintsChangeNoResult) {
     checkHintedRowSums<HostBuffer>(nullptr, sync, 3, 1504, 4, bulk);
 }
 
+// The evict-first ring after a nested ring of column sums gives plain loads' values (its GPU
+// twin is the regression test for the kernel ptxas broke).
+TEST_F(BlocksInterpreterTest, EvictFirstRingAfterNestedRingOfSums) {
+  using namespace tritium::testing::language;
+  checkSumsThenHintedTiles<HostBuffer>(nullptr, sync, 9, 144, 11, 8, 8, 2, 2, 3);
+}
+
 // Loop-invariant loads in pipelined loops give the values of plain loads.
 TEST_F(BlocksInterpreterTest, LoopInvariantLoadsAreCopiedOnce) {
   using namespace tritium::testing::language;
