@@ -7,9 +7,8 @@
 #pragma once
 
 #include "BlockCases.h"
+#include "KernelLibraryCases.h"
 #include "kernels/HostDtype.h"
-
-#include <bit>
 
 namespace tritium::testing::language {
 
@@ -443,46 +442,21 @@ template <typename Buffer>
 void checkSumsThenHintedTiles(CUstream stream, const std::function<void()> &sync, int64_t rows,
                               int64_t nCols, int64_t parts, int P, int C, int numWarps, int stages,
                               int64_t grid) {
+  namespace lib = tritium::testing::library;
+  using kernels::Dtype;
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   const int BLOCK = 512;
-  auto bf16 = [](float v) {
-    unsigned char bytes[4];
-    kernels::storeElement("bf16", v, bytes);
-    return kernels::loadElement("bf16", bytes);
-  };
-  // bf16 arrays go up as 16-bit words and come down as floats.
-  auto upload16 = [](const std::vector<float> &v) {
-    std::vector<unsigned char> bytes(std::max<size_t>(4, v.size() * 2));
-    for (size_t i = 0; i < v.size(); ++i)
-      kernels::storeElement("bf16", v[i], &bytes[2 * i]);
-    Buffer buf(bytes.size());
-    buf.upload(bytes.data(), bytes.size());
-    return buf;
-  };
-  auto download16 = [](const Buffer &buf, size_t n) {
-    std::vector<unsigned char> bytes(std::max<size_t>(4, n * 2));
-    buf.download(bytes.data(), bytes.size());
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) {
-      v[i] = kernels::loadElement("bf16", &bytes[2 * i]);
-      if (std::isnan(v[i]))
-        v[i] = std::bit_cast<float>(kPoison); // the poison's bf16 halves read back as poison
-    }
-    return v;
-  };
-  std::vector<float> partial = randomFloats(size_t(parts * nCols), rng);
-  std::vector<float> x = randomFloats(size_t(rows * nCols), rng),
-                     dy = randomFloats(size_t(rows * nCols), rng),
-                     w = randomFloats(size_t(nCols), rng), a = randomFloats(size_t(rows), rng),
-                     b = randomFloats(size_t(rows), rng);
-  for (std::vector<float> *v : {&x, &dy, &w})
-    for (float &e : *v)
-      e = bf16(e);
-  Buffer dPartial = upload<Buffer>(partial), dX = upload16(x), dDy = upload16(dy), dW = upload16(w),
-         dA = upload<Buffer>(a), dB = upload<Buffer>(b);
-  Buffer out = poisoned<Buffer>(size_t(rows * nCols + 1) / 2 + 1),
-         sums = poisoned<Buffer>(size_t(nCols + 1) / 2 + 1);
+  const size_t n = size_t(rows * nCols);
+  std::vector<float> partial = randomFloats(size_t(parts * nCols), rng),
+                     a = randomFloats(size_t(rows), rng), b = randomFloats(size_t(rows), rng);
+  lib::HostTensor x = lib::randomTensor(Dtype::bf16, n, rng, 3.0),
+                  dy = lib::randomTensor(Dtype::bf16, n, rng, 3.0),
+                  w = lib::randomTensor(Dtype::bf16, size_t(nCols), rng, 3.0);
+  auto dPartial = lib::placeFloats<Buffer>(partial), dA = lib::placeFloats<Buffer>(a),
+       dB = lib::placeFloats<Buffer>(b);
+  auto dX = lib::place<Buffer>(x), dDy = lib::place<Buffer>(dy), dW = lib::place<Buffer>(w);
+  lib::Placed<Buffer> out(n * 2, 0), sums(size_t(nCols) * 2, 0); // poisoned
   auto k = kernel("sums_then_hinted_tiles", sumsThenHintedTiles,
                   {"out", "sums", "partial", "x", "dy", "w", "a", "b", "n_rows", "n_cols", "parts",
                    "BLOCK", "P", "C"});
@@ -492,16 +466,15 @@ void checkSumsThenHintedTiles(CUstream stream, const std::function<void()> &sync
                  .constexprs = {BLOCK, P, C},
                  .numWarps = numWarps,
                  .numStages = stages});
-  c.launch(
-      grid, stream,
-      {out, sums, dPartial, dX, dDy, dW, dA, dB, int32_t(rows), int32_t(nCols), int32_t(parts)});
+  c.launch(grid, stream,
+           {out.ptr(), sums.ptr(), dPartial.ptr(), dX.ptr(), dDy.ptr(), dW.ptr(), dA.ptr(),
+            dB.ptr(), int32_t(rows), int32_t(nCols), int32_t(parts)});
   sync();
   const std::string shape = std::to_string(rows) + "x" + std::to_string(nCols) + ", " +
                             std::to_string(parts) + " parts in " + std::to_string(P) + "x" +
                             std::to_string(C) + " tiles, " + std::to_string(numWarps) + " warps, " +
                             std::to_string(stages) + " stages";
-  std::vector<double> wantSums(static_cast<size_t>(nCols)),
-      wantOut(static_cast<size_t>(rows * nCols));
+  std::vector<double> wantSums(static_cast<size_t>(nCols)), wantOut(n);
   double magnitude = 0;
   for (int64_t col = 0; col < nCols; ++col) {
     double s = 0, size = 0;
@@ -515,15 +488,16 @@ void checkSumsThenHintedTiles(CUstream stream, const std::function<void()> &sync
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t col = 0; col < nCols; ++col) {
       size_t i = size_t(r * nCols + col);
-      wantOut[i] = (double(x[i]) - a[size_t(r)]) * b[size_t(r)] * w[size_t(col)] * dy[i];
+      wantOut[i] =
+          (x.values[i] - a[size_t(r)]) * b[size_t(r)] * w.values[size_t(col)] * dy.values[i];
     }
-  // bf16 keeps 8 significant bits: a result within half an ulp (2^-9 relative) plus the fp32
-  // sum's own error.
-  std::vector<float> gotSums = download16(sums, size_t(nCols));
-  acceptSumsWithin(gotSums, wantSums, 0, size_t(nCols),
-                   sumTolerance(parts, magnitude) + 0.00391 * magnitude);
-  expectClose(gotSums, wantSums, 0.00391, "column sums of " + shape, seed);
-  expectClose(download16(out, size_t(rows * nCols)), wantOut, 0.00391, "tiles of " + shape, seed);
+  // bf16 keeps 8 significant bits: within half an ulp (2^-9, relative) of the fp32 result, and
+  // the sums within their fp32 rounding error besides.
+  const double ulp = 1.0 / 256;
+  lib::expectClose("column sums of " + shape, lib::valuesOf(sums, Dtype::bf16, size_t(nCols)),
+                   wantSums, {1.01 * sumTolerance(parts, magnitude), ulp}, seed);
+  lib::expectClose("tiles of " + shape, lib::valuesOf(out, Dtype::bf16, n), wantOut, {1e-6, ulp},
+                   seed);
 }
 
 // Returns how many loads the compiler made resident (on a GPU: w, b and ghost's; the
