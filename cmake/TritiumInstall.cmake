@@ -24,8 +24,9 @@ set(TRITIUM_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tritium")
 # installed tree, which catches a header that includes one left out here.
 set(TRITIUM_PUBLIC_HEADERS
   frontend/Tritium.h frontend/DSL.h frontend/Kernel.h frontend/CompiledKernel.h frontend/Limits.h
-  compiler/Pipeline.h compiler/ir/IR.h compiler/ir/Layout.h compiler/ir/Printer.h
-  compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def compiler/support/Error.h
+  compiler/Pipeline.h compiler/codegen/OptimizeLLVM.h compiler/ir/IR.h compiler/ir/Layout.h
+  compiler/ir/Printer.h compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def
+  compiler/support/Error.h
   interpreter/Interpreter.h interpreter/Memory.h
   runtime/Device.h runtime/Driver.h runtime/Memory.h runtime/Module.h runtime/Grid.h
   runtime/PerContext.h

@@ -77,7 +77,7 @@ private:
 };
 
 // The first `for` nested deeper than kMaxLoopNesting, if any. LLVM's loop passes (LoopSimplify,
-// LCSSA, the exit-block queries) visit every block of a loop for each loop around it, so O3 takes
+// LCSSA, the exit-block queries) visit every block of a loop for each loop around it, so they take
 // time quadratic in the depth (docs/LIMITS.md): the text parser and the DSL share one limit.
 const ir::Op *tooDeepLoop(const ir::Block &block, int depth = 0) {
   for (const auto &op : block.ops())
@@ -218,13 +218,13 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod =
       codegen::lowerToLLVM(fn, ctx, options.numWarps, options.ptxVersion, smNumber(options.arch));
-  if (dumpDir()) { // the lowering's own LLVM IR, before O3: what the optimizer was given
+  if (dumpDir()) { // the lowering's own LLVM IR: what the optimizer was given
     std::string lowered;
     llvm::raw_string_ostream os(lowered);
     mod->print(os, nullptr);
     dump(fn.name(), "lowered.ll", lowered);
   }
-  codegen::TargetOptions target{options.arch, options.ptxVersion};
+  codegen::TargetOptions target{options.arch, options.ptxVersion, options.llvmPipeline};
   std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
   dump(fn.name(), "ll", out.llvm);
   if (last == Stage::LLVM)

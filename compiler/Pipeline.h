@@ -1,9 +1,10 @@
 // The compiler pipeline, stage by stage:
-//   TIR -> verify -> CSE/DCE -> GIR (layouts, shared memory) -> LLVM IR -> O3 -> PTX
+//   TIR -> verify -> CSE/DCE -> GIR (layouts, shared memory) -> LLVM IR -> optimized -> PTX
 // Every stage's text is kept; TRITIUM_DUMP_DIR also writes each one as soon as it exists, so a
 // failing compile still leaves the stages before the failure on disk.
 #pragma once
 
+#include "compiler/codegen/OptimizeLLVM.h"
 #include "compiler/ir/IR.h"
 #include "compiler/ir/Printer.h"
 
@@ -29,6 +30,8 @@ struct CompileOptions {
   // Pipelined loads of whole contiguous rows as one bulk copy per stage (TMA, sm_90 and later),
   // where they qualify; false: one 16-byte cp.async per thread and vector everywhere.
   bool bulkCopies = true;
+  // tritium's LLVM passes or LLVM's O3 (TRITIUM_LLVM_PIPELINE, codegen/OptimizeLLVM.h).
+  codegen::LLVMPipeline llvmPipeline = codegen::LLVMPipeline::Lean;
 };
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).
@@ -39,7 +42,7 @@ bool bulkCopiesAllowed(const CompileOptions &options);
 struct Artifacts {
   std::string tir;  // after TIR optimization, with source locations
   std::string gir;  // with layouts and shared memory
-  std::string llvm; // after O3
+  std::string llvm; // after the LLVM optimization (codegen/OptimizeLLVM.h)
   std::string ptx;
   int64_t sharedBytes = 0;
   // The kernel waits for the one before it (griddep_wait on sm_90 and later): launch it with

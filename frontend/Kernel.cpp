@@ -167,7 +167,8 @@ static CompileOptions optionsOf(const Specialization &spec) {
                         .numStages = spec.numStages,
                         .clusterSize = spec.clusterSize,
                         .programsPerCTA = spec.programsPerCTA,
-                        .bulkCopies = spec.bulkCopies};
+                        .bulkCopies = spec.bulkCopies,
+                        .llvmPipeline = codegen::llvmPipelineFromEnvironment()};
 }
 
 Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
@@ -217,11 +218,13 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
   // the code made from it. The source fingerprint (a hash of compiler/, frontend/ and runtime/
   // taken at build time) keeps a rebuilt compiler from loading kernels compiled by older code
   // from a persistent cache when the version string did not change.
-  meta.cacheKey = rt::cacheKey({{"ir", ir::print(*fn, {.locations = false})},
-                                {"specialization", specKey},
-                                {"tritium_version", TRITIUM_VERSION},
-                                {"source_fingerprint", TRITIUM_SOURCE_FINGERPRINT},
-                                {"llvm_version", TRITIUM_LLVM_VERSION}});
+  meta.cacheKey =
+      rt::cacheKey({{"ir", ir::print(*fn, {.locations = false})},
+                    {"specialization", specKey},
+                    {"tritium_version", TRITIUM_VERSION},
+                    {"source_fingerprint", TRITIUM_SOURCE_FINGERPRINT},
+                    {"llvm_version", TRITIUM_LLVM_VERSION},
+                    {"llvm_pipeline", codegen::llvmPipelineName(meta.options.llvmPipeline)}});
   rt::DiskCache cache;
   meta.cacheDir = cache.entryDir(meta.cacheKey);
 

@@ -43,6 +43,8 @@ options:
   --arch=sm_XX         target architecture (default sm_90); bulk copies need sm_90
   --no-bulk-copies     pipeline with cp.async per thread even where a bulk copy would do
   --ptx-version=N      PTX ISA version x 10 (default 81)
+  --llvm-pipeline=P    the LLVM passes before code generation: lean (tritium's, the default)
+                       or O3 (LLVM's); TRITIUM_LLVM_PIPELINE sets the default, as at run time
   --no-locations       print without loc(...)
   -o FILE              write to FILE instead of standard output
   --help               show this help
@@ -73,6 +75,7 @@ std::string readInput(const std::string &file) {
 int main(int argc, char **argv) {
   std::string input, output;
   tools::OptRequest request;
+  std::optional<codegen::LLVMPipeline> pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string &flag) -> std::optional<std::string> {
@@ -110,6 +113,13 @@ int main(int argc, char **argv) {
       request.options.arch = *v;
     } else if (auto v = value("--ptx-version")) {
       request.options.ptxVersion = tools::parseInt32("tritium-opt", "--ptx-version", *v);
+    } else if (auto v = value("--llvm-pipeline")) {
+      if (*v == "lean")
+        pipeline = codegen::LLVMPipeline::Lean;
+      else if (*v == "O3")
+        pipeline = codegen::LLVMPipeline::O3;
+      else
+        usageError("--llvm-pipeline must be lean or O3, got '" + *v + "'");
     } else if (a.rfind("--", 0) == 0) {
       usageError("unknown option '" + a.substr(0, a.find('=')) + "'");
     } else if (input.empty()) {
@@ -122,6 +132,7 @@ int main(int argc, char **argv) {
   std::string name = input.empty() || input == "-" ? "<stdin>" : input;
   std::string text = readInput(input);
   try {
+    request.options.llvmPipeline = pipeline ? *pipeline : codegen::llvmPipelineFromEnvironment();
     std::string result = tools::runOpt(text, name, request);
     if (!tools::writeOutput("tritium-opt", output, result))
       return 1;

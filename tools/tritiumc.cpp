@@ -27,7 +27,7 @@ const char *kUsage = R"(usage: tritiumc [options]
 Compiles a built-in tritium kernel and prints one stage of the pipeline:
   tir   block-level IR after tracing and simplification
   gir   TIR with layouts and shared-memory buffers
-  llvm  LLVM IR for nvptx64 after O3
+  llvm  LLVM IR for nvptx64, optimized
   ptx   PTX from LLVM's NVPTX backend
   aot   ahead-of-time launchers: <name>.h and <name>.cpp in the folder given by -o (default:
         the current folder), embedding the cubin (from ptxas) and the PTX, needing only the

@@ -1,7 +1,8 @@
 // CUDA's libdevice (the math library nvcc links, from the toolkit's nvvm/libdevice) is built
 // into libtritium at build time, so a GPU machine needs no toolkit. A module that calls
-// __nv_* functions gets just those read (lazily) and linked in, then internalized, so O3 inlines them and drops
-// the rest; libdevice's __nvvm_reflect queries are answered by NVPTX's NVVMReflect pass.
+// __nv_* functions gets just those read (lazily) and linked in, then internalized, so the
+// optimizer inlines them and drops the rest; libdevice's __nvvm_reflect queries are answered
+// by NVPTX's NVVMReflect pass.
 #include "compiler/codegen/LinkLibdevice.h"
 
 #include "compiler/support/Error.h"

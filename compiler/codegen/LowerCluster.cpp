@@ -110,7 +110,11 @@ void clusterEntry(Lowering &l) {
     l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
   }
   l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
-  l.clusterBatch = b.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.batch");
+  // In the entry block, where SROA turns it into a register: an alloca after the set-up's
+  // branches would stay in local memory, read and written at every exchange.
+  llvm::BasicBlock &entry = l.fn->getEntryBlock();
+  llvm::IRBuilder<> atEntry(&entry, entry.getFirstInsertionPt());
+  l.clusterBatch = atEntry.CreateAlloca(b.getInt32Ty(), nullptr, "cluster.batch");
   b.CreateStore(b.getInt32(0), l.clusterBatch);
 }
 
