@@ -35,8 +35,10 @@ const char *kLeanPipeline =
     "sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
     // Address arithmetic in one order, so that GVN finds the shared parts.
     "reassociate,"
-    // Ring loops: invariant loads and addresses out, the exit test at the bottom.
-    "loop-mssa(licm,loop-rotate<header-duplication>,licm<allowspeculation>),loop(indvars),"
+    // Ring loops: invariant loads and addresses out, the exit test at the bottom. A loop of a
+    // few constant iterations is unrolled whole, as O3 does (the library's have none).
+    "loop-mssa(licm,loop-rotate<header-duplication>,licm<allowspeculation>),"
+    "loop(indvars,loop-unroll-full),"
     "gvn,sccp,instcombine<no-verify-fixpoint>,correlated-propagation,adce,"
     // Alignment known from the addresses lets the back end's vectorizer pair shared-memory
     // loads (ld.shared.v2).
