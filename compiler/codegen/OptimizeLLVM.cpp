@@ -40,6 +40,10 @@ const char *kLeanPipeline =
     "loop-mssa(licm,loop-rotate<header-duplication>,licm<allowspeculation>),"
     "loop(indvars,loop-unroll-full),"
     "gvn,sccp,instcombine<no-verify-fixpoint>,correlated-propagation,adce,"
+    // Small loop bodies of a dynamic trip count unrolled by NVPTX's factor with a remainder
+    // loop, as O3 does: more loads in flight per iteration. Kernels whose bodies are whole
+    // blocks (the library's) are left as they are.
+    "loop-unroll<O3>,"
     // Alignment known from the addresses lets the back end's vectorizer pair shared-memory
     // loads (ld.shared.v2).
     "infer-alignment,simplifycfg),"

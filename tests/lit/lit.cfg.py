@@ -8,6 +8,7 @@ import lit.formats
 config.name = "tritium"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".test", ".tir"]
+config.excludes = ["Inputs"]  # kernels and scripts the tests read, not tests themselves
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = lit_config.params.get("exec_root", config.test_source_root)
 
