@@ -1,12 +1,12 @@
 // Why a pipeline of tritium's own: the lowering hands LLVM one straight-line kernel per
 // program body (every element of a thread's blocks unrolled, loops only where the kernel has
 // them), and O3 spends most of its time on what such code never has (calls between functions,
-// loops to vectorize or unroll, interprocedural facts). On the library's kernels O3 took 40-50%
-// of a cold compile. The passes below run in about half of O3's time and give the same PTX
-// instructions, by kind and count, on 32 of the 61 kernels compared (the library's at 512 to
-// 256000 columns); the others are within 1% (ring loops rotated differently, an index kept in
-// 64 bits), but for column_sum at 4096 columns (+7 of 80) and libdevice's sin and cos (+2%).
-// docs/PERF.md has the comparison.
+// loops to vectorize, interprocedural facts). On the library's kernels O3 took 40-55% of a cold
+// compile. The passes below take about half of O3's time there and give the same PTX
+// instructions, by kind and count, on 36 of the 61 library kernels compared (512 to 256000
+// columns), the others within 1% but libdevice's sin and cos (+2%); on 300 random programs
+// (tests/RandomPrograms.h) the same instructions in all, summed, as O3's, 31 programs with up
+// to 8 more. docs/PERF.md has the comparisons; TRITIUM_LLVM_PIPELINE=O3 runs O3 instead.
 #include "compiler/codegen/OptimizeLLVM.h"
 
 #include "compiler/support/Error.h"
@@ -39,14 +39,22 @@ const char *kLeanPipeline =
     // few constant iterations is unrolled whole, as O3 does (the library's have none).
     "loop-mssa(licm,loop-rotate<header-duplication>,licm<allowspeculation>),"
     "loop(indvars,loop-unroll-full),"
-    "gvn,sccp,instcombine<no-verify-fixpoint>,correlated-propagation,adce,"
+    // Without partial redundancy elimination: it would merge an address computed on both sides
+    // of a branch (a reduction's shared-memory slot, written under a condition and read after
+    // the barrier) into a phi, which hides the address's alignment, and the back end then loads
+    // the slots one by one instead of as one vector.
+    "gvn<no-pre>,sccp,instcombine<no-verify-fixpoint>,correlated-propagation,adce,"
     // Small loop bodies of a dynamic trip count unrolled by NVPTX's factor with a remainder
     // loop, as O3 does: more loads in flight per iteration. Kernels whose bodies are whole
-    // blocks (the library's) are left as they are.
-    "loop-unroll<O3>,"
+    // blocks (the library's) are left as they are. InstCombine then folds what unrolling and
+    // correlated propagation left (a conversion of a value known to fit 16 bits, say).
+    "loop-unroll<O3>,instcombine<no-verify-fixpoint>,"
     // Alignment known from the addresses lets the back end's vectorizer pair shared-memory
-    // loads (ld.shared.v2).
-    "infer-alignment,simplifycfg),"
+    // loads (ld.shared.v2, v4).
+    "infer-alignment,"
+    // Both arms of an if that compute the same thing with different operands compute it once
+    // after a select (O3's last SimplifyCFG does the same).
+    "simplifycfg<hoist-common-insts;sink-common-insts>),"
     // libdevice functions left with no caller.
     "globaldce";
 
