@@ -60,7 +60,7 @@ done
 case "$needed" in *libcuda.so.1*) ;; *) fail "the consumer does not link libcuda" ;; esac
 
 step "running it"
-if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+if ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
   "$work/aot_consumer" | tee "$work/run.log"
 else
   # No driver here: the stub stands in for libcuda.so.1, and cuInit fails as it should.

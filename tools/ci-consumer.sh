@@ -73,7 +73,10 @@ check_needed() {
   if readelf -d "$1" | grep NEEDED | grep -E 'libLLVM|libcuda'; then
     fail "$1 links libLLVM or libcuda directly"
   fi
-  ldd "$1" | grep -q "=> $prefix/.*libtritium.so" || fail "$1 does not load the installed libtritium.so"
+  # grep without -q reads all of ldd's output: with -q it may exit first, and under pipefail
+  # ldd's SIGPIPE fails the check (a flaky CI run, 2026-11-27).
+  ldd "$1" | grep "=> $prefix/.*libtritium.so" >/dev/null ||
+    fail "$1 does not load the installed libtritium.so"
 }
 check_needed "$work/consumer-build/consumer"
 "$work/consumer-build/consumer"
@@ -85,8 +88,9 @@ aot="$work/consumer-build/consumer_aot"
 if readelf -d "$aot" | grep NEEDED | grep -E 'libtritium|libLLVM'; then
   fail "consumer_aot links tritium or LLVM"
 fi
-readelf -d "$aot" | grep NEEDED | grep -q 'libcuda\.so\.1' || fail "consumer_aot does not link libcuda"
-if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+readelf -d "$aot" | grep NEEDED | grep 'libcuda\.so\.1' >/dev/null ||
+  fail "consumer_aot does not link libcuda"
+if ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
   "$aot"
 else
   cuda_stub="$(dirname "$(grep -m1 -o '[^ ]*stubs/libcuda.so' "$work/consumer-build/build.ninja")")"
