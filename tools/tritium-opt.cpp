@@ -114,11 +114,8 @@ int main(int argc, char **argv) {
     } else if (auto v = value("--ptx-version")) {
       request.options.ptxVersion = tools::parseInt32("tritium-opt", "--ptx-version", *v);
     } else if (auto v = value("--llvm-pipeline")) {
-      if (*v == "lean")
-        pipeline = codegen::LLVMPipeline::Lean;
-      else if (*v == "O3")
-        pipeline = codegen::LLVMPipeline::O3;
-      else
+      pipeline = codegen::parseLLVMPipeline(*v);
+      if (!pipeline)
         usageError("--llvm-pipeline must be lean or O3, got '" + *v + "'");
     } else if (a.rfind("--", 0) == 0) {
       usageError("unknown option '" + a.substr(0, a.find('=')) + "'");

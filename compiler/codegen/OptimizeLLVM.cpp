@@ -16,7 +16,6 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace tritium::codegen {
 
@@ -64,13 +63,20 @@ const char *llvmPipelineName(LLVMPipeline pipeline) {
   return pipeline == LLVMPipeline::O3 ? "O3" : "lean";
 }
 
+std::optional<LLVMPipeline> parseLLVMPipeline(std::string_view name) {
+  for (LLVMPipeline p : {LLVMPipeline::Lean, LLVMPipeline::O3})
+    if (name == llvmPipelineName(p))
+      return p;
+  return std::nullopt;
+}
+
 LLVMPipeline llvmPipelineFromEnvironment() {
   static const LLVMPipeline chosen = [] {
     const char *v = std::getenv("TRITIUM_LLVM_PIPELINE");
-    if (!v || !*v || std::strcmp(v, "lean") == 0)
+    if (!v || !*v)
       return LLVMPipeline::Lean;
-    if (std::strcmp(v, "O3") == 0)
-      return LLVMPipeline::O3;
+    if (std::optional<LLVMPipeline> p = parseLLVMPipeline(v))
+      return *p;
     throw UserError(std::string("TRITIUM_LLVM_PIPELINE='") + v +
                     "': expected 'lean' (the default) or 'O3'");
   }();

@@ -2,6 +2,9 @@
 // pipeline by default, or LLVM's O3 (TRITIUM_LLVM_PIPELINE=O3) to compare against.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 // No LLVM header: CompileOptions (compiler/Pipeline.h) names the pipeline, and public headers
 // must not pull in LLVM.
 namespace llvm {
@@ -18,6 +21,9 @@ enum class LLVMPipeline {
 
 // "lean" or "O3": what TRITIUM_LLVM_PIPELINE takes, and what the cache key records.
 const char *llvmPipelineName(LLVMPipeline pipeline);
+// The pipeline of that name, or none for any other text (TRITIUM_LLVM_PIPELINE and
+// tritium-opt's --llvm-pipeline both take these names).
+std::optional<LLVMPipeline> parseLLVMPipeline(std::string_view name);
 // TRITIUM_LLVM_PIPELINE, read once per process; Lean when unset. A UserError names the
 // variable and the accepted values when it holds anything else.
 LLVMPipeline llvmPipelineFromEnvironment();

@@ -5,9 +5,9 @@
 #include "RandomPrograms.h"
 #include "TestSupport.h"
 
-#include "compiler/Pipeline.h"
 #include "compiler/ir/Parser.h"
 #include "compiler/ir/Printer.h"
+#include "tools/OptDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -41,15 +41,13 @@ TEST_F(RandomProgramTest, CompileRoundTripAndInterpret) {
   }
 }
 
-// PTX instructions (not directives, labels or comments) of `tir` compiled with `pipeline`.
+// PTX instructions (not directives, labels or comments) of `tir` compiled with `pipeline`, as
+// tritium-opt --emit=ptx --llvm-pipeline compiles it.
 int ptxInstructions(const std::string &tir, codegen::LLVMPipeline pipeline) {
-  std::unique_ptr<ir::Function> fn = ir::parseTIR(tir, "random.tir");
-  CompileOptions options;
-  options.numWarps = int(fn->intAttr("num_warps").value_or(4));
-  options.numStages = int(fn->intAttr("num_stages").value_or(1));
-  options.clusterSize = int(fn->intAttr("cluster_size").value_or(1));
-  options.llvmPipeline = pipeline;
-  std::istringstream ptx(compileTIR(*fn, options).ptx);
+  tools::OptRequest request;
+  request.emit = Stage::PTX;
+  request.options.llvmPipeline = pipeline;
+  std::istringstream ptx(tools::runOpt(tir, "random.tir", request));
   int count = 0;
   for (std::string line; std::getline(ptx, line);) {
     size_t i = line.find_first_not_of(" \t");
