@@ -353,9 +353,11 @@ def tt_crossentropy_bwd(x_ptr, dx_ptr, target_ptr, lse_ptr, stride, V, scale,
 
 @triton.jit
 def tt_softmax(y_ptr, x_ptr, x_stride, y_stride, M, N, BLOCK: tl.constexpr,
-               STAGES: tl.constexpr):
-    # Tutorial 02: a persistent grid, each program taking every num_programs-th row whole.
-    for row in tl.range(tl.program_id(0), M, tl.num_programs(0), num_stages=STAGES):
+               num_stages: tl.constexpr):
+    # Tutorial 02: a persistent grid, each program taking every num_programs-th row whole. The
+    # parameter is called num_stages as in the tutorial: warmup(num_stages=...) then sets both the
+    # loop's pipelining depth and the compile option of that name.
+    for row in tl.range(tl.program_id(0), M, tl.num_programs(0), num_stages=num_stages):
         cols = tl.arange(0, BLOCK)
         inside = cols < N
         x = tl.load(x_ptr + row * x_stride + cols, mask=inside, other=-float("inf"))
@@ -417,7 +419,7 @@ def triton_rmsnorm(x, w, eps):
 
 def triton_rmsnorm_bwd(dy, x, w, rstd):
     M, N = x.shape
-    programs = torch.cuda.get_device_properties(x.device).multi_processor_count
+    programs = device_properties(x.device.index or 0)["multiprocessor_count"]
     dx = torch.empty_like(x)
     pdw = torch.empty((programs, N), device=x.device, dtype=torch.float32)
     block = triton.next_power_of_2(N)
@@ -442,29 +444,61 @@ def triton_crossentropy_bwd(x, target, lse):
     return dx
 
 
-_softmax_programs = {}
+_properties = {}
+
+
+def device_properties(index):
+    """Triton's device properties (SMs, registers, shared memory), asked once per device.
+    triton.runtime.driver.active.utils.get_device_properties keeps nothing: each call asks the
+    driver again, clock rates among the attributes. The softmax peer's old launcher asked on
+    every timed call and measured about 1 ms per call at both sizes it ran (see triton_softmax)."""
+    if index not in _properties:
+        _properties[index] = triton.runtime.driver.active.utils.get_device_properties(index)
+    return _properties[index]
+
+
+def triton_specialization(args):
+    """What Triton specializes a compiled kernel on, per argument: integers equal to 1, divisible
+    by 16 or wider than 32 bits, pointers aligned to 16 bytes. A kernel compiled for one
+    specialization must not be launched directly (as below) with arguments of another."""
+    return tuple((a == 1, a % 16 == 0, -2**31 <= a < 2**31) if isinstance(a, int)
+                 else a.data_ptr() % 16 == 0 for a in args)
+
+
+_softmax_kernels = {}  # (device, dtype, BLOCK, stages, specialization) -> (kernel, programs)
 
 
 def triton_softmax(x):
-    """Tutorial 02's launcher: as many programs as fit on the GPU at once (from the compiled
-    kernel's registers and shared memory), each looping over rows."""
+    """Tutorial 02's launcher: compile once (warmup), size a persistent grid from the compiled
+    kernel's registers and shared memory (as many programs as fit on the GPU at once, each looping
+    over rows), and launch the compiled kernel itself. The device properties and the compiled
+    kernel (with its grid) are cached per specialization, so that a call's host work is the
+    allocation of y and one launch.
+
+    The launcher this replaces asked Triton for the device properties on every call and went
+    through the JIT dispatcher. It measured 1.0-1.3 ms per call whatever the size and dtype
+    (4096 x 1024 and 4096 x 8192, fp32 and bf16: 13-266 GB/s on the H200 and H100 in
+    docs/perf/kernels-*.csv), a fixed host cost during which the GPU waited; the same kernel
+    launched this way by tools/peers_softmax.py ran fp32 at 2530-3720 GB/s for N = 1024-8192 on
+    the same day (docs/perf/softmax-peers-*-2026-11-24.csv)."""
     M, N = x.shape
     y = torch.empty_like(x)
     block = triton.next_power_of_2(N)
-    props = triton.runtime.driver.active.utils.get_device_properties(x.device.index or 0)
+    device = x.device.index or 0
+    props = device_properties(device)
     warps, stages = 8, (4 if props["max_shared_mem"] > 200000 else 2)
     args = (y, x, x.stride(0), y.stride(0), M, N)
-    key = (block, x.dtype, N % 16 == 0)  # Triton specializes on 16-divisible integers
-    if key not in _softmax_programs:
-        kernel = tt_softmax.warmup(*args, BLOCK=block, STAGES=stages, num_warps=warps,
+    key = (device, x.dtype, block, stages) + triton_specialization(args)
+    if key not in _softmax_kernels:
+        kernel = tt_softmax.warmup(*args, BLOCK=block, num_stages=stages, num_warps=warps,
                                    grid=(1,))
-        kernel._init_handles()
+        kernel._init_handles()  # n_regs is known once the binary is loaded
         per_sm = props["max_num_regs"] // (max(kernel.n_regs, 1) * props["warpSize"] * warps)
         if kernel.metadata.shared:
             per_sm = min(per_sm, props["max_shared_mem"] // kernel.metadata.shared)
-        _softmax_programs[key] = props["multiprocessor_count"] * max(per_sm, 1)
-    tt_softmax[(min(_softmax_programs[key], M),)](*args, BLOCK=block, STAGES=stages,
-                                                  num_warps=warps)
+        _softmax_kernels[key] = (kernel, props["multiprocessor_count"] * max(per_sm, 1))
+    kernel, programs = _softmax_kernels[key]
+    kernel[(min(programs, M), 1, 1)](*args, block, stages)
     return y
 
 
