@@ -27,16 +27,26 @@ calls. Dropout's mask must equal, bit for bit, the Triton kernel's tl.rand(seed,
 for the same seed. A result that is off prints why on stderr and its row says `wrong` where the
 time would be; a system that raises says `failed`.
 
-Output: a progress line per measurement on stderr; CSV (kernel,dtype,shape,system,ms,GBps;
-lines starting with '#' are comments) on stdout or into -o FILE; then a table per kernel and
-shape: tritium, the best peer, the copy, their ratios, and whether tritium meets the target
-min(1.1 x best peer, 0.92 x copy) (to stdout with -o, else to stderr); a PNG with --plot=FILE.
+Peer guard: a peer (triton, torch, torch_compile) measured under half its reference figure in
+tools/peer_anchors.csv (H200 figures; scaled by the copy bandwidth on an H100), or under a tenth
+of the copy of the same bytes, is refused: `REFUSED ...: why` on stderr, status `refused` and
+the reason in its CSV row, and it is no best peer in the table (FAR_BELOW_ANCHOR and
+MIN_COPY_FRACTION below say why those floors).
+
+Output: a progress line per measurement on stderr; CSV (kernel,dtype,shape,system,ms,GBps,
+status,reason; lines starting with '#' are comments, among them the device and its copy
+bandwidth) on stdout or into -o FILE; then a table per kernel and shape: tritium, the best peer,
+the copy, their ratios, and whether tritium meets the target min(1.1 x best peer, 0.92 x copy)
+(to stdout with -o, else to stderr); a PNG with --plot=FILE.
 
 usage: python3 tools/bench_kernels.py [KERNEL...] [--quick] [--no-compile] [--reps=MS]
            [--warmup=MS] [--sizes=LIST] [--dtypes=LIST] [--time-limit=S] [--lib=DIR]
            [-o FILE] [--plot=FILE]
+       python3 tools/bench_kernels.py [KERNEL...] --peer-check [--sizes=LIST] [--dtypes=LIST]
+           [-o FILE]   (the Triton peers, torch and the copy at a couple of shapes, against
+           their anchors; no tritium library needed; exit status 1 if a Triton peer fails)
        python3 tools/bench_kernels.py --from-csv=FILE [--plot=FILE]   (table and plot only;
-           needs neither a GPU nor torch)
+           needs neither a GPU nor torch; older CSVs without status columns are judged then)
 Run from the repository root on the GPU machine (tools/device-kernels.sh does; see
 docs/BENCHMARKS.md).
 """
@@ -47,6 +57,7 @@ import ctypes
 import gc
 import math
 import os
+import re
 import sys
 import time
 import types
@@ -67,7 +78,10 @@ except ImportError as error:  # pragma: no cover - exercised on machines without
     triton = types.SimpleNamespace(jit=lambda fn: fn)
 
 KERNELS = ("add", "dropout", "layernorm", "rmsnorm", "crossentropy", "softmax")
-CSV_COLUMNS = ("kernel", "dtype", "shape", "system", "ms", "GBps")
+# status: ok, wrong, failed (ms and GBps then say so too) or refused (the peer guard's verdict,
+# with its reason; ms and GBps keep the measured figures). CSVs written before these two columns
+# are read as well.
+CSV_COLUMNS = ("kernel", "dtype", "shape", "system", "ms", "GBps", "status", "reason")
 PEERS = ("triton", "torch", "torch_compile")
 M_ROWS = 4096  # rows of every row-wise kernel, as the issue's peers
 DEVICE = "cuda"
@@ -451,7 +465,8 @@ def device_properties(index):
     """Triton's device properties (SMs, registers, shared memory), asked once per device.
     triton.runtime.driver.active.utils.get_device_properties keeps nothing: each call asks the
     driver again, clock rates among the attributes. The softmax peer's old launcher asked on
-    every timed call and measured about 1 ms per call at both sizes it ran (see triton_softmax)."""
+    every timed call and measured about 1 ms per call at both sizes it ran (see triton_softmax);
+    --peer-check prints what one such query costs on the machine it runs on."""
     if index not in _properties:
         _properties[index] = triton.runtime.driver.active.utils.get_device_properties(index)
     return _properties[index]
@@ -572,14 +587,30 @@ def say(*parts):
     print(*parts, file=sys.stderr, flush=True)
 
 
+class NoTritium:
+    """Stands in for the library where tritium is not measured (--peer-check): its calls are
+    bound but never made."""
+    path = "(tritium not measured)"
+
+    def bind(self, name, *args, stream=None):
+        return lambda: None
+
+    def workspace_bytes(self, name, rows, cols):
+        return 0
+
+
 class Bench:
-    def __init__(self, opts, out):
+    def __init__(self, opts, out, systems=None, sizes=None):
+        """systems: the names to measure (None: all); sizes: {kernel: sizes} replacing the
+        sweep where --sizes is not given."""
         self.opts, self.out = opts, out
+        self.systems, self.sizes = systems, sizes or {}
         self.rows = []
         self.started = time.time()
         self.left_out = []  # shapes not started within --time-limit
-        self.tritium = Tritium(opts.lib)
+        self.tritium = Tritium(opts.lib) if self.runs("tritium") else NoTritium()
         self.writer = csv.writer(out, lineterminator="\n")
+        self.guard = None  # set by header(), once the copy bandwidth is measured
         if not opts.no_compile:
             # dynamic=False compiles once per shape; past dynamo's default limit of 8 graphs
             # per function later shapes would run eager under the torch_compile label.
@@ -589,14 +620,39 @@ class Bench:
                 if hasattr(config, knob):
                     setattr(config, knob, 64)
 
+    def runs(self, system):
+        return self.systems is None or system in self.systems
+
     def header(self):
         props = torch.cuda.get_device_properties(0)
         print(f"# {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}, "
               f"triton {triton.__version__}; {self.tritium.path}", file=self.out)
         print(f"# do_bench(warmup={self.opts.warmup}, rep={self.opts.reps}, median), L2 cleared "
               "per repetition; GBps = bytes / time", file=self.out)
+        copy = self.copy_bandwidth()
+        self.guard = PeerGuard(props.name, copy)
+        say(f"bench_kernels: {props.name}; copy bandwidth "
+            f"{'-' if copy is None else format(copy, '.0f')} GB/s; {self.guard.basis()}")
+        if copy is not None:
+            print(f"# {COPY_COMMENT} {copy:.1f} GB/s ({COPY_BYTES >> 20} MiB read, "
+                  f"{COPY_BYTES >> 20} MiB written)", file=self.out)
+        print(f"# peer guard: {self.guard.basis()}", file=self.out)
         self.writer.writerow(CSV_COLUMNS)
         self.out.flush()
+
+    def copy_bandwidth(self):
+        """The device's copy bandwidth in this run, timed as every system is: the figure the
+        anchors are scaled by on another GPU of their family (PeerGuard)."""
+        try:
+            src = torch.empty(COPY_BYTES, dtype=torch.uint8, device=DEVICE)
+            dst = torch.empty_like(src)
+            ms = self.time(lambda: dst.copy_(src))
+            del src, dst
+            torch.cuda.empty_cache()
+            return 2 * COPY_BYTES / ms / 1e6
+        except Exception as e:  # out of memory, say: then only the copy floor guards the peers
+            say(f"bench_kernels: no copy bandwidth ({type(e).__name__}: {e})")
+            return None
 
     def new_shape(self):
         """Frees the previous shape's tensors and compiled graphs."""
@@ -612,25 +668,42 @@ class Bench:
         return triton.testing.do_bench(fn, warmup=self.opts.warmup, rep=self.opts.reps,
                                        return_mode="median")
 
-    def emit(self, kernel, dtype, shape, system, ms=None, moved=None, status=None):
+    def measured(self, kernel, dtype, shape, system, ms=None, moved=None, status=None):
+        """A row (said on stderr now; written to the CSV by write() once its shape is done)."""
         if status:
             ms_text = gbps_text = status
             say(f"{kernel:16} {dtype:4} {shape:>12} {system:13} {status}")
         else:
             ms_text, gbps_text = f"{ms:.5f}", f"{moved / ms / 1e6:.1f}"
             say(f"{kernel:16} {dtype:4} {shape:>12} {system:13} {ms:9.5f} ms {gbps_text:>8} GB/s")
-        row = (kernel, dtype, str(shape), system, ms_text, gbps_text)
-        self.rows.append(dict(zip(CSV_COLUMNS, row)))
-        self.writer.writerow(row)
+        return dict(zip(CSV_COLUMNS, (kernel, dtype, str(shape), system, ms_text, gbps_text,
+                                      status or "ok", "")))
+
+    def write(self, row):
+        self.rows.append(row)
+        self.writer.writerow([row.get(c, "") for c in CSV_COLUMNS])
         self.out.flush()
+
+    def host_us(self, fn, calls=20):
+        """Host time per call of fn, enqueueing only (--peer-check): a figure near the timed
+        GPU time means the timing measured the host."""
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+        return elapsed / calls * 1e6
 
     def case(self, kernel, dtype, shape, moved, systems, check):
         """Checks, then times, each (name, fn) of `systems` on one shape, then the copy of the
-        same number of bytes. fn returns its outputs by name for check(name, outputs), which
-        returns a list of problems; fn None is a system not run (--no-compile), a string one
-        skipped for the reason it gives."""
+        same number of bytes; then the peer guard judges the peers' figures and the shape's rows
+        are written. fn returns its outputs by name for check(name, outputs), which returns a
+        list of problems; fn None is a system not run (--no-compile), a string one skipped for
+        the reason it gives."""
+        rows = []
         for name, fn in systems:
-            if fn is None:
+            if fn is None or not self.runs(name):
                 continue
             if isinstance(fn, str):
                 say(f"{kernel:16} {dtype:4} {shape:>12} {name:13} skipped: {fn}")
@@ -642,31 +715,43 @@ class Bench:
                     ms = self.time(fn)
                     if name == "tritium":
                         problems = [f"after timing: {p}" for p in check(name, fn())]
+                    host = self.host_us(fn) if self.opts.peer_check and not problems else None
             except Exception as e:  # one system's failure leaves the others' figures
                 say(f"FAILED {kernel} {dtype} {shape} {name}: {type(e).__name__}: {e}")
-                self.emit(kernel, dtype, shape, name, status="failed")
+                rows.append(self.measured(kernel, dtype, shape, name, status="failed"))
                 continue
             if problems:
                 for p in problems:
                     say(f"WRONG {kernel} {dtype} {shape} {name}: {p}")
-                self.emit(kernel, dtype, shape, name, status="wrong")
+                rows.append(self.measured(kernel, dtype, shape, name, status="wrong"))
             else:
-                self.emit(kernel, dtype, shape, name, ms, moved)
+                rows.append(self.measured(kernel, dtype, shape, name, ms, moved))
+                if host is not None:
+                    rows[-1]["host_us"] = host
         try:
             # Half the bytes read, half written, like every kernel here.
             src = torch.empty(moved // 2, dtype=torch.uint8, device=DEVICE)
             dst = torch.empty_like(src)
-            self.emit(kernel, dtype, shape, "copy", self.time(lambda: dst.copy_(src)),
-                      2 * src.numel())
+            rows.append(self.measured(kernel, dtype, shape, "copy",
+                                      self.time(lambda: dst.copy_(src)), 2 * src.numel()))
         except Exception as e:
             say(f"FAILED {kernel} {dtype} {shape} copy: {type(e).__name__}: {e}")
-            self.emit(kernel, dtype, shape, "copy", status="failed")
+            rows.append(self.measured(kernel, dtype, shape, "copy", status="failed"))
+        by_system = {r["system"]: r["GBps"] for r in rows}
+        for system, reason in self.guard.judge(kernel, dtype, str(shape), by_system).items():
+            say(f"REFUSED {kernel} {dtype} {shape} {system}: {reason}")
+            for r in rows:
+                if r["system"] == system:
+                    r["status"], r["reason"] = "refused", reason
+        for r in rows:
+            self.write(r)
 
     def run(self, kernel):
         """Every shape of `kernel`, each in its own call of case_<kernel>: its tensors are freed
         before the next shape allocates, and a shape that cannot be set up (out of memory, say)
         leaves the others."""
-        sizes = self.opts.sizes or SIZES[kernel][1 if self.opts.quick else 0]
+        sizes = (self.opts.sizes or self.sizes.get(kernel)
+                 or SIZES[kernel][1 if self.opts.quick else 0])
         dtypes = DTYPES[kernel]
         if self.opts.dtypes:
             dtypes = [d for d in ALL_DTYPES[kernel] if d in self.opts.dtypes]
@@ -901,6 +986,141 @@ class Bench:
         ], against({"y": torch.softmax(x.float(), -1)}))
 
 
+# ------------------------------------------------------------------------------ peer guard
+# A peer's figure far below what that peer is known to reach measures the harness (host work
+# inside the timed call, a compile in the loop, a grid of one program), not the peer, and a ratio
+# against it flatters tritium: the Triton softmax peer once measured about 1 ms per call whatever
+# the shape (see triton_softmax). Such a peer is refused: its row says so and why, and it is
+# neither a best peer nor in a ratio. Two floors, either one refuses:
+#
+# FAR_BELOW_ANCHOR: under half the peer's reference figure for the shape (tools/peer_anchors.csv,
+# scaled to this GPU). In the H200 runs of 2026-11-24 (docs/perf/kernels-*.csv), 69 of the 84 peer
+# figures that have a reference (softmax aside) were within 10% of it and the rest 0.71-1.36 of
+# it, except the norms' backward at N <= 1024 (0.32-0.53, moving between runs); the softmax peer
+# with its old launcher was at 0.015-0.075. Half sits between the two.
+FAR_BELOW_ANCHOR = 0.5
+# MIN_COPY_FRACTION: under a tenth of the copy of the same bytes, timed in the same run (the
+# floor where no reference figure exists). Every kernel here moves its bytes once and is bound by
+# memory. In the same runs, every peer within half of its reference figure moved its bytes at
+# 0.11 of the copy or more; those under a tenth were the old softmax launcher (0.007-0.067), the
+# tutorial-style RMSNorm and LayerNorm kernels holding a whole row of N >= 32000 per program
+# (0.02-0.05), and backwards of short rows, N <= 1024 (0.07-0.10).
+MIN_COPY_FRACTION = 0.1
+ANCHORS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_anchors.csv")
+# A GPU without figures of its own uses those of the family named here, scaled by this run's copy
+# bandwidth over theirs (the row `copy,any,peak,copy` of the anchors file): both are Hopper, and
+# these kernels are bound by memory bandwidth.
+SCALED_FAMILIES = {"H100": "H200"}
+COPY_BYTES = 256 << 20  # the copy timed once per run (4096 x 16384 fp32, the anchors' largest)
+COPY_COMMENT = "copy bandwidth:"  # how the CSV's comment line naming it starts
+
+
+def load_anchors(path=ANCHORS_FILE):
+    """{(gpu, kernel, dtype, shape, system): (GB/s, date)} from the anchors file (lines starting
+    with '#' are comments); empty, with a note on stderr, if it cannot be read."""
+    try:
+        rows = read_csv(path)
+        return {(r["gpu"], r["kernel"], r["dtype"], r["shape"], r["system"]):
+                (float(r["GBps"]), r["date"]) for r in rows}
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        say(f"bench_kernels: no peer anchors ({path}: {type(e).__name__}: {e}); only the copy "
+            "floor guards the peers")
+        return {}
+
+
+def names_family(gpu, family):
+    """Whether the device name `gpu` names `family` as a word: H200 in "NVIDIA H200", not in
+    "NVIDIA GH200"."""
+    return re.search(rf"\b{re.escape(family)}\b", gpu or "") is not None
+
+
+class PeerGuard:
+    """Judges the peers' figures of one shape against their anchors and the copy (see
+    FAR_BELOW_ANCHOR and MIN_COPY_FRACTION). gpu: the device's name; copy: this run's copy
+    bandwidth in GB/s (None if unknown: then no scaled anchors)."""
+
+    def __init__(self, gpu, copy, anchors=None):
+        self.gpu, self.copy = gpu, copy
+        self.anchors = load_anchors() if anchors is None else anchors
+        families = {key[0] for key in self.anchors}
+        self.family, self.scale = None, None
+        for family in sorted(families):
+            if names_family(gpu, family):
+                self.family, self.scale = family, 1.0
+        if self.family is None:
+            for mine, theirs in SCALED_FAMILIES.items():
+                reference = self.anchors.get((theirs, "copy", "any", "peak", "copy"))
+                if names_family(gpu, mine) and reference and copy:
+                    self.family, self.scale = theirs, copy / reference[0]
+
+    def basis(self):
+        """One line: which anchors apply here."""
+        floor = f"a peer under {MIN_COPY_FRACTION:g} x the copy of its bytes is refused"
+        if self.family is None:
+            return f"no anchors for {self.gpu or 'this GPU'}; {floor}"
+        scaled = ("" if self.scale == 1.0 else
+                  f" x {self.scale:.3f} (this run's copy {self.copy:.0f} GB/s / "
+                  f"{self.anchors[(self.family, 'copy', 'any', 'peak', 'copy')][0]:.0f})")
+        return (f"anchors: {self.family} figures{scaled}; a peer under {FAR_BELOW_ANCHOR:g} x "
+                f"its anchor, or under {MIN_COPY_FRACTION:g} x the copy of its bytes, is refused")
+
+    def anchor(self, kernel, dtype, shape, system):
+        """(GB/s on this GPU, text naming the reference) or None."""
+        found = self.family and self.anchors.get((self.family, kernel, dtype, shape, system))
+        if not found:
+            return None
+        gbps, date = found
+        text = f"{gbps:.0f} GB/s ({self.family}, {date})"
+        if self.scale != 1.0:
+            text += f" x {self.scale:.3f} = {gbps * self.scale:.0f}"
+        return gbps * self.scale, text
+
+    def judge(self, kernel, dtype, shape, figures):
+        """{peer: reason} for each peer refused at this shape. figures: {system: GB/s} (numbers,
+        or the CSV's text: 'wrong' and 'failed' are not judged), the copy among them."""
+        values = {s: number(g) for s, g in figures.items()}
+        copy = values.get("copy")
+        peers = {s: g for s, g in values.items() if s in PEERS and g is not None}
+        refused = {}
+        for system, gbps in peers.items():
+            reasons = []
+            if copy and gbps < MIN_COPY_FRACTION * copy:
+                reasons.append(f"under {MIN_COPY_FRACTION:g} x the copy of the same bytes in this "
+                               f"run ({copy:.0f} GB/s)")
+            anchor = self.anchor(kernel, dtype, shape, system)
+            if anchor and gbps < FAR_BELOW_ANCHOR * anchor[0]:
+                reasons.append(f"under {FAR_BELOW_ANCHOR:g} x its reference figure {anchor[1]}")
+            if reasons:
+                refused[system] = f"{gbps:.1f} GB/s is " + ", and ".join(reasons)
+        # A best-peer figure judges the best peer left standing: if even that one is far below
+        # it, every peer of the shape is.
+        anchor = self.anchor(kernel, dtype, shape, "best")
+        standing = {s: g for s, g in peers.items() if s not in refused}
+        if anchor and standing:
+            best = max(standing, key=standing.get)
+            if standing[best] < FAR_BELOW_ANCHOR * anchor[0]:
+                for system in standing:
+                    refused[system] = (f"the best peer here ({best}, {standing[best]:.1f} GB/s) is "
+                                       f"under {FAR_BELOW_ANCHOR:g} x the best peer's reference "
+                                       f"figure {anchor[1]}")
+        return refused
+
+
+def refusals(rows, guard=None):
+    """{(kernel, dtype, shape, system): reason} for every refused peer of `rows`: those the CSV
+    marks refused, and those `guard` refuses (for CSVs written before the guard, or after the
+    anchors changed)."""
+    found = {}
+    for (kernel, dtype, shape), systems in group_rows(rows).items():
+        if guard is not None:
+            for system, reason in guard.judge(kernel, dtype, shape, systems).items():
+                found[(kernel, dtype, shape, system)] = reason
+    for r in rows:
+        if r.get("status") == "refused":
+            found[(r["kernel"], r["dtype"], r["shape"], r["system"])] = r.get("reason") or "refused"
+    return found
+
+
 # ------------------------------------------------------------------------ table and plot
 def number(text):
     try:
@@ -911,7 +1131,36 @@ def number(text):
 
 def read_csv(path):
     with open(path) as f:
-        return list(csv.DictReader(line for line in f if line.strip() and not line.startswith("#")))
+        return read_csv_text(f.read())
+
+
+def read_csv_text(text):
+    """The rows of a CSV written by this tool; lines starting with '#' are comments."""
+    lines = text.splitlines(keepends=True)
+    return list(csv.DictReader(line for line in lines if line.strip() and not line.startswith("#")))
+
+
+def read_guard(path, rows):
+    """The PeerGuard of a CSV written by this tool: the device named by its first comment line
+    ("# NAME, N SMs; ..."), the copy bandwidth by its COPY_COMMENT line, or failing that (CSVs
+    written before it) the fastest copy among its rows. None without a device name."""
+    gpu = copy = None
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                continue
+            text = line[1:].strip()
+            match = re.match(r"(.+?), \d+ SMs;", text)
+            if gpu is None and match:
+                gpu = match.group(1)
+            if text.startswith(COPY_COMMENT):
+                copy = number(text[len(COPY_COMMENT):].split()[0])
+    if gpu is None:
+        return None
+    if copy is None:
+        copies = [number(r["GBps"]) for r in rows if r["system"] == "copy"]
+        copy = max((c for c in copies if c is not None), default=None)
+    return PeerGuard(gpu, copy)
 
 
 def group_rows(rows):
@@ -926,11 +1175,16 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-def summary(rows):
-    """The table, as lines: per kernel and shape, tritium against its best peer and the copy."""
+def summary(rows, guard=None):
+    """The table, as lines: per kernel and shape, tritium against its best peer and the copy.
+    Peers refused by the guard (marked in the CSV, or judged here by `guard`) are left out of
+    the best peer and listed below the table with the reason."""
     lines = ["# GB/s; target = min(1.1 x best peer, 0.92 x copy); t/best, t/copy: tritium's ratios",
              f"{'kernel':16} {'dtype':5} {'shape':>12} {'tritium':>8}  {'best peer':13} "
              f"{'GB/s':>7} {'copy':>7} {'t/best':>6} {'t/copy':>6} {'target':>7}  meets"]
+    if guard is not None:
+        lines.insert(1, f"# peer guard: {guard.basis()}")
+    refused = refusals(rows, guard)
     met = total = 0
     not_counted = {}  # 'system status' -> shapes
     # Kernels in KERNEL_ORDER (forward rows before backward ones), shapes as they were run.
@@ -938,9 +1192,11 @@ def summary(rows):
     for (kernel, dtype, shape), systems in ordered:
         ours_text = systems.get("tritium")
         ours, copy = number(ours_text), number(systems.get("copy"))
-        peers = {}
+        peers, turned_away = {}, []
         for p in PEERS:
-            if p in systems and number(systems[p]) is not None:
+            if (kernel, dtype, shape, p) in refused:
+                turned_away.append(p)
+            elif p in systems and number(systems[p]) is not None:
                 peers[p] = number(systems[p])
             elif p in systems:  # wrong or failed: not a figure to beat
                 not_counted.setdefault(f"{p} {systems[p]}", []).append(f"{kernel} {dtype} {shape}")
@@ -965,11 +1221,14 @@ def summary(rows):
             f"{best or '-':13} {fmt(best_gbps, '.0f'):>7} {fmt(copy, '.0f'):>7} "
             f"{fmt(ours / best_gbps if ours is not None and best_gbps else None, '.3f'):>6} "
             f"{fmt(ours / copy if ours is not None and copy else None, '.3f'):>6} "
-            f"{fmt(target, '.0f'):>7}  {meets}")
+            f"{fmt(target, '.0f'):>7}  {meets}"
+            + (f"  (REFUSED: {', '.join(turned_away)})" if turned_away else ""))
     lines.append(f"# tritium meets the target at {met} of {total} shapes")
     for what, shapes in not_counted.items():
         lines.append(f"# not counted as a peer: {what} at {len(shapes)} shapes ("
                      + ", ".join(shapes[:3]) + (", ..." if len(shapes) > 3 else "") + ")")
+    for (kernel, dtype, shape, system), reason in refused.items():
+        lines.append(f"# REFUSED as a peer: {system} {kernel} {dtype} {shape}: {reason}")
     return lines
 
 
@@ -985,10 +1244,11 @@ COLORS = {"tritium": "tab:red", "triton": "tab:blue", "torch": "tab:orange",
           "torch_compile": "tab:green", "copy": "black"}
 
 
-def plot(rows, path):
+def plot(rows, path, refused=()):
     """One panel per kernel direction: GB/s against the size (n, or N / V at M = 4096), one line
     per system (and dtype: solid, then dashed); a red x marks a tritium result that was wrong
-    or failed."""
+    or failed. Peers' figures in `refused` ((kernel, dtype, shape, system) keys) are not drawn."""
+    rows = [r for r in rows if (r["kernel"], r["dtype"], r["shape"], r["system"]) not in refused]
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -1065,8 +1325,9 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true", help="fewer sizes")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip torch.compile (slow to compile)")
-    parser.add_argument("--reps", type=float, default=200, metavar="MS",
-                        help="do_bench's rep: milliseconds of timed repetitions (default 200)")
+    parser.add_argument("--reps", type=float, metavar="MS",
+                        help="do_bench's rep: milliseconds of timed repetitions (default 200; "
+                        "100 with --peer-check)")
     parser.add_argument("--warmup", type=float, default=25, metavar="MS",
                         help="do_bench's warmup in milliseconds (default 25)")
     parser.add_argument("--sizes", metavar="LIST",
@@ -1083,6 +1344,11 @@ def parse_args(argv):
     parser.add_argument("--plot", metavar="FILE", help="write the PNG plot here")
     parser.add_argument("--from-csv", metavar="FILE",
                         help="measure nothing: the table (and --plot) from this CSV")
+    parser.add_argument("--peer-check", action="store_true",
+                        help="time the Triton peers (and torch's, and the copy) at a couple of "
+                        "shapes per kernel, without tritium or torch.compile, and print each one "
+                        "against its anchor and the copy; exit status 1 if a Triton peer is "
+                        "refused, wrong or failed")
     opts = parser.parse_intermixed_args(argv)  # names and options in any order
     unknown = [k for k in opts.kernels if k not in KERNELS]
     if unknown:
@@ -1097,24 +1363,90 @@ def parse_args(argv):
         wrong = [d for d in opts.dtypes if d not in DTYPE_CODE]
         if wrong:
             parser.error(f"--dtypes: unknown {','.join(wrong)}; choose from fp32,fp16,bf16")
+    if opts.reps is None:
+        opts.reps = 100 if opts.peer_check else 200
+    if opts.peer_check:
+        opts.no_compile = True
     if opts.reps <= 0 or opts.warmup < 0:
         parser.error("--reps must be positive and --warmup not negative")
     return opts
+
+
+# --peer-check's shapes where --sizes is not given: the smallest and a large size of each
+# kernel that has reference figures there.
+PEER_CHECK_SIZES = {"add": [2**24], "dropout": [2**24], "layernorm": [1024, 8192],
+                    "rmsnorm": [1024, 8192], "crossentropy": [32000], "softmax": [1024, 8192]}
+
+
+def peer_check(opts):
+    """The Triton peers (with torch's and the copy) at PEER_CHECK_SIZES, each against its anchor
+    and the copy, as a table on stdout; the CSV only with -o. Returns the exit status: 1 if a
+    Triton peer was refused, wrong or failed."""
+    out = open(opts.output if opts.output else os.devnull, "w")
+    bench = Bench(opts, out, systems=("triton", "torch", "copy"), sizes=PEER_CHECK_SIZES)
+    bench.header()
+    # The query the old softmax launcher made on every call (see triton_softmax), timed here.
+    query = triton.runtime.driver.active.utils.get_device_properties
+    start = time.perf_counter()
+    for _ in range(20):
+        query(0)
+    query_us = (time.perf_counter() - start) / 20 * 1e6
+    try:
+        for kernel in opts.kernels:
+            try:
+                bench.run(kernel)
+            except Exception as e:
+                say(f"FAILED {kernel}: {type(e).__name__}: {e}")
+    finally:
+        out.close()
+    guard = bench.guard
+    print(f"# {torch.cuda.get_device_name(0)}; triton {triton.__version__}, torch "
+          f"{torch.__version__}; copy bandwidth {fmt(guard.copy, '.0f')} GB/s")
+    print(f"# peer guard: {guard.basis()}")
+    print(f"# triton.runtime.driver.active.utils.get_device_properties: {query_us:.0f} us per "
+          "call (asked once per device by the softmax peer's launcher)")
+    print("# host us: the host time per call of the system's function, enqueueing only; at or "
+          "above ms x 1000 the timing measured the host, not the kernel")
+    print(f"{'kernel':16} {'dtype':5} {'shape':>12} {'system':7} {'ms':>9} {'GB/s':>7} "
+          f"{'of copy':>7} {'anchor':>7} {'host us':>8}  status")
+    copies = {(r["kernel"], r["dtype"], r["shape"]): number(r["GBps"]) for r in bench.rows
+              if r["system"] == "copy"}
+    bad = total = 0
+    for r in bench.rows:
+        if r["system"] == "copy":
+            continue
+        where = (r["kernel"], r["dtype"], r["shape"])
+        gbps, copy = number(r["GBps"]), copies.get(where)
+        anchor = guard.anchor(*where, r["system"]) or guard.anchor(*where, "best")
+        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
+        if r["system"] == "triton":
+            total += 1
+            bad += r["status"] != "ok"
+        print(f"{r['kernel']:16} {r['dtype']:5} {r['shape']:>12} {r['system']:7} "
+              f"{r['ms']:>9} {fmt(gbps, '.0f'):>7} "
+              f"{fmt(gbps / copy if gbps is not None and copy else None, '.3f'):>7} "
+              f"{fmt(anchor and anchor[0], '.0f'):>7} {fmt(r.get('host_us'), '.1f'):>8}  {status}")
+    print(f"# peer check: {total - bad} of {total} Triton peers pass"
+          + ("" if not bench.left_out else f"; not run (--time-limit): {', '.join(bench.left_out)}"))
+    return 1 if bad or not total else 0
 
 
 def main(argv=None):
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     if opts.from_csv:
         rows = read_csv(opts.from_csv)
+        guard = read_guard(opts.from_csv, rows)
         if opts.plot:
-            plot(rows, opts.plot)
-        print("\n".join(summary(rows)), flush=True)
+            plot(rows, opts.plot, refusals(rows, guard))
+        print("\n".join(summary(rows, guard)), flush=True)
         return 0
     if MISSING is not None:
         raise SystemExit(f"bench_kernels: measuring needs torch and triton ({MISSING})")
     if not torch.cuda.is_available():
         raise SystemExit("bench_kernels: no CUDA device")
     torch.manual_seed(0)
+    if opts.peer_check:
+        return peer_check(opts)
     out = open(opts.output, "w") if opts.output else sys.stdout
     bench = Bench(opts, out)
     bench.header()
@@ -1136,8 +1468,8 @@ def main(argv=None):
         with open(opts.output, "a") if opts.output else contextlib.nullcontext(sys.stdout) as f:
             print(f"# {note}", file=f, flush=True)
     if opts.plot:
-        plot(bench.rows, opts.plot)
-    table = "\n".join(summary(bench.rows))
+        plot(bench.rows, opts.plot, refusals(bench.rows, bench.guard))
+    table = "\n".join(summary(bench.rows, bench.guard))
     print(table, file=sys.stdout if opts.output else sys.stderr, flush=True)
     return 0
 

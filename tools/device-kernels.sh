@@ -9,7 +9,7 @@
 #   bash tools/device-kernels.sh layernorm                 one family, every size, torch.compile
 # Writes four files under $OUT (or /tmp/tritium-kernels), named after the kernels asked for:
 #   kernels[-NAMES].csv  the measurements     kernels[-NAMES].png  the plot
-#   kernels[-NAMES].log  progress, and why a row is wrong or failed
+#   kernels[-NAMES].log  progress, and why a row is wrong, failed or refused (the peer guard)
 #   kernels[-NAMES]-autotune.tgz  the autotuner's records: each candidate plan's time per shape
 # (few files, so that the device tool brings them all back). BUNDLE=DIR names another bundle;
 # TIME_LIMIT=S (default 450) the seconds after which no new shape starts.
@@ -41,9 +41,9 @@ if [ $rc -ne 0 ]; then
   echo "bench_kernels.py exited with $rc; the end of $O/$tag.log:"
   tail -n 25 "$O/$tag.log"
 fi
-# Why any row is wrong or failed, then the plot and the table from the CSV (whatever it holds,
-# also after a crash part-way).
-grep -E "^(WRONG|FAILED) |time-limit" "$O/$tag.log" | cut -c1-400 | head -n 40
+# Why any row is wrong, failed or refused, then the plot and the table from the CSV (whatever it
+# holds, also after a crash part-way).
+grep -E "^(WRONG|FAILED|REFUSED) |time-limit" "$O/$tag.log" | cut -c1-400 | head -n 40
 # The autotuner's records (every candidate plan's time per shape) as one file beside the CSV.
 [ -d "$cache/autotune" ] && tar -czf "$O/$tag-autotune.tgz" -C "$cache" autotune
 [ -s "$O/$tag.csv" ] || exit 1
