@@ -220,7 +220,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     throw UserError("launch of '" + name + "': more than 64 arguments");
   // The arguments are packed into the kernel's parameter block on the stack, each at its
   // natural alignment as the PTX declares them: the hot path allocates nothing, and the driver
-  // copies one buffer (within 1% of an array of pointers to them, docs/PERF.md, eighth session).
+  // copies one buffer (within 1% of an array of pointers to them, docs/notes/hardware.md).
   alignas(8) std::array<unsigned char, kMaxArgs * 8> block;
   std::array<void *, kMaxArgs> each; // where each argument sits (cooperative launches only)
   size_t used = 0, count = 0;

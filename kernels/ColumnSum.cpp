@@ -6,8 +6,8 @@
 // one kernel between the backward and its results instead of two. The launch overlaps the
 // backward's (programmatic dependent launch, sm_90): the backward lets it start launching once
 // its rows are done, and every program waits (griddep_wait) before it reads a partial sum, which
-// hides most of the ~2.75 us a dependent launch costs (docs/PERF.md, fifteenth and twenty-fifth
-// sessions).
+// hides most of the ~2.75 us a dependent launch costs (docs/notes/column-sum.md, "Overlapping
+// its launch").
 #include "kernels/ColumnSum.h"
 
 #include "kernels/Arguments.h"
@@ -29,7 +29,7 @@ static void column_sum_kernel(Ptr out0, Ptr out1, Ptr partial, Int parts, Int co
   auto part = arange(0, BLOCK_P);
   // The tile's column offsets and mask come before the wait, so that their layout conversions
   // (shared memory and barriers) run while the backward finishes: 1% off the norm backwards at
-  // 512-2048 columns on the H200 (docs/PERF.md, twenty-first session).
+  // 512-2048 columns on the H200 (docs/notes/column-sum.md, "Work before the wait").
   auto at = partial + array * parts * cols + part(_, None) * cols + c(None, _);
   auto colMask = cmask(None, _);
   auto acc = zeros({BLOCK_P, BLOCK_C}, float32);
@@ -54,10 +54,10 @@ ColumnSumTile columnSumTile(int64_t parts, int64_t cols, int64_t arrays) {
   // thread, each step. Strips narrow enough for about 256 programs over both arrays (8 columns,
   // one 32-byte sector per part, at the least): short rows then take all 512 parts in one step
   // on 128 SMs, where 32-column strips took 4 steps on 32 of them (LayerNorm backward at 512
-  // columns 14.3 us instead of 15.1, docs/PERF.md, fifteenth session). Strips narrow further
-  // so that up to 512 parts take one step: each step waits a full round trip to L2 or DRAM,
-  // and 132 parts in tiles of 128 took a second, nearly empty one (RMSNorm backward at 8192
-  // fp32 columns: column_sum 5.0 us for 4.3 MB, seventeenth session).
+  // columns 14.3 us instead of 15.1 on an H100). Strips narrow further so that up to 512
+  // parts take one step: each step waits a full round trip to L2 or DRAM, and 132 parts in
+  // tiles of 128 took a second, nearly empty one (RMSNorm backward at 8192 fp32 columns:
+  // column_sum 5.0 us for 4.3 MB). docs/notes/column-sum.md, "The design as kept".
   const int64_t strip = int64_t(std::bit_floor(uint64_t(cols * arrays / 256 + 1)));
   const int64_t allParts = std::clamp<int64_t>(int64_t(std::bit_ceil(uint64_t(parts))), 1, 512);
   const int64_t blockC =

@@ -290,8 +290,8 @@ static void cross_entropy_backward(Ptr dlogits, Ptr logits, Ptr targets, Ptr lse
       } else {
         body(first, body_end);
       }
-      // The last block after the loop: loaded before it, it measured 3-6% slower (docs/PERF.md,
-      // eighteenth session).
+      // The last block after the loop: loaded before it, it measured 3-6% slower
+      // (docs/notes/cross-entropy.md, "Peeled heads, whole blocks and a tail").
       auto c = body_end + cols;
       gradient(logits + blockStart(in, body_end, ALIGN) + cols,
                dlogits + blockStart(out, body_end, ALIGN) + cols, c,
@@ -414,7 +414,8 @@ static Kernel &flatBackwardKernel() {
 int crossEntropyRowParts(int64_t vocab, int64_t block) {
   // Runs of about 8 blocks: the power of two nearest (in ratio) to blocks / 8. On the H200, with
   // a program per run, the backward at 128256 and 256000 ran 4% faster so (0.97 of copy against
-  // 0.93), and runs of 2 blocks or fewer were slower (docs/PERF.md, twenty-first session).
+  // 0.93), and runs of 2 blocks or fewer were slower (docs/notes/cross-entropy.md, "Long rows
+  // in runs of blocks").
   double runs = double((vocab + block - 1) / std::max<int64_t>(block, 1)) / 8.0;
   int parts = 1;
   while (parts < 1024 && double(parts) * std::sqrt(2.0) < runs)
@@ -423,7 +424,7 @@ int crossEntropyRowParts(int64_t vocab, int64_t block) {
 }
 
 CrossEntropyPlan planCrossEntropy(int64_t vocab, Dtype dtype) {
-  (void)vocab; // docs/PERF.md records what was measured
+  (void)vocab; // docs/notes/cross-entropy.md records what was measured
   // The forward's running maximum shared by each lane's 16-byte vector: the tuner's pick at
   // every aligned vocabulary on the H100, and the smaller kernel (the forward's compile on the
   // development machine 32-43 ms rather than 48-52; the backward ignores the field).
@@ -470,7 +471,7 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
         add({.block = block, .prefetch = true, .numWarps = warps, .numStages = 1,
              .group = int(group)});
       // Registers capped for three CTAs per SM: the forward at 50257-128256 ran 1.6-2.7%
-      // faster so on the H200 with 8192-column blocks (docs/PERF.md, twentieth session).
+      // faster so on the H200 with 8192-column blocks (docs/notes/cross-entropy.md).
       if (warps == 8)
         add({.block = block,
              .numWarps = warps,
@@ -487,7 +488,7 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
     }
   // The backward's long rows in runs of about 8 and 16 blocks, a program each: the last
   // programs of the launch are short, so no SM idles long behind them. Persistent grids gained
-  // nothing so (docs/PERF.md, twenty-first session).
+  // nothing so (docs/notes/cross-entropy.md, "Long rows in runs of blocks").
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     const CrossEntropyPlan &q = out[i];
     if (q.persistent || q.rowsPerStep != 1 || q.prefetch || q.group != 1 || q.numWarps != 8)
@@ -503,8 +504,8 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
   // The backward over packed rows read flat (the forward and other layouts drop these): chunks
   // of 2048-4096 over 4-8 warps, in runs of 8 or 16 chunks a program, behind rings of 3 or 6. On
   // the H200 runs of 1-4 chunks, rings of 1 and persistent grids were 4-45% slower; chunks of 8192
-  // over 4 warps ran as fast as the best of these but compiled in 73-86 ms (docs/PERF.md,
-  // twenty-second and twenty-third sessions).
+  // over 4 warps ran as fast as the best of these but compiled in 73-86 ms
+  // (docs/notes/cross-entropy.md, "Packed rows read flat").
   struct Flat {
     int64_t block;
     int warps, stages, run;
@@ -526,7 +527,7 @@ std::vector<CrossEntropyPlan> crossEntropyCandidates(int64_t vocab, Dtype dtype)
 // and whether the vocabulary is a multiple of 16 (else the backward takes whole blocks and a
 // tail). Launches that differ in these are tuned and remembered apart: a stride of 32008 bf16
 // columns took the winner of 32000's aligned rows and ran its backward in 260 us, against 151
-// with a winner of its own (docs/PERF.md, nineteenth session).
+// with a winner of its own (docs/notes/cross-entropy.md, "Tuning buckets by how the rows lie").
 // The backward also tells packed rows apart (no gap between rows, bases on 16-byte
 // boundaries), which it may read flat.
 struct RowsLayout {
@@ -582,8 +583,8 @@ static CrossEntropyPlan choose(const char *kernel, const CrossEntropyPlan *given
         // at 32000-256000 columns (the row kernel 0.91-0.97); fp32 in chunks of 2048 over 8
         // warps, only where the vocabulary ends mid-vector (GPT-2's 50257: 0.947 against 0.925),
         // since elsewhere the row kernel is as fast. A ring of 3 was 3-7% slower, runs of 16 chunks
-        // 2-4%; chunks of 8192 over 4 warps ran as fast but compiled in 73-86 ms (docs/PERF.md,
-        // twenty-second and twenty-third sessions).
+        // 2-4%; chunks of 8192 over 4 warps ran as fast but compiled in 73-86 ms
+        // (docs/notes/cross-entropy.md, "Packed rows read flat").
         const bool wide = dtype == Dtype::fp32;
         CrossEntropyPlan flat{.block = 2048,
                               .numWarps = wide ? 8 : 4,

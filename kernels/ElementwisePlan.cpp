@@ -11,10 +11,10 @@ ElementwisePlan planElementwise(int64_t n, Dtype dtype, ElementwiseKind kind) {
   // CTAs per SM). Each element is a Philox chain of 10 rounds whose integer multiplies bound the
   // kernel; 32 warps per SM, each with 8 chains to interleave, kept the multiplier busiest: on
   // the H200 at 2^28 fp32, 660.9 us against 675.8 for the tuner's former best (16 elements per
-  // thread, 152 registers, 12 warps) and 717.8 for the same plan uncapped (docs/PERF.md,
-  // twenty-fourth session). The elements per thread set the compile time (Philox is unrolled
-  // per element): with 8, the first call on an empty cache took 33.5 ms on the H200's host,
-  // the driver's JIT included.
+  // thread, 152 registers, 12 warps) and 717.8 for the same plan uncapped
+  // (docs/notes/elementwise.md, "Kept"). The elements per thread set the compile time (Philox is
+  // unrolled per element): with 8, the first call on an empty cache took 33.5 ms on the H200's
+  // host, the driver's JIT included.
   if (kind == ElementwiseKind::Dropout)
     return ElementwisePlan{.block = 8 * 32 * 4, .numWarps = 4, .minBlocksPerSM = 8};
   // Four 16-byte vectors per thread and tensor keep enough loads in flight to cover DRAM's

@@ -57,16 +57,16 @@ static void layer_norm_forward(Ptr y, Ptr mean_out, Ptr rstd_out, Ptr x, Ptr w, 
 
 // The backwards read each row of x and dy once: first out of L2, so that the weights, the
 // statistics and the partial sums column_sum reads next stay (LayerNorm's backward at 512 and
-// 1024 columns 2-4% faster, docs/PERF.md, fifteenth session). Rings of bulk copies keep the
-// hint; since the twenty-sixth session those of cp.async (2-D tiles of short rows) drop it
-// (compiler/codegen/LowerPipelinedLoop.cpp says why), 2-3% at 1024 columns.
+// 1024 columns 2-4% faster, docs/notes/norms.md). Rings of bulk copies keep the hint; those of
+// cp.async (2-D tiles of short rows) drop it since 87c46e6 (compiler/codegen/LowerPipelinedLoop.cpp
+// says why), 2-3% at 1024 columns.
 const CacheHints kReadOnce{.evict = Evict::first};
 
 // Whether the LayerNorm backward reads the weights again each row instead of holding them in
 // registers: where the plan says so, and for CTAs of more than 8 warps over a cluster, whose
 // threads get at most 128 registers. With 8 warps (255 registers) holding them is 4-13% faster at
 // 16384-65536 columns and spares the fp16 kernel at 65536 a schedule 20% slower than bf16's
-// (docs/PERF.md, eighteenth session).
+// (docs/notes/norms.md, "Held weights at 8 warps, and the fp16 backward at 65536").
 static bool weightsEachRow(const RowPlan &p) {
   return p.weightsEachRow || (p.clusterSize > 1 && p.numWarps > 8);
 }
@@ -113,7 +113,7 @@ static void layer_norm_backward(Ptr dx, Ptr partial, Ptr dy, Ptr x, Ptr w, Ptr m
   }
   // column_sum may launch now, while the partial sums are written; it waits for this kernel's
   // end. Letting it launch first thing put its waiting programs beside the rows' and cost the
-  // backward 1-7% at 1024-4096 columns (docs/PERF.md, twenty-fifth session).
+  // backward 1-7% at 1024-4096 columns (docs/notes/column-sum.md, "Overlapping its launch").
   griddep_launch_dependents();
   // Partial sums: dw for cluster c at row c, db at row clusters + c, of n_cols each.
   auto at = partial + firstTile() * n_cols + cols.flat;

@@ -86,7 +86,7 @@ static RowPlan plan(int64_t cols, int perThread, int64_t minTile, int maxWarps =
 }
 
 // The planner's rule is the autotuner's winners on an H100 at 4096 rows, bf16, 512 to 65536
-// columns (docs/PERF.md, fourteenth session), where the older rule (16 and 8 values per thread,
+// columns (docs/notes/norms.md, the planner), where the older rule (16 and 8 values per thread,
 // tiles of 2048, up to 32 warps) ran up to 5.3 times slower: forward kernels hold 32 values per
 // thread and backward ones 16, CTAs stay within 16 warps (rows longer than that go to a
 // cluster), short rows stack into tiles of 1024 elements, and one-row tiles of up to 4096
@@ -102,7 +102,7 @@ static RowPlan planned(int64_t cols, int perThread, int64_t deepRingUpTo, int64_
   return p;
 }
 
-// The forwards' winners on the H200 (docs/PERF.md, nineteenth and twentieth sessions):
+// The forwards' winners on the H200 (docs/notes/norms.md, "Forwards"):
 // - Two arrays of weights (LayerNorm's weight and bias) from 16384 columns on: 8192 columns per
 //   CTA of 8 warps over a cluster, a ring of 2, the weights read each row from shared memory and
 //   registers capped for two CTAs per SM. At 65536 columns 309 us against 351 for the older
@@ -127,8 +127,8 @@ RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
   }
   // Rows of 1025-4096 columns: tiles of two rows over 4 warps through a ring of 3, registers
   // capped for 3 CTAs per SM. On the H200 (bf16 and fp16, 4096 rows) within 1.5% of the tuner's
-  // best for both norms at 2048 and 4096 columns, 3-6% faster than a row per step (docs/PERF.md,
-  // twenty-fourth session).
+  // best for both norms at 2048 and 4096 columns, 3-6% faster than a row per step
+  // (docs/notes/norms.md, "Tiles of two rows at 1025-4096 columns").
   if (cols > 1024 && cols <= 4096)
     return RowPlan{.block = int64_t(std::bit_ceil(uint64_t(cols))),
                    .rowsPerTile = 2,
@@ -150,14 +150,15 @@ RowPlan planNormForward(int64_t cols, Dtype dtype, int weightArrays) {
 // Rows split over a cluster take CTAs of 8 warps holding 32 values per thread (up to 255
 // registers each, where 16 warps leave 128 and spill) and a ring of 4 stages: on the H200 the
 // LayerNorm backward at 65536 columns took 475 us so against 630 for 16 warps, 16 values per
-// thread and a ring of 2 (docs/PERF.md, sixteenth session).
+// thread and a ring of 2 (docs/notes/norms.md, "Weights read each row, resident loads, 8-warp
+// CTAs").
 constexpr int kClusterBackwardPerThread = 32, kClusterBackwardWarps = 8;
 
 // Rows of 512 to 1024 columns take tiles of two rows, 16 values per thread, through a ring of
 // 2: one warp per row starved the GPU of warps, since the partial sums cap the programs at 512
 // (on the H200, LayerNorm backward at 512 columns 11.2 us against 12.1 for one row per step, at
-// 1024 15.6 against 16.3; sixteenth session). Tiles of 32 values per thread ran up to 5%
-// faster but took 50 ms to compile, the issue's limit.
+// 1024 15.6 against 16.3; docs/notes/norms.md, "Tiles of rows through the ring"). Tiles of 32
+// values per thread ran up to 5% faster but took 50 ms to compile, the compile-time budget.
 static RowPlan shortRowTiles(int64_t cols) {
   RowPlan p;
   p.block = int64_t(std::bit_ceil(uint64_t(cols)));
@@ -264,7 +265,7 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, in
   // The forwards of rows of 2048-4096 columns in tiles of two rows too (the rule above stacks
   // rows only below 4096 columns' worth), over 2 or 4 warps, some with registers capped for 3-8
   // CTAs per SM: RMSNorm bf16 at 4096 columns ran 4% faster so on the H200 (20.5 us, the copy's
-  // time, against 21.3 for a row per step; docs/PERF.md, twenty-fourth session).
+  // time, against 21.3 for a row per step; docs/notes/norms.md).
   if (!backward && whole >= 2048 && whole <= 4096)
     for (auto [warps, minBlocks] : {std::pair{4, 1}, {4, 3}, {4, 4}, {2, 1}, {2, 8}}) {
       if (2 * whole / (32 * warps) > 64) // values per thread
@@ -277,7 +278,7 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, in
     }
   // The forwards of long rows also read the weights each row: LayerNorm's forward holds two
   // arrays of them, and at 32768-65536 columns freeing those registers made it 6-8% faster on
-  // the H200 (docs/PERF.md, nineteenth session). Shorter rows gained nothing or lost.
+  // the H200 (docs/notes/norms.md, "Weights read each row"); shorter rows gained nothing or lost.
   if (!backward)
     for (size_t i = 0, n = out.size(); i < n; ++i)
       if (out[i].maxCols() >= 8192) {
@@ -289,7 +290,8 @@ std::vector<RowPlan> normCandidates(int64_t cols, Dtype dtype, bool backward, in
   // that two fit on an SM (the driver's ptxas otherwise gives a 16-warp CTA 80 registers and the
   // SM one CTA): the LayerNorm forward at 32768-65536 columns ran 6-11% faster so on the H200.
   // Copies without a ring launch a program per tile (Triton's launch shape): RMSNorm at
-  // 8192-16384 columns ran 2% faster so (docs/PERF.md, twentieth session).
+  // 8192-16384 columns ran 2% faster so (docs/notes/norms.md, "Registers capped for two CTAs,
+  // and a program per row").
   if (!backward)
     for (size_t i = 0, n = out.size(); i < n; ++i) {
       if (!out[i].weightsEachRow || out[i].numWarps > 16)

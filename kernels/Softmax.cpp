@@ -49,7 +49,7 @@ Kernel &softmaxKernel() {
 
 SoftmaxConfig softmaxConfig(int64_t nCols) {
   int64_t block = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(1, nCols))));
-  // Measured on the H200 (docs/PERF.md, 2026-11-21 sweep of num_warps x num_stages): short rows
+  // Measured on the H200 (docs/notes/softmax.md, "Warps and stages"): short rows
   // want a warp or two per row so that many rows are in flight per SM; long rows want many
   // warps (few registers per thread) and a cp.async ring two or three rows deep.
   if (block <= 512)
@@ -59,7 +59,8 @@ SoftmaxConfig softmaxConfig(int64_t nCols) {
   if (block <= 2048)
     return {block, 1, 2};
   // From here rows that are not a power of two matter (the tail of the block is masked): the
-  // choices below are the best on average over N = 2176 ... 12544 (docs/PERF.md, sweep 2).
+  // choices below are the best on average over N = 2176 ... 12544 (docs/notes/softmax.md,
+  // "Rows that are not a power of two").
   if (block <= 4096)
     return {block, 4, 2};
   if (block <= 8192)

@@ -1,5 +1,5 @@
 // Plans and launches for the softmax kernels. The thresholds and configurations are the best
-// measured on the H200 (docs/PERF.md); a caller can change any field of a plan.
+// measured on the H200 (docs/notes/softmax.md); a caller can change any field of a plan.
 #include "kernels/SoftmaxPlan.h"
 
 #include "kernels/HostDtype.h"
@@ -16,10 +16,11 @@ namespace tritium::kernels {
 constexpr int64_t kMaxRegisterBlock = 32768;
 constexpr int64_t kMaxRegisterBlockBackward = 16384; // o and dout: 32 values per thread
 
-// A cluster of 8 is the portable maximum: a row of up to 8 x 32768 fp32 (the issue's longest,
+// A cluster of 8 is the portable maximum: a row of up to 8 x 32768 fp32 (the longest measured,
 // 262144) is read once; longer rows fall back to the online kernel. The backward, whose slices
 // stop at 16384, goes on to Hopper's non-portable 16 (262144 backward: 0.86 of copy against 0.61
-// for the online kernel, docs/PERF.md); the forward measured slower at 16 than at 8.
+// for the online kernel, docs/notes/softmax.md, "The backward"); the forward measured slower at
+// 16 than at 8.
 constexpr int kMaxCluster = 8;
 constexpr int kMaxClusterBackward = 16;
 
@@ -102,7 +103,7 @@ static int64_t blockFor(int64_t cols) {
 }
 
 // Long rows: blocks of 8192 through a four-deep cp.async ring (the best of a block x warps x
-// stages sweep at N = 32768 ... 262144, docs/PERF.md).
+// stages sweep at N = 32768 ... 262144, docs/notes/softmax.md, "Long rows: the online kernel").
 SoftmaxPlan planOnline(SoftmaxDirection dir) {
   return SoftmaxPlan{.direction = dir, .online = true, .blockSize = 8192, .numWarps = 16,
                      .numStages = 4};
@@ -111,7 +112,7 @@ SoftmaxPlan planOnline(SoftmaxDirection dir) {
 // {num_warps, num_stages, prefetch, program per row, min blocks per SM} by power-of-two block
 // size, 256 ... 32768
 // (rows that are not a power of two take their power of two's entry), from the sweeps of
-// docs/PERF.md (2026-11-21, M = 4096, best median GB/s per N).
+// docs/notes/softmax.md (2026-11-21, M = 4096, best median GB/s per N).
 struct WarpsStages {
   int warps, stages;
   bool prefetch = false;
@@ -129,15 +130,15 @@ static WarpsStages fromTable(const WarpsStages (&table)[kTableSizes], int64_t bl
 // fp32: from 1025 to 12288 columns, a program per row, with several programs resident per SM
 // (the hardware starts the next row's program as one finishes, so one's loads overlap
 // another's reductions), the row loaded straight into registers: a one-buffer bulk-copy ring
-// measured 1-9% slower over the step-128 sweep (docs/PERF.md, sixth session). From 4097
-// columns, registers capped for three CTAs per SM (88 -> 78 per thread at 7808-8192: +3-7%).
-// Rows of up to 512 columns: a warp per row, several warp-sized programs in each CTA (fewer,
-// larger CTAs, no cross-warp reduction) on the persistent grid, 8 per CTA up to 256 columns and
-// 16 up to 512: against the one-per-CTA programs before, +8% at 256 and +2-6% at 384-512
-// (docs/PERF.md, eighth session). Up to 1024 they gained only 2%, and a warp holding a row of
-// 1024 and the next one compiles in 100 ms instead of 15 (LLVM's code generation): two warps
-// with the prefetch there. A row of 32768 has no registers to spare for a second one: 32 warps,
-// no ring (a one-buffer ring is no faster).
+// measured 1-9% slower over the step-128 sweep (docs/notes/softmax.md, "A program per row").
+// From 4097 columns, registers capped for three CTAs per SM (88 -> 78 per thread at 7808-8192:
+// +3-7%). Rows of up to 512 columns: a warp per row, several warp-sized programs in each CTA
+// (fewer, larger CTAs, no cross-warp reduction) on the persistent grid, 8 per CTA up to 256 columns
+// and 16 up to 512: against the one-per-CTA programs before, +8% at 256 and +2-6% at 384-512
+// (docs/notes/softmax.md, "Several programs per CTA"). Up to 1024 they gained only 2%, and a
+// warp holding a row of 1024 and the next one compiles in 100 ms instead of 15 (LLVM's code
+// generation): two warps with the prefetch there. A row of 32768 has no registers to spare for a
+// second one: 32 warps, no ring (a one-buffer ring is no faster).
 constexpr WarpsStages kForward[kTableSizes] = {
     {1, 1, false, false, 1, 8}, {1, 1, false, false, 1, 16}, {2, 1, true},
     {4, 1, false, true},        {8, 1, false, true},         {8, 1, false, true, 3},
@@ -148,9 +149,9 @@ constexpr WarpsStages kForwardBeyond12288{16, 1, false, true, 2};
 // 16-bit rows move half the bytes of fp32 rows of the same length: fewer warps pay. Up to 1024
 // columns, warp-sized programs several to a CTA: 4 up to 256 columns, 16 up to 512, 16 launched
 // a program per row up to 1024 (fp16 against the one-per-CTA plans before: +17% at 256 and
-// 384, +6% at 512, +1-5% at 768-1024, docs/PERF.md, eighth session; the prefetch, 1% faster
-// at 256, triples the compile time). A program per row above; with 8 warps (4097-12288
-// columns) as many CTAs per SM as the values each thread holds leave registers for
+// 384, +6% at 512, +1-5% at 768-1024, docs/notes/softmax.md, "Several programs per CTA"; the
+// prefetch, 1% faster at 256, triples the compile time). A program per row above; with 8 warps
+// (4097-12288 columns) as many CTAs per SM as the values each thread holds leave registers for
 // (halfMinBlocks), two CTAs above (kHalfForwardBeyond12288); the ring above 16384.
 constexpr WarpsStages kHalfForward[kTableSizes] = {
     {1, 1, false, false, 1, 4}, {1, 1, false, false, 1, 16}, {1, 1, false, true, 1, 16},
@@ -158,8 +159,8 @@ constexpr WarpsStages kHalfForward[kTableSizes] = {
     {8, 1, false, true},       {16, 2}};
 
 // CTAs per SM for a 16-bit row, a program per row with 8 warps: as many as the registers of its
-// values allow without spilling, one more costs 8-70% (docs/PERF.md, seventh session, of copy
-// for fp16): 6144 (24 values per thread) 0.99 at 5, 0.95 at 3 or 4; 8192 (32) 0.98 at 4, 0.91
+// values allow without spilling, one more costs 8-70% (docs/notes/softmax.md, "CTAs per SM", of
+// copy for fp16): 6144 (24 values per thread) 0.99 at 5, 0.95 at 3 or 4; 8192 (32) 0.98 at 4, 0.91
 // at 3; 10240 (40) 0.95 at 4, 0.93 at 3; 12288 (48) 0.97 at 3, 0.89 at 4.
 static int halfMinBlocks(int64_t block) {
   int64_t perThread = block / (32 * 8);
@@ -174,23 +175,25 @@ constexpr WarpsStages kBackward[kTableSizes] = {{2, 1}, {2, 1}, {4, 1}, {1, 1},
 // maxBlock when that takes more than kMaxCluster programs, then up to kMaxClusterBackward
 // programs of maxBlock. The smaller slice with 32 values per thread leaves room for two CTAs per
 // SM, so one row's loads overlap another's reductions: the best of a cluster size x warps x
-// stages sweep at N = 32768 ... 262144 (docs/PERF.md).
+// stages sweep at N = 32768 ... 262144 (docs/notes/softmax.md, "Long rows: thread-block
+// clusters").
 static std::optional<SoftmaxPlan> planCluster(SoftmaxDirection dir, int64_t cols,
                                               int64_t maxBlock) {
   bool forward = dir == SoftmaxDirection::Forward;
-  // The forward, from cluster size x warps x stages sweeps with bulk-copy rings (docs/PERF.md,
-  // fifth, sixth and eighth sessions): slices of 8192 with 4 warps and a ring two rows ahead
-  // (several CTAs per SM) up to 6 x 8192; slices of 16384 with 8 warps and a ring one row ahead
-  // (two CTAs per SM) up to 8 x 16384; then slices of 32768 with 16 warps and a one-buffer ring
-  // (128 KB of shared memory, one CTA per SM) that loads the next row while this one is
-  // reduced and written.
+  // The forward, from cluster size x warps x stages sweeps with bulk-copy rings
+  // (docs/notes/softmax.md, "Long rows: thread-block clusters"): slices of 8192 with 4 warps and
+  // a ring two rows ahead (several CTAs per SM) up to 6 x 8192; slices of 16384 with 8 warps and a
+  // ring one row ahead (two CTAs per SM) up to 8 x 16384; then slices of 32768 with 16 warps and a
+  // one-buffer ring (128 KB of shared memory, one CTA per SM) that loads the next row while this
+  // one is reduced and written.
   if (forward) {
     struct Slice {
       int64_t block;
       int warps, stages;
     };
     // Above 6 x 8192 columns, slices of 16384 (4 to 8 of them) measured faster: at 65536,
-    // 0.925 of copy against 0.902 for 8 x 8192 (docs/PERF.md, eighth session).
+    // 0.925 of copy against 0.902 for 8 x 8192 (docs/notes/softmax.md, "Long rows: thread-block
+    // clusters").
     constexpr int64_t kSmallSlicesUpTo = 6 * 8192;
     for (Slice s : {Slice{8192, 4, 3}, Slice{16384, 8, 2}, Slice{32768, 16, 2}}) {
       int64_t size = (cols + s.block - 1) / s.block;
@@ -240,7 +243,8 @@ SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype) {
     plan.minBlocksPerSM = halfMinBlocks(plan.blockSize);
   // A row just past a multiple of the CTA's tile masks much of its last tile: with a program
   // per row, half the warps (half the tile) often fit it tighter, e.g. 2304 fp32 columns in a
-  // 2560 block at 4 warps instead of 3072 at 8 (the full sweep of docs/PERF.md, fifth session).
+  // 2560 block at 4 warps instead of 3072 at 8 (docs/notes/softmax.md, "Rows that are not a
+  // power of two").
   if (plan.programPerRow && cols <= 8192 && plan.numWarps > 1) {
     SoftmaxPlan fewer = plan;
     fewer.numWarps /= 2;

@@ -63,7 +63,7 @@ struct SoftmaxPlan {
   int64_t grid(CompiledKernel &k, int64_t rows) const;
 };
 
-// The measured best plan on the H200 for rows of `cols` elements (docs/PERF.md).
+// The measured best plan on the H200 for rows of `cols` elements (docs/notes/softmax.md).
 SoftmaxPlan planSoftmax(int64_t cols, const std::string &dtype = "fp32");
 SoftmaxPlan planSoftmaxBackward(int64_t cols, const std::string &dtype = "fp32");
 // The online (two-pass) plan the planner gives long rows, to force it on any row length.

@@ -2,8 +2,8 @@
 // before it reduces the current one, so that row's DRAM reads are in flight during this row's
 // reductions and barriers. It does with a loop-carried value what cp.async pipelining
 // (num_stages > 1) does through a shared-memory ring, without the trip through shared memory
-// (whose load/store queue limits the ring at long rows, docs/PERF.md), at the price of a
-// second row's worth of registers.
+// (whose load/store queue limits the ring at long rows, docs/notes/softmax.md, "The next row
+// prefetched into registers"), at the price of a second row's worth of registers.
 #include "kernels/Softmax.h"
 
 #include "frontend/DSL.h"

@@ -55,8 +55,8 @@ private:
                         std::to_string(ptxVersion % 10) + "\n.target " + props.arch() +
                         "\n.address_size 64\n.visible .entry tritium_jit_warm_up()\n{\n  ret;\n}\n";
       // The path LoadedKernel::fromPTX takes: the JIT linker, then loading its cubin. The
-      // linker has a start-up of its own beyond the PTX compiler's (docs/PERF.md, eighth
-      // session), so a plain cuModuleLoadData of PTX would warm only part of it.
+      // linker has a start-up of its own beyond the PTX compiler's (docs/notes/compile-time.md),
+      // so a plain cuModuleLoadData of PTX would warm only part of it.
       Driver &d = Driver::get();
       CUlinkState link = nullptr;
       void *cubin = nullptr;

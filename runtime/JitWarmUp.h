@@ -1,5 +1,5 @@
 // Warming the driver's PTX JIT while tritium's own compiler runs. The first PTX a process hands
-// the driver pays for loading and starting its JIT compiler (tens of milliseconds, docs/PERF.md)
+// the driver pays for loading and starting its JIT compiler (docs/notes/compile-time.md)
 // on top of compiling the kernel. A cache miss starts a tiny PTX compile on a background thread
 // before lowering through LLVM, so that start-up overlaps tritium's own work instead of
 // following it.

@@ -48,7 +48,7 @@ PointerFacts queryPointer(CUdeviceptr ptr, int launchDevice) noexcept {
     if (f.managed || f.hostMemory || device == launchDevice)
       return f;
     // CU_POINTER_ATTRIBUTE_ACCESS_FLAGS says read-write for cuMemAlloc memory of a peer whether
-    // peer access is on or not (measured on two H100s, docs/PERF.md). The address through which
+    // peer access is on or not (two H100s, docs/notes/hardware.md). The address through which
     // the current context's kernels reach the memory exists only while peer access is on.
     CUdeviceptr reachable = 0;
     CUresult r = d.cuPointerGetAttribute(&reachable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr);

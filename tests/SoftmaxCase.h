@@ -214,7 +214,7 @@ private:
   std::optional<Buffer> out_;
 };
 
-// The worked example of issue 4: X = [[1,2,3],[1,3,5]], dO = [[0.1,0.2,0.7],[0.2,0.3,0.5]].
+// A worked example: X = [[1,2,3],[1,3,5]], dO = [[0.1,0.2,0.7],[0.2,0.3,0.5]].
 struct WorkedExample {
   static constexpr float x[6] = {1, 2, 3, 1, 3, 5};
   static constexpr float dout[6] = {0.1f, 0.2f, 0.7f, 0.2f, 0.3f, 0.5f};
@@ -223,7 +223,7 @@ struct WorkedExample {
 };
 
 // Runs forward then backward on the worked example with `plan`s from the planner (tweaked) and
-// checks both against the four-digit figures of the issue: half a unit of the fourth decimal,
+// checks both against its four-digit figures: half a unit of the fourth decimal,
 // plus float rounding.
 template <typename Buffer>
 void runWorkedExample(CUstream stream, const std::function<void()> &sync,

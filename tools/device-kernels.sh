@@ -11,7 +11,8 @@
 #   kernels[-NAMES].csv  the measurements     kernels[-NAMES].png  the plot
 #   kernels[-NAMES].log  progress, and why a row is wrong, failed or refused (the peer guard)
 #   kernels[-NAMES]-autotune.tgz  the autotuner's records: each candidate plan's time per shape
-# (few files, so that the device tool brings them all back). BUNDLE=DIR names another bundle;
+# (few files, so that a remote runner that copies back a handful of files brings them all back).
+# BUNDLE=DIR names another bundle;
 # TIME_LIMIT=S (default 450) the seconds after which no new shape starts.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
@@ -32,7 +33,7 @@ done
 tag=kernels
 [ ${#names[@]} -gt 0 ] && tag="kernels-$(IFS=-; echo "${names[*]}")"
 
-# The device tool stops a command at 10 minutes: no new shape starts after 450 s (TIME_LIMIT), so
+# A GPU runner may stop a command at 10 minutes: no new shape starts after 450 s (TIME_LIMIT), so
 # that the plot and the table still come. A later --time-limit among the options wins.
 python3 tools/bench_kernels.py --lib="$B" --time-limit="${TIME_LIMIT:-450}" -o "$O/$tag.csv" \
   "$@" > "$O/$tag.log" 2>&1

@@ -224,10 +224,10 @@ def time_all(fns, reps):
     repetition i of every system before repetition i + 1 of any, rotating which goes first: each
     system is timed over the same stretch of the run, after the same mix of work. That removes
     what the order costs (a copy timed after torch.compile's kernels measured ~4% faster than the
-    same copy timed before them, docs/PERF.md, seventh session), and a system whose Python call
+    same copy timed before them, docs/notes/benchmarking.md), and a system whose Python call
     costs more host time than its kernel takes GPU time is not timed on an idle GPU: the other
     systems' work keeps the queue ahead of the host. --order=sequential times the systems one
-    after another, each after its own warm-up (sessions 1-7)."""
+    after another, each after its own warm-up."""
     synced = arg("timing", "queued") == "synced"
     names = list(fns)
     events = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))

@@ -10,7 +10,7 @@
 // elements back in their own layout.
 //
 // One bulk copy (cp.async.bulk.shared::cluster) per strip, not a store per element: element-wise
-// st.async took 5 to 25 us on the H200 (docs/PERF.md, twenty-fourth session). Each round's bytes
+// st.async took 5 to 25 us on the H200 (docs/notes/column-sum.md, cluster sums). Each round's bytes
 // complete a transaction on the receiver's mbarrier, and the receiver waits for the bytes it
 // expects; no fence orders the program's earlier global stores. The op sits at the kernel's top
 // level and runs once, so each of its two mbarriers (set up at the kernel's entry, before the

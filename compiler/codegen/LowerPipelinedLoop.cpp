@@ -64,7 +64,8 @@ void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, ll
     // driver (and, as Triton and Marlin report, of toolkits up to 13.3) can compile cp.async's
     // .L2::cache_hint to an LDGSTS that reads its policy from a uniform register never written,
     // and the kernel stops with an illegal instruction (BlocksGpuTest.EvictFirstRingAfterNested-
-    // RingOfSums; docs/PERF.md, twenty-sixth session). Bulk copies keep their policy.
+    // RingOfSums; docs/notes/hardware.md, "ptxas miscompiles cp.async's L2 cache hint"). Bulk
+    // copies keep their policy.
     // PipelineLoads leaves loads with other cache operators (cs, lu, cv) out of rings.
     bool ca = load->hasAttr("cache") && load->strAttr("cache") == "ca";
     unsigned id = ca ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_16_s

@@ -6,7 +6,8 @@
 // instructions, by kind and count, on 36 of the 61 library kernels compared (512 to 256000
 // columns), the others within 1% but libdevice's sin and cos (+2%); on 300 random programs
 // (tests/RandomPrograms.h) the same instructions in all, summed, as O3's, 31 programs with up
-// to 8 more. docs/PERF.md has the comparisons; TRITIUM_LLVM_PIPELINE=O3 runs O3 instead.
+// to 8 more. docs/notes/compile-time.md, "tritium's LLVM pipeline", has the comparisons;
+// TRITIUM_LLVM_PIPELINE=O3 runs O3 instead.
 #include "compiler/codegen/OptimizeLLVM.h"
 
 #include "compiler/support/Error.h"

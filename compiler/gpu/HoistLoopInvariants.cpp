@@ -10,8 +10,8 @@
 //
 // Loops without a ring keep their ops: there, hoisting the cross-entropy backward's per-row
 // converts out of its loop over blocks (plain loads of single elements, rows that start
-// anywhere) made it 10% slower on the H200 (docs/PERF.md, sixteenth session); the barriers
-// they brought kept the CTA's warps on the same stretch of the rows.
+// anywhere) made it 10% slower on the H200 (docs/notes/norms.md, "Tiles of rows through the
+// ring"); the barriers they brought kept the CTA's warps on the same stretch of the rows.
 #include "compiler/gpu/GpuPasses.h"
 
 #include <iterator>

@@ -202,7 +202,7 @@ TEST_F(BlocksGpuTest, CacheHintsChangeNoResult) {
 
 // Rings of evict-first loads after a ring nested in another loop: the CUDA 13.0 driver's ptxas
 // compiled these, while tritium gave cp.async an L2 cache policy, to an illegal instruction
-// (docs/PERF.md, twenty-sixth session). The shapes are those that stopped the kernel then: 512
+// (docs/notes/hardware.md). The shapes are those that stopped the kernel then: 512
 // or 256 partial rows in 4-column strips on 2 warps, rings of 2 and 3; and two that ran.
 TEST_F(BlocksGpuTest, EvictFirstRingAfterNestedRingOfSums) {
   SKIP_WITHOUT_GPU();

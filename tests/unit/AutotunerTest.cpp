@@ -158,15 +158,15 @@ TEST(Autotuner, SwitchedOffByEnvironmentOrCall) {
   resetInterpret();
 }
 
-// The planner's rule is the tuner's winners on an H100 (docs/PERF.md, fourteenth session) and,
-// for rows over a cluster, the H200's (sixteenth): the plans it gives where tuning is off.
+// The planner's rule is the tuner's winners on an H100 (docs/notes/norms.md) and, for rows over
+// a cluster, the H200's: the plans it gives where tuning is off.
 TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   auto fields = [](int64_t block, int rows, int cluster, int warps, int stages) {
     return RowPlan{.block = block, .rowsPerTile = rows, .clusterSize = cluster,
                    .numWarps = warps, .numStages = stages}
         .fields();
   };
-  // Short rows: tiles of rows through a ring of 2 (the H200's winners, sixteenth session).
+  // Short rows: tiles of rows through a ring of 2 (the H200's winners).
   EXPECT_EQ(planNormBackward(512, Dtype::bf16).fields(), fields(512, 2, 1, 2, 2));
   EXPECT_EQ(planNormBackward(256, Dtype::bf16).fields(), fields(256, 4, 1, 2, 1));
   EXPECT_EQ(planNormBackward(1024, Dtype::bf16).fields(), fields(1024, 2, 1, 4, 2));
@@ -174,13 +174,13 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormBackward(2048, Dtype::bf16).fields(), fields(2048, 1, 1, 4, 3));
   EXPECT_EQ(planNormBackward(8192, Dtype::bf16).fields(), fields(8192, 1, 1, 16, 2));
   // Rows over a cluster: 8-warp CTAs of 32 values per thread, a ring of 4 (the H200's
-  // winners, sixteenth session).
+  // winners).
   EXPECT_EQ(planNormBackward(16384, Dtype::bf16).fields(), fields(8192, 1, 2, 8, 4));
   EXPECT_EQ(planNormBackward(65536, Dtype::bf16).fields(), fields(8192, 1, 8, 8, 4));
   EXPECT_EQ(planNormBackward(131072, Dtype::bf16).fields(), fields(8192, 1, 16, 8, 4));
   EXPECT_EQ(planNormForward(512, Dtype::bf16).fields(), fields(512, 2, 1, 1, 1));
   // 1025-4096 columns: tiles of two rows over 4 warps, a ring of 3, 3 CTAs per SM (the H200's
-  // near-winners, twenty-fourth session).
+  // near-winners).
   RowPlan pairs{
       .block = 4096, .rowsPerTile = 2, .numWarps = 4, .numStages = 3, .minBlocksPerSM = 3};
   EXPECT_EQ(planNormForward(4096, Dtype::bf16).fields(), pairs.fields());
@@ -190,7 +190,7 @@ TEST(Autotuner, NormPlannerGivesTheTunersWinners) {
   EXPECT_EQ(planNormForward(1024, Dtype::bf16).minBlocksPerSM, 1);
   EXPECT_EQ(planNormForward(65536, Dtype::bf16).fields(), fields(16384, 1, 4, 16, 2));
   // One array of weights (RMSNorm) at 8192 or 16384 columns: a program per row, no ring, the
-  // weights read each row, two CTAs per SM (the H200's winners, twentieth session); other
+  // weights read each row, two CTAs per SM (the H200's winners); other
   // lengths keep the persistent ring.
   auto perRow = [](int64_t block, int warps) {
     return RowPlan{.block = block,

@@ -282,9 +282,9 @@ TEST_F(BlocksInterpreterTest, RandomNumbersEqualTritonsForEverySeedAndOffsetType
 
 namespace {
 
-// Cold compile times of kernels of the new language (a fresh cache each): printed as a table
-// for docs/PERF.md; bounded generously here (the machine may be loaded), measured on the GPU
-// machine.
+// Cold compile times of kernels of the general language (a fresh cache each): printed as a
+// table (docs/notes/compile-time.md); bounded generously here (the machine may be loaded),
+// measured on the GPU machine.
 TEST_F(BlocksInterpreterTest, CompileTimes) {
   struct Case {
     const char *name;

@@ -59,8 +59,8 @@ int ptxInstructions(const std::string &tir, codegen::LLVMPipeline pipeline) {
 
 // tritium's own LLVM pipeline (codegen/OptimizeLLVM.cpp) stands in for O3: over fixed seeds its
 // PTX has as many instructions as O3's, within 1% summed and 10% for any one program (on seeds
-// 1-300 the sums differed by 2 of 62482 instructions, docs/PERF.md). A pass dropped from it, or
-// moved where it no longer sees what it should, shows up here.
+// 1-300 the sums differed by 2 of 62482 instructions, docs/notes/compile-time.md). A pass
+// dropped from it, or moved where it no longer sees what it should, shows up here.
 TEST_F(RandomProgramTest, TritiumsLLVMPipelineKeepsO3sInstructions) {
   int64_t lean = 0, o3 = 0;
   for (uint32_t seed = 1; seed <= 80; ++seed) {
