@@ -16,6 +16,9 @@ LauncherParam paramOf(const std::string &name, const std::string &type) {
   p.name = name;
   p.type = type;
   std::string base = type.substr(0, type.find(':'));
+  if (base.size() != type.size() && type.substr(base.size() + 1) == "1")
+    throw UserError("argument '" + name + "' (" + type + "): ahead-of-time launchers take ':16' "
+                    "marks only, not ':1'");
   p.divisibility = base.size() == type.size() ? 1 : 16;
   p.pointer = !base.empty() && base[0] == '*';
   p.integer = base == "i32" || base == "i64" || base == "u32" || base == "u64";

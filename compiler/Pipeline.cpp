@@ -191,6 +191,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     pipelineLoads(fn, options.numWarps,
                   options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch),
                   bulkCopiesAllowed(options));
+    feedDotsFromRings(fn);
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);

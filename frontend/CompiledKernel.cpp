@@ -25,8 +25,10 @@ KernelArg::KernelArg(const interpreter::HostBuffer &buffer)
 ParamType ParamType::parse(const std::string &type) {
   ParamType p{Kind::F32};
   std::string base = type.substr(0, type.find(':'));
-  if (base.size() != type.size())
-    p.divisibility = 16;
+  if (base.size() != type.size()) {
+    p.equalsOne = type.substr(base.size() + 1) == "1";
+    p.divisibility = p.equalsOne ? 1 : 16;
+  }
   p.kind = base[0] == '*'      ? Kind::Ptr
            : base == "i32" ? Kind::I32
            : base == "i64" ? Kind::I64
@@ -283,6 +285,9 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
       put(a.floatValue());
       break;
     }
+    if (p.equalsOne && a.intValue() != 1)
+      throw fail("was specialized as equal to 1 but is " + std::to_string(a.intValue()) +
+                 "; compile a specialization without ':1' for it");
     if (p.kind != ParamType::Kind::Ptr && (uint64_t(a.intValue()) & p.alignmentMask()) != 0)
       throw fail("was specialized as divisible by 16 but is " + std::to_string(a.intValue()) +
                  "; compile a specialization without ':16' for it");

@@ -83,6 +83,7 @@ struct Grid3 {
 struct ParamType {
   enum class Kind { Ptr, I32, I64, U32, U64, F32 } kind;
   int divisibility = 1; // 16 when specialized as divisible by 16
+  bool equalsOne = false; // specialized as equal to 1 (":1")
   // divisibility - 1: a power of two's test as a mask, since a 64-bit division per argument
   // would cost the launch path tens of nanoseconds.
   uint64_t alignmentMask() const noexcept { return uint64_t(divisibility - 1); }

@@ -210,6 +210,27 @@ Value trans(const Operand &x, Loc loc = Loc::current()); // permute(x, {1, 0}) f
 Value join(const Operand &a, const Operand &b, Loc loc = Loc::current());
 std::pair<Value, Value> split(const Operand &x, Loc loc = Loc::current());
 
+// Matrix products on the tensor cores, as Triton's tl.dot: a [M, K] x b [K, N] (or batched
+// [B, M, K] x [B, K, N]), plus acc when given, in acc's type; M, N and K are powers of two of
+// at least 16. fp16 and bf16 operands accumulate in fp32 (fp16 also in fp16), fp8 (e4m3,
+// e5m2) in fp32, 8-bit integers in i32; fp32 operands go through tf32 by default
+// (DotOptions::input_precision "tf32x3" is three tf32 products, about fp32's accuracy; "ieee"
+// plain fp32 fmas). out_dtype picks the accumulator when no acc is given. trans(b) as an
+// operand is free of charge: the operands are staged in shared memory in the order the
+// tensor cores read.
+//
+//   auto acc = zeros({BM, BN}, float32);
+//   for (auto k : range(0, cdiv(K, BK))) { ...; acc = dot(a, b, acc); }
+struct DotOptions {
+  std::string input_precision = "tf32"; // fp32 operands: "tf32", "tf32x3" or "ieee"
+  std::string out_dtype = "";           // without acc: "fp32" (the default), "fp16", "i32"
+};
+Value dot(const Operand &a, const Operand &b, Loc loc = Loc::current());
+Value dot(const Operand &a, const Operand &b, const Operand &acc, Loc loc = Loc::current());
+Value dot(const Operand &a, const Operand &b, const Operand &acc, const DotOptions &options,
+          Loc loc = Loc::current());
+Value dot(const Operand &a, const Operand &b, const DotOptions &options, Loc loc = Loc::current());
+
 // Cache hints of a load or store (Triton's cache_modifier and eviction_policy); they change
 // how the data moves through the caches, never the results. Cache: PTX's cache operators
 // (loads: ca, cg, cs, lu, cv; stores: wb, cg, cs, wt; none: the hardware's default). Evict:

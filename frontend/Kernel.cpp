@@ -66,17 +66,23 @@ Kernel::Kernel(std::string name, std::vector<ParamKind> kinds,
     names_.push_back("arg" + std::to_string(i));
 }
 
-// "*fp32:16" / "i32:16": the argument is specialized as divisible by 16 (bytes for pointers).
+// "*fp32:16" / "i32:16": the argument is specialized as divisible by 16 (bytes for pointers);
+// "i32:1": as equal to 1, as Triton specializes integers equal to 1 (a unit stride): the body
+// sees the constant 1, so that the axis analysis knows the accesses it scales are contiguous.
+// The mark: 1 none, 16 divisible by 16, kEqualsOne, -1 unknown.
+static constexpr int kEqualsOne = 0;
 static std::pair<std::string, int> splitDivisibility(const std::string &type) {
   auto colon = type.find(':');
   if (colon == std::string::npos)
     return {type, 1};
-  return {type.substr(0, colon), type.substr(colon + 1) == "16" ? 16 : -1};
+  std::string mark = type.substr(colon + 1);
+  return {type.substr(0, colon), mark == "16" ? 16 : mark == "1" ? kEqualsOne : -1};
 }
 
 static bool signatureFits(Kernel::ParamKind kind, const std::string &annotated) {
   auto [type, divisibility] = splitDivisibility(annotated);
-  if (divisibility < 0 || type.empty() || (divisibility > 1 && kind == Kernel::ParamKind::Float))
+  if (divisibility < 0 || type.empty() || (divisibility > 1 && kind == Kernel::ParamKind::Float) ||
+      (divisibility == kEqualsOne && kind != Kernel::ParamKind::Int))
     return false;
   if (kind == Kernel::ParamKind::Ptr) {
     if (type.empty() || type[0] != '*')
@@ -133,6 +139,7 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
     fn->setAttr("programs_per_cta", int64_t(spec.programsPerCTA));
   std::vector<ir::Value *> runtime;
   size_t r = 0, c = 0;
+  std::vector<size_t> equalsOne; // runtime arguments specialized as 1
   for (size_t i = 0; i < kinds_.size(); ++i) {
     if (kinds_[i] == ParamKind::Constexpr) {
       fn->setAttr(names_[i], spec.constexprs[c++]);
@@ -147,11 +154,18 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
     ir::Type t = base[0] == '*' ? ir::Type::pointer(*ir::parseDtype(base.substr(1)))
                                 : ir::Type::scalar(*ir::parseDtype(base));
     ir::Value *arg = fn->body().addArgument(t, names_[i]);
-    arg->setDivisibility(divisibility);
+    arg->setDivisibility(divisibility == kEqualsOne ? 1 : divisibility);
     runtime.push_back(arg);
+    if (divisibility == kEqualsOne)
+      equalsOne.push_back(runtime.size() - 1);
   }
   {
     dsl::Tracer tracer(*fn);
+    for (size_t j : equalsOne) { // the body sees the constant; the launch checks the value
+      ir::Op *one = tracer.builder().create(ir::OpKind::Constant, {}, {runtime[j]->type()}, loc_);
+      one->setAttr("value", int64_t(1));
+      runtime[j] = one->result();
+    }
     if (spec.awaitPreviousKernel) // before the body's first op (Specialization's comment)
       tracer.builder().create(ir::OpKind::GridDepWait, {}, {}, loc_);
     invoke(runtime, spec.constexprs);

@@ -195,6 +195,8 @@ public:
     }
     case OpKind::Print:
       return print();
+    case OpKind::Dot:
+      return evaluateDot(m_, op_);
     default:
       return false;
     }

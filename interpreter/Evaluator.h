@@ -43,6 +43,9 @@ struct Machine {
 // Evaluates one op that is not control flow; false when `op` is not one it knows.
 bool evaluate(Machine &m, const ir::Op &op);
 
+// dot: acc + a x b (Dot.cpp).
+bool evaluateDot(Machine &m, const ir::Op &op);
+
 // Element rounding and wrapping to a scalar kind.
 double roundTo(ir::ScalarKind k, double x);
 int64_t wrapTo(ir::ScalarKind k, int64_t x);

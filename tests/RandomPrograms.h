@@ -1,8 +1,8 @@
 // Random well-typed kernels, generated at trace time from a seed (a compile-time parameter), so
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
 // broadcasts across ranks, reductions and scans on random axes brought back by expand_dims,
-// masks and where, casts through fp16 and integers, integer bit operations, transposes, range
-// loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the
+// masks and where, casts through fp16 and integers, integer bit operations, transposes, dots,
+// range loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the
 // interpreter and on the GPU (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp)
 // and their outputs are compared; any failure prints its seed.
 #pragma once
@@ -97,7 +97,10 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
       break;
     }
     case 11: {
-      if (rank == 2 && s.shape[0] == s.shape[1]) {
+      if (rank == 2 && s.shape[0] == s.shape[1] && s.shape[0] >= 16 && pick(2)) {
+        // a product on the tensor cores, of bf16 operands (rounded alike on both sides)
+        r = dot(cast(a, bfloat16), cast(b, bfloat16)) * (1.0 / double(s.shape[0])) + b;
+      } else if (rank == 2 && s.shape[0] == s.shape[1]) {
         r = trans(a) + b;
       } else {
         r = a - b;

@@ -44,6 +44,7 @@ inline const std::map<std::string, OptPass> &optPasses() {
                         o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch),
                         bulkCopiesAllowed(o));
         }}},
+      {"dot-rings", {true, [](ir::Function &f, const CompileOptions &) { feedDotsFromRings(f); }}},
   };
   return table;
 }

@@ -1,4 +1,4 @@
-"""tritium's kernel library beside its peers, all timed in one process on the GPU (issue 17).
+"""tritium's kernel library beside its peers, all timed in one process on the GPU.
 
 Kernels (positional names; none given: all of them):
   add           vector add, fp32, n = 2^20, 2^24, 2^28                  bytes 3 * n * 4
@@ -83,7 +83,7 @@ KERNELS = ("add", "dropout", "layernorm", "rmsnorm", "crossentropy", "softmax")
 # are read as well.
 CSV_COLUMNS = ("kernel", "dtype", "shape", "system", "ms", "GBps", "status", "reason")
 PEERS = ("triton", "torch", "torch_compile")
-M_ROWS = 4096  # rows of every row-wise kernel, as the issue's peers
+M_ROWS = 4096  # rows of every row-wise kernel, as the peers' reference runs
 DEVICE = "cuda"
 
 # Sizes per kernel: the full sweep and --quick's.

@@ -40,6 +40,20 @@ AxisInfo uniform(const ir::Value *v, int64_t divisibility) {
   return r;
 }
 
+// Whether `v` is the integer 1 everywhere: a constant, or a splat or broadcast of one (a stride
+// specialized as 1 becomes such a constant; x * 1 is then x itself).
+bool isOne(const ir::Value *v) {
+  const ir::Op *def = v->definingOp();
+  using ir::OpKind;
+  while (def && (def->kind() == OpKind::Splat || def->kind() == OpKind::Broadcast ||
+                 def->kind() == OpKind::ExpandDims))
+    def = def->operand(0)->definingOp();
+  if (!def || def->kind() != OpKind::Constant)
+    return false;
+  const ir::Attr &a = def->attr("value");
+  return std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 1;
+}
+
 } // namespace
 
 AxisInfo AxisInfo::unknown(int rank) {
@@ -172,6 +186,10 @@ void AxisAnalysis::visit(const ir::Op &op) {
   }
   case OpKind::Mul: {
     AxisInfo a = in(0), b = in(1);
+    if (isOne(op.operand(0)) || isOne(op.operand(1))) {
+      r = isOne(op.operand(1)) ? a : b;
+      break;
+    }
     perDim([&](size_t d) {
       // Where an operand is contiguous, only its elements' common divisor is known.
       int64_t da = a.contiguity[d] > 1 ? 1 : a.divisibility[d];

@@ -101,4 +101,15 @@ llvm::Value *Lowering::ownsElement(const ir::Value *v, int64_t k, int rootDimOnl
   return owns;
 }
 
+llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes) {
+  auto &b = l.b;
+  llvm::Type *ty = offset->getType();
+  int shift = 7;
+  for (int64_t r = 128; r < rowBytes; r *= 2)
+    ++shift; // the row's index for rows of 128 bytes or more
+  llvm::Value *phase = b.CreateAnd(b.CreateLShr(offset, llvm::ConstantInt::get(ty, shift)),
+                                   llvm::ConstantInt::get(ty, 7));
+  return b.CreateXor(offset, b.CreateShl(phase, llvm::ConstantInt::get(ty, 4)));
+}
+
 } // namespace tritium::codegen

@@ -46,8 +46,10 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
       b.CreateMul(b.CreateZExt(stage, b.getInt64Ty()), b.getInt64(stageBytes)),
       b.getInt64(offset));
   llvm::Value *index = b.CreateZExt(l.rowMajorIndex(res, k), b.getInt64Ty());
-  byte = b.CreateAdd(byte, b.CreateMul(index, b.getInt64(elementBytes(res->type()))));
-  return b.CreateGEP(b.getInt8Ty(), l.smem, byte);
+  llvm::Value *inTile = b.CreateMul(index, b.getInt64(elementBytes(res->type())));
+  if (load.hasAttr("swizzle")) // a dot's operand (FeedDotsFromRings.cpp)
+    inTile = swizzledOffset(l, inTile, res->type().shape().back() * elementBytes(res->type()));
+  return b.CreateGEP(b.getInt8Ty(), l.smem, b.CreateAdd(byte, inTile));
 }
 
 // Each thread copies its own 16-byte vectors of `loads`, as one commit group.
@@ -231,8 +233,14 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   llvm::Type *ty = l.elementType(res->type());
   int64_t vec = load.intAttr("vec");
   auto *vecTy = llvm::FixedVectorType::get(ty, unsigned(vec));
+  if (load.hasAttr("swizzle")) { // the dot reads the tile from here
+    llvm::Value *byte = b.CreateAdd(
+        b.CreateMul(b.CreateZExt(stage, b.getInt64Ty()), b.getInt64(load.intAttr("stage_bytes"))),
+        b.getInt64(load.intAttr("smem_offset")));
+    l.ringTiles[res] = b.CreateGEP(b.getInt8Ty(), l.smem, byte);
+  }
   Elements out;
-  for (int64_t k = 0; k < l.elementsPerThread(res); k += vec) {
+  for (int64_t k = 0; !load.hasAttr("dot_only") && k < l.elementsPerThread(res); k += vec) {
     // Volatile: the data arrives behind LLVM's back (cp.async), so the read must stay after the
     // wait and may not be merged with an earlier one; a resident load is read again in each
     // iteration rather than held in registers across them.

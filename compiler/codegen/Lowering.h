@@ -98,7 +98,16 @@ struct Lowering {
     llvm::Value *stage, *iteration, *aheadIv, *ub;
   };
   std::unordered_map<const ir::Op *, RingPosition> rings;
+  // The stage buffer (this iteration's) of each ring-loaded tile that a dot reads straight from
+  // the ring (gpu/FeedDotsFromRings.cpp), set when the load is lowered.
+  std::unordered_map<const ir::Value *, llvm::Value *> ringTiles;
 };
+
+// The swizzled byte offset of a tile's element in shared memory (FeedDotsFromRings.cpp): the
+// 16-byte chunk's index XORed with the row's index modulo 8 for rows of 128 bytes or more,
+// with the 128-byte line's index for shorter rows (TMA's SWIZZLE_128B for rows of 128 bytes).
+// `offset` (i32 or i64) counts bytes from the tile's start; rowBytes is a power of two.
+llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes);
 
 // One entry per op family; each handles the kinds it knows and returns false otherwise.
 bool lowerElementwise(Lowering &l, const ir::Op &op);
@@ -112,6 +121,7 @@ bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
 bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
 bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
+bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
 // shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf

@@ -1,4 +1,4 @@
-// Shared-memory allocation (GIR): two banks of one scratch slot per result element and warp
+// Shared-memory allocation (GIR): dot's two staged operands (smem_offset, smem_b), two banks of one scratch slot per result element and warp
 // along the axis for each cross-warp reduction (LowerReduction.cpp alternates them), a staging
 // buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
 // per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
@@ -57,6 +57,23 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       offset = (offset + 15) / 16 * 16;
       op.setAttr("smem_offset", offset);
       offset += bytes * elements;
+      return;
+    }
+    if (op.kind() == ir::OpKind::Dot) {
+      // 16-bit: a as [batch][M][K], b as [batch][K][N]; other types: a as [batch][M][row], b
+      // transposed as [batch][N][row] (dotStagedRow; LowerDot.cpp). Operands that a ring
+      // brings in are read from the ring, and their buffer here goes unused.
+      const ir::Type &a = op.operand(0)->type(), &b = op.operand(1)->type();
+      int r = a.rank();
+      int bytes = std::max(1, ir::bitWidth(a.kind()) / 8);
+      int64_t batches = r == 3 ? a.shape()[0] : 1, K = a.shape()[size_t(r - 1)];
+      int64_t row = (bytes == 2 ? K : dotStagedRow(K, bytes)) * bytes;
+      offset = (offset + 127) / 128 * 128;
+      op.setAttr("smem_offset", offset);
+      offset += batches * a.shape()[size_t(r - 2)] * row;
+      offset = (offset + 127) / 128 * 128;
+      op.setAttr("smem_b", offset);
+      offset += batches * b.shape()[size_t(r - 1)] * row;
       return;
     }
     if (op.kind() == ir::OpKind::Scan) {

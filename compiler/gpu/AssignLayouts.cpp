@@ -257,9 +257,17 @@ private:
   }
 
   void propagateBackward() {
-    // Anchored ops first, then everything in reverse program order so consumers go first.
+    // Anchored ops first, then everything in reverse program order so consumers go first. A
+    // dot's accumulator comes before the memory ops: it keeps the tensor cores' layout through
+    // the loop that carries it, and the epilogue converts once after the loop.
     std::vector<ir::Op *> ops;
     ir::walk(fn_.body(), [&](ir::Op &op) { ops.push_back(&op); });
+    for (ir::Op *op : ops)
+      if (op->kind() == ir::OpKind::Dot) {
+        ir::Layout l = dotAccumulatorLayout(op->result()->type().shape(), numWarps_);
+        want(op->result(), l);
+        want(op->operand(2), l);
+      }
     for (ir::Op *op : ops)
       if (isMemoryOp(op->kind()) && op->operand(0)->type().isBlock() && !isSmallStore(*op)) {
         const ir::Layout &anchor = anchors_.at(op->operand(0)->type().shape());
@@ -385,27 +393,66 @@ private:
       return;
     }
     ir::Block *block = op.parentBlock();
-    auto pos = std::find_if(block->ops().begin(), block->ops().end(),
-                            [&](const std::unique_ptr<ir::Op> &o) { return o.get() == &op; });
-    // Values made from nothing but scalars (arange, constants, splats) are made again in the
-    // new layout: cheaper than a trip through shared memory.
-    const ir::Op *def = v->definingOp();
-    bool remake = def && (def->kind() == ir::OpKind::Arange || def->kind() == ir::OpKind::Splat ||
-                          def->kind() == ir::OpKind::Constant);
-    auto cvt = remake ? std::make_unique<ir::Op>(def->kind(), def->operands(),
-                                                 std::vector<ir::Type>{v->type()}, def->loc())
-                      : std::make_unique<ir::Op>(ir::OpKind::ConvertLayout,
-                                                 std::vector<ir::Value *>{v},
-                                                 std::vector<ir::Type>{v->type()}, op.loc());
-    if (remake)
-      for (const auto &[name, value] : def->attrs())
-        cvt->setAttr(name, value);
-    cvt->setParentBlock(block);
-    cvt->result()->setLayout(l);
-    ir::Value *out = cvt->result();
-    block->ops().insert(pos, std::move(cvt));
+    // Values made from nothing but scalars (arange, constants, splats, and a few elementwise
+    // ops over those: a tile's k offsets, k * BK + arange(0, BK)) are made again in the new
+    // layout: cheaper than a trip through shared memory, and a pipelined load's addresses stay
+    // computable ahead of the loop's iteration.
+    ir::Value *out = remakeable(v, kRemakeDepth) ? remake(v, l, block, op)
+                                                 : insertBefore(block, op, ir::OpKind::ConvertLayout,
+                                                                {v}, v->type(), l, op.loc(), {});
     converted_[key] = out;
     op.setOperand(i, out);
+  }
+
+  static constexpr int kRemakeDepth = 4;
+
+  static bool remakeable(const ir::Value *v, int depth) {
+    const ir::Op *def = v->definingOp();
+    if (!def)
+      return false;
+    if (def->kind() == ir::OpKind::Arange || def->kind() == ir::OpKind::Splat ||
+        def->kind() == ir::OpKind::Constant)
+      return true;
+    // Integer index arithmetic only: a float op made twice would cost its math twice.
+    bool indexMath = def->kind() == ir::OpKind::Add || def->kind() == ir::OpKind::Sub ||
+                     def->kind() == ir::OpKind::Mul || def->kind() == ir::OpKind::And ||
+                     def->kind() == ir::OpKind::Or || def->kind() == ir::OpKind::Xor ||
+                     def->kind() == ir::OpKind::Shl || def->kind() == ir::OpKind::Shr;
+    if (depth == 0 || !indexMath || !v->type().isInt())
+      return false;
+    for (const ir::Value *o : def->operands())
+      if (o->type().isBlock() &&
+          (o->type().shape() != v->type().shape() || !remakeable(o, depth - 1)))
+        return false;
+    return true;
+  }
+
+  // `v`'s defining op (and its block operands', recursively) made again in layout `l`, before
+  // `op`.
+  ir::Value *remake(ir::Value *v, const ir::Layout &l, ir::Block *block, const ir::Op &op) {
+    const ir::Op *def = v->definingOp();
+    std::vector<ir::Value *> operands;
+    for (ir::Value *o : def->operands())
+      operands.push_back(o->type().isBlock() ? remake(o, l, block, op) : o);
+    return insertBefore(block, op, def->kind(), operands, v->type(), l, def->loc(),
+                        def->attrs());
+  }
+
+  ir::Value *insertBefore(ir::Block *block, const ir::Op &op, ir::OpKind kind,
+                          std::vector<ir::Value *> operands, const ir::Type &type,
+                          const ir::Layout &l, const SourceLoc &loc,
+                          const std::vector<std::pair<std::string, ir::Attr>> &attrs) {
+    auto pos = std::find_if(block->ops().begin(), block->ops().end(),
+                            [&](const std::unique_ptr<ir::Op> &o) { return o.get() == &op; });
+    auto made = std::make_unique<ir::Op>(kind, std::move(operands), std::vector<ir::Type>{type},
+                                         loc);
+    for (const auto &[name, value] : attrs)
+      made->setAttr(name, value);
+    made->setParentBlock(block);
+    made->result()->setLayout(l);
+    ir::Value *out = made->result();
+    block->ops().insert(pos, std::move(made));
+    return out;
   }
 
   // Whether the value `v`, made by a convert, is visible at `op` (its block encloses op's).
@@ -544,6 +591,13 @@ private:
       }
       setResult(preferred(op.result(), loc));
       return;
+    case OpKind::Dot: { // the operands go through shared memory in any layout
+      checkShape(op.result()->type(), loc);
+      ir::Layout l = dotAccumulatorLayout(op.result()->type().shape(), numWarps_);
+      require(op, 2, l);
+      setResult(l);
+      return;
+    }
     case OpKind::Trans: // through shared memory: any layout in, the preferred one out
       setResult(preferred(op.result(), loc));
       return;

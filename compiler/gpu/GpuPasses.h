@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
+#include "compiler/ir/Layout.h"
 
 namespace tritium {
 
@@ -13,6 +14,16 @@ inline constexpr int64_t kMaxElementsPerThread = 256;
 // 16 bytes per thread, the tile repeated to cover larger blocks, threads wrapping (replicated
 // elements) for blocks smaller than the CTA.
 void assignLayouts(ir::Function &fn, int numWarps);
+
+// The layout of dot's accumulator [.., M, N] (DotLayout.cpp): a blocked layout whose threads
+// hold the tensor cores' accumulator fragments, so that the epilogue (casts, stores,
+// reductions) treats it as any other block.
+ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps);
+
+// Where dot stages its operands in shared memory (LowerDot.cpp): a as [batch][M][K + pad], b
+// transposed as [batch][N][K + pad], each row padded by 16 bytes so that the fragment loads of
+// eight rows hit 32 different banks. Elements of one row of the staged operand, pad included.
+int64_t dotStagedRow(int64_t K, int bytes);
 
 // Bytes a general reduce's partial, or an element of a cluster reduction of a block, of type `t`
 // takes in shared memory (at least 4: 16-bit values travel as 32).
@@ -48,5 +59,10 @@ void markConstantRuns(ir::Function &fn);
 // PipelineLoads.cpp), within `maxSharedBytes` of shared memory per CTA: bulk copies (TMA, sm_90)
 // where `bulkCopies` allows and the loads read whole contiguous rows, else cp.async per thread.
 void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool bulkCopies);
+
+// Lets dot read 16-bit tiles that a cp.async ring of its loop brings in straight from the ring
+// (FeedDotsFromRings.cpp): {swizzle = 128} and {dot_only} on such loads, {ring_a}/{ring_b} on
+// the dot.
+void feedDotsFromRings(ir::Function &fn);
 
 } // namespace tritium

@@ -3,6 +3,7 @@
 #include "compiler/ir/Verifier.h"
 
 #include "compiler/ir/CacheHints.h"
+#include "compiler/ir/DotRules.h"
 #include "compiler/ir/Printer.h"
 
 #include <algorithm>
@@ -107,6 +108,9 @@ private:
     }
     case OpKind::Broadcast: case OpKind::Scan:
       allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
+      return;
+    case OpKind::Dot: // the operands go through shared memory; the accumulator stays put
+      same(op.operand(2), op.result(), "dot's accumulator and result share one layout");
       return;
     case OpKind::For: case OpKind::While: {
       unsigned first = op.kind() == OpKind::For ? 3 : 0, skip = op.kind() == OpKind::For ? 1 : 0;
@@ -417,6 +421,17 @@ private:
       for (int64_t d : order)
         shape.push_back(ty(0).shape()[size_t(d)]);
       expect(op, res() == ty(0).withShape(shape), "trans result type is wrong");
+      break;
+    }
+    case OpKind::Dot: {
+      expect(op, n == 3, "dot takes (a, b, acc)");
+      std::string precision = op.hasAttr("input_precision") &&
+                                      std::holds_alternative<std::string>(op.attr("input_precision"))
+                                  ? op.strAttr("input_precision")
+                                  : "";
+      std::string why = dotTypeError(ty(0), ty(1), ty(2), precision);
+      expect(op, why.empty(), why);
+      expect(op, res() == ty(2), "dot gives its accumulator's type");
       break;
     }
     case OpKind::Join: {

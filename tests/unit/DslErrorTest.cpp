@@ -801,3 +801,54 @@ TEST_F(DslErrorTest, IntLiteralThatDoesNotFitItsType) {
   expectUserError([] { traceKernel(literalTooWideForItsType); },
                   {"int literal 5000000000 does not fit i32"});
 }
+
+// dot's shapes, dtypes and precisions (compiler/ir/DotRules.h), at the dot's line.
+dsl::Value tile(Ptr p, int64_t rows, int64_t cols) {
+  auto r = dsl::arange(0, rows), c = dsl::arange(0, cols);
+  return dsl::load(p + r(dsl::_, dsl::None) * cols + c(dsl::None, dsl::_));
+}
+
+void dotOfMismatchedInnerDims(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = tile(in, 32, 32), b = tile(in, 16, 32);
+  gLine = __LINE__; auto c = dsl::dot(a, b);
+}
+
+void dotOfASmallTile(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = tile(in, 32, 8), b = tile(in, 8, 32);
+  gLine = __LINE__; auto c = dsl::dot(a, b);
+}
+
+void dotOfMixedDtypes(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = tile(in, 32, 32), b = dsl::cast(tile(in, 32, 32), dsl::bfloat16);
+  gLine = __LINE__; auto c = dsl::dot(a, b);
+}
+
+void dotWithAWrongAccumulator(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = dsl::cast(tile(in, 32, 32), dsl::bfloat16);
+  auto acc = dsl::zeros({32, 32}, dsl::float16);
+  gLine = __LINE__; auto c = dsl::dot(a, a, acc);
+}
+
+void dotWithAnUnknownPrecision(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = tile(in, 32, 32);
+  gLine = __LINE__; auto c = dsl::dot(a, a, {.input_precision = "fp64"});
+}
+
+void dotOfRankOne(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = dsl::load(in + dsl::arange(0, BLOCK));
+  gLine = __LINE__; auto c = dsl::dot(a, a);
+}
+
+TEST_F(DslErrorTest, DotMisuse) {
+  expectUserError([] { traceKernel(dotOfMismatchedInnerDims); },
+                  {"dot of [32, 32] and [16, 32]: the inner dimensions differ (32 and 16)"});
+  expectUserError([] { traceKernel(dotOfASmallTile); },
+                  {"K = 8 must be a power of two of at least 16"});
+  expectUserError([] { traceKernel(dotOfMixedDtypes); },
+                  {"dot's operands must have one dtype", "fp32 and bf16"});
+  expectUserError([] { traceKernel(dotWithAWrongAccumulator); },
+                  {"dot of bf16 operands accumulates in fp32, not fp16"});
+  expectUserError([] { traceKernel(dotWithAnUnknownPrecision); },
+                  {"input_precision \"tf32\", \"tf32x3\" or \"ieee\", got \"fp64\""});
+  expectUserError([] { traceKernel(dotOfRankOne); }, {"dot takes blocks of rank 2 or 3"});
+}

@@ -1,0 +1,434 @@
+// Lowering of dot on the tensor cores' mma.sync (sm_80 and later; m16n8k16 for 16-bit floats,
+// m16n8k8 for tf32, m16n8k32 for 8-bit integers and fp8).
+//
+// 1. The operands are in shared memory: 16-bit tiles that a cp.async ring of the loop brought
+//    in are read from the ring (FeedDotsFromRings.cpp); others are staged there, whatever their
+//    layouts. 16-bit operands sit as a [batch][M][K] and b [batch][K][N], swizzled
+//    (swizzledOffset), as the rings hold them; other types as a [batch][M][K + pad] and b
+//    transposed, [batch][N][K + pad] (dotStagedRow), both read along K. The swizzle or the
+//    16-byte pad per row puts the eight rows of a fragment load on different banks.
+// 2. The accumulator has dotAccumulatorLayout's blocked layout: a thread holds rows 2g and
+//    2g + 1 of each 16-row tile and columns 2c, 2c + 1 of each 8-column tile (g = lane / 4,
+//    c = lane % 4). The mma instruction's fragment rows g and g + 8 stand for those two rows;
+//    the A fragments are read from the same rows, so the product lands where the layout says.
+// 3. Per K step of the instruction, each warp reads the A fragments of its row tiles and the B
+//    fragments of its column tiles (ldmatrix, and ldmatrix.trans for b, for 16-bit types;
+//    32-bit shared loads otherwise) and issues one mma per tile pair, the accumulators staying
+//    in registers.
+//
+// fp32 operands: "tf32" rounds them with cvt.rna.tf32.f32; "tf32x3" splits each into a tf32
+// high part and the tf32 of the rest and sums three products (hi*hi + hi*lo + lo*hi), close to
+// fp32's accuracy; "ieee" is plain fp32 fmas from the staged operands, one per element and k.
+#include "compiler/codegen/Lowering.h"
+#include "compiler/gpu/GpuPasses.h"
+#include "compiler/support/Error.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <map>
+
+namespace tritium::codegen {
+
+namespace {
+
+using ir::ScalarKind;
+
+// The mma.sync instruction for operands of kinds a, b accumulating in c, and its K step.
+struct MmaInstruction {
+  llvm::Intrinsic::ID id;
+  int kStep;
+};
+
+MmaInstruction mmaFor(ScalarKind a, ScalarKind b, ScalarKind c, const SourceLoc &loc,
+                      int sm, int ptxVersion) {
+  using namespace llvm::Intrinsic;
+  auto fp8 = [&](ID ee, ID em, ID me, ID mm) {
+    if (sm < 89 || ptxVersion < 84)
+      userError("dot of fp8 operands needs sm_89 or later and PTX ISA 8.4 or later (this "
+                "kernel compiles for sm_" + std::to_string(sm) + " with PTX " +
+                    std::to_string(ptxVersion / 10) + "." + std::to_string(ptxVersion % 10) +
+                    ": set Specialization::ptxVersion = 84 or more)",
+                loc);
+    bool e4a = a == ScalarKind::F8E4M3, e4b = b == ScalarKind::F8E4M3;
+    return MmaInstruction{e4a ? (e4b ? ee : em) : (e4b ? me : mm), 32};
+  };
+  switch (a) {
+  case ScalarKind::BF16:
+    return {nvvm_mma_m16n8k16_row_col_bf16, 16};
+  case ScalarKind::F16:
+    return {c == ScalarKind::F16 ? nvvm_mma_m16n8k16_row_col_f16_f16
+                                 : nvvm_mma_m16n8k16_row_col_f32_f32,
+            16};
+  case ScalarKind::F32:
+    return {nvvm_mma_m16n8k8_row_col_tf32, 8};
+  case ScalarKind::I8:
+    return {b == ScalarKind::I8 ? nvvm_mma_m16n8k32_row_col_s8 : nvvm_mma_m16n8k32_row_col_s8_u8,
+            32};
+  case ScalarKind::U8:
+    return {b == ScalarKind::I8 ? nvvm_mma_m16n8k32_row_col_u8_s8 : nvvm_mma_m16n8k32_row_col_u8,
+            32};
+  case ScalarKind::F8E4M3:
+  case ScalarKind::F8E5M2:
+    return fp8(nvvm_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32,
+               nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32,
+               nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32,
+               nvvm_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32);
+  default:
+    internalError("dot of unsupported operand kind reached the lowering");
+  }
+}
+
+class DotLowering {
+public:
+  DotLowering(Lowering &l, const ir::Op &op) : l_(l), b_(l.b), op_(op) {
+    const ir::Type &ta = op.operand(0)->type();
+    rank_ = ta.rank();
+    M_ = ta.shape()[size_t(rank_ - 2)];
+    K_ = ta.shape()[size_t(rank_ - 1)];
+    N_ = op.operand(1)->type().shape()[size_t(rank_ - 1)];
+    bytes_ = std::max(1, ir::bitWidth(ta.kind()) / 8);
+    row_ = dotStagedRow(K_, bytes_);
+    precision_ = op.hasAttr("input_precision") ? op.strAttr("input_precision") : "";
+    aBase_ = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr("smem_offset")));
+    bBase_ = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr("smem_b")));
+    for (int i = 0; i < 2; ++i) {
+      auto ring = l.ringTiles.find(op.operand(unsigned(i)));
+      fromRing_[i] = op.hasAttr(i == 0 ? "ring_a" : "ring_b") && ring != l.ringTiles.end();
+      if (fromRing_[i])
+        (i == 0 ? aBase_ : bBase_) = ring->second;
+    }
+  }
+
+  void run() {
+    stageOperands();
+    if (precision_ == "ieee")
+      fmaProduct();
+    else
+      mmaProduct();
+  }
+
+private:
+  // --- 1. staging -----------------------------------------------------------------------------
+
+  // The byte offset of element (batch, row, k) of a staged operand.
+  llvm::Value *stagedOffset(llvm::Value *batch, int64_t rows, llvm::Value *row, llvm::Value *k) {
+    llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
+    llvm::Value *e = b_.CreateAdd(b_.CreateMul(r, b_.getInt32(int32_t(row_))), k);
+    return b_.CreateMul(e, b_.getInt32(bytes_));
+  }
+
+  // The byte offset of element (batch, row, col) of a 16-bit operand held as
+  // [batch][rows][cols], swizzled.
+  llvm::Value *tileOffset(llvm::Value *batch, int64_t rows, int64_t cols, llvm::Value *row,
+                          llvm::Value *col) {
+    llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
+    llvm::Value *e = b_.CreateAdd(b_.CreateMul(r, b_.getInt32(int32_t(cols))), col);
+    return swizzledOffset(l_, b_.CreateMul(e, b_.getInt32(2)), cols * 2);
+  }
+
+  void stageOperands() {
+    if (fromRing_[0] && fromRing_[1])
+      return;
+    l_.barrier(); // the previous dot's reads of these buffers (in a loop) are done
+    for (int which = 0; which < 2; ++which) {
+      if (fromRing_[which])
+        continue;
+      const ir::Value *v = op_.operand(unsigned(which));
+      const Elements &vals = l_.get(v);
+      for (size_t k = 0; k < vals.size(); ++k) {
+        std::vector<llvm::Value *> c = l_.coordinates(v, int64_t(k));
+        llvm::Value *batch = rank_ == 3 ? c[0] : b_.getInt32(0);
+        llvm::Value *x = c[size_t(rank_ - 2)], *y = c[size_t(rank_ - 1)];
+        llvm::Value *off;
+        if (bytes_ == 2) // a[m][k] and b[k][n] as they are, swizzled
+          off = which == 0 ? tileOffset(batch, M_, K_, x, y) : tileOffset(batch, K_, N_, x, y);
+        else // a[m][k] at row m; b[k][n] at row n (transposed)
+          off = which == 0 ? stagedOffset(batch, M_, x, y) : stagedOffset(batch, N_, y, x);
+        llvm::Value *base = which == 0 ? aBase_ : bBase_;
+        b_.CreateAlignedStore(vals[k], b_.CreateGEP(b_.getInt8Ty(), base, off),
+                              llvm::Align(bytes_));
+      }
+    }
+    l_.barrier();
+  }
+
+  // --- 2. the accumulator's tiles ---------------------------------------------------------------
+
+  // One 16 x 8 tile of a warp's accumulator: its registers (fragment order c0..c3: rows g and
+  // g + 8, columns 2c and 2c + 1), the two block rows this thread's fragment rows stand for,
+  // the tile's first column and its batch.
+  struct Tile {
+    int64_t regs[4];
+    llvm::Value *rows[2], *colBase, *batch;
+    int64_t rowKey, colKey; // which A and B fragments it reads (shared between tiles)
+  };
+
+  std::vector<Tile> tiles() {
+    const ir::Value *acc = op_.result();
+    ir::LayoutMap map(*acc->layout(), acc->type().shape());
+    const ir::Layout &root = map.root();
+    int dm = rank_ - 2, dn = rank_ - 1;
+    if (root.sizePerThread()[size_t(dm)] != 2 || root.sizePerThread()[size_t(dn)] != 2 ||
+        root.threadsPerWarp()[size_t(dm)] != 8 || root.threadsPerWarp()[size_t(dn)] != 4)
+      internalError("dot's accumulator is not in dotAccumulatorLayout: " + root.str());
+    const std::vector<int64_t> &regs = map.registersPerDim();
+    int64_t nb = rank_ == 3 ? regs[0] : 1;
+    llvm::Value *c2 = b_.CreateMul(b_.CreateAnd(l_.laneId, b_.getInt32(3)), b_.getInt32(2));
+    std::vector<Tile> out;
+    for (int64_t rb = 0; rb < nb; ++rb)
+      for (int64_t rm = 0; rm < regs[size_t(dm)]; rm += 2)
+        for (int64_t rn = 0; rn < regs[size_t(dn)]; rn += 2) {
+          Tile t;
+          for (int h = 0; h < 2; ++h)
+            for (int j = 0; j < 2; ++j) {
+              std::vector<int64_t> index(regs.size(), 0);
+              if (rank_ == 3)
+                index[0] = rb;
+              index[size_t(dm)] = rm + h;
+              index[size_t(dn)] = rn + j;
+              t.regs[h * 2 + j] = map.registerNumber(index);
+            }
+          std::vector<llvm::Value *> c0 = l_.coordinates(acc, t.regs[0]);
+          std::vector<llvm::Value *> c2row = l_.coordinates(acc, t.regs[2]);
+          t.rows[0] = c0[size_t(dm)];
+          t.rows[1] = c2row[size_t(dm)];
+          t.colBase = b_.CreateSub(c0[size_t(dn)], c2);
+          t.batch = rank_ == 3 ? c0[0] : b_.getInt32(0);
+          t.rowKey = rb * regs[size_t(dm)] + rm;
+          t.colKey = rb * regs[size_t(dn)] + rn;
+          out.push_back(t);
+        }
+    return out;
+  }
+
+  // --- 3. fragments and mma ---------------------------------------------------------------------
+
+  llvm::Value *loadI32(llvm::Value *base, llvm::Value *offset) {
+    return b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt8Ty(), base, offset),
+                                llvm::Align(4));
+  }
+
+  // A fragment: four 32-bit registers of the 16 x kStep tile at `kk`, register i holding row
+  // (g + 8 (i % 2)) and the elements of k from (kStep / 2)(i / 2) + (4 / bytes) c.
+  std::vector<llvm::Value *> loadA(const Tile &t, int64_t kk, int kStep) {
+    llvm::Value *lane = l_.laneId;
+    if (bytes_ == 2) {
+      // ldmatrix.x4: lane s gives the address of row s % 8 of matrix s / 8 (matrices: rows
+      // 0-7 and 8-15 at k, then both at k + 8); fragment row r stands for block row base +
+      // 2r (r < 8) or base + 2(r - 8) + 1, base = this thread's rows[0] - 2g.
+      llvm::Value *g2 = b_.CreateMul(b_.CreateLShr(lane, b_.getInt32(2)), b_.getInt32(2));
+      llvm::Value *base = b_.CreateSub(t.rows[0], g2);
+      llvm::Value *r = b_.CreateAnd(lane, b_.getInt32(7));
+      llvm::Value *q = b_.CreateLShr(lane, b_.getInt32(3));
+      llvm::Value *row = b_.CreateAdd(b_.CreateAdd(base, b_.CreateMul(r, b_.getInt32(2))),
+                                      b_.CreateAnd(q, b_.getInt32(1)));
+      llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk)),
+                                    b_.CreateMul(b_.CreateLShr(q, b_.getInt32(1)), b_.getInt32(8)));
+      return ldmatrix(aBase_, tileOffset(t.batch, M_, K_, row, k), 4, false);
+    }
+    int epr = 4 / bytes_;
+    llvm::Value *c = b_.CreateMul(b_.CreateAnd(lane, b_.getInt32(3)), b_.getInt32(epr));
+    std::vector<llvm::Value *> out;
+    for (int i = 0; i < 4; ++i) {
+      llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk + (kStep / 2) * (i / 2))), c);
+      out.push_back(loadI32(aBase_, stagedOffset(t.batch, M_, t.rows[i % 2], k)));
+    }
+    return out;
+  }
+
+  // B fragment: two 32-bit registers of the kStep x 8 tile at `kk`, register i holding column
+  // g and the elements of k from (kStep / 2) i + (4 / bytes) c (b is staged as [n][k]).
+  std::vector<llvm::Value *> loadB(const Tile &t, int64_t kk, int kStep) {
+    llvm::Value *lane = l_.laneId;
+    if (bytes_ == 2) {
+      // ldmatrix.x2.trans over b[k][n]: lanes 0-7 give rows k .. k + 7 of the tile's eight
+      // columns, lanes 8-15 rows k + 8 .. k + 15; transposed, lane l gets column g of rows
+      // 2c and 2c + 1 of each, b's two fragment registers.
+      llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk)), b_.CreateAnd(lane, b_.getInt32(15)));
+      return ldmatrix(bBase_, tileOffset(t.batch, K_, N_, k, t.colBase), 2, true);
+    }
+    int epr = 4 / bytes_;
+    llvm::Value *n = b_.CreateAdd(t.colBase, b_.CreateLShr(lane, b_.getInt32(2)));
+    llvm::Value *c = b_.CreateMul(b_.CreateAnd(lane, b_.getInt32(3)), b_.getInt32(epr));
+    std::vector<llvm::Value *> out;
+    for (int i = 0; i < 2; ++i) {
+      llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk + (kStep / 2) * i)), c);
+      out.push_back(loadI32(bBase_, stagedOffset(t.batch, N_, n, k)));
+    }
+    return out;
+  }
+
+  std::vector<llvm::Value *> ldmatrix(llvm::Value *base, llvm::Value *offset, int count,
+                                      bool trans) {
+    using namespace llvm::Intrinsic;
+    auto id = count == 4 ? (trans ? nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                                  : nvvm_ldmatrix_sync_aligned_m8n8_x4_b16)
+                         : (trans ? nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
+                                  : nvvm_ldmatrix_sync_aligned_m8n8_x2_b16);
+    llvm::Value *ptr = b_.CreateGEP(b_.getInt8Ty(), base, offset);
+    llvm::Value *res = l_.intrinsic(id, {ptr->getType()}, {ptr});
+    std::vector<llvm::Value *> out;
+    for (int i = 0; i < count; ++i)
+      out.push_back(b_.CreateExtractValue(res, unsigned(i)));
+    return out;
+  }
+
+  // tf32 of fp32 bits (cvt.rna.tf32.f32), and the tf32 of what that leaves out.
+  llvm::Value *tf32(llvm::Value *bits) {
+    return l_.intrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {},
+                        {b_.CreateBitCast(bits, b_.getFloatTy())});
+  }
+  llvm::Value *tf32Rest(llvm::Value *bits, llvm::Value *hi) {
+    llvm::Value *x = b_.CreateBitCast(bits, b_.getFloatTy());
+    llvm::Value *rest = b_.CreateFSub(x, b_.CreateBitCast(hi, b_.getFloatTy()));
+    return l_.intrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {rest});
+  }
+
+  // acc = mma(a, b, acc) for one tile: the accumulator as the instruction's C operands (f16
+  // accumulators travel in pairs) and back.
+  void mma(llvm::Function *f, const std::vector<llvm::Value *> &a,
+           const std::vector<llvm::Value *> &bf, Elements &acc, const Tile &t, bool halfAcc) {
+    llvm::FunctionType *fty = f->getFunctionType();
+    std::vector<llvm::Value *> args;
+    unsigned p = 0;
+    for (llvm::Value *v : a)
+      args.push_back(b_.CreateBitCast(v, fty->getParamType(p++)));
+    for (llvm::Value *v : bf)
+      args.push_back(b_.CreateBitCast(v, fty->getParamType(p++)));
+    if (halfAcc) {
+      for (int h = 0; h < 2; ++h) {
+        llvm::Type *pair = fty->getParamType(p++);
+        llvm::Value *v = llvm::PoisonValue::get(pair);
+        v = b_.CreateInsertElement(v, acc[size_t(t.regs[h * 2])], uint64_t(0));
+        v = b_.CreateInsertElement(v, acc[size_t(t.regs[h * 2 + 1])], uint64_t(1));
+        args.push_back(v);
+      }
+    } else {
+      for (int i = 0; i < 4; ++i)
+        args.push_back(acc[size_t(t.regs[i])]);
+    }
+    llvm::Value *d = b_.CreateCall(f, args);
+    if (halfAcc) {
+      for (int h = 0; h < 2; ++h) {
+        llvm::Value *pair = b_.CreateExtractValue(d, unsigned(h));
+        acc[size_t(t.regs[h * 2])] = b_.CreateExtractElement(pair, uint64_t(0));
+        acc[size_t(t.regs[h * 2 + 1])] = b_.CreateExtractElement(pair, uint64_t(1));
+      }
+    } else {
+      for (int i = 0; i < 4; ++i)
+        acc[size_t(t.regs[i])] = b_.CreateExtractValue(d, unsigned(i));
+    }
+  }
+
+  void mmaProduct() {
+    ScalarKind ka = op_.operand(0)->type().kind(), kb = op_.operand(1)->type().kind();
+    ScalarKind kc = op_.result()->type().kind();
+    MmaInstruction inst = mmaFor(ka, kb, kc, op_.loc(), l_.sm, l_.ptxVersion);
+    llvm::Function *f = llvm::Intrinsic::getOrInsertDeclaration(&l_.mod, inst.id);
+    bool halfAcc = kc == ScalarKind::F16;
+    bool split = precision_ == "tf32x3";
+    Elements acc = l_.get(op_.operand(2));
+    std::vector<Tile> ts = tiles();
+    for (int64_t kk = 0; kk < K_; kk += inst.kStep) {
+      // Each fragment once per K step, however many tiles read it.
+      std::map<int64_t, std::vector<llvm::Value *>> as, bs, aRest, bRest;
+      for (const Tile &t : ts) {
+        if (!as.count(t.rowKey)) {
+          as[t.rowKey] = loadA(t, kk, inst.kStep);
+          if (ka == ScalarKind::F32)
+            for (auto &v : as[t.rowKey]) {
+              llvm::Value *hi = tf32(v);
+              if (split)
+                aRest[t.rowKey].push_back(tf32Rest(v, hi));
+              v = hi;
+            }
+        }
+        if (!bs.count(t.colKey)) {
+          bs[t.colKey] = loadB(t, kk, inst.kStep);
+          if (ka == ScalarKind::F32)
+            for (auto &v : bs[t.colKey]) {
+              llvm::Value *hi = tf32(v);
+              if (split)
+                bRest[t.colKey].push_back(tf32Rest(v, hi));
+              v = hi;
+            }
+        }
+      }
+      for (const Tile &t : ts) {
+        if (split) { // the small products first
+          mma(f, aRest[t.rowKey], bs[t.colKey], acc, t, halfAcc);
+          mma(f, as[t.rowKey], bRest[t.colKey], acc, t, halfAcc);
+        }
+        mma(f, as[t.rowKey], bs[t.colKey], acc, t, halfAcc);
+      }
+    }
+    l_.set(op_.result(), std::move(acc));
+  }
+
+  // "ieee": each accumulator element sums its row of a times its column of b with fp32 fmas,
+  // in a loop over k.
+  void fmaProduct() {
+    const ir::Value *res = op_.result();
+    Elements init = l_.get(op_.operand(2));
+    std::vector<llvm::Value *> aRow, bRow;
+    for (size_t e = 0; e < init.size(); ++e) {
+      std::vector<llvm::Value *> c = l_.coordinates(res, int64_t(e));
+      llvm::Value *batch = rank_ == 3 ? c[0] : b_.getInt32(0);
+      aRow.push_back(stagedOffset(batch, M_, c[size_t(rank_ - 2)], b_.getInt32(0)));
+      bRow.push_back(stagedOffset(batch, N_, c[size_t(rank_ - 1)], b_.getInt32(0)));
+    }
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    auto *loop = llvm::BasicBlock::Create(l_.ctx, "dot.k", l_.fn);
+    auto *done = llvm::BasicBlock::Create(l_.ctx, "dot.k.done", l_.fn);
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode *k = b_.CreatePHI(b_.getInt32Ty(), 2);
+    k->addIncoming(b_.getInt32(0), pre);
+    std::vector<llvm::PHINode *> phis;
+    Elements next;
+    for (size_t e = 0; e < init.size(); ++e) {
+      llvm::PHINode *p = b_.CreatePHI(b_.getFloatTy(), 2);
+      p->addIncoming(init[e], pre);
+      phis.push_back(p);
+    }
+    llvm::Value *kBytes = b_.CreateMul(k, b_.getInt32(4));
+    for (size_t e = 0; e < init.size(); ++e) {
+      auto load = [&](llvm::Value *base, llvm::Value *rowOff) {
+        return b_.CreateAlignedLoad(
+            b_.getFloatTy(), b_.CreateGEP(b_.getInt8Ty(), base, b_.CreateAdd(rowOff, kBytes)),
+            llvm::Align(4));
+      };
+      next.push_back(l_.intrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()},
+                                  {load(aBase_, aRow[e]), load(bBase_, bRow[e]), phis[e]}));
+    }
+    llvm::Value *k1 = b_.CreateAdd(k, b_.getInt32(1));
+    llvm::BasicBlock *latch = b_.GetInsertBlock();
+    k->addIncoming(k1, latch);
+    for (size_t e = 0; e < init.size(); ++e)
+      phis[e]->addIncoming(next[e], latch);
+    b_.CreateCondBr(b_.CreateICmpULT(k1, b_.getInt32(int32_t(K_))), loop, done);
+    b_.SetInsertPoint(done);
+    l_.set(res, Elements(next.begin(), next.end()));
+  }
+
+  Lowering &l_;
+  llvm::IRBuilder<> &b_;
+  const ir::Op &op_;
+  int rank_ = 2;
+  int64_t M_ = 0, N_ = 0, K_ = 0, row_ = 0;
+  int bytes_ = 2;
+  std::string precision_;
+  llvm::Value *aBase_ = nullptr, *bBase_ = nullptr;
+  bool fromRing_[2] = {false, false};
+};
+
+} // namespace
+
+bool lowerDot(Lowering &l, const ir::Op &op) {
+  if (op.kind() != ir::OpKind::Dot)
+    return false;
+  DotLowering(l, op).run();
+  return true;
+}
+
+} // namespace tritium::codegen

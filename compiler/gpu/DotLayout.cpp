@@ -1,0 +1,35 @@
+// dot's accumulator layout. An mma.sync m16n8 instruction leaves, in lane l of a warp, the
+// accumulator elements of rows g and g + 8 (g = l / 4) and columns 2(l % 4) and + 1 of its
+// 16 x 8 tile. Which 16 rows of the block the tile's rows stand for is the lowering's choice,
+// as long as the A fragments are read from the same rows: taking rows 2g and 2g + 1 makes the
+// placement a blocked layout, two rows by two columns per thread, 8 x 4 lanes per warp, and
+// the warps tiled over M and N. The epilogue then needs no layout of its own.
+#include "compiler/gpu/GpuPasses.h"
+
+namespace tritium {
+
+ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps) {
+  int rank = int(shape.size());
+  int64_t batches = rank == 3 ? shape[0] : 1, M = shape[size_t(rank - 2)],
+          N = shape[size_t(rank - 1)];
+  // Warps split the larger side of each warp's tile in two, while a tile of 16 x 8 per warp is
+  // left; then the batch; then rows again (copies: more warps than tiles).
+  int wm = 1, wn = 1, wb = 1;
+  while (wm * wn * wb < numWarps) {
+    if (M / wm >= N / wn && M / wm > 16)
+      wm *= 2;
+    else if (N / wn > 8)
+      wn *= 2;
+    else if (batches / wb > 1)
+      wb *= 2;
+    else
+      wm *= 2;
+  }
+  if (rank == 3)
+    return ir::Layout::blocked({1, 2, 2}, {1, 8, 4}, {wb, wm, wn}, {2, 1, 0});
+  return ir::Layout::blocked({2, 2}, {8, 4}, {wm, wn}, {1, 0});
+}
+
+int64_t dotStagedRow(int64_t K, int bytes) { return K + 16 / bytes; }
+
+} // namespace tritium

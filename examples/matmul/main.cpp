@@ -1,0 +1,234 @@
+// Triton's tutorial 03 (matrix multiplication) in tritium: C = A x B on the tensor cores, one
+// BM x BN tile per program in grouped order (GROUP_M rows of tiles share their B columns in
+// L2), K in a pipelined loop of BK steps, masked at the edges; then the accumulator cast to
+// C's dtype. On a GPU it multiplies random matrices, checks sampled rows of C against a
+// double-precision reference and prints TFLOP/s; without one (or with TRITIUM_INTERPRET=1) it
+// compiles the kernel (PTX in the cache) and runs a small product in the interpreter.
+#include "frontend/Tritium.h"
+#include "kernels/HostDtype.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tritium;
+using namespace tritium::dsl;
+
+namespace {
+
+const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--warps=W] [--stages=S] [M N K]
+  Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
+  interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
+  TFLOP/s. Without a GPU the product runs in tritium's CPU interpreter.
+)";
+
+// The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
+// pointers), so that the pipeliner can issue them num_stages - 1 iterations ahead.
+void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int stride_am,
+                   Int stride_ak, Int stride_bk, Int stride_bn, Int stride_cm, Int stride_cn,
+                   int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int num_stages) {
+  auto pid = program_id(0);
+  auto num_pid_m = cdiv(M, BLOCK_M);
+  auto num_pid_n = cdiv(N, BLOCK_N);
+  auto num_pid_in_group = GROUP_M * num_pid_n;
+  auto group_id = pid / num_pid_in_group;
+  auto first_pid_m = group_id * GROUP_M;
+  auto group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M);
+  auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+  auto pid_n = (pid % num_pid_in_group) / group_size_m;
+
+  auto offs_am = pid_m * BLOCK_M + arange(0, BLOCK_M);
+  auto offs_bn = pid_n * BLOCK_N + arange(0, BLOCK_N);
+  auto offs_k = arange(0, BLOCK_K);
+  auto accumulator = zeros({BLOCK_M, BLOCK_N}, float32);
+  for (auto k : range(0, cdiv(K, BLOCK_K), 1, num_stages)) {
+    auto kk = k * BLOCK_K + offs_k;
+    auto a = load(a_ptr + offs_am(_, None) * stride_am + kk(None, _) * stride_ak,
+                  (offs_am(_, None) < M) & (kk(None, _) < K), 0.0);
+    auto b = load(b_ptr + kk(_, None) * stride_bk + offs_bn(None, _) * stride_bn,
+                  (kk(_, None) < K) & (offs_bn(None, _) < N), 0.0);
+    accumulator = dot(a, b, accumulator);
+  }
+  auto c = cast(accumulator, c_ptr.dtype());
+  store(c_ptr + offs_am(_, None) * stride_cm + offs_bn(None, _) * stride_cn, c,
+        (offs_am(_, None) < M) & (offs_bn(None, _) < N));
+}
+
+struct Options {
+  std::string dtype = "fp16";
+  int64_t M = 0, N = 0, K = 0;
+  int BM = 128, BN = 128, BK = 64, warps = 8, stages = 3;
+};
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  std::vector<int64_t> dims;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a.rfind("--dtype=", 0) == 0) {
+      o.dtype = a.substr(8);
+    } else if (a.rfind("--tile=", 0) == 0) {
+      if (std::sscanf(a.c_str() + 7, "%dx%dx%d", &o.BM, &o.BN, &o.BK) != 3)
+        throw std::runtime_error("--tile takes BMxBNxBK, got " + a);
+    } else if (a.rfind("--warps=", 0) == 0) {
+      o.warps = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("--stages=", 0) == 0) {
+      o.stages = std::atoi(a.c_str() + 9);
+    } else if (!a.empty() && a[0] != '-') {
+      dims.push_back(std::atoll(a.c_str()));
+    } else {
+      throw std::runtime_error("unknown option " + a + "\n" + kUsage);
+    }
+  }
+  if (o.dtype != "fp16" && o.dtype != "bf16")
+    throw std::runtime_error("--dtype takes fp16 or bf16, got " + o.dtype);
+  if (!dims.empty() && dims.size() != 3)
+    throw std::runtime_error(std::string("give M N K, or nothing\n") + kUsage);
+  if (dims.size() == 3) {
+    o.M = dims[0];
+    o.N = dims[1];
+    o.K = dims[2];
+    if (o.M <= 0 || o.N <= 0 || o.K <= 0)
+      throw std::runtime_error("M, N and K must be positive");
+  }
+  return o;
+}
+
+// Random values in the dtype: the bytes and the values they hold.
+struct HostMatrix {
+  std::vector<unsigned char> raw;
+  std::vector<float> values;
+};
+
+HostMatrix randomMatrix(int64_t n, const std::string &dtype, std::mt19937 &rng) {
+  HostMatrix m;
+  m.raw.resize(size_t(n) * 2);
+  m.values.resize(size_t(n));
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (int64_t i = 0; i < n; ++i) {
+    kernels::storeElement(dtype, dist(rng), m.raw.data() + i * 2);
+    m.values[size_t(i)] = kernels::loadElement(dtype, m.raw.data() + i * 2);
+  }
+  return m;
+}
+
+template <typename Buffer>
+bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stream,
+         const std::function<void()> &sync, bool time) {
+  CompiledKernel &k = mm.compile(spec); // in the interpreter when interpreting() is set
+  std::mt19937 rng(std::random_device{}());
+  HostMatrix a = randomMatrix(o.M * o.K, o.dtype, rng), b = randomMatrix(o.K * o.N, o.dtype, rng);
+  Buffer da(a.raw.size()), db(b.raw.size()), dc(size_t(o.M * o.N) * 2);
+  da.upload(a.raw.data(), a.raw.size());
+  db.upload(b.raw.data(), b.raw.size());
+  dc.fill32(kernels::kPoisonBits);
+  int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
+  auto launch = [&] {
+    k.launch(grid, stream,
+             {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), 1,
+              int32_t(o.N), 1, int32_t(o.N), 1});
+  };
+  launch();
+  sync();
+  std::vector<unsigned char> raw(size_t(o.M * o.N) * 2);
+  dc.download(raw.data(), raw.size());
+  // Sampled rows (every row of a small product), each element against a double reference.
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < o.M; r += std::max<int64_t>(1, o.M / 48))
+    rows.push_back(r);
+  rows.push_back(o.M - 1);
+  int64_t bad = 0, checked = 0;
+  double tol = (o.dtype == "bf16" ? 8e-3 : 1e-3) * std::sqrt(double(o.K));
+  for (int64_t r : rows)
+    for (int64_t n = 0; n < o.N; ++n) {
+      double want = 0;
+      for (int64_t kk = 0; kk < o.K; ++kk)
+        want += double(a.values[size_t(r * o.K + kk)]) * b.values[size_t(kk * o.N + n)];
+      double got = kernels::loadElement(o.dtype, raw.data() + (r * o.N + n) * 2);
+      ++checked;
+      if (!(std::fabs(got - want) <= tol + 1e-2 * std::fabs(want)) && bad++ < 5)
+        std::printf("  C[%lld, %lld] = %g, want %g\n", (long long)r, (long long)n, got, want);
+    }
+  std::printf("%s %lld x %lld x %lld: %lld of %lld sampled elements wrong\n", o.dtype.c_str(),
+              (long long)o.M, (long long)o.N, (long long)o.K, (long long)bad,
+              (long long)checked);
+  if (time) {
+    std::vector<float> ms;
+    for (int i = 0; i < 30; ++i) {
+      rt::l2Flush(stream);
+      rt::Event start, stop;
+      start.record(stream);
+      launch();
+      stop.record(stream);
+      if (i >= 5)
+        ms.push_back(stop.msSince(start));
+    }
+    std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+    double t = ms[ms.size() / 2];
+    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages)\n", t,
+                2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
+                o.warps, o.stages);
+  }
+  return bad == 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    Options o = parseOptions(argc, argv);
+    std::string why;
+    bool gpu = !interpreting() && rt::Driver::available(&why);
+    if (!gpu && o.M == 0) { // the interpreter takes seconds on this size
+      o.M = 200, o.N = 136, o.K = 300, o.BM = 64, o.BN = 64, o.BK = 32, o.warps = 4;
+    } else if (o.M == 0) {
+      o.M = o.N = o.K = 4096;
+    }
+    auto mm = kernel("matmul_kernel", matmul_kernel,
+                     {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",
+                      "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M", "BLOCK_N",
+                      "BLOCK_K", "GROUP_M", "num_stages"});
+    // As Triton specializes its launch: 16-byte aligned pointers, integers divisible by 16
+    // (":16") and unit strides (":1", so that the tiles' loads are 16-byte vectors).
+    std::string p = "*" + o.dtype + ":16";
+    auto div16 = [](int64_t v) { return std::string(v % 16 == 0 ? "i32:16" : "i32"); };
+    Specialization spec{.signature = {p, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
+                                      "i32:1", div16(o.N), "i32:1", div16(o.N), "i32:1"},
+                        .constexprs = {o.BM, o.BN, o.BK, 8, o.stages},
+                        .numWarps = o.warps};
+    CompiledKernel &k = mm.compile(spec);
+    std::printf("compiled %s (%s): %s\n", k.metadata().name.c_str(),
+                k.metadata().fromCache ? "from the disk cache" : "fresh",
+                k.metadata().cacheDir.string().c_str());
+    if (!gpu) {
+      if (!interpreting())
+        std::printf("no usable GPU on this machine (%s): the kernel was compiled to PTX and "
+                    "cached, and now runs in the interpreter instead.\n",
+                    why.c_str());
+      setInterpret(true);
+      bool ok = run<interpreter::HostBuffer>(o, mm, spec, nullptr, [] {}, false);
+      std::printf(ok ? "all sampled results match the reference (interpreter)\n"
+                     : "MISMATCH against the reference (interpreter)\n");
+      return ok ? 0 : 1;
+    }
+    std::printf("device: %s (%s, %d SMs)\n", rt::Context::current().props().name.c_str(),
+                rt::Context::current().props().arch().c_str(),
+                rt::Context::current().props().smCount);
+    rt::Stream stream;
+    bool ok = run<rt::DeviceBuffer>(o, mm, spec, stream.get(), [&] { stream.sync(); }, true);
+    std::printf(ok ? "all sampled results match the reference\n"
+                   : "MISMATCH against the reference\n");
+    return ok ? 0 : 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,313 @@
+// dot (tensor cores) against double-precision references, shared by the GPU tests
+// (tests/gpu/DotGpuTest.cpp) and their interpreter twins (tests/unit/DotInterpreterTest.cpp):
+// Triton's tutorial matmul over every operand dtype and accumulator the tensor cores take,
+// shapes that are not multiples of the tiles, operands of either major order (b read through
+// trans()), batched dots, and a dot without an accumulator. Inputs are fresh random numbers
+// rounded to their dtype on the host, outputs are poisoned, and every element is checked.
+// `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
+#pragma once
+
+#include "BlockCases.h"
+#include "compiler/ir/Types.h"
+
+#include <bit>
+#include <cstring>
+
+namespace tritium::testing::tensorcores {
+
+using namespace tritium::dsl;
+
+// Triton's tutorial 03: C = A x B over BM x BN tiles in grouped order, K in steps of BK with
+// masked loads (K need not be a multiple of BK), a pipelined loop, the accumulator cast to C's
+// dtype. ACC: 0 fp32, 1 fp16, 2 i32. PREC: 0 tf32, 1 tf32x3, 2 ieee (fp32 operands).
+// B_COLUMNS: b is given as [N, K] row-major, loaded as a [BN, BK] tile and transposed.
+inline void matmulKernel(Ptr c, Ptr a, Ptr b, Int M, Int N, Int K, Int sam, Int sak, Int sbk,
+                         Int sbn, Int scm, Int scn, int BM, int BN, int BK, int GROUP_M,
+                         int STAGES, int ACC, int PREC, int B_COLUMNS) {
+  auto pid = program_id(0);
+  auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
+  auto inGroup = GROUP_M * pidsN;
+  auto firstM = (pid / inGroup) * GROUP_M;
+  auto groupM = minimum(pidsM - firstM, GROUP_M);
+  auto pidM = firstM + (pid % inGroup) % groupM;
+  auto pidN = (pid % inGroup) / groupM;
+  auto rm = pidM * BM + arange(0, BM);
+  auto rn = pidN * BN + arange(0, BN);
+  auto rk = arange(0, BK);
+  auto acc = zeros({BM, BN}, ACC == 0 ? float32 : ACC == 1 ? float16 : int32);
+  const char *precision = PREC == 0 ? "tf32" : PREC == 1 ? "tf32x3" : "ieee";
+  for (auto k : range(0, cdiv(K, BK), 1, STAGES)) {
+    auto kk = k * BK + rk;
+    auto x = load(a + rm(_, None) * sam + kk(None, _) * sak,
+                  (rm(_, None) < M) & (kk(None, _) < K), 0);
+    Value y;
+    if (B_COLUMNS)
+      y = trans(load(b + rn(_, None) * sbn + kk(None, _) * sbk,
+                     (rn(_, None) < N) & (kk(None, _) < K), 0));
+    else
+      y = load(b + kk(_, None) * sbk + rn(None, _) * sbn, (kk(_, None) < K) & (rn(None, _) < N),
+               0);
+    acc = dot(x, y, acc, {.input_precision = precision});
+  }
+  store(c + rm(_, None) * scm + rn(None, _) * scn, cast(acc, c.dtype()),
+        (rm(_, None) < M) & (rn(None, _) < N));
+}
+
+// Batched: out[s] = x[s] x y[s] + 1 for S matrices of BM x BK and BK x BN, one program, the
+// product started without an accumulator.
+inline void batchedKernel(Ptr out, Ptr x, Ptr y, int S, int BM, int BN, int BK) {
+  auto s = arange(0, S), m = arange(0, BM), n = arange(0, BN), k = arange(0, BK);
+  auto xs = load(x + s(_, None, None) * (BM * BK) + m(None, _, None) * BK + k(None, None, _));
+  auto ys = load(y + s(_, None, None) * (BK * BN) + k(None, _, None) * BN + n(None, None, _));
+  auto prod = dot(xs, ys) + 1.0;
+  store(out + s(_, None, None) * (BM * BN) + m(None, _, None) * BN + n(None, None, _), prod);
+}
+
+// --- host side ----------------------------------------------------------------------------------
+
+// Host values of a dtype: the bytes and the value they hold.
+struct Encoded {
+  std::vector<unsigned char> raw;
+  std::vector<double> values;
+};
+
+inline double roundBf16(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  return double(std::bit_cast<float>(u));
+}
+
+inline Encoded encode(ir::ScalarKind k, const std::vector<double> &v) {
+  Encoded e;
+  int bytes = std::max(1, ir::bitWidth(k) / 8);
+  e.raw.resize(v.size() * size_t(bytes));
+  e.values.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    unsigned char *p = e.raw.data() + i * size_t(bytes);
+    double x = v[i];
+    switch (k) {
+    case ir::ScalarKind::F32: {
+      float f = float(x);
+      std::memcpy(p, &f, 4);
+      x = f;
+      break;
+    }
+    case ir::ScalarKind::F16: {
+      _Float16 h = _Float16(x);
+      std::memcpy(p, &h, 2);
+      x = double(h);
+      break;
+    }
+    case ir::ScalarKind::BF16: {
+      x = roundBf16(float(x));
+      uint32_t u = std::bit_cast<uint32_t>(float(x)) >> 16;
+      uint16_t h = uint16_t(u);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ir::ScalarKind::F8E4M3:
+    case ir::ScalarKind::F8E5M2:
+      p[0] = ir::toFp8(x, k);
+      x = ir::fromFp8(p[0], k);
+      break;
+    case ir::ScalarKind::I8:
+      p[0] = uint8_t(int8_t(x));
+      break;
+    case ir::ScalarKind::U8:
+      p[0] = uint8_t(x);
+      break;
+    default:
+      ADD_FAILURE() << "no host encoding for " << ir::dtypeName(k);
+    }
+    e.values[i] = x;
+  }
+  return e;
+}
+
+inline std::vector<double> decode(ir::ScalarKind k, const std::vector<unsigned char> &raw) {
+  int bytes = std::max(1, ir::bitWidth(k) / 8);
+  std::vector<double> out(raw.size() / size_t(bytes));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const unsigned char *p = raw.data() + i * size_t(bytes);
+    if (k == ir::ScalarKind::F32) {
+      float f;
+      std::memcpy(&f, p, 4);
+      out[i] = f;
+    } else if (k == ir::ScalarKind::F16) {
+      _Float16 h;
+      std::memcpy(&h, p, 2);
+      out[i] = double(h);
+    } else if (k == ir::ScalarKind::BF16) {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      out[i] = double(std::bit_cast<float>(uint32_t(h) << 16));
+    } else if (k == ir::ScalarKind::I32) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      out[i] = v;
+    }
+  }
+  return out;
+}
+
+template <typename Buffer> Buffer uploadBytes(const std::vector<unsigned char> &raw) {
+  Buffer buf(std::max<size_t>(raw.size(), 16));
+  buf.upload(raw.data(), raw.size());
+  return buf;
+}
+
+template <typename Buffer> Buffer poisonedBytes(size_t bytes) {
+  Buffer buf(std::max<size_t>(bytes, 16));
+  buf.fill32(0x7fc00001u); // a NaN for fp32 (and fp16/bf16 pairs); i32 outputs checked exactly
+  return buf;
+}
+
+inline std::vector<double> randomValues(ir::ScalarKind k, size_t n, std::mt19937 &rng) {
+  std::vector<double> v(n);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> s8(-128, 127), u8(0, 255);
+  for (double &x : v)
+    x = k == ir::ScalarKind::I8 ? s8(rng) : k == ir::ScalarKind::U8 ? u8(rng) : normal(rng);
+  return v;
+}
+
+struct MatmulCase {
+  ir::ScalarKind in = ir::ScalarKind::F16;
+  ir::ScalarKind acc = ir::ScalarKind::F32; // f32, f16 or i32
+  ir::ScalarKind out = ir::ScalarKind::F32;
+  int M = 64, N = 64, K = 64;
+  int BM = 32, BN = 32, BK = 32;
+  int warps = 4, stages = 1;
+  std::string precision = "tf32";
+  bool bColumns = false;  // b stored [N, K] and transposed in the kernel
+  int ptxVersion = 81;    // fp8 needs 84
+  std::string arch = "";  // "" = the default
+
+  std::string str() const {
+    std::ostringstream s;
+    s << ir::dtypeName(in) << "->" << ir::dtypeName(acc) << "->" << ir::dtypeName(out) << " "
+      << M << "x" << N << "x" << K << " tiles " << BM << "x" << BN << "x" << BK << " warps "
+      << warps << " stages " << stages << (in == ir::ScalarKind::F32 ? " " + precision : "")
+      << (bColumns ? " b^T" : "");
+    return s.str();
+  }
+};
+
+// |got - want| within the operands' and accumulator's rounding: exact for integers; a K-term
+// sum of unit normals has a spread of sqrt(K), so the bounds scale with it.
+inline double matmulTolerance(const MatmulCase &c) {
+  double spread = std::sqrt(double(c.K));
+  if (c.acc == ir::ScalarKind::I32)
+    return 0;
+  double t = 2e-5; // fp32 accumulation (the tensor cores truncate a little more than IEEE)
+  if (c.in == ir::ScalarKind::F32 && c.precision == "tf32")
+    t = 2e-3;
+  if (c.acc == ir::ScalarKind::F16)
+    t = 4e-3;
+  if (c.in == ir::ScalarKind::F8E4M3 || c.in == ir::ScalarKind::F8E5M2)
+    t = 1e-3;
+  if (c.out == ir::ScalarKind::BF16)
+    t = std::max(t, 8e-3);
+  if (c.out == ir::ScalarKind::F16)
+    t = std::max(t, 1e-3);
+  return t * spread;
+}
+
+template <typename Buffer>
+void checkMatmul(CUstream stream, const std::function<void()> &sync, const MatmulCase &c) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  Encoded a = encode(c.in, randomValues(c.in, size_t(c.M) * c.K, rng));
+  Encoded b = encode(c.in, randomValues(c.in, size_t(c.K) * c.N, rng));
+  // b is b[k][n]; stored as [N][K] when bColumns.
+  std::vector<double> bStored(size_t(c.K) * c.N);
+  for (int k = 0; k < c.K; ++k)
+    for (int n = 0; n < c.N; ++n)
+      bStored[c.bColumns ? size_t(n) * c.K + k : size_t(k) * c.N + n] =
+          b.values[size_t(k) * c.N + n];
+  Encoded bEnc = encode(c.in, bStored);
+  int outBytes = ir::bitWidth(c.out) / 8;
+  Buffer da = uploadBytes<Buffer>(a.raw), db = uploadBytes<Buffer>(bEnc.raw);
+  Buffer dc = poisonedBytes<Buffer>(size_t(c.M) * c.N * size_t(outBytes));
+  auto k = kernel("matmul", matmulKernel,
+                  {"c", "a", "b", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "BM",
+                   "BN", "BK", "GROUP_M", "STAGES", "ACC", "PREC", "B_COLUMNS"});
+  std::string in = "*" + ir::dtypeName(c.in), out = "*" + ir::dtypeName(c.out);
+  int accSel = c.acc == ir::ScalarKind::F32 ? 0 : c.acc == ir::ScalarKind::F16 ? 1 : 2;
+  int prec = c.precision == "tf32" ? 0 : c.precision == "tf32x3" ? 1 : 2;
+  int sbk = c.bColumns ? 1 : c.N, sbn = c.bColumns ? c.K : 1;
+  // Unit strides specialized as 1 (":1", as Triton does) and the rest as divisible by 16 where
+  // they are: the tiles' loads then become 16-byte cp.async copies the dot reads in place.
+  auto unit = [](int stride) { return stride == 1 ? std::string("i32:1") : std::string("i32"); };
+  Specialization spec{.signature = {out, in, in, "i32", "i32", "i32", unit(c.K), "i32:1",
+                                    unit(sbk), unit(sbn), unit(c.N), "i32:1"},
+                      .constexprs = {c.BM, c.BN, c.BK, 4, c.stages, accSel, prec,
+                                     c.bColumns ? 1 : 0},
+                      .numWarps = c.warps};
+  spec.ptxVersion = c.ptxVersion;
+  if (!c.arch.empty())
+    spec.arch = c.arch;
+  std::initializer_list<KernelArg> args = {dc, da, db, c.M, c.N, c.K, c.K, 1, sbk, sbn, c.N, 1};
+  CompiledKernel &ck = k.compile(spec.specializedFor(args));
+  int64_t grid = int64_t((c.M + c.BM - 1) / c.BM) * ((c.N + c.BN - 1) / c.BN);
+  ck.launch(grid, stream, args);
+  sync();
+  std::vector<unsigned char> raw(size_t(c.M) * c.N * size_t(outBytes));
+  dc.download(raw.data(), raw.size());
+  std::vector<double> got = decode(c.out, raw);
+  double tol = matmulTolerance(c);
+  size_t bad = 0;
+  std::ostringstream first;
+  for (int m = 0; m < c.M; ++m)
+    for (int n = 0; n < c.N; ++n) {
+      double want = 0;
+      for (int kk = 0; kk < c.K; ++kk)
+        want += a.values[size_t(m) * c.K + kk] * b.values[size_t(kk) * c.N + n];
+      if (c.acc == ir::ScalarKind::I32)
+        want = double(int32_t(uint32_t(int64_t(want))));
+      double g = got[size_t(m) * c.N + n];
+      bool ok = std::isfinite(g) && std::fabs(g - want) <= tol + 1e-2 * tol * std::fabs(want);
+      if (!ok && bad++ < 5)
+        first << "  [" << m << ", " << n << "] got " << g << ", want " << want << "\n";
+    }
+  EXPECT_EQ(bad, 0u) << "matmul " << c.str() << ": " << bad << " of " << c.M * c.N
+                     << " wrong (tolerance " << tol << ", seed " << seed << "):\n"
+                     << first.str();
+}
+
+template <typename Buffer>
+void checkBatched(CUstream stream, const std::function<void()> &sync, int S, int BM, int BN,
+                  int BK, int warps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  Encoded x = encode(ir::ScalarKind::BF16, randomValues(ir::ScalarKind::BF16, size_t(S * BM * BK), rng));
+  Encoded y = encode(ir::ScalarKind::BF16, randomValues(ir::ScalarKind::BF16, size_t(S * BK * BN), rng));
+  Buffer dx = uploadBytes<Buffer>(x.raw), dy = uploadBytes<Buffer>(y.raw);
+  Buffer out = poisonedBytes<Buffer>(size_t(S * BM * BN) * 4);
+  auto k = kernel("batched_dot", batchedKernel, {"out", "x", "y", "S", "BM", "BN", "BK"});
+  CompiledKernel &ck = k.compile({.signature = {"*fp32", "*bf16", "*bf16"},
+                                  .constexprs = {S, BM, BN, BK},
+                                  .numWarps = warps});
+  ck.launch(1, stream, {out, dx, dy});
+  sync();
+  std::vector<unsigned char> raw(size_t(S * BM * BN) * 4);
+  out.download(raw.data(), raw.size());
+  std::vector<double> got = decode(ir::ScalarKind::F32, raw);
+  double tol = 2e-5 * std::sqrt(double(BK));
+  size_t bad = 0;
+  for (int s = 0; s < S; ++s)
+    for (int m = 0; m < BM; ++m)
+      for (int n = 0; n < BN; ++n) {
+        double want = 1.0;
+        for (int kk = 0; kk < BK; ++kk)
+          want += x.values[size_t((s * BM + m) * BK + kk)] * y.values[size_t((s * BK + kk) * BN + n)];
+        double g = got[size_t((s * BM + m) * BN + n)];
+        if (!(std::fabs(g - want) <= tol) && bad++ < 5)
+          ADD_FAILURE() << "batched dot [" << s << ", " << m << ", " << n << "] got " << g
+                        << ", want " << want << " (seed " << seed << ")";
+      }
+  EXPECT_EQ(bad, 0u) << "batched dot " << S << "x" << BM << "x" << BN << "x" << BK << " warps "
+                     << warps;
+}
+
+} // namespace tritium::testing::tensorcores

@@ -1,0 +1,82 @@
+// dot on the tensor cores (tests/DotCases.h) against double-precision references: every operand
+// dtype and accumulator, fp32's three precisions, tiles of several sizes and warp counts,
+// pipelined and plain loops, shapes that are not multiples of the tiles, b read transposed,
+// batched dots. Skips, saying so, without a GPU; the interpreter twins run everywhere.
+#include "DotCases.h"
+#include "GpuTestSupport.h"
+
+#include "runtime/Memory.h"
+
+using namespace tritium;
+using namespace tritium::testing::tensorcores;
+using ir::ScalarKind;
+using rt::DeviceBuffer;
+
+namespace {
+
+class DotGpuTest : public tritium::testing::CompilerTest {
+protected:
+  rt::Stream &stream() {
+    if (!stream_)
+      stream_.emplace();
+    return *stream_;
+  }
+  std::function<void()> sync = [this] { stream().sync(); };
+
+private:
+  std::optional<rt::Stream> stream_;
+};
+
+TEST_F(DotGpuTest, SixteenBitFloats) {
+  SKIP_WITHOUT_GPU();
+  for (ScalarKind in : {ScalarKind::F16, ScalarKind::BF16}) {
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .M = 200, .N = 136, .K = 300, .BM = 64, .BN = 64,
+                               .BK = 32, .warps = 4, .stages = 3});
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .out = in, .M = 512, .N = 384, .K = 256, .BM = 128,
+                               .BN = 128, .BK = 64, .warps = 8, .stages = 3});
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .M = 16, .N = 16, .K = 16, .BM = 16, .BN = 16,
+                               .BK = 16, .warps = 4});
+  }
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
+                             .M = 100, .N = 70, .K = 128, .BM = 64, .BN = 32, .BK = 32,
+                             .warps = 2, .stages = 2});
+}
+
+TEST_F(DotGpuTest, Fp32Precisions) {
+  SKIP_WITHOUT_GPU();
+  for (const char *p : {"tf32", "tf32x3", "ieee"})
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = ScalarKind::F32, .M = 130, .N = 90, .K = 100, .BM = 64,
+                               .BN = 32, .BK = 32, .warps = 4, .stages = 2, .precision = p});
+}
+
+TEST_F(DotGpuTest, EightBitOperands) {
+  SKIP_WITHOUT_GPU();
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::I8, .acc = ScalarKind::I32, .out = ScalarKind::I32,
+                             .M = 150, .N = 100, .K = 256, .BM = 64, .BN = 64, .BK = 64,
+                             .warps = 4, .stages = 2});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::U8, .acc = ScalarKind::I32, .out = ScalarKind::I32,
+                             .M = 64, .N = 64, .K = 64, .BM = 32, .BN = 32, .BK = 32});
+  for (ScalarKind in : {ScalarKind::F8E4M3, ScalarKind::F8E5M2})
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .M = 128, .N = 96, .K = 160, .BM = 64, .BN = 32,
+                               .BK = 64, .warps = 4, .stages = 2, .ptxVersion = 84});
+}
+
+TEST_F(DotGpuTest, TransposedOperandAndBatches) {
+  SKIP_WITHOUT_GPU();
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 96, .N = 80, .K = 72, .BM = 32,
+                             .BN = 32, .BK = 32, .warps = 4, .stages = 2, .bColumns = true});
+  for (int warps : {1, 4, 8})
+    checkBatched<DeviceBuffer>(stream().get(), sync, 2, 16, 32, 16, warps);
+  checkBatched<DeviceBuffer>(stream().get(), sync, 4, 64, 64, 32, 4);
+}
+
+} // namespace

@@ -1,0 +1,50 @@
+// dot in the interpreter (tests/DotCases.h): the twins of tests/gpu/DotGpuTest.cpp, which run
+// everywhere. Each kernel is also compiled to PTX, so the layout pass and the lowering see
+// every operand type and shape here too.
+#include "DotCases.h"
+
+#include "interpreter/Interpreter.h"
+
+using namespace tritium;
+using namespace tritium::testing::tensorcores;
+using interpreter::HostBuffer;
+using ir::ScalarKind;
+
+namespace {
+
+class DotInterpreterTest : public tritium::testing::CompilerTest {
+protected:
+  void SetUp() override { setInterpret(true); }
+  void TearDown() override { resetInterpret(); }
+  std::function<void()> sync = [] {};
+};
+
+TEST_F(DotInterpreterTest, SixteenBitFloats) {
+  for (ScalarKind in : {ScalarKind::F16, ScalarKind::BF16})
+    checkMatmul<HostBuffer>(nullptr, sync,
+                            {.in = in, .out = in, .M = 37, .N = 45, .K = 70, .stages = 2});
+  checkMatmul<HostBuffer>(nullptr, sync,
+                          {.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
+                           .M = 32, .N = 16, .K = 48, .BM = 32, .BN = 16, .BK = 16});
+}
+
+TEST_F(DotInterpreterTest, Fp32Precisions) {
+  for (const char *p : {"tf32", "tf32x3", "ieee"})
+    checkMatmul<HostBuffer>(nullptr, sync,
+                            {.in = ScalarKind::F32, .M = 20, .N = 33, .K = 40, .precision = p});
+}
+
+TEST_F(DotInterpreterTest, EightBitOperands) {
+  checkMatmul<HostBuffer>(nullptr, sync, {.in = ScalarKind::I8, .acc = ScalarKind::I32,
+                                          .out = ScalarKind::I32, .M = 33, .N = 17, .K = 64});
+  checkMatmul<HostBuffer>(nullptr, sync,
+                          {.in = ScalarKind::F8E4M3, .M = 16, .N = 40, .K = 50, .ptxVersion = 84});
+}
+
+TEST_F(DotInterpreterTest, TransposedOperandAndBatches) {
+  checkMatmul<HostBuffer>(nullptr, sync,
+                          {.in = ScalarKind::BF16, .M = 40, .N = 24, .K = 36, .bColumns = true});
+  checkBatched<HostBuffer>(nullptr, sync, 2, 16, 32, 16, 4);
+}
+
+} // namespace

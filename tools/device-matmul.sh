@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root with the bundle (tools/build-device-bundle.sh) in
+# device-bundle/: dot's GPU tests, then Triton's tutorial 03 written in tritium
+# (examples/matmul) at the peers' shapes and a sweep of tile plans at 4096^3, and, when
+# PEERS=FILE names a peer script taking `matmul` (torch's cuBLAS and Triton's tutorial kernel
+# as CSV rows kernel,dtype,MxNxK,system,ms,,TFLOP/s), the peers at the same shapes in the same
+# run. The table comes last; the logs go to $OUT (or /tmp/tritium-matmul).
+#
+# usage: bash tools/device-matmul.sh            PEERS=path/peer_kernels.py bash tools/device-matmul.sh
+set -uo pipefail
+B=${BUNDLE:-device-bundle}
+O=${OUT:-/tmp/tritium-matmul}
+mkdir -p "$O"
+cache=$(mktemp -d /tmp/tritium-matmul-cache.XXXXXX)
+trap 'rm -rf "$cache"' EXIT
+export TRITIUM_CACHE_DIR=$cache LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+"$B/tritium_tests" --gtest_filter='Dot*' > "$O/dot-tests.log" 2>&1
+echo "dot GPU tests: exit $?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|Failure|wrong" "$O/dot-tests.log" | head -n 30
+
+run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
+  local dt=$1 m=$2 n=$3 k=$4
+  shift 4
+  local out
+  out=$("$B/matmul" --dtype="$dt" "$@" "$m" "$n" "$k" 2>&1)
+  echo "$out" >> "$O/matmul.log"
+  local t
+  t=$(echo "$out" | sed -n 's/^ *\([0-9.]*\) ms, \([0-9.]*\) TFLOP\/s (\(.*\))$/\1,\2,\3/p')
+  local wrong
+  wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
+  echo "tritium,$dt,${m}x${n}x${k},${t:-FAILED},wrong=${wrong:-?}"
+}
+{
+  for dt in bf16 fp16; do
+    for s in "1024 1024 1024" "4096 4096 4096" "8192 8192 8192" "16 8192 8192" "8192 8192 512"; do
+      run $dt $s
+    done
+  done
+  for plan in "--tile=128x128x64 --warps=4 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
+              "--tile=128x128x32 --warps=4 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
+              "--tile=128x128x64 --warps=8 --stages=4"; do
+    # shellcheck disable=SC2086
+    run bf16 4096 4096 4096 $plan
+  done
+} > "$O/tritium.csv"
+if [ -n "${PEERS:-}" ]; then
+  python3 "$PEERS" matmul > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+fi
+echo "--- tritium (dtype, M x N x K, ms, TFLOP/s, plan, wrong)"
+cat "$O/tritium.csv"
+[ -s "$O/peers.csv" ] && { echo "--- peers"; cat "$O/peers.csv"; }
+exit 0
