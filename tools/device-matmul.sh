@@ -37,11 +37,21 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
       run $dt $s
     done
   done
-  for plan in "--tile=128x128x64 --warps=4 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
-              "--tile=128x128x32 --warps=4 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
-              "--tile=128x128x64 --warps=8 --stages=4"; do
+  # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K.
+  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=128x256x32 --warps=8 --stages=4" \
+              "--tile=256x128x64 --warps=8 --stages=3" "--tile=128x128x64 --warps=4 --stages=4" \
+              "--tile=128x128x32 --warps=4 --stages=4"; do
     # shellcheck disable=SC2086
     run bf16 4096 4096 4096 $plan
+  done
+  for plan in "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
+              "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"; do
+    # shellcheck disable=SC2086
+    run bf16 16 8192 8192 $plan
+  done
+  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=256x128x64 --warps=8 --stages=3"; do
+    # shellcheck disable=SC2086
+    run bf16 8192 8192 512 $plan
   done
 } > "$O/tritium.csv"
 if [ -n "${PEERS:-}" ]; then

@@ -197,6 +197,12 @@ void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
       l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   } else { // the oldest outstanding group is this iteration's (the residents' is older still)
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
+    // A tile that a dot reads in place is read by every warp, not by the threads that copied
+    // it: the barrier makes every thread's copies visible, and keeps the refill issued after
+    // it (the previous iteration's stage) behind every warp's reads of that stage.
+    if (std::any_of(plan.loads.begin(), plan.loads.end(),
+                    [](const ir::Op *load) { return load->hasAttr("swizzle"); }))
+      l.barrier();
   }
 }
 

@@ -8,9 +8,10 @@
 // dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}.
 //
 // Bulk rings are left out: a bulk buffer is refilled as soon as the body's pipelined loads
-// have read it, before the dot would. The loop's wait and barrier at the top of each
-// iteration (LowerToLLVM.cpp) order the previous iteration's dot reads before the copy that
-// refills their buffer.
+// have read it, before the dot would. A ring with such a tile waits for its stage and then
+// synchronizes the CTA at the top of each iteration (codegen/LowerPipelinedLoop.cpp): every
+// warp reads tiles other threads copied, and the refill of the previous iteration's stage must
+// wait for every warp's reads of it.
 #include "compiler/gpu/GpuPasses.h"
 
 #include <unordered_map>

@@ -40,6 +40,11 @@ TEST_F(DotGpuTest, SixteenBitFloats) {
                               {.in = in, .M = 16, .N = 16, .K = 16, .BM = 16, .BN = 16,
                                .BK = 16, .warps = 4});
   }
+  // A long K loop through a 4-stage ring: every stage is refilled many times while other warps
+  // read it (the dot reads tiles other threads copied).
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 512, .N = 512, .K = 4096, .BM = 128,
+                             .BN = 128, .BK = 32, .warps = 8, .stages = 4});
   checkMatmul<DeviceBuffer>(stream().get(), sync,
                             {.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
                              .M = 100, .N = 70, .K = 128, .BM = 64, .BN = 32, .BK = 32,
