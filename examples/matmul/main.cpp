@@ -62,7 +62,10 @@ void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int str
 struct Options {
   std::string dtype = "fp16";
   int64_t M = 0, N = 0, K = 0;
-  int BM = 128, BN = 128, BK = 64, warps = 8, stages = 3;
+  // The fastest plans measured on the H200 (docs/PERF.md, "Matmul"): 128 x 256 x 64 tiles on 8
+  // warps with 3 stages; for a few rows (decode), 16 x 64 x 256 on 4 warps.
+  int BM = 128, BN = 256, BK = 64, warps = 8, stages = 3;
+  bool userPlan = false;
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -78,6 +81,7 @@ Options parseOptions(int argc, char **argv) {
     } else if (a.rfind("--tile=", 0) == 0) {
       if (std::sscanf(a.c_str() + 7, "%dx%dx%d", &o.BM, &o.BN, &o.BK) != 3)
         throw std::runtime_error("--tile takes BMxBNxBK, got " + a);
+      o.userPlan = true;
     } else if (a.rfind("--warps=", 0) == 0) {
       o.warps = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--stages=", 0) == 0) {
@@ -192,6 +196,8 @@ int main(int argc, char **argv) {
     } else if (o.M == 0) {
       o.M = o.N = o.K = 4096;
     }
+    if (gpu && !o.userPlan && o.M <= 32) // a few rows: narrow tiles, long K steps
+      o.BM = 16, o.BN = 64, o.BK = 256, o.warps = 4, o.stages = 3;
     auto mm = kernel("matmul_kernel", matmul_kernel,
                      {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",
                       "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M", "BLOCK_N",
