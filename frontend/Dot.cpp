@@ -30,7 +30,11 @@ Value makeDot(const Operand &a, const Operand &b, const Operand *acc, const DotO
               loc);
   std::vector<int64_t> shape = ta.shape();
   shape.back() = y->type().shape().back();
+  // Other operands take no precision: one given is refused by the rules below.
+  std::string precision =
+      ta.kind() == ir::ScalarKind::F32 || o.input_precision != "tf32" ? o.input_precision : "";
   ir::Value *c = nullptr;
+  Type accType = Type::scalar(ir::ScalarKind::F32);
   if (acc) {
     if (!o.out_dtype.empty())
       userError("dot: out_dtype picks the accumulator only when no acc is given; acc is " +
@@ -38,6 +42,7 @@ Value makeDot(const Operand &a, const Operand &b, const Operand *acc, const DotO
                                                                      : describe(*acc)),
                 loc);
     c = dotOperand(*acc, "accumulator", loc);
+    accType = c->type();
   } else {
     std::optional<ir::ScalarKind> k = ir::defaultDotAccumulator(ta.kind());
     if (!o.out_dtype.empty()) {
@@ -47,22 +52,15 @@ Value makeDot(const Operand &a, const Operand &b, const Operand *acc, const DotO
                       ")",
                   loc);
     }
-    if (!k) // the rules below name the operand type
-      k = ir::ScalarKind::F32;
-    // Checked before the zeros are made, so that a shape error names the operands.
-    std::string why = ir::dotTypeError(ta, y->type(), Type::scalar(*k).withShape(shape),
-                                       ta.kind() == ir::ScalarKind::F32 ? o.input_precision
-                                                                        : "");
-    if (!why.empty())
-      userError(why, loc);
-    c = materialize(builder, Operand(int64_t(0)), Type::scalar(*k).withShape(shape), loc);
+    // An operand type without a default is named by the rules below.
+    accType = Type::scalar(k.value_or(ir::ScalarKind::F32)).withShape(shape);
   }
-  // Other operands take no precision: one given is refused by the rules below.
-  std::string precision =
-      ta.kind() == ir::ScalarKind::F32 || o.input_precision != "tf32" ? o.input_precision : "";
-  std::string why = ir::dotTypeError(ta, y->type(), c->type(), precision);
+  // Checked before the zeros are made, so that a shape error names the operands.
+  std::string why = ir::dotTypeError(ta, y->type(), accType, precision);
   if (!why.empty())
     userError(why, loc);
+  if (!c)
+    c = materialize(builder, Operand(int64_t(0)), accType, loc);
   ir::Op *op = builder.create(OpKind::Dot, {x, y, c}, {c->type()}, loc);
   if (!precision.empty())
     op->setAttr("input_precision", precision);

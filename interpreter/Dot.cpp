@@ -32,10 +32,22 @@ bool evaluateDot(Machine &m, const ir::Op &op) {
   int64_t M = ta.shape()[size_t(r - 2)], K = ta.shape()[size_t(r - 1)];
   int64_t N = tb.shape()[size_t(r - 1)];
   const Tensor &a = m.at(op.operand(0)), &b = m.at(op.operand(1)), &c = m.at(op.operand(2));
+  // out[s, i, j] = finish(c[s, i, j] + the sum over k of x[s, i, k] y[s, k, j])
+  auto product = [&](const auto &x, const auto &y, const auto &c, auto &out, auto finish) {
+    out.resize(size_t(batches * M * N));
+    for (int64_t s = 0; s < batches; ++s)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          auto sum = c[size_t((s * M + i) * N + j)];
+          for (int64_t k = 0; k < K; ++k)
+            sum += x[size_t((s * M + i) * K + k)] * y[size_t((s * K + k) * N + j)];
+          out[size_t((s * M + i) * N + j)] = finish(sum);
+        }
+  };
   Tensor out;
-  bool tf32 = ta.kind() == ir::ScalarKind::F32 && op.hasAttr("input_precision") &&
-              op.strAttr("input_precision") == "tf32";
   if (tc.isFloat()) {
+    bool tf32 = ta.kind() == ir::ScalarKind::F32 && op.hasAttr("input_precision") &&
+                op.strAttr("input_precision") == "tf32";
     std::vector<double> x = a.f, y = b.f;
     if (tf32) {
       for (double &v : x)
@@ -43,25 +55,9 @@ bool evaluateDot(Machine &m, const ir::Op &op) {
       for (double &v : y)
         v = roundToTf32(v);
     }
-    out.f.resize(size_t(batches * M * N));
-    for (int64_t s = 0; s < batches; ++s)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double sum = c.f[size_t((s * M + i) * N + j)];
-          for (int64_t k = 0; k < K; ++k)
-            sum += x[size_t((s * M + i) * K + k)] * y[size_t((s * K + k) * N + j)];
-          out.f[size_t((s * M + i) * N + j)] = roundTo(tc.kind(), sum);
-        }
+    product(x, y, c.f, out.f, [&](double v) { return roundTo(tc.kind(), v); });
   } else {
-    out.i.resize(size_t(batches * M * N));
-    for (int64_t s = 0; s < batches; ++s)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          int64_t sum = c.i[size_t((s * M + i) * N + j)];
-          for (int64_t k = 0; k < K; ++k)
-            sum += a.i[size_t((s * M + i) * K + k)] * b.i[size_t((s * K + k) * N + j)];
-          out.i[size_t((s * M + i) * N + j)] = wrapTo(tc.kind(), sum);
-        }
+    product(a.i, b.i, c.i, out.i, [&](int64_t v) { return wrapTo(tc.kind(), v); });
   }
   m.at(op.result()) = std::move(out);
   return true;

@@ -332,26 +332,25 @@ private:
     for (int64_t kk = 0; kk < K_; kk += inst.kStep) {
       // Each fragment once per K step, however many tiles read it.
       std::map<int64_t, std::vector<llvm::Value *>> as, bs, aRest, bRest;
+      // fp32 operands become tf32 (and, for tf32x3, the tf32 of what that leaves out).
+      auto toTf32 = [&](std::vector<llvm::Value *> &frag, std::vector<llvm::Value *> &rest) {
+        if (ka != ScalarKind::F32)
+          return;
+        for (auto &v : frag) {
+          llvm::Value *hi = tf32(v);
+          if (split)
+            rest.push_back(tf32Rest(v, hi));
+          v = hi;
+        }
+      };
       for (const Tile &t : ts) {
         if (!as.count(t.rowKey)) {
           as[t.rowKey] = loadA(t, kk, inst.kStep);
-          if (ka == ScalarKind::F32)
-            for (auto &v : as[t.rowKey]) {
-              llvm::Value *hi = tf32(v);
-              if (split)
-                aRest[t.rowKey].push_back(tf32Rest(v, hi));
-              v = hi;
-            }
+          toTf32(as[t.rowKey], aRest[t.rowKey]);
         }
         if (!bs.count(t.colKey)) {
           bs[t.colKey] = loadB(t, kk, inst.kStep);
-          if (ka == ScalarKind::F32)
-            for (auto &v : bs[t.colKey]) {
-              llvm::Value *hi = tf32(v);
-              if (split)
-                bRest[t.colKey].push_back(tf32Rest(v, hi));
-              v = hi;
-            }
+          toTf32(bs[t.colKey], bRest[t.colKey]);
         }
       }
       for (const Tile &t : ts) {

@@ -852,3 +852,23 @@ TEST_F(DslErrorTest, DotMisuse) {
                   {"input_precision \"tf32\", \"tf32x3\" or \"ieee\", got \"fp64\""});
   expectUserError([] { traceKernel(dotOfRankOne); }, {"dot takes blocks of rank 2 or 3"});
 }
+
+// "i32:1": an integer specialized as 1 (a unit stride). The kernel sees the constant; a launch
+// with another value is refused, and the mark fits integers only.
+TEST_F(DslErrorTest, IntegersSpecializedAsOne) {
+  auto kernel = tritium::kernel("copy_kernel", copy, kNames);
+  CompiledKernel &k = kernel.compile(spec({"*fp32", "*fp32", "i32:1"}));
+  EXPECT_NE(k.artifacts().tir.find("constant {value = 1} : i32"), std::string::npos)
+      << k.artifacts().tir;
+  const KernelArg p = KernelArg::pointer(0x10000);
+  expectLaunchError(k, 1, {p, p, 2},
+                    {"argument 2 ('n') was specialized as equal to 1 but is 2; compile a "
+                     "specialization without ':1' for it"});
+  try {
+    kernel.compile(spec({"*fp32:1", "*fp32", "i32"}));
+    ADD_FAILURE() << "':1' on a pointer was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("the signature gives '*fp32:1'"), std::string::npos)
+        << e.what();
+  }
+}
