@@ -183,6 +183,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
 
   {
     StageTimer timer("gir");
+    chooseDotInstructions(fn, options.arch, options.numWarps);
     assignLayouts(fn, options.numWarps);
     allocateSharedMemory(fn, options.numWarps);
     hoistLoopInvariants(fn);

@@ -188,7 +188,7 @@ struct MatmulCase {
     s << ir::dtypeName(in) << "->" << ir::dtypeName(acc) << "->" << ir::dtypeName(out) << " "
       << M << "x" << N << "x" << K << " tiles " << BM << "x" << BN << "x" << BK << " warps "
       << warps << " stages " << stages << (in == ir::ScalarKind::F32 ? " " + precision : "")
-      << (bColumns ? " b^T" : "");
+      << (bColumns ? " b^T" : "") << (arch.empty() ? "" : " " + arch);
     return s.str();
   }
 };
@@ -220,6 +220,32 @@ inline double matmulRelativeTolerance(const MatmulCase &c) {
   return c.acc == ir::ScalarKind::I32 ? 0 : 2e-5;
 }
 
+inline auto matmulKernelOf() {
+  return kernel("matmul", matmulKernel,
+                {"c", "a", "b", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "BM", "BN",
+                 "BK", "GROUP_M", "STAGES", "ACC", "PREC", "B_COLUMNS"});
+}
+
+// The case's specialization, before the launch arguments add their pointers' alignment.
+inline Specialization matmulSpecialization(const MatmulCase &c) {
+  std::string in = "*" + ir::dtypeName(c.in), out = "*" + ir::dtypeName(c.out);
+  int accSel = c.acc == ir::ScalarKind::F32 ? 0 : c.acc == ir::ScalarKind::F16 ? 1 : 2;
+  int prec = c.precision == "tf32" ? 0 : c.precision == "tf32x3" ? 1 : 2;
+  int sbk = c.bColumns ? 1 : c.N, sbn = c.bColumns ? c.K : 1;
+  // Unit strides specialized as 1 (":1", as Triton does) and the rest as divisible by 16 where
+  // they are: the tiles' loads then become 16-byte cp.async copies the dot reads in place.
+  auto unit = [](int stride) { return stride == 1 ? std::string("i32:1") : std::string("i32"); };
+  Specialization spec{.signature = {out, in, in, "i32", "i32", "i32", unit(c.K), "i32:1",
+                                    unit(sbk), unit(sbn), unit(c.N), "i32:1"},
+                      .constexprs = {c.BM, c.BN, c.BK, 4, c.stages, accSel, prec,
+                                     c.bColumns ? 1 : 0},
+                      .numWarps = c.warps};
+  spec.ptxVersion = c.ptxVersion;
+  if (!c.arch.empty())
+    spec.arch = c.arch;
+  return spec;
+}
+
 template <typename Buffer>
 void checkMatmul(CUstream stream, const std::function<void()> &sync, const MatmulCase &c) {
   uint32_t seed = freshSeed();
@@ -236,24 +262,9 @@ void checkMatmul(CUstream stream, const std::function<void()> &sync, const Matmu
   int outBytes = ir::bitWidth(c.out) / 8;
   Buffer da = uploadBytes<Buffer>(a.raw), db = uploadBytes<Buffer>(bEnc.raw);
   Buffer dc = poisonedBytes<Buffer>(size_t(c.M) * c.N * size_t(outBytes));
-  auto k = kernel("matmul", matmulKernel,
-                  {"c", "a", "b", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "BM",
-                   "BN", "BK", "GROUP_M", "STAGES", "ACC", "PREC", "B_COLUMNS"});
-  std::string in = "*" + ir::dtypeName(c.in), out = "*" + ir::dtypeName(c.out);
-  int accSel = c.acc == ir::ScalarKind::F32 ? 0 : c.acc == ir::ScalarKind::F16 ? 1 : 2;
-  int prec = c.precision == "tf32" ? 0 : c.precision == "tf32x3" ? 1 : 2;
+  auto k = matmulKernelOf();
   int sbk = c.bColumns ? 1 : c.N, sbn = c.bColumns ? c.K : 1;
-  // Unit strides specialized as 1 (":1", as Triton does) and the rest as divisible by 16 where
-  // they are: the tiles' loads then become 16-byte cp.async copies the dot reads in place.
-  auto unit = [](int stride) { return stride == 1 ? std::string("i32:1") : std::string("i32"); };
-  Specialization spec{.signature = {out, in, in, "i32", "i32", "i32", unit(c.K), "i32:1",
-                                    unit(sbk), unit(sbn), unit(c.N), "i32:1"},
-                      .constexprs = {c.BM, c.BN, c.BK, 4, c.stages, accSel, prec,
-                                     c.bColumns ? 1 : 0},
-                      .numWarps = c.warps};
-  spec.ptxVersion = c.ptxVersion;
-  if (!c.arch.empty())
-    spec.arch = c.arch;
+  Specialization spec = matmulSpecialization(c);
   std::initializer_list<KernelArg> args = {dc, da, db, c.M, c.N, c.K, c.K, 1, sbk, sbn, c.N, 1};
   CompiledKernel &ck = k.compile(spec.specializedFor(args));
   int64_t grid = int64_t((c.M + c.BM - 1) / c.BM) * ((c.N + c.BN - 1) / c.BN);

@@ -29,6 +29,11 @@ inline const std::map<std::string, OptPass> &optPasses() {
       {"cse",
        {false, [](ir::Function &f, const CompileOptions &) { eliminateCommonSubexpressions(f); }}},
       {"dce", {false, [](ir::Function &f, const CompileOptions &) { eliminateDeadCode(f); }}},
+      {"dot-instructions",
+       {false,
+        [](ir::Function &f, const CompileOptions &o) {
+          chooseDotInstructions(f, o.arch, o.numWarps);
+        }}},
       {"layouts",
        {false, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
       {"shared",

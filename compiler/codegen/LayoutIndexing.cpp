@@ -112,4 +112,25 @@ llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes) 
   return b.CreateXor(offset, b.CreateShl(phase, llvm::ConstantInt::get(ty, 4)));
 }
 
+llvm::Value *dotTileOffset(Lowering &l, llvm::Value *row, llvm::Value *col, int64_t rows,
+                           int64_t cols, int elementBytes, bool permuteRows) {
+  auto &b = l.b;
+  auto c = [&](int64_t v) { return b.getInt32(int32_t(v)); };
+  if (permuteRows) // row 2j + h of each 16 sits at j + 8h, where wgmma leaves fragment row j + 8h
+    row = b.CreateOr(b.CreateAnd(row, c(~int64_t(15))),
+                     b.CreateOr(b.CreateShl(b.CreateAnd(row, c(1)), c(3)),
+                                b.CreateAnd(b.CreateLShr(row, c(1)), c(7))));
+  int64_t rowBytes = cols * elementBytes;
+  llvm::Value *colBytes = b.CreateMul(col, c(elementBytes));
+  llvm::Value *offset;
+  if (rowBytes <= 128)
+    offset = b.CreateAdd(b.CreateMul(row, c(rowBytes)), colBytes);
+  else // panels of 128-byte rows, one per 128 bytes of columns
+    offset = b.CreateAdd(
+        b.CreateAdd(b.CreateMul(b.CreateLShr(colBytes, c(7)), c(rows * 128)),
+                    b.CreateShl(row, c(7))),
+        b.CreateAnd(colBytes, c(127)));
+  return swizzledOffset(l, offset, std::min<int64_t>(rowBytes, 128));
+}
+
 } // namespace tritium::codegen

@@ -1,5 +1,6 @@
-// Lowering of dot on the tensor cores' mma.sync (sm_80 and later; m16n8k16 for 16-bit floats,
-// m16n8k8 for tf32, m16n8k32 for 8-bit integers and fp8).
+// Lowering of dot on the tensor cores: Hopper's warp-group wgmma.mma_async for the dots that
+// ChooseDotInstructions.cpp marks {wgmma} (sm_90a), mma.sync otherwise (sm_80 and later;
+// m16n8k16 for 16-bit floats, m16n8k8 for tf32, m16n8k32 for 8-bit integers and fp8).
 //
 // 1. The operands are in shared memory: 16-bit tiles that a cp.async ring of the loop brought
 //    in are read from the ring (FeedDotsFromRings.cpp); others are staged there, whatever their
@@ -16,13 +17,22 @@
 //    32-bit shared loads otherwise) and issues one mma per tile pair, the accumulators staying
 //    in registers.
 //
+// wgmma reads both operands from shared memory through matrix descriptors and leaves, in
+// thread (warp w of its group, g = lane / 4), rows 16w + g and 16w + g + 8 of each 64-row
+// slice: a's rows sit permuted within each 16 (dotTileOffset), so that those stand for block
+// rows 16w + 2g and + 1, as in the blocked layout above. The warp group fences, issues the
+// K / 16 steps of every slice and column run, commits, and waits before the dot's result is
+// used.
+//
 // fp32 operands: "tf32" rounds them with cvt.rna.tf32.f32; "tf32x3" splits each into a tf32
 // high part and the tf32 of the rest and sums three products (hi*hi + hi*lo + lo*hi), close to
 // fp32's accuracy; "ieee" is plain fp32 fmas from the staged operands, one per element and k.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/codegen/Mbarrier.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/support/Error.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <map>
@@ -89,13 +99,19 @@ public:
     bytes_ = std::max(1, ir::bitWidth(ta.kind()) / 8);
     row_ = dotStagedRow(K_, bytes_);
     precision_ = op.hasAttr("input_precision") ? op.strAttr("input_precision") : "";
-    aBase_ = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr("smem_offset")));
-    bBase_ = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr("smem_b")));
+    wgmma_ = op.hasAttr("wgmma");
     for (int i = 0; i < 2; ++i) {
+      const char *staging = i == 0 ? "smem_offset" : "smem_b";
+      llvm::Value *&base = i == 0 ? aBase_ : bBase_;
       auto ring = l.ringTiles.find(op.operand(unsigned(i)));
       fromRing_[i] = op.hasAttr(i == 0 ? "ring_a" : "ring_b") && ring != l.ringTiles.end();
       if (fromRing_[i])
-        (i == 0 ? aBase_ : bBase_) = ring->second;
+        base = ring->second;
+      else if (op.hasAttr(staging))
+        base = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr(staging)));
+      else
+        internalError("dot operand " + std::to_string(i) +
+                      " has neither a ring nor a staging buffer");
     }
   }
 
@@ -103,6 +119,8 @@ public:
     stageOperands();
     if (precision_ == "ieee")
       fmaProduct();
+    else if (wgmma_)
+      wgmmaProduct();
     else
       mmaProduct();
   }
@@ -118,12 +136,13 @@ private:
   }
 
   // The byte offset of element (batch, row, col) of a 16-bit operand held as
-  // [batch][rows][cols], swizzled.
+  // [batch][rows][cols] (dotTileOffset, the batches' rows one after another); a wgmma dot's a
+  // has its rows permuted.
   llvm::Value *tileOffset(llvm::Value *batch, int64_t rows, int64_t cols, llvm::Value *row,
-                          llvm::Value *col) {
+                          llvm::Value *col, bool isA) {
     llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
-    llvm::Value *e = b_.CreateAdd(b_.CreateMul(r, b_.getInt32(int32_t(cols))), col);
-    return swizzledOffset(l_, b_.CreateMul(e, b_.getInt32(2)), cols * 2);
+    int64_t batches = rank_ == 3 ? op_.operand(0)->type().shape()[0] : 1;
+    return dotTileOffset(l_, r, col, batches * rows, cols, 2, wgmma_ && isA);
   }
 
   void stageOperands() {
@@ -141,7 +160,8 @@ private:
         llvm::Value *x = c[size_t(rank_ - 2)], *y = c[size_t(rank_ - 1)];
         llvm::Value *off;
         if (bytes_ == 2) // a[m][k] and b[k][n] as they are, swizzled
-          off = which == 0 ? tileOffset(batch, M_, K_, x, y) : tileOffset(batch, K_, N_, x, y);
+          off = which == 0 ? tileOffset(batch, M_, K_, x, y, true)
+                         : tileOffset(batch, K_, N_, x, y, false);
         else // a[m][k] at row m; b[k][n] at row n (transposed)
           off = which == 0 ? stagedOffset(batch, M_, x, y) : stagedOffset(batch, N_, y, x);
         llvm::Value *base = which == 0 ? aBase_ : bBase_;
@@ -149,6 +169,8 @@ private:
                               llvm::Align(bytes_));
       }
     }
+    if (wgmma_) // the tensor cores read these stores through the async proxy
+      emitAsm(l_, "fence.proxy.async.shared::cta;", "", {});
     l_.barrier();
   }
 
@@ -224,7 +246,7 @@ private:
                                       b_.CreateAnd(q, b_.getInt32(1)));
       llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk)),
                                     b_.CreateMul(b_.CreateLShr(q, b_.getInt32(1)), b_.getInt32(8)));
-      return ldmatrix(aBase_, tileOffset(t.batch, M_, K_, row, k), 4, false);
+      return ldmatrix(aBase_, tileOffset(t.batch, M_, K_, row, k, true), 4, false);
     }
     int epr = 4 / bytes_;
     llvm::Value *c = b_.CreateMul(b_.CreateAnd(lane, b_.getInt32(3)), b_.getInt32(epr));
@@ -245,7 +267,7 @@ private:
       // columns, lanes 8-15 rows k + 8 .. k + 15; transposed, lane l gets column g of rows
       // 2c and 2c + 1 of each, b's two fragment registers.
       llvm::Value *k = b_.CreateAdd(b_.getInt32(int32_t(kk)), b_.CreateAnd(lane, b_.getInt32(15)));
-      return ldmatrix(bBase_, tileOffset(t.batch, K_, N_, k, t.colBase), 2, true);
+      return ldmatrix(bBase_, tileOffset(t.batch, K_, N_, k, t.colBase, false), 2, true);
     }
     int epr = 4 / bytes_;
     llvm::Value *n = b_.CreateAdd(t.colBase, b_.CreateLShr(lane, b_.getInt32(2)));
@@ -364,6 +386,92 @@ private:
     l_.set(op_.result(), std::move(acc));
   }
 
+  // --- wgmma (sm_90a) ----------------------------------------------------------------------------
+
+  // A shared-memory matrix descriptor: the start address, the leading and stride byte offsets
+  // (each >> 4) and the swizzle mode (1: SWIZZLE_128B).
+  llvm::Value *descriptor(llvm::Value *base, llvm::Value *byteOffset, int64_t leading,
+                          int64_t stride) {
+    llvm::Value *p = b_.CreateGEP(b_.getInt8Ty(), base, byteOffset);
+    llvm::Value *addr = b_.CreatePtrToInt(p, b_.getInt64Ty());
+    llvm::Value *start = b_.CreateAnd(b_.CreateLShr(addr, b_.getInt64(4)), b_.getInt64(0x3FFF));
+    uint64_t fixed = (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) |
+                     (uint64_t(1) << 62);
+    return b_.CreateOr(start, b_.getInt64(fixed));
+  }
+
+  // One wgmma.mma_async of the warp group: the accumulator registers `regs` (in the
+  // instruction's order) += a (descriptor) x b (descriptor), m64 n k16.
+  void wgmmaInstruction(Elements &acc, const std::vector<int64_t> &regs, llvm::Value *descA,
+                        llvm::Value *descB, int64_t n, const char *type) {
+    size_t count = regs.size();
+    std::vector<llvm::Type *> outs(count, b_.getFloatTy());
+    auto *ret = llvm::StructType::get(l_.ctx, outs);
+    std::vector<llvm::Type *> ins = {b_.getInt64Ty(), b_.getInt64Ty()};
+    ins.insert(ins.end(), count, b_.getFloatTy());
+    std::string text = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+                       type + "." + type + " {";
+    std::string constraints;
+    for (size_t i = 0; i < count; ++i) {
+      text += (i ? ", $" : "$") + std::to_string(i);
+      constraints += "=f,";
+    }
+    // scale-d 1 (accumulate), a and b not negated, a K-major, b N-major (transposed).
+    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1, 1, 1, 0, 1;";
+    constraints += "l,l";
+    for (size_t i = 0; i < count; ++i)
+      constraints += "," + std::to_string(i);
+    constraints += ",~{memory}"; // it reads the tiles in shared memory
+    std::vector<llvm::Value *> args = {descA, descB};
+    for (int64_t r : regs)
+      args.push_back(acc[size_t(r)]);
+    auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(ret, ins, false), text,
+                                       constraints, /*hasSideEffects=*/true);
+    llvm::Value *d = b_.CreateCall(asmFn, args);
+    for (size_t i = 0; i < count; ++i)
+      acc[size_t(regs[i])] = b_.CreateExtractValue(d, unsigned(i));
+  }
+
+  // The warp group's product from shared memory: per K step of 16, per 64-row slice of the
+  // warp group and per run of at most 256 columns, one wgmma. a's tile sits K-major in panels
+  // of 64 columns (leading offset unused, 8-row groups 1024 bytes apart); b's N-major (the
+  // transposed form) in panels of 64 columns [K][64] one after another (leading offset: a
+  // panel, K x 128 bytes; stride: 8 rows of K, 1024 bytes). The accumulator's tile registers
+  // are the instruction's in order: 16 x 8 tile j of the run holds registers 4j .. 4j + 3.
+  void wgmmaProduct() {
+    const char *type = op_.operand(0)->type().kind() == ScalarKind::BF16 ? "bf16" : "f16";
+    Elements acc = l_.get(op_.operand(2));
+    std::vector<Tile> ts = tiles();
+    std::map<int64_t, std::vector<const Tile *>> slices; // rowKey -> tiles by column
+    for (const Tile &t : ts)
+      slices[t.rowKey].push_back(&t);
+    int64_t n = std::min<int64_t>(N_, 256);
+    l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
+    for (int64_t kk = 0; kk < K_; kk += 16) {
+      for (auto &[rowKey, row] : slices) {
+        // The slice's first row: this thread's row with the warp's and lane's part cleared.
+        llvm::Value *first = b_.CreateAnd(row.front()->rows[0], b_.getInt32(~63));
+        llvm::Value *aOff = b_.CreateAdd(b_.getInt32(int32_t((kk * 2 / 128) * M_ * 128 + (kk * 2) % 128)),
+                                         b_.CreateShl(first, b_.getInt32(7)));
+        llvm::Value *descA = descriptor(aBase_, aOff, 16, 1024);
+        for (int64_t c = 0; c < N_ / n; ++c) {
+          llvm::Value *descB = descriptor(
+              bBase_, b_.getInt32(int32_t((c * n * 2 / 128) * K_ * 128 + kk * 128)), K_ * 128,
+              1024);
+          std::vector<int64_t> regs;
+          for (int64_t j = 0; j < n / 8; ++j) {
+            const Tile *t = row.at(size_t(c * n / 8 + j));
+            regs.insert(regs.end(), t->regs, t->regs + 4);
+          }
+          wgmmaInstruction(acc, regs, descA, descB, n, type);
+        }
+      }
+    }
+    l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
+    l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_wait_group_sync_aligned, {}, {b_.getInt64(0)});
+    l_.set(op_.result(), std::move(acc));
+  }
+
   // "ieee": each accumulator element sums its row of a times its column of b with fp32 fmas,
   // in a loop over k.
   void fmaProduct() {
@@ -419,6 +527,7 @@ private:
   std::string precision_;
   llvm::Value *aBase_ = nullptr, *bBase_ = nullptr;
   bool fromRing_[2] = {false, false};
+  bool wgmma_ = false;
 };
 
 } // namespace

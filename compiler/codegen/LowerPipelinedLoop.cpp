@@ -45,10 +45,18 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
   llvm::Value *byte = b.CreateAdd(
       b.CreateMul(b.CreateZExt(stage, b.getInt64Ty()), b.getInt64(stageBytes)),
       b.getInt64(offset));
-  llvm::Value *index = b.CreateZExt(l.rowMajorIndex(res, k), b.getInt64Ty());
-  llvm::Value *inTile = b.CreateMul(index, b.getInt64(elementBytes(res->type())));
-  if (load.hasAttr("swizzle")) // a dot's operand (FeedDotsFromRings.cpp)
-    inTile = swizzledOffset(l, inTile, res->type().shape().back() * elementBytes(res->type()));
+  llvm::Value *inTile;
+  if (load.hasAttr("swizzle")) { // a dot's operand (FeedDotsFromRings.cpp)
+    const std::vector<int64_t> &shape = res->type().shape();
+    std::vector<llvm::Value *> c = l.coordinates(res, k);
+    inTile = b.CreateZExt(dotTileOffset(l, c[0], c[1], shape[0], shape[1],
+                                        int(elementBytes(res->type())),
+                                        load.hasAttr("permute_rows")),
+                          b.getInt64Ty());
+  } else {
+    llvm::Value *index = b.CreateZExt(l.rowMajorIndex(res, k), b.getInt64Ty());
+    inTile = b.CreateMul(index, b.getInt64(elementBytes(res->type())));
+  }
   return b.CreateGEP(b.getInt8Ty(), l.smem, b.CreateAdd(byte, inTile));
 }
 
@@ -200,6 +208,11 @@ void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
     // A tile that a dot reads in place is read by every warp, not by the threads that copied
     // it: the barrier makes every thread's copies visible, and keeps the refill issued after
     // it (the previous iteration's stage) behind every warp's reads of that stage.
+    // A wgmma reads through the async proxy, which the copies' writes must be fenced for
+    // before the barrier.
+    if (std::any_of(plan.loads.begin(), plan.loads.end(),
+                    [](const ir::Op *load) { return load->hasAttr("async_proxy"); }))
+      emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
     if (std::any_of(plan.loads.begin(), plan.loads.end(),
                     [](const ir::Op *load) { return load->hasAttr("swizzle"); }))
       l.barrier();

@@ -2,6 +2,7 @@
 // memory, structured loops, and dispatch of every other op to its family's lowering.
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/Pipelining.h"
+#include "compiler/gpu/GpuPasses.h"
 
 #include "compiler/ir/Printer.h"
 
@@ -84,7 +85,11 @@ public:
         l_.mod, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
         llvm::GlobalValue::ExternalLinkage, nullptr, "global_smem", nullptr,
         llvm::GlobalValue::NotThreadLocal, 3);
-    l_.smem->setAlignment(llvm::Align(16));
+    // Dot tiles are swizzled by the address bits themselves (wgmma, TMA): their buffers sit at
+    // multiples of kDotTileAlignment from this base, which must be aligned as much.
+    l_.smem->setAlignment(llvm::Align(ir::findFirst(l_.kernel.body(), ir::OpKind::Dot)
+                                          ? uint64_t(kDotTileAlignment)
+                                          : 16));
 
     b.SetInsertPoint(llvm::BasicBlock::Create(l_.ctx, "entry", l_.fn));
     l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});

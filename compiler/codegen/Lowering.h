@@ -109,6 +109,15 @@ struct Lowering {
 // `offset` (i32 or i64) counts bytes from the tile's start; rowBytes is a power of two.
 llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes);
 
+// The byte offset (i32) of element (row, col) of a 16-bit dot operand's tile [rows][cols] in
+// shared memory, as rings and dot staging hold it and wgmma's descriptors read it: rows of at
+// most 128 bytes row-major; wider rows cut into panels of 128 bytes of columns, each panel
+// [rows][128 bytes] after the other (what TMA writes for a box 128 bytes wide); then swizzled
+// (swizzledOffset). With `permuteRows`, row 2j + h of each 16 is stored at row j + 8h (a
+// wgmma dot's a: LowerDot.cpp).
+llvm::Value *dotTileOffset(Lowering &l, llvm::Value *row, llvm::Value *col, int64_t rows,
+                           int64_t cols, int elementBytes, bool permuteRows);
+
 // One entry per op family; each handles the kinds it knows and returns false otherwise.
 bool lowerElementwise(Lowering &l, const ir::Op &op);
 bool lowerMemory(Lowering &l, const ir::Op &op);

@@ -1,4 +1,6 @@
-// Shared-memory allocation (GIR): dot's two staged operands (smem_offset, smem_b), two banks of one scratch slot per result element and warp
+// Shared-memory allocation (GIR): dot's staged operands (smem_offset, smem_b; 1024-byte
+// aligned, none for operands a ring will likely bring in), two banks of one scratch slot per
+// result element and warp
 // along the axis for each cross-warp reduction (LowerReduction.cpp alternates them), a staging
 // buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
 // per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
@@ -28,6 +30,32 @@ int64_t stagedElements(const ir::Type &t) {
   // column hit different banks.
   int64_t row = t.shape().back();
   return t.numElements() + (t.rank() > 1 && row >= 32 ? t.numElements() / row : 0);
+}
+
+int64_t dotStagingBytes(const ir::Op &dot, unsigned i) {
+  const ir::Type &a = dot.operand(0)->type(), &b = dot.operand(1)->type();
+  int r = a.rank();
+  int bytes = std::max(1, ir::bitWidth(a.kind()) / 8);
+  int64_t batches = r == 3 ? a.shape()[0] : 1, K = a.shape()[size_t(r - 1)];
+  int64_t row = (bytes == 2 ? K : dotStagedRow(K, bytes)) * bytes;
+  return batches * (i == 0 ? a.shape()[size_t(r - 2)] : b.shape()[size_t(r - 1)]) * row;
+}
+
+int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset) {
+  offset = (offset + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment;
+  dot.setAttr(i == 0 ? "smem_offset" : "smem_b", offset);
+  return offset + dotStagingBytes(dot, i);
+}
+
+bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i) {
+  if (dot.operand(0)->type().rank() != 2 || ir::bitWidth(dot.operand(0)->type().kind()) != 16)
+    return false;
+  const ir::Op *load = dot.operand(i)->definingOp();
+  if (!load || load->kind() != ir::OpKind::Load || load->parentBlock() != dot.parentBlock())
+    return false;
+  const ir::Op *loop = load->parentBlock()->parentOp();
+  return loop && loop->kind() == ir::OpKind::For && loop->hasAttr("num_stages") &&
+         loop->intAttr("num_stages") >= 2;
 }
 
 void allocateSharedMemory(ir::Function &fn, int numWarps) {
@@ -60,20 +88,13 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       return;
     }
     if (op.kind() == ir::OpKind::Dot) {
-      // 16-bit: a as [batch][M][K], b as [batch][K][N]; other types: a as [batch][M][row], b
-      // transposed as [batch][N][row] (dotStagedRow; LowerDot.cpp). Operands that a ring
-      // brings in are read from the ring, and their buffer here goes unused.
-      const ir::Type &a = op.operand(0)->type(), &b = op.operand(1)->type();
-      int r = a.rank();
-      int bytes = std::max(1, ir::bitWidth(a.kind()) / 8);
-      int64_t batches = r == 3 ? a.shape()[0] : 1, K = a.shape()[size_t(r - 1)];
-      int64_t row = (bytes == 2 ? K : dotStagedRow(K, bytes)) * bytes;
-      offset = (offset + 127) / 128 * 128;
-      op.setAttr("smem_offset", offset);
-      offset += batches * a.shape()[size_t(r - 2)] * row;
-      offset = (offset + 127) / 128 * 128;
-      op.setAttr("smem_b", offset);
-      offset += batches * b.shape()[size_t(r - 1)] * row;
+      // 16-bit: a as [batch][M][K], b as [batch][K][N] (dotTileOffset); other types: a as
+      // [batch][M][row], b transposed as [batch][N][row] (dotStagedRow; LowerDot.cpp).
+      // Operands that a ring of the dot's loop will likely bring in are read from the ring and
+      // get no buffer here (feedDotsFromRings adds one if the ring does not come about).
+      for (unsigned i = 0; i < 2; ++i)
+        if (!dotOperandMayComeFromRing(op, i))
+          offset = allocateDotStaging(op, i, offset);
       return;
     }
     if (op.kind() == ir::OpKind::Scan) {

@@ -264,7 +264,8 @@ private:
     ir::walk(fn_.body(), [&](ir::Op &op) { ops.push_back(&op); });
     for (ir::Op *op : ops)
       if (op->kind() == ir::OpKind::Dot) {
-        ir::Layout l = dotAccumulatorLayout(op->result()->type().shape(), numWarps_);
+        ir::Layout l = dotAccumulatorLayout(op->result()->type().shape(), numWarps_,
+                                            op->hasAttr("wgmma"));
         want(op->result(), l);
         want(op->operand(2), l);
       }
@@ -593,7 +594,8 @@ private:
       return;
     case OpKind::Dot: { // the operands go through shared memory in any layout
       checkShape(op.result()->type(), loc);
-      ir::Layout l = dotAccumulatorLayout(op.result()->type().shape(), numWarps_);
+      ir::Layout l = dotAccumulatorLayout(op.result()->type().shape(), numWarps_,
+                                          op.hasAttr("wgmma"));
       require(op, 2, l);
       setResult(l);
       return;

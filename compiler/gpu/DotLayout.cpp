@@ -3,13 +3,20 @@
 // 16 x 8 tile. Which 16 rows of the block the tile's rows stand for is the lowering's choice,
 // as long as the A fragments are read from the same rows: taking rows 2g and 2g + 1 makes the
 // placement a blocked layout, two rows by two columns per thread, 8 x 4 lanes per warp, and
-// the warps tiled over M and N. The epilogue then needs no layout of its own.
+// the warps tiled over M and N. The epilogue then needs no layout of its own. wgmma leaves
+// rows g and g + 8 of each warp's 16 rows in the same registers; the lowering permutes A's
+// rows in shared memory so that they too stand for rows 2g and 2g + 1 (LowerDot.cpp).
 #include "compiler/gpu/GpuPasses.h"
 
 namespace tritium {
 
-ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps) {
+ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
+                                bool warpGroups) {
   int rank = int(shape.size());
+  // wgmma: warp w of a warp group owns rows 16w .. 16w + 15 of the group's 64-row slice, so
+  // the warps go along M only (ChooseDotInstructions.cpp checks that M has room for them).
+  if (warpGroups && rank == 2)
+    return ir::Layout::blocked({2, 2}, {8, 4}, {numWarps, 1}, {1, 0});
   int64_t batches = rank == 3 ? shape[0] : 1, M = shape[size_t(rank - 2)],
           N = shape[size_t(rank - 1)];
   // Warps split the larger side of each warp's tile in two, while a tile of 16 x 8 per warp is

@@ -7,6 +7,12 @@
 // whose only user is the dot also gets {dot_only = 1}: no thread reads it into registers. The
 // dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}.
 //
+// A wgmma dot (ChooseDotInstructions.cpp) reads its tiles through descriptors, in SWIZZLE_128B
+// panels of 64 columns (codegen/LayoutIndexing.cpp, dotTileOffset), and a's rows permuted
+// within each 16 ({permute_rows}) so that its accumulator is the blocked layout mma.sync's is.
+// Its tiles' copies are made visible to the tensor cores' async proxy by a fence
+// ({async_proxy}).
+//
 // Bulk rings are left out: a bulk buffer is refilled as soon as the body's pipelined loads
 // have read it, before the dot would. A ring with such a tile waits for its stage and then
 // synchronizes the CTA at the top of each iteration (codegen/LowerPipelinedLoop.cpp): every
@@ -28,6 +34,7 @@ void feedDotsFromRings(ir::Function &fn) {
     if (op.kind() != ir::OpKind::Dot || op.operand(0)->type().rank() != 2 ||
         ir::bitWidth(op.operand(0)->type().kind()) != 16)
       return;
+    bool wgmma = op.hasAttr("wgmma");
     for (unsigned i = 0; i < 2; ++i) {
       ir::Op *load = op.operand(i)->definingOp();
       if (!load || load->kind() != ir::OpKind::Load || !load->hasAttr("pipelined") ||
@@ -36,12 +43,32 @@ void feedDotsFromRings(ir::Function &fn) {
       const ir::Op *loop = load->parentBlock()->parentOp();
       if (!loop || loop->hasAttr("bulk_barriers"))
         continue;
+      // A tile read by two dots must suit both: a wgmma dot's a has its rows permuted.
+      bool permute = wgmma && i == 0;
+      if (load->hasAttr("swizzle") && load->hasAttr("permute_rows") != permute)
+        continue;
       load->setAttr("swizzle", int64_t(128));
+      if (permute)
+        load->setAttr("permute_rows", int64_t(1));
+      if (wgmma) // wgmma reads through the async proxy: the copies need a proxy fence
+        load->setAttr("async_proxy", int64_t(1));
       if (uses[load->result()] == 1)
         load->setAttr("dot_only", int64_t(1));
       op.setAttr(i == 0 ? "ring_a" : "ring_b", int64_t(1));
     }
   });
+  // Operands that allocateSharedMemory expected from a ring and that no ring brings in.
+  int64_t end = fn.intAttr("shared_bytes").value_or(0), start = end;
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    if (op.kind() != ir::OpKind::Dot)
+      return;
+    if (!op.hasAttr("ring_a") && !op.hasAttr("smem_offset"))
+      end = allocateDotStaging(op, 0, end);
+    if (!op.hasAttr("ring_b") && !op.hasAttr("smem_b"))
+      end = allocateDotStaging(op, 1, end);
+  });
+  if (end != start)
+    fn.setAttr("shared_bytes", end);
 }
 
 } // namespace tritium

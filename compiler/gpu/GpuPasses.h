@@ -15,10 +15,18 @@ inline constexpr int64_t kMaxElementsPerThread = 256;
 // elements) for blocks smaller than the CTA.
 void assignLayouts(ir::Function &fn, int numWarps);
 
+// Marks each dot that runs on Hopper's warp-group wgmma with {wgmma = 1}
+// (ChooseDotInstructions.cpp): on sm_90a, for the shapes and types dotFitsWarpGroups takes.
+// Runs before assignLayouts, which gives such dots their warp groups.
+void chooseDotInstructions(ir::Function &fn, const std::string &arch, int numWarps);
+bool dotFitsWarpGroups(const ir::Op &dot, int numWarps);
+
 // The layout of dot's accumulator [.., M, N] (DotLayout.cpp): a blocked layout whose threads
 // hold the tensor cores' accumulator fragments, so that the epilogue (casts, stores,
-// reductions) treats it as any other block.
-ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps);
+// reductions) treats it as any other block. With `warpGroups` (a wgmma dot) every warp lies
+// along M, so that each four consecutive warps own whole 64-row slices.
+ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
+                                bool warpGroups = false);
 
 // Where dot stages its operands in shared memory (LowerDot.cpp): a as [batch][M][K + pad], b
 // transposed as [batch][N][K + pad], each row padded by 16 bytes so that the fragment loads of
@@ -62,7 +70,20 @@ void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool 
 
 // Lets dot read 16-bit tiles that a cp.async ring of its loop brings in straight from the ring
 // (FeedDotsFromRings.cpp): {swizzle = 128} and {dot_only} on such loads, {ring_a}/{ring_b} on
-// the dot.
+// the dot; {permute_rows} and {async_proxy} on the loads of a wgmma dot. Operands that no ring
+// brings in get their staging buffers here if allocateSharedMemory left them out.
 void feedDotsFromRings(ir::Function &fn);
+
+// Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which
+// feedDotsFromRings will likely let the dot read in place: allocateSharedMemory then leaves
+// its staging buffer out.
+bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i);
+// Gives dot operand `i` its staging buffer ({smem_offset} for a, {smem_b} for b) at the first
+// kDotTileAlignment boundary from `offset`; returns the buffer's end.
+int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset);
+
+// Where dot staging buffers and the rings that dots read start: a multiple of 1024 bytes, the
+// span of one SWIZZLE_128B pattern, which wgmma applies to the address bits themselves.
+inline constexpr int64_t kDotTileAlignment = 1024;
 
 } // namespace tritium

@@ -30,12 +30,14 @@ namespace {
 // Ring buffers start on 128-byte lines: a bulk copy into a buffer that starts mid-line measured
 // 2-20% slower on the H200 (the cluster kernels' 640 bytes of reduction slots plus 16 of
 // mbarriers put the ring at byte 656), and 16-byte vector reads of it cross one line more.
-int64_t alignToLine(int64_t bytes) { return (bytes + 127) / 128 * 128; }
+// In a kernel with a dot, every buffer starts on kDotTileAlignment instead: a dot may read its
+// tiles in place (FeedDotsFromRings.cpp), and wgmma swizzles by the address bits themselves.
+int64_t alignTo(int64_t bytes, int64_t align) { return (bytes + align - 1) / align * align; }
 
 // The bytes one buffer of `load`'s block takes.
-int64_t bufferBytes(const ir::Op &load) {
+int64_t bufferBytes(const ir::Op &load, int64_t align) {
   const ir::Type &t = load.result()->type();
-  return alignToLine(t.numElements() * ir::byteWidth(t.kind()));
+  return alignTo(t.numElements() * ir::byteWidth(t.kind()), align);
 }
 
 // Ops the lowering can evaluate again for a later iteration: pure and elementwise.
@@ -104,7 +106,7 @@ bool bulkCopyable(const ir::Op &load, const AxisAnalysis &axis) {
 
 // Plans one loop whose rings may start at `base`; returns the bytes its rings take.
 int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool bulk,
-                 int64_t threads, int64_t base, int64_t maxSharedBytes) {
+                 int64_t threads, int64_t base, int64_t maxSharedBytes, int64_t align) {
   if (loop.intAttr("num_stages") < 2)
     return 0;
   const ir::Block &body = *loop.body();
@@ -138,7 +140,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
       d = combine(d, dependence(o, body, seen));
     if (d == Dependence::Other)
       continue;
-    (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op);
+    (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op, align);
     (d == Dependence::Invariant ? residents : loads).push_back(op.get());
   }
   if (loads.empty()) // a loop without a ring keeps its invariant loads as they are
@@ -156,7 +158,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   loop.setAttr("pipeline_stages", buffers + spare);
   int64_t offset = base;
   for (ir::Op *load : residents) {
-    int64_t bytes = bufferBytes(*load);
+    int64_t bytes = bufferBytes(*load, align);
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("resident", int64_t(1));
     load->setAttr("smem_offset", offset);
@@ -164,7 +166,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     offset += bytes;
   }
   for (ir::Op *load : loads) {
-    int64_t bytes = bufferBytes(*load);
+    int64_t bytes = bufferBytes(*load, align);
     load->setAttr("pipelined", int64_t(1));
     load->setAttr("smem_offset", offset);
     load->setAttr("stage_bytes", bytes);
@@ -181,14 +183,15 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
 // lowering puts a barrier before each prologue); a nested loop's rings go after its parent's.
 // Returns the end of the highest ring.
 int64_t planBlock(ir::Function &fn, ir::Block &block, const AxisAnalysis &axis, bool bulk,
-                  int64_t threads, int64_t base, int64_t maxSharedBytes) {
+                  int64_t threads, int64_t base, int64_t maxSharedBytes, int64_t align) {
   int64_t end = base;
   for (auto &op : block.ops()) {
     if (op->kind() != ir::OpKind::For)
       continue;
-    int64_t own = planLoop(fn, *op, axis, bulk, threads, base, maxSharedBytes);
+    int64_t own = planLoop(fn, *op, axis, bulk, threads, base, maxSharedBytes, align);
     end = std::max({end, base + own,
-                    planBlock(fn, *op->body(), axis, bulk, threads, base + own, maxSharedBytes)});
+                    planBlock(fn, *op->body(), axis, bulk, threads, base + own, maxSharedBytes,
+                              align)});
   }
   return end;
 }
@@ -198,9 +201,10 @@ int64_t planBlock(ir::Function &fn, ir::Block &block, const AxisAnalysis &axis, 
 void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool bulkCopies) {
   int64_t used = fn.intAttr("shared_bytes").value_or(0);
   AxisAnalysis axis(fn);
-  int64_t base = alignToLine(used);
+  int64_t align = ir::findFirst(fn.body(), ir::OpKind::Dot) ? kDotTileAlignment : 128;
+  int64_t base = alignTo(used, align);
   int64_t end = planBlock(fn, fn.body(), axis, bulkCopies, 32 * int64_t(numWarps), base,
-                          maxSharedBytes);
+                          maxSharedBytes, align);
   if (end > base) // some ring was planned
     fn.setAttr("shared_bytes", end);
 }

@@ -21,10 +21,13 @@ using namespace tritium::dsl;
 
 namespace {
 
-const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--warps=W] [--stages=S] [M N K]
+const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--warps=W] [--stages=S]
+              [--arch=sm_XX] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
-  TFLOP/s. Without a GPU the product runs in tritium's CPU interpreter.
+  TFLOP/s. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
+  the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
+  without a GPU.
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -66,6 +69,7 @@ struct Options {
   // warps with 3 stages; for a few rows (decode), 16 x 64 x 256 on 4 warps.
   int BM = 128, BN = 256, BK = 64, warps = 8, stages = 3;
   bool userPlan = false;
+  std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -86,6 +90,8 @@ Options parseOptions(int argc, char **argv) {
       o.warps = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--stages=", 0) == 0) {
       o.stages = std::atoi(a.c_str() + 9);
+    } else if (a.rfind("--arch=", 0) == 0) {
+      o.arch = a.substr(7);
     } else if (!a.empty() && a[0] != '-') {
       dims.push_back(std::atoll(a.c_str()));
     } else {
@@ -210,6 +216,12 @@ int main(int argc, char **argv) {
                                       "i32:1", div16(o.N), "i32:1", div16(o.N), "i32:1"},
                         .constexprs = {o.BM, o.BN, o.BK, 8, o.stages},
                         .numWarps = o.warps};
+    // Hopper's tensor cores are fastest through wgmma, which only the architecture-specific
+    // target sm_90a has (its code runs on sm_90 alone).
+    spec.arch = !o.arch.empty() ? o.arch
+                : gpu && rt::Context::current().props().arch() != "sm_90"
+                    ? rt::Context::current().props().arch()
+                    : "sm_90a";
     CompiledKernel &k = mm.compile(spec);
     std::printf("compiled %s (%s): %s\n", k.metadata().name.c_str(),
                 k.metadata().fromCache ? "from the disk cache" : "fresh",

@@ -5,6 +5,7 @@
 #include "DotCases.h"
 #include "GpuTestSupport.h"
 
+#include "runtime/Device.h"
 #include "runtime/Memory.h"
 
 using namespace tritium;
@@ -82,6 +83,37 @@ TEST_F(DotGpuTest, TransposedOperandAndBatches) {
   for (int warps : {1, 4, 8})
     checkBatched<DeviceBuffer>(stream().get(), sync, 2, 16, 32, 16, warps);
   checkBatched<DeviceBuffer>(stream().get(), sync, 4, 64, 64, 32, 4);
+}
+
+// Hopper's wgmma (sm_90a): warp groups of 4 and 8 warps, one and two 64-row slices per warp
+// group, 64 to 256 columns, masked edges, long K loops through 3- and 4-stage rings, b staged
+// through registers (read transposed), and a dot without a ring.
+TEST_F(DotGpuTest, WarpGroupMma) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "wgmma needs an sm_90 GPU, this one is "
+                 << rt::Context::current().props().arch();
+  for (ScalarKind in : {ScalarKind::F16, ScalarKind::BF16}) {
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .out = in, .M = 300, .N = 520, .K = 200, .BM = 128,
+                               .BN = 256, .BK = 64, .warps = 8, .stages = 3, .arch = "sm_90a"});
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = in, .M = 192, .N = 192, .K = 192, .BM = 64, .BN = 64,
+                               .BK = 64, .warps = 4, .stages = 2, .arch = "sm_90a"});
+  }
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 512, .N = 512, .K = 4096, .BM = 128,
+                             .BN = 128, .BK = 64, .warps = 4, .stages = 4, .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 256, .N = 384, .K = 1024, .BM = 128,
+                             .BN = 128, .BK = 128, .warps = 8, .stages = 3, .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F16, .M = 130, .N = 200, .K = 150, .BM = 64,
+                             .BN = 128, .BK = 64, .warps = 4, .stages = 2, .bColumns = true,
+                             .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 64, .N = 64, .K = 64, .BM = 64,
+                             .BN = 64, .BK = 64, .warps = 4, .stages = 1, .arch = "sm_90a"});
 }
 
 } // namespace

@@ -47,4 +47,16 @@ TEST_F(DotInterpreterTest, TransposedOperandAndBatches) {
   checkBatched<HostBuffer>(nullptr, sync, 2, 16, 32, 16, 4);
 }
 
+// The wgmma lowering (sm_90a) compiles each of these to PTX on the way: a ring-fed dot, a
+// staged b read transposed, and a dot outside any ring.
+TEST_F(DotInterpreterTest, WarpGroupTiles) {
+  checkMatmul<HostBuffer>(nullptr, sync,
+                          {.in = ScalarKind::BF16, .M = 70, .N = 66, .K = 80, .BM = 64, .BN = 64,
+                           .BK = 64, .warps = 4, .stages = 2, .arch = "sm_90a"});
+  checkMatmul<HostBuffer>(nullptr, sync,
+                          {.in = ScalarKind::F16, .M = 64, .N = 64, .K = 64, .BM = 64, .BN = 64,
+                           .BK = 64, .warps = 4, .stages = 1, .bColumns = true,
+                           .arch = "sm_90a"});
+}
+
 } // namespace

@@ -1,0 +1,87 @@
+// Which tensor-core instructions a dot compiles to, and that ptxas takes them: on sm_90a the
+// tutorial matmul's tiles run on wgmma, read from the cp.async rings in place (a fence for the
+// async proxy after each stage lands) or from staging; shapes wgmma does not take, and sm_90,
+// keep mma.sync.
+#include "DotCases.h"
+
+using namespace tritium;
+using namespace tritium::testing::tensorcores;
+using ir::ScalarKind;
+
+namespace {
+
+class DotPtxTest : public tritium::testing::CompilerTest {};
+
+size_t count(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+Artifacts compileCase(const MatmulCase &c) {
+  // 16-byte aligned pointers and sizes and strides divisible by 16, as a launch on the shapes
+  // of the GPU tests would find them.
+  Specialization spec = matmulSpecialization(c);
+  for (std::string &s : spec.signature)
+    if (s.find(':') == std::string::npos)
+      s += ":16";
+  return matmulKernelOf().compileTo(spec, Stage::PTX);
+}
+
+void expectAssembles(const Artifacts &a, const std::string &arch) {
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, arch);
+  ASSERT_EQ(r.exitCode, 0) << "ptxas failed:\n" << r.output;
+  EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  // ptxas serializes wgmma (and says so) when it cannot prove the accumulators untouched.
+  EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+}
+
+TEST_F(DotPtxTest, RingTilesRunOnWarpGroups) {
+  Artifacts a = compileCase({.in = ScalarKind::BF16, .BM = 128, .BN = 256, .BK = 64, .warps = 8,
+                             .stages = 3, .arch = "sm_90a"});
+  EXPECT_NE(a.gir.find("wgmma = 1, ring_a = 1, ring_b = 1"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("wpc=[8,1]"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("permute_rows = 1"), std::string::npos) << a.gir;
+  // 64 / 16 K steps of one m64n256 instruction per warp group, between one fence and one wait.
+  EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "wgmma.fence.sync.aligned"), 1u);
+  EXPECT_EQ(count(a.ptx, "wgmma.commit_group.sync.aligned"), 1u);
+  EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned \t0;"), 1u);
+  EXPECT_NE(a.ptx.find("fence.proxy.async.shared::cta"), std::string::npos);
+  EXPECT_EQ(a.ptx.find("mma.sync"), std::string::npos);
+  EXPECT_EQ(a.ptx.find("ldmatrix"), std::string::npos);
+  expectAssembles(a, "sm_90a");
+}
+
+TEST_F(DotPtxTest, StagedOperandsRunOnWarpGroups) {
+  // b is loaded [BN, BK] and transposed in registers, so it is staged; two 64-row slices per
+  // warp group.
+  Artifacts a = compileCase({.in = ScalarKind::F16, .BM = 128, .BN = 64, .BK = 64, .warps = 4,
+                             .stages = 2, .bColumns = true, .arch = "sm_90a"});
+  EXPECT_NE(a.gir.find("ring_a = 1} : block<128x64xf32"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("{wgmma = 1, smem_b = "), std::string::npos) << a.gir;
+  EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), 8u) << a.ptx;
+  EXPECT_GE(count(a.ptx, "fence.proxy.async.shared::cta"), 2u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+}
+
+TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
+  // K tiles of 32 (half a swizzle panel), fp32 accumulation in fp16, and sm_90 (no wgmma).
+  for (const MatmulCase &c :
+       {MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 128, .BK = 32, .warps = 8,
+                   .stages = 3, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
+                   .BM = 64, .BN = 64, .BK = 64, .warps = 4, .stages = 2, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 256, .BK = 64, .warps = 8,
+                   .stages = 3, .arch = "sm_90"}}) {
+    SCOPED_TRACE(c.str());
+    Artifacts a = compileCase(c);
+    EXPECT_EQ(a.ptx.find("wgmma"), std::string::npos);
+    EXPECT_NE(a.ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  }
+}
+
+} // namespace
