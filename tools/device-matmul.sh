@@ -37,10 +37,12 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
       run $dt $s
     done
   done
-  # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K.
-  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=128x256x32 --warps=8 --stages=4" \
-              "--tile=256x128x64 --warps=8 --stages=3" "--tile=128x128x64 --warps=4 --stages=4" \
-              "--tile=128x128x32 --warps=4 --stages=4"; do
+  # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On
+  # Hopper the example compiles for sm_90a (wgmma); --arch=sm_90 gives mma.sync.
+  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=128x256x64 --warps=8 --stages=3 --arch=sm_90" \
+              "--tile=256x128x64 --warps=8 --stages=3" "--tile=128x128x64 --warps=8 --stages=4" \
+              "--tile=128x128x64 --warps=4 --stages=4" "--tile=64x256x64 --warps=4 --stages=4" \
+              "--tile=128x256x128 --warps=8 --stages=2" "--tile=128x128x128 --warps=8 --stages=3"; do
     # shellcheck disable=SC2086
     run bf16 4096 4096 4096 $plan
   done

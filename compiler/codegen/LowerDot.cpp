@@ -468,7 +468,13 @@ private:
       }
     }
     l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
-    l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_wait_group_sync_aligned, {}, {b_.getInt64(0)});
+    // In flight ({in_flight}): only the next iteration's wgmma reads the result, so this waits
+    // for the previous iteration's group alone, and the loop's end for the last
+    // (LowerToLLVM.cpp).
+    if (op_.hasAttr("in_flight"))
+      l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_wait_group_sync_aligned, {}, {b_.getInt64(1)});
+    else
+      acc = wgmmaWait(l_, acc);
     l_.set(op_.result(), std::move(acc));
   }
 
@@ -531,6 +537,26 @@ private:
 };
 
 } // namespace
+
+Elements wgmmaWait(Lowering &l, const Elements &acc) {
+  auto &b = l.b;
+  std::vector<llvm::Type *> types;
+  std::string constraints;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    types.push_back(acc[i]->getType());
+    constraints += "=f,";
+  }
+  for (size_t i = 0; i < acc.size(); ++i)
+    constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
+  auto *fnTy = llvm::FunctionType::get(llvm::StructType::get(l.ctx, types), types, false);
+  llvm::Value *d = b.CreateCall(
+      llvm::InlineAsm::get(fnTy, "wgmma.wait_group.sync.aligned 0;", constraints, true),
+      std::vector<llvm::Value *>(acc.begin(), acc.end()));
+  Elements out;
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.push_back(b.CreateExtractValue(d, unsigned(i)));
+  return out;
+}
 
 bool lowerDot(Lowering &l, const ir::Op &op) {
   if (op.kind() != ir::OpKind::Dot)

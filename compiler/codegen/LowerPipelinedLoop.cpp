@@ -101,6 +101,7 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   plan.stages = int(loop.intAttr("pipeline_stages"));
   if (loop.hasAttr("bulk_barriers"))
     plan.bulkBarriers = loop.intAttr("bulk_barriers");
+  plan.wgmmaInFlight = loop.hasAttr("wgmma_in_flight");
   const ir::Block &body = *loop.body();
   std::unordered_set<const ir::Op *> slice, residentSlice;
   for (const auto &op : body.ops())
@@ -204,7 +205,8 @@ void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
     if (!plan.residents.empty()) // the residents' group, the only cp.async one
       l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   } else { // the oldest outstanding group is this iteration's (the residents' is older still)
-    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {l.b.getInt32(plan.stages - 2)});
+    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
+                {l.b.getInt32(plan.lookahead() - 1)});
     // A tile that a dot reads in place is read by every warp, not by the threads that copied
     // it: the barrier makes every thread's copies visible, and keeps the refill issued after
     // it (the previous iteration's stage) behind every warp's reads of that stage.

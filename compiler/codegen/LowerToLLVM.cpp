@@ -173,7 +173,7 @@ private:
       issueResidents(l_, *plan, op, lb, ub);
     }
     if (plan)
-      for (int s = 0; s + 1 < plan->stages; ++s)
+      for (int s = 0; s < plan->lookahead(); ++s)
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
                                                                   lb->getType(), s))),
                    ub, b.getInt32(s), nullptr);
@@ -206,7 +206,7 @@ private:
       readStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.read");
       readStage->addIncoming(b.getInt32(0), pre);
       writeStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.write");
-      writeStage->addIncoming(b.getInt32((plan->stages - 1) % plan->buffers()), pre);
+      writeStage->addIncoming(b.getInt32(plan->lookahead() % plan->buffers()), pre);
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
       iteration->addIncoming(b.getInt32(0), pre);
     }
@@ -216,9 +216,10 @@ private:
     b.SetInsertPoint(bodyBB);
     if (plan) {
       llvm::Value *aheadIv = b.CreateAdd(
-          iv, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->stages - 1)));
+          iv, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->lookahead())));
       waitForStage(l_, *plan, readStage, iteration);
-      // cp.async refills the stage the previous iteration read; a bulk ring refills this
+      // cp.async refills the stage the previous iteration read (the one before it while a
+      // wgmma is in flight: Pipelining.h); a bulk ring refills this
       // iteration's stage once it has been read (lowerPipelinedLoad).
       if (!plan->bulk())
         issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr);
@@ -247,10 +248,19 @@ private:
     b.CreateBr(header);
 
     b.SetInsertPoint(exit);
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      Elements out(carried[i].begin(), carried[i].end());
+      // A wgmma left in flight by the last iteration (FeedDotsFromRings.cpp): wait for it
+      // before anything reads its accumulators.
+      const ir::Op *def = yield->operand(i)->definingOp();
+      if (def && def->kind() == ir::OpKind::Dot && def->hasAttr("in_flight"))
+        out = wgmmaWait(l_, out);
+      l_.set(op.result(i), std::move(out));
+    }
     if (plan)
       finishRing(l_, *plan);
-    for (unsigned i = 0; i < op.numResults(); ++i)
-      l_.set(op.result(i), Elements(carried[i].begin(), carried[i].end()));
+    if (plan && op.hasAttr("ring_reuses_smem")) // ops after the loop write over the ring
+      l_.barrier();
   }
 
   // Lowers a region and returns its yield (left in the insertion block it ends in).

@@ -131,6 +131,9 @@ bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barr
 bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
 bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
+// wgmma.wait_group 0 with the accumulators passing through it (LowerDot.cpp): the values it
+// returns are the ones to read, so that no read of them moves above the wait.
+Elements wgmmaWait(Lowering &l, const Elements &acc);
 // shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf

@@ -22,8 +22,14 @@ struct PipelinePlan {
   std::vector<const ir::Op *> residents;     // the loads copied once
   std::vector<const ir::Op *> residentSlice; // body ops the residents' operands need
   int64_t bulkBarriers = -1; // bulk copies: the mbarriers' shared-memory offset
+  // A wgmma left in flight across iterations ({wgmma_in_flight} on the loop,
+  // FeedDotsFromRings.cpp) still reads the previous iteration's stage: the ring then refills
+  // the stage read two iterations ago, and runs one iteration less ahead.
+  bool wgmmaInFlight = false;
   bool bulk() const { return bulkBarriers >= 0; }
   int buffers() const { return bulk() ? stages - 1 : stages; }
+  // Iterations whose copies are in flight ahead of the one computing.
+  int lookahead() const { return stages - 1 - (wgmmaInFlight ? 1 : 0); }
 };
 
 // The plan recorded on a `for` by gpu/PipelineLoads.cpp, if any.

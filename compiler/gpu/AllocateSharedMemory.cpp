@@ -67,7 +67,7 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
     for (const ir::Value *v : op.operands())
       used.insert(v);
   });
-  ir::walk(fn.body(), [&](ir::Op &op) {
+  auto allocate = [&](ir::Op &op) {
     int64_t slots = 0;
     // An atomic's old values reach every thread through shared memory when one thread does the
     // operation for several (a scalar, or a block with copies): LowerAtomics.cpp.
@@ -167,7 +167,19 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
     offset = (offset + bytes - 1) / bytes * bytes;
     op.setAttr("smem_offset", offset);
     offset += bytes * slots;
-  });
+  };
+  // Buffers are laid out in program order. In a kernel with a dot, each top-level loop records
+  // where the buffers of the ops before it and in it end ({smem_live}): its rings may start
+  // there, over the buffers of the ops after it, which run once the ring is done (a matmul's
+  // epilogue staging shares the ring's space; PipelineLoads.cpp).
+  bool dots = ir::findFirst(fn.body(), ir::OpKind::Dot) != nullptr;
+  for (auto &top : fn.body().ops()) {
+    allocate(*top);
+    for (unsigned r = 0; r < top->numRegions(); ++r)
+      ir::walk(*top->region(r), allocate);
+    if (dots && top->kind() == ir::OpKind::For)
+      top->setAttr("smem_live", offset);
+  }
   if (exchanges) { // two mbarriers of 8 bytes, 8-byte aligned
     offset = (offset + 7) / 8 * 8;
     fn.setAttr("cluster_barriers", offset);

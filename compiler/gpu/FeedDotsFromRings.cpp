@@ -57,6 +57,33 @@ void feedDotsFromRings(ir::Function &fn) {
       op.setAttr(i == 0 ? "ring_a" : "ring_b", int64_t(1));
     }
   });
+  // A wgmma dot that reads both tiles from its loop's ring, accumulates into the loop's carried
+  // value and gives its result only to the next iteration stays in flight across iterations:
+  // it waits for the previous iteration's wgmma, not its own ({in_flight} on the dot,
+  // {wgmma_in_flight} on the loop, whose ring then refills the stage read two iterations ago).
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    if (op.kind() != ir::OpKind::Dot || !op.hasAttr("wgmma") || !op.hasAttr("ring_a") ||
+        !op.hasAttr("ring_b"))
+      return;
+    ir::Block *body = op.parentBlock();
+    ir::Op *loop = body->parentOp();
+    if (!loop || loop->kind() != ir::OpKind::For || loop->intAttr("pipeline_stages") < 3 ||
+        uses[op.result()] != 1)
+      return;
+    const ir::Op *yield = body->ops().back().get();
+    bool carried = false;
+    for (unsigned i = 0; i < yield->numOperands(); ++i)
+      carried = carried || (yield->operand(i) == op.result() &&
+                            op.operand(2) == body->argument(i + 1) &&
+                            uses[body->argument(i + 1)] == 1);
+    unsigned wgmmas = 0;
+    for (auto &other : body->ops())
+      wgmmas += other->kind() == ir::OpKind::Dot && other->hasAttr("wgmma");
+    if (!carried || wgmmas != 1 || yield->kind() != ir::OpKind::Yield)
+      return;
+    op.setAttr("in_flight", int64_t(1));
+    loop->setAttr("wgmma_in_flight", int64_t(1));
+  });
   // Operands that allocateSharedMemory expected from a ring and that no ring brings in.
   int64_t end = fn.intAttr("shared_bytes").value_or(0), start = end;
   ir::walk(fn.body(), [&](ir::Op &op) {

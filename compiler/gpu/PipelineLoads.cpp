@@ -181,16 +181,24 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
 
 // Loops of one block run one after another, so their rings share the space from `base` (the
 // lowering puts a barrier before each prologue); a nested loop's rings go after its parent's.
-// Returns the end of the highest ring.
+// Returns the end of the highest ring (0 when none was planned).
 int64_t planBlock(ir::Function &fn, ir::Block &block, const AxisAnalysis &axis, bool bulk,
                   int64_t threads, int64_t base, int64_t maxSharedBytes, int64_t align) {
-  int64_t end = base;
+  int64_t end = 0;
   for (auto &op : block.ops()) {
     if (op->kind() != ir::OpKind::For)
       continue;
-    int64_t own = planLoop(fn, *op, axis, bulk, threads, base, maxSharedBytes, align);
-    end = std::max({end, base + own,
-                    planBlock(fn, *op->body(), axis, bulk, threads, base + own, maxSharedBytes,
+    // A top-level loop of a kernel with a dot may put its rings over the buffers of the ops
+    // after it (allocateSharedMemory's {smem_live}); the lowering then synchronizes the CTA
+    // when the loop ends ({ring_reuses_smem}). Cluster mbarriers stay live throughout.
+    int64_t at = base;
+    if (op->hasAttr("smem_live") && !fn.intAttr("cluster_barriers"))
+      at = std::min(base, alignTo(op->intAttr("smem_live"), align));
+    int64_t own = planLoop(fn, *op, axis, bulk, threads, at, maxSharedBytes, align);
+    if (own > 0 && at < base)
+      op->setAttr("ring_reuses_smem", int64_t(1));
+    end = std::max({end, own > 0 ? at + own : 0,
+                    planBlock(fn, *op->body(), axis, bulk, threads, at + own, maxSharedBytes,
                               align)});
   }
   return end;
@@ -205,7 +213,7 @@ void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool 
   int64_t base = alignTo(used, align);
   int64_t end = planBlock(fn, fn.body(), axis, bulkCopies, 32 * int64_t(numWarps), base,
                           maxSharedBytes, align);
-  if (end > base) // some ring was planned
+  if (end > used) // some ring was planned past the other buffers
     fn.setAttr("shared_bytes", end);
 }
 

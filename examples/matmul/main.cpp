@@ -183,9 +183,9 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
     }
     std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
     double t = ms[ms.size() / 2];
-    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages)\n", t,
+    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s)\n", t,
                 2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
-                o.warps, o.stages);
+                o.warps, o.stages, spec.arch.c_str());
   }
   return bad == 0;
 }

@@ -45,11 +45,17 @@ TEST_F(DotPtxTest, RingTilesRunOnWarpGroups) {
   EXPECT_NE(a.gir.find("wgmma = 1, ring_a = 1, ring_b = 1"), std::string::npos) << a.gir;
   EXPECT_NE(a.gir.find("wpc=[8,1]"), std::string::npos) << a.gir;
   EXPECT_NE(a.gir.find("permute_rows = 1"), std::string::npos) << a.gir;
-  // 64 / 16 K steps of one m64n256 instruction per warp group, between one fence and one wait.
+  // 64 / 16 K steps of one m64n256 instruction per warp group, between one fence and one
+  // commit. The group stays in flight across iterations: each waits for the previous
+  // iteration's (wait_group 1), the loop's end for the last (wait_group 0, the accumulators
+  // passing through it).
+  EXPECT_NE(a.gir.find("in_flight = 1"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("wgmma_in_flight = 1"), std::string::npos) << a.gir;
   EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u) << a.ptx;
   EXPECT_EQ(count(a.ptx, "wgmma.fence.sync.aligned"), 1u);
   EXPECT_EQ(count(a.ptx, "wgmma.commit_group.sync.aligned"), 1u);
-  EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned \t0;"), 1u);
+  EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned \t1;"), 1u);
+  EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned 0;"), 1u);
   EXPECT_NE(a.ptx.find("fence.proxy.async.shared::cta"), std::string::npos);
   EXPECT_EQ(a.ptx.find("mma.sync"), std::string::npos);
   EXPECT_EQ(a.ptx.find("ldmatrix"), std::string::npos);
@@ -64,6 +70,8 @@ TEST_F(DotPtxTest, StagedOperandsRunOnWarpGroups) {
   EXPECT_NE(a.gir.find("ring_a = 1} : block<128x64xf32"), std::string::npos) << a.gir;
   EXPECT_NE(a.gir.find("{wgmma = 1, smem_b = "), std::string::npos) << a.gir;
   EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), 8u) << a.ptx;
+  EXPECT_EQ(a.gir.find("in_flight"), std::string::npos) << a.gir; // b is not read in place
+  EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned 0;"), 1u);
   EXPECT_GE(count(a.ptx, "fence.proxy.async.shared::cta"), 2u) << a.ptx;
   expectAssembles(a, "sm_90a");
 }
