@@ -39,19 +39,29 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
   done
   # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On
   # Hopper the example compiles for sm_90a (wgmma); --arch=sm_90 gives mma.sync.
-  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=128x256x64 --warps=8 --stages=3 --arch=sm_90" \
-              "--tile=256x128x64 --warps=8 --stages=3" "--tile=128x128x64 --warps=8 --stages=4" \
-              "--tile=128x128x64 --warps=4 --stages=4" "--tile=64x256x64 --warps=4 --stages=4" \
-              "--tile=128x256x128 --warps=8 --stages=2" "--tile=128x128x128 --warps=8 --stages=3"; do
+  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
+              "--tile=128x256x64 --warps=8 --stages=4 --arch=sm_90" \
+              "--tile=256x128x64 --warps=8 --stages=4" "--tile=128x128x64 --warps=8 --stages=5" \
+              "--tile=128x128x64 --warps=4 --stages=5" "--tile=128x256x128 --warps=8 --stages=3"; do
     # shellcheck disable=SC2086
     run bf16 4096 4096 4096 $plan
+  done
+  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4"; do
+    # shellcheck disable=SC2086
+    run bf16 8192 8192 8192 $plan
+  done
+  for plan in "--tile=128x128x64 --warps=8 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
+              "--tile=64x64x64 --warps=4 --stages=4" "--tile=128x64x64 --warps=4 --stages=4"; do
+    # shellcheck disable=SC2086
+    run bf16 1024 1024 1024 $plan
   done
   for plan in "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
               "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"; do
     # shellcheck disable=SC2086
     run bf16 16 8192 8192 $plan
   done
-  for plan in "--tile=128x256x64 --warps=8 --stages=3" "--tile=256x128x64 --warps=8 --stages=3"; do
+  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4" \
+              "--tile=128x128x64 --warps=8 --stages=4" "--tile=128x256x128 --warps=8 --stages=3"; do
     # shellcheck disable=SC2086
     run bf16 8192 8192 512 $plan
   done

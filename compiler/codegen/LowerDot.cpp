@@ -100,10 +100,15 @@ public:
     row_ = dotStagedRow(K_, bytes_);
     precision_ = op.hasAttr("input_precision") ? op.strAttr("input_precision") : "";
     wgmma_ = op.hasAttr("wgmma");
+    bKMajor_ = op.hasAttr("b_k_major");
     for (int i = 0; i < 2; ++i) {
       const char *staging = i == 0 ? "smem_offset" : "smem_b";
       llvm::Value *&base = i == 0 ? aBase_ : bBase_;
-      auto ring = l.ringTiles.find(op.operand(unsigned(i)));
+      // b K-major: the ring holds the [N, K] tile under the trans (FeedDotsFromRings.cpp).
+      const ir::Value *tile = op.operand(unsigned(i));
+      if (i == 1 && bKMajor_)
+        tile = tile->definingOp()->operand(0);
+      auto ring = l.ringTiles.find(tile);
       fromRing_[i] = op.hasAttr(i == 0 ? "ring_a" : "ring_b") && ring != l.ringTiles.end();
       if (fromRing_[i])
         base = ring->second;
@@ -262,6 +267,16 @@ private:
   // g and the elements of k from (kStep / 2) i + (4 / bytes) c (b is staged as [n][k]).
   std::vector<llvm::Value *> loadB(const Tile &t, int64_t kk, int kStep) {
     llvm::Value *lane = l_.laneId;
+    if (bKMajor_) {
+      // ldmatrix.x2 over b[n][k]: lanes 0-7 give rows n .. n + 7 at k, lanes 8-15 at k + 8;
+      // lane l gets row g (column g of b) at k 2c and 2c + 1 of each, b's two registers.
+      llvm::Value *n = b_.CreateAdd(t.colBase, b_.CreateAnd(lane, b_.getInt32(7)));
+      llvm::Value *k = b_.CreateAdd(
+          b_.getInt32(int32_t(kk)),
+          b_.CreateMul(b_.CreateAnd(b_.CreateLShr(lane, b_.getInt32(3)), b_.getInt32(1)),
+                       b_.getInt32(8)));
+      return ldmatrix(bBase_, tileOffset(t.batch, N_, K_, n, k, false), 2, false);
+    }
     if (bytes_ == 2) {
       // ldmatrix.x2.trans over b[k][n]: lanes 0-7 give rows k .. k + 7 of the tile's eight
       // columns, lanes 8-15 rows k + 8 .. k + 15; transposed, lane l gets column g of rows
@@ -403,7 +418,7 @@ private:
   // One wgmma.mma_async of the warp group: the accumulator registers `regs` (in the
   // instruction's order) += a (descriptor) x b (descriptor), m64 n k16.
   void wgmmaInstruction(Elements &acc, const std::vector<int64_t> &regs, llvm::Value *descA,
-                        llvm::Value *descB, int64_t n, const char *type) {
+                        llvm::Value *descB, int64_t n, const char *type, bool bKMajor) {
     size_t count = regs.size();
     std::vector<llvm::Type *> outs(count, b_.getFloatTy());
     auto *ret = llvm::StructType::get(l_.ctx, outs);
@@ -416,8 +431,10 @@ private:
       text += (i ? ", $" : "$") + std::to_string(i);
       constraints += "=f,";
     }
-    // scale-d 1 (accumulate), a and b not negated, a K-major, b N-major (transposed).
-    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1, 1, 1, 0, 1;";
+    // scale-d 1 (accumulate), a and b not negated, a K-major, b N-major (transposed) or
+    // K-major.
+    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1, 1, 1, 0, " +
+            (bKMajor ? "0;" : "1;");
     constraints += "l,l";
     for (size_t i = 0; i < count; ++i)
       constraints += "," + std::to_string(i);
@@ -455,15 +472,21 @@ private:
                                          b_.CreateShl(first, b_.getInt32(7)));
         llvm::Value *descA = descriptor(aBase_, aOff, 16, 1024);
         for (int64_t c = 0; c < N_ / n; ++c) {
-          llvm::Value *descB = descriptor(
-              bBase_, b_.getInt32(int32_t((c * n * 2 / 128) * K_ * 128 + kk * 128)), K_ * 128,
-              1024);
+          // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
+          llvm::Value *descB =
+              bKMajor_ ? descriptor(bBase_,
+                                    b_.getInt32(int32_t((kk * 2 / 128) * N_ * 128 +
+                                                        c * n * 128 + (kk * 2) % 128)),
+                                    16, 1024)
+                       : descriptor(bBase_,
+                                    b_.getInt32(int32_t((c * n * 2 / 128) * K_ * 128 + kk * 128)),
+                                    K_ * 128, 1024);
           std::vector<int64_t> regs;
           for (int64_t j = 0; j < n / 8; ++j) {
             const Tile *t = row.at(size_t(c * n / 8 + j));
             regs.insert(regs.end(), t->regs, t->regs + 4);
           }
-          wgmmaInstruction(acc, regs, descA, descB, n, type);
+          wgmmaInstruction(acc, regs, descA, descB, n, type, bKMajor_);
         }
       }
     }
@@ -534,6 +557,7 @@ private:
   llvm::Value *aBase_ = nullptr, *bBase_ = nullptr;
   bool fromRing_[2] = {false, false};
   bool wgmma_ = false;
+  bool bKMajor_ = false; // b read from the ring tile [N][K] under a trans
 };
 
 } // namespace

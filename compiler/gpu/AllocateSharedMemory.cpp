@@ -12,7 +12,9 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace tritium {
 
@@ -51,6 +53,8 @@ bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i) {
   if (dot.operand(0)->type().rank() != 2 || ir::bitWidth(dot.operand(0)->type().kind()) != 16)
     return false;
   const ir::Op *load = dot.operand(i)->definingOp();
+  if (i == 1 && load && load->kind() == ir::OpKind::Trans) // b as trans() of a [N, K] tile
+    load = load->operand(0)->definingOp();
   if (!load || load->kind() != ir::OpKind::Load || load->parentBlock() != dot.parentBlock())
     return false;
   const ir::Op *loop = load->parentBlock()->parentOp();
@@ -58,14 +62,30 @@ bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i) {
          loop->intAttr("num_stages") >= 2;
 }
 
+// Whether `trans` has one user, a dot that will likely read the tile under it from a ring:
+// then it gets no staging buffer (feedDotsFromRings gives it one if not).
+static bool transMayFeedDotFromRing(
+    const ir::Op &trans,
+    const std::unordered_map<const ir::Value *, std::vector<const ir::Op *>> &users) {
+  auto it = users.find(trans.result());
+  if (it == users.end() || it->second.size() != 1)
+    return false;
+  const ir::Op *dot = it->second.front();
+  return dot->kind() == ir::OpKind::Dot && dot->operand(1) == trans.result() &&
+         dotOperandMayComeFromRing(*dot, 1);
+}
+
 void allocateSharedMemory(ir::Function &fn, int numWarps) {
   int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
   int64_t offset = 0;
   bool exchanges = false;
   std::unordered_set<const ir::Value *> used;
+  std::unordered_map<const ir::Value *, std::vector<const ir::Op *>> users;
   ir::walk(fn.body(), [&](ir::Op &op) {
-    for (const ir::Value *v : op.operands())
+    for (const ir::Value *v : op.operands()) {
       used.insert(v);
+      users[v].push_back(&op);
+    }
   });
   auto allocate = [&](ir::Op &op) {
     int64_t slots = 0;
@@ -131,7 +151,8 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
       slots = warps > 1 ? 2 * elements * warps : 0; // warps off the axis need only shuffles
     } else if ((op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
                 op.kind() == ir::OpKind::Trans) &&
-               !op.hasAttr("in_place")) { // in place: nothing staged
+               !op.hasAttr("in_place") && // in place: nothing staged
+               !(op.kind() == ir::OpKind::Trans && transMayFeedDotFromRing(op, users))) {
       const ir::Type &t = op.result()->type();
       int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
       offset = (offset + 15) / 16 * 16;

@@ -5,7 +5,9 @@
 // 16-byte chunk's index XORed with bits 7-9 of its offset (the layout TMA calls SWIZZLE_128B),
 // so that the eight row addresses of an ldmatrix hit eight different bank groups. A load
 // whose only user is the dot also gets {dot_only = 1}: no thread reads it into registers. The
-// dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}.
+// dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}. b may also be
+// trans() of a [N, K] tile, as nn.Linear's weights are stored: the dot then reads that tile
+// K-major ({b_k_major}), and the transpose is never made ({dot_only} on the trans).
 //
 // A wgmma dot (ChooseDotInstructions.cpp) reads its tiles through descriptors, in SWIZZLE_128B
 // panels of 64 columns (codegen/LayoutIndexing.cpp, dotTileOffset), and a's rows permuted
@@ -20,6 +22,7 @@
 // wait for every warp's reads of it.
 #include "compiler/gpu/GpuPasses.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace tritium {
@@ -37,8 +40,20 @@ void feedDotsFromRings(ir::Function &fn) {
     bool wgmma = op.hasAttr("wgmma");
     for (unsigned i = 0; i < 2; ++i) {
       ir::Op *load = op.operand(i)->definingOp();
+      // b as trans() of a [N, K] tile: read in place, K-major ({b_k_major}).
+      ir::Op *trans = nullptr;
+      if (i == 1 && load && load->kind() == ir::OpKind::Trans &&
+          uses[load->result()] == 1) {
+        trans = load;
+        load = trans->operand(0)->definingOp();
+      }
       if (!load || load->kind() != ir::OpKind::Load || !load->hasAttr("pipelined") ||
           load->hasAttr("resident") || load->parentBlock() != op.parentBlock())
+        continue;
+      // The copies move 16-byte runs along the tile's rows, which the swizzled tile keeps
+      // whole; a tile whose runs go down its columns keeps its plain ring.
+      const ir::Value *tile = load->result();
+      if (ir::LayoutMap(*tile->layout(), tile->type().shape()).root().order()[0] != 1)
         continue;
       const ir::Op *loop = load->parentBlock()->parentOp();
       if (!loop || loop->hasAttr("bulk_barriers"))
@@ -54,6 +69,11 @@ void feedDotsFromRings(ir::Function &fn) {
         load->setAttr("async_proxy", int64_t(1));
       if (uses[load->result()] == 1)
         load->setAttr("dot_only", int64_t(1));
+      if (trans) {
+        if (load->hasAttr("dot_only"))
+          trans->setAttr("dot_only", int64_t(1)); // nothing to transpose in registers
+        op.setAttr("b_k_major", int64_t(1));
+      }
       op.setAttr(i == 0 ? "ring_a" : "ring_b", int64_t(1));
     }
   });
@@ -87,6 +107,14 @@ void feedDotsFromRings(ir::Function &fn) {
   // Operands that allocateSharedMemory expected from a ring and that no ring brings in.
   int64_t end = fn.intAttr("shared_bytes").value_or(0), start = end;
   ir::walk(fn.body(), [&](ir::Op &op) {
+    if (op.kind() == ir::OpKind::Trans && !op.hasAttr("dot_only") &&
+        !op.hasAttr("smem_offset")) { // expected to feed a dot from a ring, and did not
+      end = (end + 15) / 16 * 16;
+      op.setAttr("smem_offset", end);
+      const ir::Type &t = op.result()->type();
+      end += std::max(1, ir::bitWidth(t.kind()) / 8) * stagedElements(t);
+      return;
+    }
     if (op.kind() != ir::OpKind::Dot)
       return;
     if (!op.hasAttr("ring_a") && !op.hasAttr("smem_offset"))

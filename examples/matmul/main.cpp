@@ -66,8 +66,8 @@ struct Options {
   std::string dtype = "fp16";
   int64_t M = 0, N = 0, K = 0;
   // The fastest plans measured on the H200 (docs/PERF.md, "Matmul"): 128 x 256 x 64 tiles on 8
-  // warps with 3 stages; for a few rows (decode), 16 x 64 x 256 on 4 warps.
-  int BM = 128, BN = 256, BK = 64, warps = 8, stages = 3;
+  // warps (two warp groups) with 4 stages; for a few rows (decode), 16 x 64 x 256 on 4 warps.
+  int BM = 128, BN = 256, BK = 64, warps = 8, stages = 4;
   bool userPlan = false;
   std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
 };

@@ -86,8 +86,9 @@ TEST_F(DotGpuTest, TransposedOperandAndBatches) {
 }
 
 // Hopper's wgmma (sm_90a): warp groups of 4 and 8 warps, one and two 64-row slices per warp
-// group, 64 to 256 columns, masked edges, long K loops through 3- and 4-stage rings, b staged
-// through registers (read transposed), and a dot without a ring.
+// group, 64 to 256 columns, masked edges, long K loops through 3- and 4-stage rings (the
+// warp group's product in flight across iterations), b stored [N, K] and read K-major from
+// its ring, and a dot without a ring.
 TEST_F(DotGpuTest, WarpGroupMma) {
   SKIP_WITHOUT_GPU();
   if (rt::Context::current().props().arch() != "sm_90")
@@ -114,6 +115,11 @@ TEST_F(DotGpuTest, WarpGroupMma) {
   checkMatmul<DeviceBuffer>(stream().get(), sync,
                             {.in = ScalarKind::BF16, .M = 64, .N = 64, .K = 64, .BM = 64,
                              .BN = 64, .BK = 64, .warps = 4, .stages = 1, .arch = "sm_90a"});
+  // b stored [N, K] and read K-major from its ring, the group in flight across a long loop.
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 333, .N = 520, .K = 1000, .BM = 128,
+                             .BN = 256, .BK = 64, .warps = 8, .stages = 4, .bColumns = true,
+                             .arch = "sm_90a"});
 }
 
 } // namespace

@@ -63,17 +63,37 @@ TEST_F(DotPtxTest, RingTilesRunOnWarpGroups) {
 }
 
 TEST_F(DotPtxTest, StagedOperandsRunOnWarpGroups) {
-  // b is loaded [BN, BK] and transposed in registers, so it is staged; two 64-row slices per
-  // warp group.
+  // No ring (one stage): both operands are staged from registers; two 64-row slices per warp
+  // group.
   Artifacts a = compileCase({.in = ScalarKind::F16, .BM = 128, .BN = 64, .BK = 64, .warps = 4,
-                             .stages = 2, .bColumns = true, .arch = "sm_90a"});
-  EXPECT_NE(a.gir.find("ring_a = 1} : block<128x64xf32"), std::string::npos) << a.gir;
-  EXPECT_NE(a.gir.find("{wgmma = 1, smem_b = "), std::string::npos) << a.gir;
+                             .stages = 1, .arch = "sm_90a"});
+  EXPECT_NE(a.gir.find("{wgmma = 1, smem_offset = "), std::string::npos) << a.gir;
+  EXPECT_EQ(a.gir.find("ring_a"), std::string::npos) << a.gir;
   EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), 8u) << a.ptx;
-  EXPECT_EQ(a.gir.find("in_flight"), std::string::npos) << a.gir; // b is not read in place
+  EXPECT_EQ(a.gir.find("in_flight"), std::string::npos) << a.gir;
   EXPECT_EQ(count(a.ptx, "wgmma.wait_group.sync.aligned 0;"), 1u);
-  EXPECT_GE(count(a.ptx, "fence.proxy.async.shared::cta"), 2u) << a.ptx;
+  EXPECT_GE(count(a.ptx, "fence.proxy.async.shared::cta"), 1u) << a.ptx;
   expectAssembles(a, "sm_90a");
+}
+
+TEST_F(DotPtxTest, TransposedBIsReadInPlace) {
+  // b stored [N, K] (nn.Linear's weights) and given to dot as trans() of its [BN, BK] tile:
+  // the ring's tile is read K-major, by wgmma (its transpose bit off) and by mma.sync
+  // (ldmatrix without .trans); the transpose itself is never made.
+  MatmulCase c{.in = ScalarKind::BF16, .BM = 128, .BN = 128, .BK = 64, .warps = 8, .stages = 3,
+               .bColumns = true, .arch = "sm_90a"};
+  Artifacts a = compileCase(c);
+  EXPECT_NE(a.gir.find("ring_a = 1, b_k_major = 1, ring_b = 1"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("{order = \"1,0\", dot_only = 1}"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("trans %"), std::string::npos);
+  EXPECT_NE(a.gir.find("dot_only = 1} : block<128x64xbf16"), std::string::npos) << a.gir;
+  EXPECT_EQ(count(a.ptx, ", 1, 1, 1, 0, 0;"), 4u) << a.ptx; // b K-major
+  expectAssembles(a, "sm_90a");
+  c.arch = "sm_90";
+  Artifacts m = compileCase(c);
+  EXPECT_NE(m.gir.find("b_k_major = 1"), std::string::npos) << m.gir;
+  EXPECT_NE(m.ptx.find("ldmatrix.sync.aligned.m8n8.x2.shared.b16"), std::string::npos);
+  EXPECT_EQ(m.ptx.find(".trans"), std::string::npos);
 }
 
 TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
