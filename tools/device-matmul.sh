@@ -7,6 +7,7 @@
 # run. The table comes last; the logs go to $OUT (or /tmp/tritium-matmul).
 #
 # usage: bash tools/device-matmul.sh            PEERS=path/peer_kernels.py bash tools/device-matmul.sh
+#        TESTS=0 skips the GPU tests, SWEEP=0 the plan sweep (the default plans only).
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-matmul}
@@ -15,9 +16,15 @@ cache=$(mktemp -d /tmp/tritium-matmul-cache.XXXXXX)
 trap 'rm -rf "$cache"' EXIT
 export TRITIUM_CACHE_DIR=$cache LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-"$B/tritium_tests" --gtest_filter='Dot*' > "$O/dot-tests.log" 2>&1
-echo "dot GPU tests: exit $?"
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|Failure|wrong" "$O/dot-tests.log" | head -n 30
+# The peers first, so that a time limit cuts tritium's plan sweep, not them.
+if [ -n "${PEERS:-}" ]; then
+  python3 "$PEERS" matmul > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+fi
+if [ "${TESTS:-1}" = 1 ]; then
+  "$B/tritium_tests" --gtest_filter='Dot*' > "$O/dot-tests.log" 2>&1
+  echo "dot GPU tests: exit $?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|Failure|wrong" "$O/dot-tests.log" | head -n 30
+fi
 
 run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
   local dt=$1 m=$2 n=$3 k=$4
@@ -37,38 +44,37 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
       run $dt $s
     done
   done
-  # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On
-  # Hopper the example compiles for sm_90a (wgmma); --arch=sm_90 gives mma.sync.
-  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
-              "--tile=128x256x64 --warps=8 --stages=4 --arch=sm_90" \
-              "--tile=256x128x64 --warps=8 --stages=4" "--tile=128x128x64 --warps=8 --stages=5" \
-              "--tile=128x128x64 --warps=4 --stages=5" "--tile=128x256x128 --warps=8 --stages=3"; do
-    # shellcheck disable=SC2086
-    run bf16 4096 4096 4096 $plan
-  done
-  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4"; do
-    # shellcheck disable=SC2086
-    run bf16 8192 8192 8192 $plan
-  done
-  for plan in "--tile=128x128x64 --warps=8 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
-              "--tile=64x64x64 --warps=4 --stages=4" "--tile=128x64x64 --warps=4 --stages=4"; do
-    # shellcheck disable=SC2086
-    run bf16 1024 1024 1024 $plan
-  done
-  for plan in "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
-              "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"; do
-    # shellcheck disable=SC2086
-    run bf16 16 8192 8192 $plan
-  done
-  for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4" \
-              "--tile=128x128x64 --warps=8 --stages=4" "--tile=128x256x128 --warps=8 --stages=3"; do
-    # shellcheck disable=SC2086
-    run bf16 8192 8192 512 $plan
-  done
+  if [ "${SWEEP:-1}" = 1 ]; then
+    # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On
+    # Hopper the example compiles for sm_90a (wgmma); --arch=sm_90 gives mma.sync.
+    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
+                "--tile=128x256x64 --warps=8 --stages=4 --arch=sm_90" \
+                "--tile=256x128x64 --warps=8 --stages=4" "--tile=128x128x64 --warps=8 --stages=5" \
+                "--tile=128x128x64 --warps=4 --stages=5" "--tile=128x256x128 --warps=8 --stages=3"; do
+      # shellcheck disable=SC2086
+      run bf16 4096 4096 4096 $plan
+    done
+    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4"; do
+      # shellcheck disable=SC2086
+      run bf16 8192 8192 8192 $plan
+    done
+    for plan in "--tile=128x128x64 --warps=8 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
+                "--tile=64x64x64 --warps=4 --stages=4" "--tile=128x64x64 --warps=4 --stages=4"; do
+      # shellcheck disable=SC2086
+      run bf16 1024 1024 1024 $plan
+    done
+    for plan in "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
+                "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"; do
+      # shellcheck disable=SC2086
+      run bf16 16 8192 8192 $plan
+    done
+    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4" \
+                "--tile=128x128x64 --warps=8 --stages=4" "--tile=128x256x128 --warps=8 --stages=3"; do
+      # shellcheck disable=SC2086
+      run bf16 8192 8192 512 $plan
+    done
+  fi
 } > "$O/tritium.csv"
-if [ -n "${PEERS:-}" ]; then
-  python3 "$PEERS" matmul > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
-fi
 echo "--- tritium (dtype, M x N x K, ms, TFLOP/s, plan, wrong)"
 cat "$O/tritium.csv"
 [ -s "$O/peers.csv" ] && { echo "--- peers"; cat "$O/peers.csv"; }
