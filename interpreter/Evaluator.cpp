@@ -10,6 +10,7 @@
 #include "interpreter/Evaluator.h"
 
 #include "interpreter/Cluster.h"
+#include "interpreter/FloatBits.h"
 
 #include <algorithm>
 #include <bit>
@@ -23,7 +24,11 @@ namespace tritium::interpreter {
 using ir::OpKind;
 using ir::ScalarKind;
 
+static bool isFp8(ScalarKind k) { return k == ScalarKind::F8E4M3 || k == ScalarKind::F8E5M2; }
+
 double roundTo(ScalarKind k, double x) {
+  if (std::isnan(x) && !isFp8(k)) // a NaN keeps its bits until a store or bitcast narrows them
+    return x;
   switch (k) {
   case ScalarKind::F32:
     return double(float(x));
@@ -477,26 +482,16 @@ private:
     for (size_t e = 0; e < n; ++e) {
       if (from.isFloat()) {
         double x = in(0).f[e];
-        switch (from.kind()) {
-        case ScalarKind::F32: bits[e] = std::bit_cast<uint32_t>(float(x)); break;
-        case ScalarKind::F16: bits[e] = std::bit_cast<uint16_t>(_Float16(x)); break;
-        case ScalarKind::BF16: bits[e] = std::bit_cast<uint32_t>(float(x)) >> 16; break;
-        default: bits[e] = ir::toFp8(x, from.kind()); break;
-        }
+        bits[e] = isFp8(from.kind()) ? ir::toFp8(x, from.kind()) : floatToBits(from.kind(), x);
       } else {
         bits[e] = uint64_t(in(0).i[e]);
       }
     }
     if (to.isFloat()) {
       auto &o = outF();
-      for (size_t e = 0; e < n; ++e) {
-        switch (to.kind()) {
-        case ScalarKind::F32: o[e] = std::bit_cast<float>(uint32_t(bits[e])); break;
-        case ScalarKind::F16: o[e] = double(std::bit_cast<_Float16>(uint16_t(bits[e]))); break;
-        case ScalarKind::BF16: o[e] = std::bit_cast<float>(uint32_t(bits[e]) << 16); break;
-        default: o[e] = ir::fromFp8(uint8_t(bits[e]), to.kind()); break;
-        }
-      }
+      for (size_t e = 0; e < n; ++e)
+        o[e] = isFp8(to.kind()) ? ir::fromFp8(uint8_t(bits[e]), to.kind())
+                                : floatFromBits(to.kind(), bits[e]);
     } else {
       auto &o = outI();
       for (size_t e = 0; e < n; ++e)
@@ -627,54 +622,15 @@ private:
     return buf;
   }
 
+  // Loads and stores move a float's bits as the GPU does, NaN payloads included (FloatBits.h).
   static double readFloat(ScalarKind k, const void *p) {
-    switch (k) {
-    case ScalarKind::F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case ScalarKind::F16: {
-      _Float16 h;
-      std::memcpy(&h, p, 2);
-      return double(h);
-    }
-    case ScalarKind::F8E4M3:
-    case ScalarKind::F8E5M2: {
-      uint8_t b;
-      std::memcpy(&b, p, 1);
-      return ir::fromFp8(b, k);
-    }
-    default: { // bf16: the upper half of an f32
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return double(std::bit_cast<float>(uint32_t(h) << 16));
-    }
-    }
+    uint64_t bits = 0;
+    std::memcpy(&bits, p, size_t(elementBytes(k))); // little-endian: the low bytes
+    return isFp8(k) ? ir::fromFp8(uint8_t(bits), k) : floatFromBits(k, bits);
   }
   static void writeFloat(ScalarKind k, void *p, double x) {
-    switch (k) {
-    case ScalarKind::F32: {
-      float f = float(x);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case ScalarKind::F16: {
-      _Float16 h = _Float16(x);
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case ScalarKind::F8E4M3:
-    case ScalarKind::F8E5M2: {
-      uint8_t b = ir::toFp8(x, k);
-      std::memcpy(p, &b, 1);
-      break;
-    }
-    default: {
-      uint16_t h = uint16_t(std::bit_cast<uint32_t>(float(roundTo(ScalarKind::BF16, x))) >> 16);
-      std::memcpy(p, &h, 2);
-    }
-    }
+    uint64_t bits = isFp8(k) ? ir::toFp8(x, k) : floatToBits(k, x);
+    std::memcpy(p, &bits, size_t(elementBytes(k))); // little-endian: the low bytes
   }
   // Integers of every width, sign- or zero-extended into the slot by their kind; i1 as a byte.
   static int64_t readInt(ScalarKind k, const void *p) {

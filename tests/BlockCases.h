@@ -709,6 +709,10 @@ void checkFp8(CUstream stream, const std::function<void()> &sync, ir::ScalarKind
   x[0] = 1e6f, x[1] = -1e6f, x[2] = 0.0f, x[3] = -0.0f, x[4] = std::nanf(""), x[5] = 1e-9f;
   for (int i = 6; i < 64; ++i) // halfway points and tiny values
     x[size_t(i)] = std::ldexp(1.0f + (2 * i + 1) / 64.0f, i % 20 - 12);
+  // NaNs whose bits a load and a bitcast must keep: signalling ones, and payloads.
+  const uint32_t nans[] = {0x7f800001u, 0xff800001u, 0x7fc12345u, 0xffbfffffu};
+  for (size_t i = 0; i < 4; ++i)
+    x[64 + i] = std::bit_cast<float>(nans[i]);
   Buffer dx = upload<Buffer>(x), out = poisoned<Buffer>(BLOCK), bits = poisoned<Buffer>(BLOCK);
   auto k = kernel(std::string("fp8_") + ir::dtypeName(kind), fp8Tile,
                   {"out", "bits", "x", "KIND", "BLOCK"});
