@@ -185,7 +185,9 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     StageTimer timer("gir");
     chooseDotInstructions(fn, options.arch, options.numWarps);
     assignLayouts(fn, options.numWarps);
-    allocateSharedMemory(fn, options.numWarps);
+    allocateSharedMemory(fn, options.numWarps,
+                         options.maxSharedBytes ? options.maxSharedBytes
+                                                : maxSharedBytesFor(options.arch));
     hoistLoopInvariants(fn);
     chooseVectorWidths(fn);
     markConstantRuns(fn);

@@ -38,7 +38,10 @@ inline const std::map<std::string, OptPass> &optPasses() {
        {false, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
       {"shared",
        {false,
-        [](ir::Function &f, const CompileOptions &o) { allocateSharedMemory(f, o.numWarps); }}},
+        [](ir::Function &f, const CompileOptions &o) {
+          allocateSharedMemory(f, o.numWarps,
+                               o.maxSharedBytes ? o.maxSharedBytes : maxSharedBytesFor(o.arch));
+        }}},
       {"hoist", {true, [](ir::Function &f, const CompileOptions &) { hoistLoopInvariants(f); }}},
       {"vectorize", {true, [](ir::Function &f, const CompileOptions &) { chooseVectorWidths(f); }}},
       {"runs", {true, [](ir::Function &f, const CompileOptions &) { markConstantRuns(f); }}},

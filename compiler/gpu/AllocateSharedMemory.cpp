@@ -10,6 +10,7 @@
 // attributes smem_offset, smem_gather and smem_barriers). Each reduction gets its own region, so
 // consecutive reductions need no barrier between them for buffer reuse.
 #include "compiler/gpu/GpuPasses.h"
+#include "compiler/support/Error.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -75,7 +76,26 @@ static bool transMayFeedDotFromRing(
          dotOperandMayComeFromRing(*dot, 1);
 }
 
-void allocateSharedMemory(ir::Function &fn, int numWarps) {
+// What to change when `op`'s buffer is the one that does not fit.
+static std::string sharedMemoryAdvice(const ir::Op &op) {
+  switch (op.kind()) {
+  case ir::OpKind::Scan:
+    return "a scan stages its whole block in shared memory today: scan a smaller block (a loop "
+           "over pieces of the axis, carrying the running total), or fewer blocks at once";
+  case ir::OpKind::ConvertLayout:
+  case ir::OpKind::Reshape:
+  case ir::OpKind::Trans:
+    return "the block passes through shared memory to change its layout: make it smaller, or "
+           "keep its producer and its users in one layout";
+  case ir::OpKind::Dot:
+    return "the operands are staged in shared memory: use smaller tiles (BLOCK_M, BLOCK_N, "
+           "BLOCK_K)";
+  default:
+    return "make the block smaller, or use fewer warps along the reduced axis";
+  }
+}
+
+void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes) {
   int64_t clusterSize = fn.intAttr("cluster_size").value_or(1);
   int64_t offset = 0;
   bool exchanges = false;
@@ -194,10 +214,19 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
   // there, over the buffers of the ops after it, which run once the ring is done (a matmul's
   // epilogue staging shares the ring's space; PipelineLoads.cpp).
   bool dots = ir::findFirst(fn.body(), ir::OpKind::Dot) != nullptr;
+  // The op whose buffer is the largest, named if the kernel does not fit.
+  const ir::Op *largest = nullptr;
+  int64_t largestBytes = 0;
+  auto allocateAndTrack = [&](ir::Op &op) {
+    int64_t before = offset;
+    allocate(op);
+    if (offset - before > largestBytes)
+      largestBytes = offset - before, largest = &op;
+  };
   for (auto &top : fn.body().ops()) {
-    allocate(*top);
+    allocateAndTrack(*top);
     for (unsigned r = 0; r < top->numRegions(); ++r)
-      ir::walk(*top->region(r), allocate);
+      ir::walk(*top->region(r), allocateAndTrack);
     if (dots && top->kind() == ir::OpKind::For)
       top->setAttr("smem_live", offset);
   }
@@ -206,7 +235,18 @@ void allocateSharedMemory(ir::Function &fn, int numWarps) {
     fn.setAttr("cluster_barriers", offset);
     offset += 16;
   }
-  fn.setAttr("shared_bytes", (offset + 15) / 16 * 16);
+  int64_t total = (offset + 15) / 16 * 16;
+  if (maxSharedBytes > 0 && total > maxSharedBytes && largest) {
+    const ir::Type &t = largest->numOperands() ? largest->operand(0)->type()
+                                                : largest->result()->type();
+    userError("kernel '" + fn.name() + "' needs " + std::to_string(total) +
+                  " bytes of shared memory, more than the " + std::to_string(maxSharedBytes) +
+                  " a CTA may have; the most, " + std::to_string(largestBytes) +
+                  " bytes, goes to this " + largest->name() + " of " + t.str() + ": " +
+                  sharedMemoryAdvice(*largest),
+              largest->loc());
+  }
+  fn.setAttr("shared_bytes", total);
 }
 
 } // namespace tritium

@@ -46,8 +46,10 @@ int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize);
 int64_t stagedElements(const ir::Type &t);
 
 // Gives each op that needs shared memory (cross-warp reductions) an offset ("smem_offset") and
-// records the kernel's total in the "shared_bytes" function attribute.
-void allocateSharedMemory(ir::Function &fn, int numWarps);
+// records the kernel's total in the "shared_bytes" function attribute. A total above
+// `maxSharedBytes` (when not 0) is a UserError at the op with the largest buffer, saying what
+// to change.
+void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes = 0);
 
 // Moves pure ops whose operands come from outside the body of a pipelined `for` (num_stages
 // >= 2) out of it, to before the loop (HoistLoopInvariants.cpp): invariant layout conversions
