@@ -5,6 +5,7 @@
 #include "kernels/Autotuner.h"
 #include "kernels/CrossEntropy.h"
 #include "kernels/Elementwise.h"
+#include "kernels/Matmul.h"
 #include "kernels/Norms.h"
 #include "kernels/SoftmaxPlan.h"
 
@@ -45,6 +46,21 @@ template <typename F> int guarded(F &&f) {
 extern "C" {
 
 const char *tritium_last_error(void) { return lastError.c_str(); }
+
+int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                   const void *bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                   int64_t ldc, int b_transposed, int activation, void *stream) {
+  return guarded([&] {
+    if (activation < 0 || activation > 2)
+      throw std::invalid_argument("activation is " + std::to_string(activation) +
+                                  ", but must be 0 (none), 1 (GELU) or 2 (SiLU)");
+    matmul({.c = c, .a = a, .b = b, .bias = bias, .M = M, .N = N, .K = K, .lda = lda,
+            .ldb = ldb, .ldc = ldc, .bTransposed = b_transposed != 0,
+            .activation = Activation(activation), .in = toDtype(in_dtype),
+            .out = toDtype(out_dtype)},
+           toStream(stream));
+  });
+}
 
 void tritium_set_autotune(int on) {
   if (on < 0)

@@ -55,6 +55,14 @@ int tritium_cross_entropy_backward(int dtype, void *dlogits, const void *logits,
                                    int64_t dlogits_stride, int64_t ignore_index,
                                    float label_smoothing, float grad_loss, void *stream);
 
+/* C = A x B (+ bias) (+ activation: 0 none, 1 GELU in its tanh form, 2 SiLU). A is [M, K]
+ * row-major; B is [K, N] row-major, or [N, K] row-major when b_transposed (nn.Linear's
+ * weights); in_dtype 1 (fp16) or 2 (bf16), out_dtype 0, 1 or 2; bias may be NULL, else [N] in
+ * out_dtype; row strides of 0 mean dense rows (kernels/Matmul.h). */
+int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                   const void *bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                   int64_t ldc, int b_transposed, int activation, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

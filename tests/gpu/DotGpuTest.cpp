@@ -3,8 +3,10 @@
 // pipelined and plain loops, shapes that are not multiples of the tiles, b read transposed,
 // batched dots. Skips, saying so, without a GPU; the interpreter twins run everywhere.
 #include "DotCases.h"
+#include "MatmulLibraryCases.h"
 #include "GpuTestSupport.h"
 
+#include "kernels/Autotuner.h"
 #include "runtime/Device.h"
 #include "runtime/Memory.h"
 
@@ -120,6 +122,29 @@ TEST_F(DotGpuTest, WarpGroupMma) {
                             {.in = ScalarKind::BF16, .M = 333, .N = 520, .K = 1000, .BM = 128,
                              .BN = 256, .BK = 64, .warps = 8, .stages = 4, .bColumns = true,
                              .arch = "sm_90a"});
+}
+
+// The library's matmul (kernels/Matmul.h) on the planner's plans: 128 x 256 tiles on wgmma with
+// a fused bias and GELU, nn.Linear's [N, K] weights read in place with SiLU into fp32, the
+// small tiles of a small product, a decode shape on mma.sync, strided rows.
+TEST_F(DotGpuTest, LibraryMatmul) {
+  SKIP_WITHOUT_GPU();
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::setAutotune(false); // the planner's plans, each on its path
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                   {.M = 2100, .N = 4200, .K = 520, .bias = true,
+                                    .activation = Activation::Gelu});
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                   {.in = Dtype::fp16, .out = Dtype::fp32, .M = 1000, .N = 384,
+                                    .K = 512, .bTransposed = true, .activation = Activation::Silu});
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, {.M = 300, .N = 200, .K = 100});
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                   {.M = 16, .N = 1024, .K = 2048, .bTransposed = true});
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                   {.in = Dtype::fp16, .out = Dtype::fp16, .M = 130, .N = 70,
+                                    .K = 90, .lda = 96, .ldb = 80, .ldc = 72, .bias = true});
+  kernels::resetAutotune();
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // everywhere. Each kernel is also compiled to PTX, so the layout pass and the lowering see
 // every operand type and shape here too.
 #include "DotCases.h"
+#include "MatmulLibraryCases.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -57,6 +58,46 @@ TEST_F(DotInterpreterTest, WarpGroupTiles) {
                           {.in = ScalarKind::F16, .M = 64, .N = 64, .K = 64, .BM = 64, .BN = 64,
                            .BK = 64, .warps = 4, .stages = 1, .bColumns = true,
                            .arch = "sm_90a"});
+}
+
+// The library's matmul (kernels/Matmul.h): both layouts of b, the epilogue's bias and
+// activations, strided rows, and the planner's small tiles for a few rows.
+TEST_F(DotInterpreterTest, LibraryMatmul) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 37, .N = 45, .K = 70, .bias = true,
+                                  .activation = Activation::Gelu});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp16, .out = Dtype::fp32, .M = 20, .N = 70,
+                                  .K = 33, .lda = 40, .ldb = 48, .ldc = 72, .bTransposed = true,
+                                  .activation = Activation::Silu});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync, {.M = 3, .N = 80, .K = 300});
+}
+
+TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
+  auto refuses = [](const kernels::MatmulArgs &a, const std::string &needle) {
+    try {
+      kernels::matmul(a, nullptr);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  HostBuffer x(4096);
+  kernels::MatmulArgs ok{.c = x.data(), .a = x.data(), .b = x.data(), .M = 8, .N = 8, .K = 8};
+  kernels::MatmulArgs a = ok;
+  a.b = nullptr;
+  refuses(a, "matmul: b is null");
+  a = ok;
+  a.ldb = 4;
+  refuses(a, "ldb");
+  a = ok;
+  a.in = kernels::Dtype::fp32;
+  refuses(a, "in must be fp16 or bf16");
+  a = ok;
+  a.K = 0;
+  refuses(a, "K");
 }
 
 } // namespace
