@@ -209,6 +209,17 @@ Value trans(const Operand &x, Loc loc = Loc::current()); // permute(x, {1, 0}) f
 // two scalars). auto [even, odd] = split(reshape(x, {n / 2, 2}));
 Value join(const Operand &a, const Operand &b, Loc loc = Loc::current());
 std::pair<Value, Value> split(const Operand &x, Loc loc = Loc::current());
+// Triton's tl.interleave: a and b (one shape) interleaved along their last dimension,
+// a[..., 0], b[..., 0], a[..., 1], ... (join, then the last two dimensions merged).
+Value interleave(const Operand &a, const Operand &b, Loc loc = Loc::current());
+// Triton's tl.ravel: the block's elements in row-major order as a 1-D block.
+Value ravel(const Operand &x, Loc loc = Loc::current());
+// Triton's tl.swizzle2d: the index (i, j) of a size_i x size_j grid taken row-major becomes
+// column-major within groups of size_g rows (the tutorial matmul's grouped tile order):
+// auto [pm, pn] = swizzle2d(i, j, size_i, size_j, GROUP_M). Scalars or blocks of integers.
+std::pair<Value, Value> swizzle2d(const Operand &i, const Operand &j, const Operand &size_i,
+                                  const Operand &size_j, const Operand &size_g,
+                                  Loc loc = Loc::current());
 
 // Matrix products on the tensor cores, as Triton's tl.dot: a [M, K] x b [K, N] (or batched
 // [B, M, K] x [B, K, N]), plus acc when given, in acc's type; M, N and K are powers of two of

@@ -53,4 +53,32 @@ std::pair<Value, Value> split(const Operand &x, Loc l) {
   return {Value(op->result(0)), Value(op->result(1))};
 }
 
+Value interleave(const Operand &a, const Operand &b, Loc l) {
+  Value joined = join(a, b, l);
+  std::vector<int64_t> shape = joined.type(l).shape();
+  shape.pop_back();
+  shape.back() *= 2;
+  return reshape(joined, shape, l);
+}
+
+Value ravel(const Operand &x, Loc l) {
+  SourceLoc loc(l);
+  if (x.kind != Operand::Kind::Value || !x.value || !x.value->type().isBlock())
+    userError("ravel takes a block, got " + describe(x), loc);
+  return reshape(x, {x.value->type().numElements()}, l);
+}
+
+std::pair<Value, Value> swizzle2d(const Operand &i, const Operand &j, const Operand &size_i,
+                                  const Operand &size_j, const Operand &size_g, Loc l) {
+  // The grid row-major: ij = i * size_j + j; groups of size_g rows (the last one may be
+  // shorter), each walked column by column.
+  // Written so that every step has a traced left operand (the sizes may all be constants):
+  // the group's first row is (ij / size_j) rounded down to a multiple of size_g.
+  Value ij = i * size_j + j;
+  Value first = ij / size_j / size_g * size_g;
+  Value rows = minimum(size_i - first, size_g, l);
+  Value inGroup = ij - first * size_j;
+  return {first + inGroup % rows, inGroup / rows};
+}
+
 } // namespace tritium::dsl

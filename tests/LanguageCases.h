@@ -582,6 +582,55 @@ void checkJoinSplit(CUstream stream, const std::function<void()> &sync, int BLOC
               seed);
 }
 
+// interleave, ravel and swizzle2d (Triton's): a [BM, BN] tile interleaved with another along
+// its rows, a tile raveled, and the grouped order of a BM x BN grid with groups of GROUP rows
+// (the last group shorter when GROUP does not divide BM).
+inline void interleaveRavelSwizzleKernel(Ptr out, Ptr a, Ptr b, int BM, int BN, int GROUP) {
+  auto r = arange(0, BM), c = arange(0, BN), c2 = arange(0, 2 * BN);
+  auto offs = r(_, None) * BN + c(None, _);
+  auto x = load(a + offs), y = load(b + offs);
+  store(out + r(_, None) * (2 * BN) + c2(None, _), interleave(x, y));      // [0, 2 BM BN)
+  store(out + 2 * BM * BN + arange(0, BM * BN), ravel(x * 2.0 + y));      // [2, 3) BM BN
+  auto [si, sj] = swizzle2d(r(_, None), c(None, _), BM, BN, GROUP);
+  store(out + 3 * BM * BN + offs, cast(si, float32));                      // [3, 4) BM BN
+  store(out + 4 * BM * BN + offs, cast(sj, float32));                      // [4, 5) BM BN
+}
+
+template <typename Buffer>
+void checkInterleaveRavelSwizzle(CUstream stream, const std::function<void()> &sync, int BM,
+                                 int BN, int GROUP, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int n = BM * BN;
+  std::vector<float> a = randomFloats(size_t(n), rng), b = randomFloats(size_t(n), rng);
+  size_t total = size_t(5 * n);
+  Buffer da = upload<Buffer>(a), db = upload<Buffer>(b), out = poisoned<Buffer>(total);
+  auto k = kernel("interleave_ravel_swizzle", interleaveRavelSwizzleKernel,
+                  {"out", "a", "b", "BM", "BN", "GROUP"});
+  CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16"},
+                                 .constexprs = {BM, BN, GROUP},
+                                 .numWarps = numWarps});
+  c.launch(1, stream, {out, da, db});
+  sync();
+  std::vector<double> want(total, kUntouched);
+  for (int i = 0; i < BM; ++i)
+    for (int j = 0; j < BN; ++j) {
+      int e = i * BN + j;
+      want[size_t(i * 2 * BN + 2 * j)] = a[size_t(e)];
+      want[size_t(i * 2 * BN + 2 * j + 1)] = b[size_t(e)];
+      want[size_t(2 * n + e)] = float(a[size_t(e)] * 2.f) + b[size_t(e)];
+      // Triton's swizzle2d, on the host.
+      int ij = i * BN + j, cells = GROUP * BN, first = ij / cells * GROUP;
+      int rows = std::min(BM - first, GROUP), in = ij % cells;
+      want[size_t(3 * n + e)] = first + in % rows;
+      want[size_t(4 * n + e)] = in / rows;
+    }
+  expectClose(download(out, total), want, 1e-6,
+              "interleave/ravel/swizzle2d " + std::to_string(BM) + "x" + std::to_string(BN) +
+                  " group " + std::to_string(GROUP) + " warps=" + std::to_string(numWarps),
+              seed);
+}
+
 template <typename Buffer>
 void checkWideOffsets(CUstream stream, const std::function<void()> &sync, uint32_t shift,
                       int64_t n, int numWarps) {

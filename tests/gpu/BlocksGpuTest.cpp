@@ -307,6 +307,8 @@ TEST_F(BlocksGpuTest, JoinAndSplit) {
     checkJoinSplit<DeviceBuffer>(stream().get(), sync, 256, 8, 16, warps);
     checkJoinSplit<DeviceBuffer>(stream().get(), sync, 1024, 32, 32, warps);
     checkJoinSplit<DeviceBuffer>(stream().get(), sync, 64, 4, 4, warps);
+    checkInterleaveRavelSwizzle<DeviceBuffer>(stream().get(), sync, 8, 16, 3, warps);
+    checkInterleaveRavelSwizzle<DeviceBuffer>(stream().get(), sync, 32, 64, 8, warps);
   }
 }
 

@@ -166,6 +166,8 @@ TEST_F(BlocksInterpreterTest, JoinAndSplit) {
   using namespace tritium::testing::language;
   checkJoinSplit<HostBuffer>(nullptr, sync, 256, 8, 16, 4);
   checkJoinSplit<HostBuffer>(nullptr, sync, 64, 4, 4, 1);
+  checkInterleaveRavelSwizzle<HostBuffer>(nullptr, sync, 8, 16, 3, 4);
+  checkInterleaveRavelSwizzle<HostBuffer>(nullptr, sync, 16, 32, 4, 2);
 }
 
 // u32 offsets and loop bounds past 2^31, p - n with an unsigned n, 64-bit literal offsets.
