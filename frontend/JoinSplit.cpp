@@ -72,6 +72,11 @@ std::pair<Value, Value> swizzle2d(const Operand &i, const Operand &j, const Oper
                                   const Operand &size_j, const Operand &size_g, Loc l) {
   // The grid row-major: ij = i * size_j + j; groups of size_g rows (the last one may be
   // shorter), each walked column by column.
+  SourceLoc loc(l);
+  for (const Operand *x : {&i, &j, &size_i, &size_j, &size_g})
+    if ((x->kind == Operand::Kind::Value && x->value && !x->value->type().isInt()) ||
+        x->kind == Operand::Kind::Float)
+      userError("swizzle2d takes integers, got " + describe(*x), loc);
   // Written so that every step has a traced left operand (the sizes may all be constants):
   // the group's first row is (ij / size_j) rounded down to a multiple of size_g.
   Value ij = i * size_j + j;

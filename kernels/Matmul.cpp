@@ -10,6 +10,7 @@
 #include "runtime/Device.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -23,11 +24,7 @@ static void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Int M, Int N, Int K, In
                           int HAS_BIAS, int ACT) {
   auto pid = program_id(0);
   auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
-  auto inGroup = GROUP_M * pidsN;
-  auto firstM = (pid / inGroup) * GROUP_M;
-  auto groupM = minimum(pidsM - firstM, GROUP_M);
-  auto pidM = firstM + (pid % inGroup) % groupM;
-  auto pidN = (pid % inGroup) / groupM;
+  auto [pidM, pidN] = swizzle2d(pid / pidsN, pid % pidsN, pidsM, pidsN, GROUP_M);
   auto rm = pidM * BM + arange(0, BM);
   auto rn = pidN * BN + arange(0, BN);
   auto rk = arange(0, BK);
@@ -76,8 +73,12 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   KernelArg bias = m.bias ? args.pointer("bias", m.bias) : c;
   if (m.M == 0 || m.N == 0)
     return;
-  if (given && (given->blockM < 16 || given->blockN < 16 || given->blockK < 16))
-    args.fail("a plan's tiles are at least 16 x 16 x 16");
+  if (given)
+    for (int side : {given->blockM, given->blockN, given->blockK})
+      if (side < 16 || !std::has_single_bit(unsigned(side)))
+          args.fail("a plan's tiles are powers of two of at least 16, got " +
+                  std::to_string(given->blockM) + " x " + std::to_string(given->blockN) + " x " +
+                  std::to_string(given->blockK));
   // 64-bit offsets once a row offset can pass 2^31 - 1.
   int64_t rowsB = m.bTransposed ? m.N : m.K;
   bool wide = std::max({m.M * lda, rowsB * ldb, m.M * ldc}) >

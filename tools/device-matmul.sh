@@ -38,6 +38,14 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
   wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
   echo "tritium,$dt,${m}x${n}x${k},${t:-FAILED},wrong=${wrong:-?}"
 }
+sweep() { # M N K plan...: bf16 at one shape, one line per plan
+  local m=$1 n=$2 k=$3
+  shift 3
+  for plan in "$@"; do
+    # shellcheck disable=SC2086
+    run bf16 "$m" "$n" "$k" $plan
+  done
+}
 {
   for dt in bf16 fp16; do
     for s in "1024 1024 1024" "4096 4096 4096" "8192 8192 8192" "16 8192 8192" "8192 8192 512"; do
@@ -47,32 +55,17 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
   if [ "${SWEEP:-1}" = 1 ]; then
     # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On
     # Hopper the example compiles for sm_90a (wgmma); --arch=sm_90 gives mma.sync.
-    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=128x256x64 --warps=8 --stages=3" \
-                "--tile=128x256x64 --warps=8 --stages=4 --arch=sm_90" \
-                "--tile=256x128x64 --warps=8 --stages=4" "--tile=128x128x64 --warps=8 --stages=5" \
-                "--tile=128x128x64 --warps=4 --stages=5" "--tile=128x256x128 --warps=8 --stages=3"; do
-      # shellcheck disable=SC2086
-      run bf16 4096 4096 4096 $plan
-    done
-    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4"; do
-      # shellcheck disable=SC2086
-      run bf16 8192 8192 8192 $plan
-    done
-    for plan in "--tile=128x128x64 --warps=8 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
-                "--tile=64x64x64 --warps=4 --stages=4" "--tile=128x64x64 --warps=4 --stages=4"; do
-      # shellcheck disable=SC2086
-      run bf16 1024 1024 1024 $plan
-    done
-    for plan in "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
-                "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"; do
-      # shellcheck disable=SC2086
-      run bf16 16 8192 8192 $plan
-    done
-    for plan in "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4" \
-                "--tile=128x128x64 --warps=8 --stages=4" "--tile=128x256x128 --warps=8 --stages=3"; do
-      # shellcheck disable=SC2086
-      run bf16 8192 8192 512 $plan
-    done
+    sweep 4096 4096 4096 "--tile=128x256x64 --warps=8 --stages=4" \
+      "--tile=128x256x64 --warps=8 --stages=3" "--tile=128x256x64 --warps=8 --stages=4 --arch=sm_90" \
+      "--tile=256x128x64 --warps=8 --stages=4" "--tile=128x128x64 --warps=8 --stages=5" \
+      "--tile=128x128x64 --warps=4 --stages=5" "--tile=128x256x128 --warps=8 --stages=3"
+    sweep 8192 8192 8192 "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4"
+    sweep 1024 1024 1024 "--tile=128x128x64 --warps=8 --stages=4" "--tile=64x128x64 --warps=4 --stages=4" \
+      "--tile=64x64x64 --warps=4 --stages=4" "--tile=128x64x64 --warps=4 --stages=4"
+    sweep 16 8192 8192 "--tile=16x64x128 --warps=4 --stages=4" "--tile=16x128x128 --warps=4 --stages=3" \
+      "--tile=16x64x256 --warps=4 --stages=3" "--tile=32x64x128 --warps=4 --stages=4"
+    sweep 8192 8192 512 "--tile=128x256x64 --warps=8 --stages=4" "--tile=256x128x64 --warps=8 --stages=4" \
+      "--tile=128x128x64 --warps=8 --stages=4" "--tile=128x256x128 --warps=8 --stages=3"
   fi
 } > "$O/tritium.csv"
 echo "--- tritium (dtype, M x N x K, ms, TFLOP/s, plan, wrong)"

@@ -44,6 +44,14 @@ int64_t dotStagingBytes(const ir::Op &dot, unsigned i) {
   return batches * (i == 0 ? a.shape()[size_t(r - 2)] : b.shape()[size_t(r - 1)]) * row;
 }
 
+int64_t allocateStagedBlock(ir::Op &op, int64_t offset) {
+  const ir::Type &t = op.result()->type();
+  int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
+  offset = (offset + 15) / 16 * 16;
+  op.setAttr("smem_offset", offset);
+  return offset + bytes * stagedElements(t);
+}
+
 int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset) {
   offset = (offset + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment;
   dot.setAttr(i == 0 ? "smem_offset" : "smem_b", offset);
@@ -173,11 +181,7 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
                 op.kind() == ir::OpKind::Trans) &&
                !op.hasAttr("in_place") && // in place: nothing staged
                !(op.kind() == ir::OpKind::Trans && transMayFeedDotFromRing(op, users))) {
-      const ir::Type &t = op.result()->type();
-      int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
-      offset = (offset + 15) / 16 * 16;
-      op.setAttr("smem_offset", offset);
-      offset += bytes * stagedElements(t);
+      offset = allocateStagedBlock(op, offset);
       return;
     } else if ((op.kind() == ir::OpKind::ClusterMax || op.kind() == ir::OpKind::ClusterSum) &&
                op.result()->type().isBlock()) {

@@ -14,7 +14,7 @@
 
 namespace tritium {
 
-bool dotFitsWarpGroups(const ir::Op &dot, int numWarps) {
+static bool dotFitsWarpGroups(const ir::Op &dot, int numWarps) {
   const ir::Type &a = dot.operand(0)->type(), &b = dot.operand(1)->type();
   const ir::Type &c = dot.result()->type();
   if (a.rank() != 2 || a.kind() != b.kind() || c.kind() != ir::ScalarKind::F32)

@@ -109,10 +109,7 @@ void feedDotsFromRings(ir::Function &fn) {
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() == ir::OpKind::Trans && !op.hasAttr("dot_only") &&
         !op.hasAttr("smem_offset")) { // expected to feed a dot from a ring, and did not
-      end = (end + 15) / 16 * 16;
-      op.setAttr("smem_offset", end);
-      const ir::Type &t = op.result()->type();
-      end += std::max(1, ir::bitWidth(t.kind()) / 8) * stagedElements(t);
+      end = allocateStagedBlock(op, end);
       return;
     }
     if (op.kind() != ir::OpKind::Dot)

@@ -16,10 +16,9 @@ inline constexpr int64_t kMaxElementsPerThread = 256;
 void assignLayouts(ir::Function &fn, int numWarps);
 
 // Marks each dot that runs on Hopper's warp-group wgmma with {wgmma = 1}
-// (ChooseDotInstructions.cpp): on sm_90a, for the shapes and types dotFitsWarpGroups takes.
+// (ChooseDotInstructions.cpp): on sm_90a, for the shapes and types that suit warp groups.
 // Runs before assignLayouts, which gives such dots their warp groups.
 void chooseDotInstructions(ir::Function &fn, const std::string &arch, int numWarps);
-bool dotFitsWarpGroups(const ir::Op &dot, int numWarps);
 
 // The layout of dot's accumulator [.., M, N] (DotLayout.cpp): a blocked layout whose threads
 // hold the tensor cores' accumulator fragments, so that the epilogue (casts, stores,
@@ -83,6 +82,9 @@ bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i);
 // Gives dot operand `i` its staging buffer ({smem_offset} for a, {smem_b} for b) at the first
 // kDotTileAlignment boundary from `offset`; returns the buffer's end.
 int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset);
+// Gives a convert_layout, reshape or trans its staging buffer ({smem_offset}, stagedElements of
+// its result) at the first 16-byte boundary from `offset`; returns the buffer's end.
+int64_t allocateStagedBlock(ir::Op &op, int64_t offset);
 
 // Where dot staging buffers and the rings that dots read start: a multiple of 1024 bytes, the
 // span of one SWIZZLE_128B pattern, which wgmma applies to the address bits themselves.

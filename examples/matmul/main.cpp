@@ -6,6 +6,7 @@
 // compiles the kernel (PTX in the cache) and runs a small product in the interpreter.
 #include "frontend/Tritium.h"
 #include "kernels/HostDtype.h"
+#include "kernels/MatmulPlan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -202,13 +203,11 @@ int main(int argc, char **argv) {
     } else if (o.M == 0) {
       o.M = o.N = o.K = 4096;
     }
-    if (gpu && !o.userPlan && o.M <= 32) { // a few rows: narrow tiles, long K steps
-      o.BM = 16, o.BN = 64, o.BK = 256, o.warps = 4, o.stages = 3;
-    } else if (gpu && !o.userPlan &&
-               (o.M + 127) / 128 * ((o.N + 255) / 256) < rt::Context::current().props().smCount) {
-      // Fewer 128 x 256 tiles than SMs: smaller ones keep every SM busy (1024^3 bf16 on the
-      // H200: 101.7 TFLOP/s on 128 x 256 x 64 tiles, 179.9 on 64 x 128 x 64).
-      o.BM = 64, o.BN = 128, o.BK = 64, o.warps = 4, o.stages = 4;
+    if (gpu && !o.userPlan) { // the library's planner (kernels/MatmulPlan.h)
+      kernels::MatmulPlan p =
+          kernels::planMatmul(o.M, o.N, o.K, rt::Context::current().props().smCount);
+      o.BM = p.blockM, o.BN = p.blockN, o.BK = p.blockK, o.warps = p.numWarps,
+      o.stages = p.numStages;
     }
     auto mm = kernel("matmul_kernel", matmul_kernel,
                      {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",

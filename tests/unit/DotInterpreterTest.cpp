@@ -98,6 +98,15 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   a = ok;
   a.K = 0;
   refuses(a, "K");
+  kernels::MatmulPlan bad{.blockM = 48};
+  try {
+    kernels::matmul(ok, nullptr, &bad);
+    ADD_FAILURE() << "a 48-row tile was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("powers of two of at least 16, got 48 x 256 x 64"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 } // namespace

@@ -866,6 +866,16 @@ void twoLargeScans(Ptr out, Ptr in, Int n, int BLOCK) {
   dsl::store(out + offs, dsl::cast(counts, dsl::float32));
 }
 
+void swizzleOfFloats(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto i = dsl::cast(dsl::arange(0, 16), dsl::float32);
+  gLine = __LINE__; auto [a, b] = dsl::swizzle2d(i, i, 16, 16, 4);
+  dsl::store(out + dsl::arange(0, 16), a + b);
+}
+
+TEST_F(DslErrorTest, Swizzle2dTakesIntegers) {
+  expectUserError([] { traceKernel(swizzleOfFloats); }, {"swizzle2d takes integers"});
+}
+
 TEST_F(DslErrorTest, SharedMemoryOverflowNamesTheOp) {
   expectUserError(
       [] {
