@@ -55,6 +55,10 @@ CompiledVariant compileVariant(const Variant &v, const std::string &ptxasPath) {
     c.waitsOnPriorKernel = k.artifacts().waitsOnPriorKernel;
     c.syncsGrid = k.artifacts().syncsGrid;
     c.ptx = k.artifacts().ptx;
+    if (!k.artifacts().tensorMaps.empty())
+      throw UserError("its tensor descriptors' tiles are TMA copies, whose CUtensorMaps the "
+                      "ahead-of-time launchers do not encode; compile the variant with "
+                      "bulkCopies = false (its tiles are then cp.async copies)");
     c.cacheKey = meta.cacheKey;
     // The kernel's meaning without where its source lives: stable across checkouts.
     Artifacts tir = v.kernel->compileTo(v.spec, Stage::TIR, {.locations = false});

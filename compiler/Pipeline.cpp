@@ -1,4 +1,5 @@
 // The pipeline driver: runs passes in order, verifies between them, keeps and dumps each stage.
+#include "compiler/ir/TensorMap.h"
 #include "compiler/Pipeline.h"
 
 #include "compiler/Targets.h"
@@ -195,10 +196,14 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
                   options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch),
                   bulkCopiesAllowed(options));
     feedDotsFromRings(fn);
+    chooseTensorMaps(fn, bulkCopiesAllowed(options),
+                     options.maxSharedBytes ? options.maxSharedBytes
+                                            : maxSharedBytesFor(options.arch));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     out.waitsOnPriorKernel = waitsOnPriorKernel(fn, options.arch);
+    out.tensorMaps = ir::printTensorMaps(ir::tensorMapsOf(fn));
     dump(fn.name(), "gir", out.gir);
     // Programs that share a CTA would share its shared memory and barriers too. With one
     // warp per program only a cp.async ring uses shared memory: point at its loop.

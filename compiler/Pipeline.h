@@ -27,8 +27,9 @@ struct CompileOptions {
   int programsPerCTA = 1;
   // Shared memory one CTA may use (the pipelining ring's budget); 0: the architecture's limit.
   int64_t maxSharedBytes = 0;
-  // Pipelined loads of whole contiguous rows as one bulk copy per stage (TMA, sm_90 and later),
-  // where they qualify; false: one 16-byte cp.async per thread and vector everywhere.
+  // Pipelined loads of whole contiguous rows as one bulk copy per stage, and tiles of tensor
+  // descriptors as one TMA copy (sm_90 and later), where they qualify; false: one 16-byte
+  // cp.async per thread and vector everywhere.
   bool bulkCopies = true;
   // tritium's LLVM passes or LLVM's O3 (TRITIUM_LLVM_PIPELINE, codegen/OptimizeLLVM.h).
   codegen::LLVMPipeline llvmPipeline = codegen::LLVMPipeline::Lean;
@@ -51,6 +52,9 @@ struct Artifacts {
   // The kernel calls grid_sync: launch it cooperatively (every program resident at once), which
   // also gives it the driver's grid-barrier word.
   bool syncsGrid = false;
+  // The CUtensorMaps the launch encodes from the arguments and passes after them, as
+  // ir::printTensorMaps writes them ("" when none: gpu/ChooseTensorMaps.cpp).
+  std::string tensorMaps;
 
   const std::string &text(Stage s) const {
     return s == Stage::TIR ? tir : s == Stage::GIR ? gir : s == Stage::LLVM ? llvm : ptx;

@@ -11,6 +11,7 @@
 #include "runtime/Grid.h"
 #include "runtime/Memory.h"
 #include "runtime/PointerCheck.h"
+#include "runtime/TensorMap.h"
 
 #include <array>
 #include <cstring>
@@ -43,6 +44,13 @@ CompiledKernel::CompiledKernel(KernelMetadata meta, Artifacts artifacts, std::st
     : meta_(std::move(meta)), artifacts_(std::move(artifacts)), firstCubin_(std::move(cubin)) {
   for (const std::string &t : meta_.signature.types)
     params_.push_back(ParamType::parse(t));
+  if (!artifacts_.tensorMaps.empty()) {
+    auto maps = ir::parseTensorMaps(artifacts_.tensorMaps);
+    if (!maps)
+      throw UserError("kernel '" + meta_.name + "': its cached tensor_maps are malformed ('" +
+                      artifacts_.tensorMaps + "'); clear the cache entry");
+    tensorMaps_ = std::move(*maps);
+  }
   if (!firstCubin_.empty())
     cubins_[cubinArch.empty() ? meta_.options.arch : cubinArch] = firstCubin_;
 }
@@ -217,14 +225,17 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   if (int cluster = meta_.options.clusterSize; cluster > 1 && grid % cluster != 0)
     throw UserError("launch of '" + name + "': grid size " + std::to_string(grid) +
                     " is not a multiple of the cluster size " + std::to_string(cluster));
-  constexpr size_t kMaxArgs = 64;
+  constexpr size_t kMaxArgs = 64, kMaxTensorMaps = 16;
   if (args.size() > kMaxArgs)
     throw UserError("launch of '" + name + "': more than 64 arguments");
+  if (tensorMaps_.size() > kMaxTensorMaps)
+    throw UserError("launch of '" + name + "': more than 16 TMA tensor maps");
   // The arguments are packed into the kernel's parameter block on the stack, each at its
   // natural alignment as the PTX declares them: the hot path allocates nothing, and the driver
   // copies one buffer (within 1% of an array of pointers to them, docs/notes/hardware.md).
-  alignas(8) std::array<unsigned char, kMaxArgs * 8> block;
-  std::array<void *, kMaxArgs> each; // where each argument sits (cooperative launches only)
+  // CUtensorMaps follow the arguments, each 128 bytes on a 64-byte boundary.
+  alignas(64) std::array<unsigned char, kMaxArgs * 8 + kMaxTensorMaps * (128 + 64)> block;
+  std::array<void *, kMaxArgs + kMaxTensorMaps> each; // where each sits (cooperative launches)
   size_t used = 0, count = 0;
   const bool cooperative = artifacts_.syncsGrid;
   auto put = [&](auto value) {
@@ -295,6 +306,24 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   }
   if (interpreting())
     return interpret(grid3, args);
+  if (!tensorMaps_.empty()) {
+    const KernelArg *first = args.begin();
+    auto arg = [&](int k) {
+      const KernelArg &a = first[k];
+      return a.kind() == KernelArg::Kind::Pointer ? int64_t(a.ptr()) : a.intValue();
+    };
+    auto argName = [&](int k) { return sig.names.at(size_t(k)); };
+    for (const ir::TensorMapRecipe &r : tensorMaps_) {
+      used = (used + 63) / 64 * 64;
+      auto *map = reinterpret_cast<CUtensorMap *>(block.data() + used);
+      std::string why = rt::encodeTensorMap(r, arg, argName, map);
+      if (!why.empty())
+        throw UserError("launch of '" + name + "': " + why);
+      if (cooperative)
+        each[count++] = map;
+      used += sizeof(CUtensorMap);
+    }
+  }
   // What a launch costs beyond the argument check: one cuCtxGetCurrent and a thread-local
   // compare (rt::Context::current), one atomic load for this context's module, one relaxed load
   // for the pointer-check switch, then cuLaunchKernel. Loading, the first time in a context,

@@ -2,6 +2,7 @@
 // metadata, and, once loaded in a CUDA context, the driver function to launch there.
 #pragma once
 
+#include "compiler/ir/TensorMap.h"
 #include "compiler/Pipeline.h"
 #include "runtime/Module.h"
 #include "runtime/PerContext.h"
@@ -173,6 +174,7 @@ private:
   KernelMetadata meta_;
   std::vector<ParamType> params_;
   Artifacts artifacts_;
+  std::vector<ir::TensorMapRecipe> tensorMaps_; // encoded by each launch, after the arguments
   mutable std::mutex loadMutex_; // loads (one context at a time) and the cubins
   std::string firstCubin_;        // the cache's, or the first JIT's
   std::map<std::string, std::string> cubins_; // device architecture -> cubin

@@ -266,6 +266,43 @@ void store(const Operand &ptrs, const Operand &value, CacheHints hints, Loc loc 
 void store(const Operand &ptrs, const Operand &value, const Operand &mask, CacheHints hints = {},
            Loc loc = Loc::current());
 
+// Tensor descriptors, as Triton 3's tl.make_tensor_descriptor: a row-major tensor in global
+// memory (its base pointer, shape and strides in elements; the last stride the literal 1) read
+// and written a tile of block_shape at a time, at element offsets. Elements outside the
+// tensor load as zero and are not stored; offsets may be negative or run past the end.
+//
+//   auto a_desc = make_tensor_descriptor(a, {M, K}, {K, 1}, {BM, BK});
+//   for (auto k : range(0, K, BK, 4))
+//     acc = dot(a_desc.load({pid_m * BM, k}), b_desc.load({k, pid_n * BN}), acc);
+//   c_desc.store({pid_m * BM, pid_n * BN}, cast(acc, "bf16"));
+//
+// On Hopper (sm_90a) a 2-D tile that a pipelined range loop loads becomes one TMA copy
+// (cp.async.bulk.tensor) per stage, issued by one thread, when the descriptor's base, shape
+// and strides are kernel arguments or constants and TMA can take them (docs/DSL.md, "Tensor
+// descriptors"); otherwise the tile is loaded element by element, and the results are the same.
+class TensorDescriptor {
+public:
+  Value load(const std::vector<Operand> &offsets, Loc loc = Loc::current()) const;
+  void store(const std::vector<Operand> &offsets, const Operand &value,
+             Loc loc = Loc::current()) const;
+  const std::vector<int64_t> &block_shape() const { return block_; }
+
+private:
+  friend TensorDescriptor make_tensor_descriptor(const Operand &, const std::vector<Operand> &,
+                                                 const std::vector<Operand> &,
+                                                 const std::vector<int64_t> &, Loc);
+  std::pair<Value, Value> tile(const std::vector<ir::Value *> &offsets, Loc loc) const;
+  std::vector<ir::Value *> offsetValues(const std::vector<Operand> &offsets, const char *what,
+                                        Loc loc) const;
+  Value base_;
+  std::vector<Value> shape_, strides_; // i64 scalars
+  std::vector<int64_t> block_;
+};
+TensorDescriptor make_tensor_descriptor(const Operand &base, const std::vector<Operand> &shape,
+                                        const std::vector<Operand> &strides,
+                                        const std::vector<int64_t> &block_shape,
+                                        Loc loc = Loc::current());
+
 // Random numbers, bit for bit those of Triton 3.6's tl.randint / randint4x / rand / randn for
 // the same seed and offsets (frontend/Random.cpp): Philox 4x32 (10 rounds by default) keyed by
 // the seed with the offsets as the counter. Offsets are 32- or 64-bit integers (a block or a

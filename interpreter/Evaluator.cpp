@@ -654,7 +654,8 @@ private:
     ScalarKind k = t.kind();
     int64_t bytes = elementBytes(k);
     const auto &ptrs = in(0).i;
-    const std::vector<int64_t> *mask = op_.numOperands() == 3 ? &in(1).i : nullptr;
+    // (a load traced from a tensor descriptor has the descriptor's scalars after `other`)
+    const std::vector<int64_t> *mask = op_.numOperands() >= 3 ? &in(1).i : nullptr;
     size_t n = count(t);
     if (t.isFloat()) {
       const std::vector<double> *other = mask ? &in(2).f : nullptr;

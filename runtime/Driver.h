@@ -89,7 +89,8 @@ private:
   X(cuEventElapsedTime)                                                                            \
   X(cuEventDestroy)                                                                                \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                   \
-  X(cuOccupancyMaxActiveClusters)
+  X(cuOccupancyMaxActiveClusters)                                                                  \
+  X(cuTensorMapEncodeTiled)
 
 struct Driver {
 #define TRITIUM_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -33,7 +33,7 @@ run() { # dtype M N K [options]: one line "tritium,dtype,MxNxK,plan,ms,TFLOP/s"
   out=$("$B/matmul" --dtype="$dt" "$@" "$m" "$n" "$k" 2>&1)
   echo "$out" >> "$O/matmul.log"
   local t
-  t=$(echo "$out" | sed -n 's/^ *\([0-9.]*\) ms, \([0-9.]*\) TFLOP\/s (\(.*\))$/\1,\2,\3/p')
+  t=$(echo "$out" | sed -n 's/^ *\([0-9.]*\) ms, \([0-9.]*\) TFLOP\/s (\(.*\))$/\1,\2,"\3"/p')
   local wrong
   wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
   echo "tritium,$dt,${m}x${n}x${k},${t:-FAILED},wrong=${wrong:-?}"
@@ -51,6 +51,11 @@ sweep() { # M N K plan...: bf16 at one shape, one line per plan
     for s in "1024 1024 1024" "4096 4096 4096" "8192 8192 8192" "16 8192 8192" "8192 8192 512"; do
       run $dt $s
     done
+  done
+  # The same product written with tensor descriptors (TMA copies on Hopper).
+  for s in "1024 1024 1024" "4096 4096 4096" "8192 8192 8192" "16 8192 8192" "8192 8192 512"; do
+    # shellcheck disable=SC2086
+    run bf16 $s --descriptors
   done
   if [ "${SWEEP:-1}" = 1 ]; then
     # Plans (tiles, warps, stages) at three shapes: square, the decode shape, a short K. On

@@ -2,6 +2,7 @@
 // Triton emits them, so a masked-off lane never touches memory and needs no branch; unmasked
 // ones are plain LLVM loads and stores that the backend is free to schedule, unless they carry
 // cache hints, which only inline PTX can spell (ld.global.cg, .L2::cache_hint).
+#include "compiler/ir/TensorMap.h"
 #include "compiler/codegen/Lowering.h"
 #include "compiler/codegen/Pipelining.h"
 
@@ -223,7 +224,7 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     Elements out;
     Hints hints = hintsOf(l, op);
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
-      if (op.numOperands() == 3) {
+      if (ir::hasMask(op)) {
         asmLoad(l, ty, ptrs[k], l.get(op.operand(1))[k], &l.get(op.operand(2)), k, vec, hints,
                 out);
       } else if (!hints.qualifiers.empty()) {

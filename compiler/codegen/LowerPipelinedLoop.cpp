@@ -13,6 +13,7 @@
 // costs nothing once it has landed).
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
+#include "compiler/ir/TensorMap.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -60,11 +61,14 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
   return b.CreateGEP(b.getInt8Ty(), l.smem, b.CreateAdd(byte, inTile));
 }
 
-// Each thread copies its own 16-byte vectors of `loads`, as one commit group.
+// Each thread copies its own 16-byte vectors of `loads` (those TMA does not copy), as one
+// commit group.
 void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, llvm::Value *inRange,
                        llvm::Value *stage) {
   auto &b = l.b;
   for (const ir::Op *load : loads) {
+    if (load->hasAttr("tensor_map"))
+      continue;
     int64_t vec = load->intAttr("vec");
     int64_t bytes = elementBytes(load->result()->type()) * vec;
     if (bytes != 16)
@@ -83,7 +87,7 @@ void issueThreadCopies(Lowering &l, const std::vector<const ir::Op *> &loads, ll
     const Elements &ptrs = l.get(load->operand(0));
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
       llvm::Value *pred = inRange;
-      if (load->numOperands() == 3)
+      if (ir::hasMask(*load))
         pred = b.CreateAnd(pred, l.get(load->operand(1))[k]);
       llvm::Value *size = b.CreateSelect(pred, b.getInt32(int32_t(bytes)), b.getInt32(0));
       l.intrinsic(id, {}, {stageAddress(l, *load, stage, int64_t(k)), ptrs[k], size});
@@ -101,6 +105,8 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   plan.stages = int(loop.intAttr("pipeline_stages"));
   if (loop.hasAttr("bulk_barriers"))
     plan.bulkBarriers = loop.intAttr("bulk_barriers");
+  if (loop.hasAttr("tensor_barriers"))
+    plan.tensorBarriers = loop.intAttr("tensor_barriers");
   plan.wgmmaInFlight = loop.hasAttr("wgmma_in_flight");
   const ir::Block &body = *loop.body();
   std::unordered_set<const ir::Op *> slice, residentSlice;
@@ -120,9 +126,16 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   return plan;
 }
 
+bool PipelinePlan::threadCopies() const {
+  return std::any_of(loads.begin(), loads.end(),
+                     [](const ir::Op *load) { return !load->hasAttr("tensor_map"); });
+}
+
 void startRing(Lowering &l, const PipelinePlan &plan) {
   if (plan.bulk())
     initBulkBarriers(l, plan);
+  else if (plan.tensorCopies())
+    initTensorBarriers(l, plan);
   else
     l.barrier();
 }
@@ -191,10 +204,14 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
                 llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
   atIteration(l, loop, plan.slice, iv, [&] {
     llvm::Value *inRange = below(l, loop, iv, ub);
-    if (plan.bulk())
+    if (plan.bulk()) {
       issueBulkStage(l, plan, inRange, stage, readBy);
-    else
+      return;
+    }
+    if (plan.threadCopies())
       issueThreadCopies(l, plan.loads, inRange, stage);
+    if (plan.tensorCopies())
+      issueTensorCopies(l, plan, inRange, stage);
   });
 }
 
@@ -204,18 +221,26 @@ void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
     waitForBulkStage(l, plan, stage, iteration);
     if (!plan.residents.empty()) // the residents' group, the only cp.async one
       l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-  } else { // the oldest outstanding group is this iteration's (the residents' is older still)
-    l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
-                {l.b.getInt32(plan.lookahead() - 1)});
+  } else {
+    if (plan.tensorCopies())
+      waitForTensorCopies(l, plan, stage, iteration);
+    if (plan.threadCopies()) // the oldest outstanding group is this iteration's
+      l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
+                  {l.b.getInt32(plan.lookahead() - 1)});
+    else if (!plan.residents.empty()) // (the residents' is older still)
+      l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
     // A tile that a dot reads in place is read by every warp, not by the threads that copied
     // it: the barrier makes every thread's copies visible, and keeps the refill issued after
-    // it (the previous iteration's stage) behind every warp's reads of that stage.
+    // it (the previous iteration's stage) behind every warp's reads of that stage. The same
+    // holds for a tile TMA copies, which one thread refills for all.
     // A wgmma reads through the async proxy, which the copies' writes must be fenced for
     // before the barrier.
-    if (std::any_of(plan.loads.begin(), plan.loads.end(),
-                    [](const ir::Op *load) { return load->hasAttr("async_proxy"); }))
+    if (std::any_of(plan.loads.begin(), plan.loads.end(), [](const ir::Op *load) {
+          return load->hasAttr("async_proxy") && !load->hasAttr("tensor_map");
+        }))
       emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
-    if (std::any_of(plan.loads.begin(), plan.loads.end(),
+    if (plan.tensorCopies() ||
+        std::any_of(plan.loads.begin(), plan.loads.end(),
                     [](const ir::Op *load) { return load->hasAttr("swizzle"); }))
       l.barrier();
   }
@@ -224,7 +249,9 @@ void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
 void finishRing(Lowering &l, const PipelinePlan &plan) {
   if (plan.bulk())
     invalidateBulkBarriers(l, plan);
-  if (!plan.bulk() || !plan.residents.empty())
+  if (plan.tensorCopies())
+    invalidateTensorBarriers(l, plan);
+  if ((!plan.bulk() && plan.threadCopies()) || !plan.residents.empty())
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
 }
 
@@ -248,7 +275,7 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   std::optional<PipelinePlan> plan = pipelinePlan(loop);
   bool resident = load.hasAttr("resident"); // copied per thread, into one buffer
   bool zeroFilled =
-      load.numOperands() == 3 && isZero(load.operand(2)) && (resident || !plan->bulk());
+      ir::hasMask(load) && isZero(load.operand(2)) && (resident || !plan->bulk());
   llvm::Value *stage = resident ? b.getInt32(0) : at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());
@@ -270,7 +297,7 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
                                             /*isVolatile=*/true);
     for (int64_t j = 0; j < vec; ++j) {
       llvm::Value *e = b.CreateExtractElement(v, uint64_t(j));
-      if (load.numOperands() == 3 && !zeroFilled)
+      if (ir::hasMask(load) && !zeroFilled)
         e = b.CreateSelect(l.get(load.operand(1))[size_t(k + j)], e,
                            l.get(load.operand(2))[size_t(k + j)]);
       out.push_back(e);

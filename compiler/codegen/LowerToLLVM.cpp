@@ -5,6 +5,7 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include "compiler/ir/Printer.h"
+#include "compiler/ir/TensorMap.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Verifier.h>
@@ -66,6 +67,11 @@ public:
     std::vector<llvm::Type *> params;
     for (auto &arg : body.arguments())
       params.push_back(l_.elementType(arg->type()));
+    // The CUtensorMaps that the launch encodes (gpu/ChooseTensorMaps.cpp) follow the
+    // arguments, 128 bytes each, passed by value and read in place (grid constants).
+    size_t tensorMaps = ir::tensorMapsOf(l_.kernel).size();
+    for (size_t i = 0; i < tensorMaps; ++i)
+      params.push_back(llvm::PointerType::get(l_.ctx, 0));
     auto *fnType = llvm::FunctionType::get(b.getVoidTy(), params, false);
     l_.fn = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage, l_.kernel.name(),
                                    l_.mod);
@@ -76,7 +82,15 @@ public:
       l_.fn->addFnAttr("nvvm.minctasm", std::to_string(*blocks)); // ptxas caps registers
     if (int64_t cluster = clusterSize(l_.kernel); cluster > 1)
       l_.fn->addFnAttr("nvvm.cluster_dim", std::to_string(cluster) + ",1,1");
-    for (size_t i = 0; i < params.size(); ++i) {
+    for (size_t i = body.arguments().size(); i < params.size(); ++i) {
+      llvm::Argument *a = l_.fn->getArg(unsigned(i));
+      a->setName("tensor_map_" + std::to_string(i - body.arguments().size()));
+      llvm::Type *bytes = llvm::ArrayType::get(b.getInt8Ty(), 128);
+      a->addAttr(llvm::Attribute::getWithByValType(l_.ctx, bytes));
+      a->addAttr(llvm::Attribute::getWithAlignment(l_.ctx, llvm::Align(64)));
+      a->addAttr(llvm::Attribute::get(l_.ctx, "nvvm.grid_constant"));
+    }
+    for (size_t i = 0; i < body.arguments().size(); ++i) {
       llvm::Argument *a = l_.fn->getArg(unsigned(i));
       a->setName(body.argument(unsigned(i))->name());
       l_.set(body.argument(unsigned(i)), {a});
@@ -99,6 +113,9 @@ public:
                                     "program.slot");
       l_.tid = b.CreateAnd(l_.tid, b.getInt32(l_.threads() - 1), "program.tid");
     }
+    for (size_t i = 0; i < tensorMaps; ++i) // generic addresses of the parameters
+      l_.tensorMaps.push_back(
+          b.CreatePtrToInt(l_.fn->getArg(unsigned(body.arguments().size() + i)), b.getInt64Ty()));
     l_.laneId = b.CreateAnd(l_.tid, b.getInt32(31), "lane");
     l_.warpId = b.CreateLShr(l_.tid, b.getInt32(5), "warp");
     l_.reductionBank = b.CreateAlloca(b.getInt32Ty(), nullptr, "reduce.bank");

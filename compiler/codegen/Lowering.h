@@ -38,6 +38,8 @@ struct Lowering {
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
   llvm::Value *clusterBatch = nullptr;   // counts cluster exchange batches (LowerCluster.cpp)
   llvm::Value *reductionBank = nullptr;  // the same for the next cross-warp reduction
+  // The generic (i64) address of each CUtensorMap parameter ({tensor_maps}, in order).
+  std::vector<llvm::Value *> tensorMaps;
 
   int threads() const { return 32 * numWarps; } // per program
   int ctaThreads() const { return threads() * programsPerCTA; }

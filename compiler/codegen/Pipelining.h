@@ -22,11 +22,17 @@ struct PipelinePlan {
   std::vector<const ir::Op *> residents;     // the loads copied once
   std::vector<const ir::Op *> residentSlice; // body ops the residents' operands need
   int64_t bulkBarriers = -1; // bulk copies: the mbarriers' shared-memory offset
+  // Tiles copied by TMA ({tensor_map} loads, LowerTensorCopy.cpp): their mbarriers' offset,
+  // one per stage. The ring's other loads stay cp.async copies.
+  int64_t tensorBarriers = -1;
   // A wgmma left in flight across iterations ({wgmma_in_flight} on the loop,
   // FeedDotsFromRings.cpp) still reads the previous iteration's stage: the ring then refills
   // the stage read two iterations ago, and runs one iteration less ahead.
   bool wgmmaInFlight = false;
   bool bulk() const { return bulkBarriers >= 0; }
+  bool tensorCopies() const { return tensorBarriers >= 0; }
+  // Whether some load of the ring is copied per thread (cp.async), each stage a commit group.
+  bool threadCopies() const;
   int buffers() const { return bulk() ? stages - 1 : stages; }
   // Iterations whose copies are in flight ahead of the one computing.
   int lookahead() const { return stages - 1 - (wgmmaInFlight ? 1 : 0); }
@@ -63,5 +69,13 @@ void waitForBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
 // Every thread, once it has read buffer `stage` for this iteration.
 void releaseBulkStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage);
 void invalidateBulkBarriers(Lowering &l, const PipelinePlan &plan);
+
+// TMA copies of tensor-descriptor tiles (LowerTensorCopy.cpp).
+void initTensorBarriers(Lowering &l, const PipelinePlan &plan);
+void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
+                       llvm::Value *stage);
+void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                         llvm::Value *iteration);
+void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan);
 
 } // namespace tritium::codegen

@@ -507,7 +507,8 @@ private:
       }
       const ir::Layout &l = *ptr->layout();
       for (unsigned i = 1; i < op.numOperands(); ++i)
-        require(op, i, l);
+        if (op.operand(i)->type().isBlock()) // not a tensor descriptor's scalars
+          require(op, i, l);
       setResult(l);
       return;
     }

@@ -75,6 +75,13 @@ void pipelineLoads(ir::Function &fn, int numWarps, int64_t maxSharedBytes, bool 
 // brings in get their staging buffers here if allocateSharedMemory left them out.
 void feedDotsFromRings(ir::Function &fn);
 
+// Lets TMA copy the 2-D tiles of tensor descriptors that cp.async rings bring in
+// (ChooseTensorMaps.cpp), where `allowed` (sm_90 and PTX 8.0 or later, and the launch encodes
+// tensor maps) and TMA can take the descriptor: {tensor_map = i} on such loads, the recipes in
+// the kernel's {tensor_maps}, {tensor_barriers} on their loops (one mbarrier per stage, within
+// `maxSharedBytes`).
+void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes);
+
 // Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which
 // feedDotsFromRings will likely let the dot read in place: allocateSharedMemory then leaves
 // its staging buffer out.

@@ -1,5 +1,6 @@
 // The verifier: SSA dominance (values are used only where they are visible), per-op type rules,
 // and, for GIR, layouts on every block value.
+#include "compiler/ir/TensorMap.h"
 #include "compiler/ir/Verifier.h"
 
 #include "compiler/ir/CacheHints.h"
@@ -317,14 +318,22 @@ private:
       expect(op, n == 2 && ty(0).isPtr() && ty(1).isInt() && ty(0).shape() == ty(1).shape() &&
                      res() == ty(0), "addptr(ptr, int offsets) of one shape");
       break;
-    case OpKind::Load:
-      expect(op, (n == 1 || n == 3) && ty(0).isPtr() && res() == ty(0).pointee(),
+    case OpKind::Load: {
+      int64_t r = tensorRank(op); // a tensor descriptor's scalars after `other`: TensorMap.h
+      expect(op, r >= 0 && r <= 3 && (r ? n == unsigned(4 + 3 * r) : (n == 1 || n == 3)) &&
+                     ty(0).isPtr() && res() == ty(0).pointee(),
              "load(ptr[, mask, other]) gives the pointee type");
-      if (n == 3)
+      for (unsigned i = 3; r && i < n; ++i)
+        expect(op, !ty(i).isBlock() && (i == 3 ? ty(i) == ty(0).withShape({}) &&
+                                                     ty(i).isPtr()
+                                               : ty(i).kind() == ScalarKind::I64),
+               "a tensor descriptor's load takes its base pointer and i64 scalars");
+      if (n >= 3)
         expect(op, ty(1) == res().withKind(ScalarKind::I1) && ty(2) == res(),
                "load's mask and other must match its shape and type");
       verifyCacheHints(op, loadCacheModifiers());
       break;
+    }
     case OpKind::Store:
       expect(op, (n == 2 || n == 3) && ty(0).isPtr() && ty(1) == ty(0).pointee() &&
                      op.numResults() == 0, "store(ptr, value[, mask]) types disagree");

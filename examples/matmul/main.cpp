@@ -23,12 +23,13 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--warps=W] [--stages=S]
-              [--arch=sm_XX] [M N K]
+              [--arch=sm_XX] [--descriptors] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
   the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
-  without a GPU.
+  without a GPU. --descriptors runs the same product written with tensor descriptors
+  (make_tensor_descriptor), whose tiles Hopper copies with TMA.
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -63,6 +64,23 @@ void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int str
         (offs_am(_, None) < M) & (offs_bn(None, _) < N));
 }
 
+// The same product with tensor descriptors (Triton 3's tl.make_tensor_descriptor): the tiles are
+// read and C written a block at a time; on Hopper the loop's tiles are TMA copies.
+void matmul_descriptor_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int lda,
+                              Int ldb, Int ldc, int BLOCK_M, int BLOCK_N, int BLOCK_K,
+                              int GROUP_M, int num_stages) {
+  auto [pid_m, pid_n] = swizzle2d(program_id(0) / cdiv(N, BLOCK_N), program_id(0) % cdiv(N, BLOCK_N),
+                                  cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), GROUP_M);
+  auto a_desc = make_tensor_descriptor(a_ptr, {M, K}, {lda, 1}, {BLOCK_M, BLOCK_K});
+  auto b_desc = make_tensor_descriptor(b_ptr, {K, N}, {ldb, 1}, {BLOCK_K, BLOCK_N});
+  auto c_desc = make_tensor_descriptor(c_ptr, {M, N}, {ldc, 1}, {BLOCK_M, BLOCK_N});
+  auto accumulator = zeros({BLOCK_M, BLOCK_N}, float32);
+  for (auto k : range(0, K, BLOCK_K, num_stages))
+    accumulator = dot(a_desc.load({pid_m * BLOCK_M, k}), b_desc.load({k, pid_n * BLOCK_N}),
+                      accumulator);
+  c_desc.store({pid_m * BLOCK_M, pid_n * BLOCK_N}, cast(accumulator, c_ptr.dtype()));
+}
+
 struct Options {
   std::string dtype = "fp16";
   int64_t M = 0, N = 0, K = 0;
@@ -71,6 +89,7 @@ struct Options {
   int BM = 128, BN = 256, BK = 64, warps = 8, stages = 4;
   bool userPlan = false;
   std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
+  bool descriptors = false;
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -91,6 +110,8 @@ Options parseOptions(int argc, char **argv) {
       o.warps = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--stages=", 0) == 0) {
       o.stages = std::atoi(a.c_str() + 9);
+    } else if (a == "--descriptors") {
+      o.descriptors = true;
     } else if (a.rfind("--arch=", 0) == 0) {
       o.arch = a.substr(7);
     } else if (!a.empty() && a[0] != '-') {
@@ -143,9 +164,14 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   dc.fill32(kernels::kPoisonBits);
   int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
   auto launch = [&] {
-    k.launch(grid, stream,
-             {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), 1,
-              int32_t(o.N), 1, int32_t(o.N), 1});
+    if (o.descriptors)
+      k.launch(grid, stream,
+               {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K),
+                int32_t(o.N), int32_t(o.N)});
+    else
+      k.launch(grid, stream,
+               {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), 1,
+                int32_t(o.N), 1, int32_t(o.N), 1});
   };
   launch();
   sync();
@@ -184,9 +210,12 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
     }
     std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
     double t = ms[ms.size() / 2];
-    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s)\n", t,
+    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s%s)\n", t,
                 2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
-                o.warps, o.stages, spec.arch.c_str());
+                o.warps, o.stages, spec.arch.c_str(),
+                !o.descriptors                         ? ""
+                : k.artifacts().tensorMaps.empty()     ? ", descriptors"
+                                                       : ", descriptors, TMA");
   }
   return bad == 0;
 }
@@ -209,10 +238,15 @@ int main(int argc, char **argv) {
       o.BM = p.blockM, o.BN = p.blockN, o.BK = p.blockK, o.warps = p.numWarps,
       o.stages = p.numStages;
     }
-    auto mm = kernel("matmul_kernel", matmul_kernel,
-                     {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",
-                      "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M", "BLOCK_N",
-                      "BLOCK_K", "GROUP_M", "num_stages"});
+    auto tutorial = kernel("matmul_kernel", matmul_kernel,
+                           {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",
+                            "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M",
+                            "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages"});
+    auto withDescriptors =
+        kernel("matmul_descriptor_kernel", matmul_descriptor_kernel,
+               {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "lda", "ldb", "ldc", "BLOCK_M",
+                "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages"});
+    Kernel &mm = o.descriptors ? static_cast<Kernel &>(withDescriptors) : tutorial;
     // As Triton specializes its launch: 16-byte aligned pointers, integers divisible by 16
     // (":16") and unit strides (":1", so that the tiles' loads are 16-byte vectors).
     std::string p = "*" + o.dtype + ":16";
@@ -221,6 +255,9 @@ int main(int argc, char **argv) {
                                       "i32:1", div16(o.N), "i32:1", div16(o.N), "i32:1"},
                         .constexprs = {o.BM, o.BN, o.BK, 8, o.stages},
                         .numWarps = o.warps};
+    if (o.descriptors)
+      spec.signature = {p, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K), div16(o.N),
+                        div16(o.N)};
     // Hopper's tensor cores are fastest through wgmma, which only the architecture-specific
     // target sm_90a has (its code runs on sm_90 alone).
     spec.arch = !o.arch.empty() ? o.arch

@@ -1,0 +1,129 @@
+// TMA copies of tensor-descriptor tiles in a pipelined loop's ring (gpu/ChooseTensorMaps.cpp).
+// The ring keeps the cp.async ring's stages and schedule (LowerPipelinedLoop.cpp): S buffers,
+// a stage refilled at the top of the iteration after the one that read it, a CTA barrier once
+// the stage has landed. Only the copy changes: thread 0 announces the stage's bytes on the
+// stage's mbarrier (expect_tx) and issues one cp.async.bulk.tensor per tile, or per 128-byte
+// panel of a swizzled tile, which the hardware completes on that mbarrier; every thread waits
+// for the phase of the iteration it reads (stage s is filled for the (i / S)-th time in
+// iteration i). Elements outside the tensor arrive as zeros, which is the load's `other`.
+#include "compiler/codegen/Mbarrier.h"
+#include "compiler/codegen/Pipelining.h"
+#include "compiler/ir/TensorMap.h"
+
+namespace tritium::codegen {
+
+namespace {
+
+llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
+  auto &b = l.b;
+  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(plan.tensorBarriers)),
+                                      b.CreateMul(stage, b.getInt32(8))));
+}
+
+template <typename F> void onThreadZero(Lowering &l, llvm::Value *cond, F body) {
+  llvm::Value *first = l.b.CreateICmpEQ(l.tid, l.b.getInt32(0));
+  l.ifThen(cond ? l.b.CreateAnd(first, cond) : first, "tma.issue", body);
+}
+
+int64_t tileBytes(const ir::Op &load) {
+  const ir::Type &t = load.result()->type();
+  return t.numElements() * ir::byteWidth(t.kind());
+}
+
+} // namespace
+
+void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
+  // The buffers may hold what threads wrote through the generic proxy (an earlier loop's
+  // ring, the epilogue's buffers); TMA writes through the async proxy.
+  emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
+  l.barrier();
+  onThreadZero(l, nullptr, [&] {
+    for (int s = 0; s < plan.stages; ++s)
+      emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+              {barrierAddress(l, plan, l.b.getInt32(s))});
+    emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
+  });
+  l.barrier();
+}
+
+void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
+                       llvm::Value *stage) {
+  auto &b = l.b;
+  // The tiles' offsets are uniform scalars: every thread has them; thread 0 uses them.
+  struct Copy {
+    llvm::Value *dst, *map;
+    std::vector<llvm::Value *> coords;
+  };
+  std::vector<Copy> copies;
+  int64_t total = 0;
+  for (const ir::Op *load : plan.loads) {
+    if (!load->hasAttr("tensor_map"))
+      continue;
+    total += tileBytes(*load);
+    const ir::Type &t = load->result()->type();
+    int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
+    llvm::Value *row = b.CreateTrunc(l.get(ir::tensorOffset(*load, 0))[0], b.getInt32Ty());
+    llvm::Value *col = b.CreateTrunc(l.get(ir::tensorOffset(*load, 1))[0], b.getInt32Ty());
+    llvm::Value *buffer = b.CreateAdd(
+        b.getInt32(int32_t(load->intAttr("smem_offset"))),
+        b.CreateMul(stage, b.getInt32(int32_t(load->intAttr("stage_bytes")))));
+    llvm::Value *map = l.tensorMaps.at(size_t(load->intAttr("tensor_map")));
+    // A swizzled tile is copied a panel of 128 bytes of columns at a time, each panel
+    // [rows][128 bytes] after the other (dotTileOffset).
+    int64_t panelCols = load->hasAttr("swizzle") ? 128 / bytes : cols;
+    for (int64_t p = 0; p < cols / panelCols; ++p) {
+      Copy c;
+      c.dst = sharedAddress(l, b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))));
+      c.map = map;
+      llvm::Value *x = b.CreateAdd(col, b.getInt32(int32_t(p * panelCols)));
+      if (load->hasAttr("permute_rows")) // (column, 8 rows 2 apart, 2 rows, groups of 16)
+        c.coords = {x, b.getInt32(0), b.getInt32(0), b.CreateAShr(row, b.getInt32(4))};
+      else
+        c.coords = {x, row};
+      copies.push_back(std::move(c));
+    }
+  }
+  onThreadZero(l, inRange, [&] {
+    llvm::Value *full = barrierAddress(l, plan, stage);
+    emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+            {full, b.getInt32(int32_t(total))});
+    for (const Copy &c : copies) {
+      size_t n = c.coords.size();
+      std::string coords, constraints = "r,l";
+      std::vector<llvm::Value *> args{c.dst, c.map};
+      for (size_t i = 0; i < n; ++i) {
+        coords += (i ? ", $" : "$") + std::to_string(2 + i);
+        constraints += ",r";
+        args.push_back(c.coords[i]);
+      }
+      constraints += ",r";
+      args.push_back(full);
+      emitAsm(l,
+              "cp.async.bulk.tensor." + std::to_string(n) +
+                  "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {" +
+                  coords + "}], [$" + std::to_string(2 + n) + "];",
+              constraints, args);
+    }
+  });
+}
+
+void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                         llvm::Value *iteration) {
+  auto &b = l.b;
+  llvm::Value *parity =
+      b.CreateAnd(b.CreateUDiv(iteration, b.getInt32(plan.stages)), b.getInt32(1));
+  waitParity(l, barrierAddress(l, plan, stage), parity);
+}
+
+void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
+  // Every copy issued was for an iteration that ran and waited for it; no thread may still
+  // wait on an mbarrier that thread 0 invalidates.
+  l.barrier();
+  onThreadZero(l, nullptr, [&] {
+    for (int s = 0; s < plan.stages; ++s)
+      emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
+              {barrierAddress(l, plan, l.b.getInt32(s))});
+  });
+}
+
+} // namespace tritium::codegen

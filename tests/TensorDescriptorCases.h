@@ -1,0 +1,179 @@
+// Tensor descriptors (make_tensor_descriptor, desc.load, desc.store) against double-precision
+// references, shared by the GPU tests (tests/gpu/TensorDescriptorGpuTest.cpp) and their
+// interpreter twins (tests/unit/TensorDescriptorInterpreterTest.cpp): Triton's tutorial matmul
+// written with descriptors (a [M, K], b [K, N] or [N, K] read through trans(), c stored through
+// one), shapes that are not multiples of the tiles, and a tile copy whose offsets run before
+// the tensor's start and past its end. On Hopper (sm_90a) the matmul's tiles are TMA copies
+// where the arguments allow; the same kernels run everywhere else with plain loads. Inputs are
+// fresh random numbers, outputs poisoned, every element checked.
+#pragma once
+
+#include "DotCases.h"
+
+namespace tritium::testing::descriptors {
+
+using namespace tritium::dsl;
+using tensorcores::Encoded;
+
+// C = A x B over BM x BN tiles; b is [K, N], or [N, K] (B_COLUMNS) transposed in the kernel.
+inline void descriptorMatmulKernel(Ptr c, Ptr a, Ptr b, Int M, Int N, Int K, Int lda, Int ldb,
+                                   Int ldc, int BM, int BN, int BK, int STAGES, int B_COLUMNS) {
+  auto pids_n = cdiv(N, BN);
+  auto pid_m = program_id(0) / pids_n, pid_n = program_id(0) % pids_n;
+  auto a_desc = make_tensor_descriptor(a, {M, K}, {lda, 1}, {BM, BK});
+  auto b_desc = B_COLUMNS ? make_tensor_descriptor(b, {N, K}, {ldb, 1}, {BN, BK})
+                          : make_tensor_descriptor(b, {K, N}, {ldb, 1}, {BK, BN});
+  auto c_desc = make_tensor_descriptor(c, {M, N}, {ldc, 1}, {BM, BN});
+  auto acc = zeros({BM, BN}, float32);
+  for (auto k : range(0, K, BK, STAGES)) {
+    auto x = a_desc.load({pid_m * BM, k});
+    auto y = B_COLUMNS ? trans(b_desc.load({pid_n * BN, k})) : b_desc.load({k, pid_n * BN});
+    acc = dot(x, y, acc);
+  }
+  c_desc.store({pid_m * BM, pid_n * BN}, cast(acc, c.dtype()));
+}
+
+// out[r, c] = 2 x in[r + dr, c + dc] (0 outside `in`) for each tile of out, the tiles of a
+// column of tiles walked by a pipelined loop; dr and dc shift the reads before the tensor's
+// start and past its end.
+inline void descriptorShiftKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr, Int dc,
+                                  int BR, int BC, int STAGES) {
+  auto col = program_id(0) * BC;
+  auto src = make_tensor_descriptor(in, {R, C}, {ld, 1}, {BR, BC});
+  auto dst = make_tensor_descriptor(out, {R, C}, {ld, 1}, {BR, BC});
+  for (auto row : range(0, R, BR, STAGES)) {
+    auto t = src.load({row + dr, col + dc});
+    dst.store({row, col}, cast(t * 2.0, out.dtype()));
+  }
+}
+
+struct DescriptorMatmulCase {
+  ir::ScalarKind in = ir::ScalarKind::BF16, out = ir::ScalarKind::F32;
+  int M = 64, N = 64, K = 64;
+  int BM = 64, BN = 64, BK = 64, warps = 4, stages = 3;
+  bool bColumns = false;
+  std::string arch = ""; // "" = the default
+  int extraLead = 0;     // added to every leading dimension (strides TMA may refuse)
+
+  std::string str() const {
+    std::ostringstream s;
+    s << ir::dtypeName(in) << "->" << ir::dtypeName(out) << " " << M << "x" << N << "x" << K
+      << " tiles " << BM << "x" << BN << "x" << BK << " warps " << warps << " stages " << stages
+      << (bColumns ? " b^T" : "") << (extraLead ? " lead+" + std::to_string(extraLead) : "")
+      << (arch.empty() ? "" : " " + arch);
+    return s.str();
+  }
+};
+
+inline auto descriptorMatmulKernelOf() {
+  return kernel("descriptor_matmul", descriptorMatmulKernel,
+                {"c", "a", "b", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN", "BK", "STAGES",
+                 "B_COLUMNS"});
+}
+
+// Runs the case; returns the compiled kernel's PTX (for the callers that check TMA was used).
+template <typename Buffer>
+std::string checkDescriptorMatmul(CUstream stream, const std::function<void()> &sync,
+                                  const DescriptorMatmulCase &c) {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  int lda = c.K + c.extraLead, ldb = (c.bColumns ? c.K : c.N) + c.extraLead,
+      ldc = c.N + c.extraLead;
+  std::vector<double> av(size_t(c.M) * lda, 0.0), bv(size_t(c.bColumns ? c.N : c.K) * ldb, 0.0);
+  std::vector<double> a = randomValues(c.in, size_t(c.M) * c.K, rng),
+                      b = randomValues(c.in, size_t(c.K) * c.N, rng);
+  for (int m = 0; m < c.M; ++m)
+    for (int k = 0; k < c.K; ++k)
+      av[size_t(m) * lda + k] = a[size_t(m) * c.K + k];
+  for (int k = 0; k < c.K; ++k)
+    for (int n = 0; n < c.N; ++n)
+      bv[c.bColumns ? size_t(n) * ldb + k : size_t(k) * ldb + n] = b[size_t(k) * c.N + n];
+  Encoded ae = encode(c.in, av), be = encode(c.in, bv);
+  int outBytes = ir::bitWidth(c.out) / 8;
+  Buffer da = uploadBytes<Buffer>(ae.raw), db = uploadBytes<Buffer>(be.raw);
+  Buffer dc = poisonedBytes<Buffer>(size_t(c.M) * ldc * size_t(outBytes));
+  auto k = descriptorMatmulKernelOf();
+  Specialization spec{.signature = {"*" + ir::dtypeName(c.out), "*" + ir::dtypeName(c.in),
+                                    "*" + ir::dtypeName(c.in), "i32", "i32", "i32", "i32", "i32",
+                                    "i32"},
+                      .constexprs = {c.BM, c.BN, c.BK, c.stages, c.bColumns ? 1 : 0},
+                      .numWarps = c.warps};
+  if (!c.arch.empty())
+    spec.arch = c.arch;
+  std::initializer_list<KernelArg> args = {dc, da, db, c.M, c.N, c.K, lda, ldb, ldc};
+  CompiledKernel &ck = k.compile(spec.specializedFor(args));
+  int64_t grid = int64_t((c.M + c.BM - 1) / c.BM) * ((c.N + c.BN - 1) / c.BN);
+  ck.launch(grid, stream, args);
+  sync();
+  std::vector<unsigned char> raw(size_t(c.M) * ldc * size_t(outBytes));
+  dc.download(raw.data(), raw.size());
+  std::vector<double> got = decode(c.out, raw);
+  MatmulCase like{.in = c.in, .out = c.out, .K = c.K};
+  double tol = matmulTolerance(like), rel = matmulRelativeTolerance(like);
+  size_t bad = 0;
+  std::ostringstream first;
+  for (int m = 0; m < c.M; ++m)
+    for (int n = 0; n < c.N; ++n) {
+      double want = 0;
+      for (int kk = 0; kk < c.K; ++kk)
+        want += ae.values[size_t(m) * lda + kk] *
+                be.values[c.bColumns ? size_t(n) * ldb + kk : size_t(kk) * ldb + n];
+      double g = got[size_t(m) * ldc + n];
+      bool ok = std::isfinite(g) && std::fabs(g - want) <= tol + rel * std::fabs(want);
+      if (!ok && bad++ < 5)
+        first << "  [" << m << ", " << n << "] got " << g << ", want " << want << "\n";
+    }
+  EXPECT_EQ(bad, 0u) << "descriptor matmul " << c.str() << ": " << bad << " of " << c.M * c.N
+                     << " wrong (seed " << seed << "):\n"
+                     << first.str();
+  return ck.artifacts().ptx;
+}
+
+// The shifted copy of an R x C fp32 (or 16-bit) tensor with leading dimension ld.
+template <typename Buffer>
+std::string checkDescriptorShift(CUstream stream, const std::function<void()> &sync,
+                                 ir::ScalarKind dtype, int R, int C, int ld, int dr, int dc,
+                                 int BR, int BC, int stages, int warps,
+                                 const std::string &arch = "") {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  Encoded in = encode(dtype, randomValues(dtype, size_t(R) * ld, rng));
+  int bytes = ir::bitWidth(dtype) / 8;
+  Buffer din = uploadBytes<Buffer>(in.raw);
+  Buffer dout = poisonedBytes<Buffer>(size_t(R) * ld * size_t(bytes));
+  auto k = kernel("descriptor_shift", descriptorShiftKernel,
+                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "STAGES"});
+  Specialization spec{.signature = {"*" + ir::dtypeName(dtype), "*" + ir::dtypeName(dtype),
+                                    "i32", "i32", "i32", "i32", "i32"},
+                      .constexprs = {BR, BC, stages},
+                      .numWarps = warps};
+  if (!arch.empty())
+    spec.arch = arch;
+  std::initializer_list<KernelArg> args = {dout, din, R, C, ld, dr, dc};
+  CompiledKernel &ck = k.compile(spec.specializedFor(args));
+  ck.launch((C + BC - 1) / BC, stream, args);
+  sync();
+  std::vector<unsigned char> raw(size_t(R) * ld * size_t(bytes));
+  dout.download(raw.data(), raw.size());
+  std::vector<double> got = decode(dtype, raw);
+  size_t bad = 0;
+  std::ostringstream first;
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      int sr = r + dr, sc = c + dc;
+      double want = sr >= 0 && sr < R && sc >= 0 && sc < C ? 2 * in.values[size_t(sr) * ld + sc]
+                                                           : 0.0;
+      double g = got[size_t(r) * ld + c];
+      if (!(g == want) && bad++ < 5)
+        first << "  [" << r << ", " << c << "] got " << g << ", want " << want << "\n";
+    }
+  EXPECT_EQ(bad, 0u) << "descriptor shift " << R << "x" << C << " ld " << ld << " by (" << dr
+                     << ", " << dc << ") tiles " << BR << "x" << BC << ": " << bad
+                     << " wrong (seed " << seed << "):\n"
+                     << first.str();
+  return ck.artifacts().ptx;
+}
+
+} // namespace tritium::testing::descriptors

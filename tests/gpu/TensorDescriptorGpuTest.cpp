@@ -1,0 +1,85 @@
+// Tensor descriptors on the GPU (tests/TensorDescriptorCases.h) against double-precision
+// references: on Hopper the matmul's tiles as TMA copies (the a tile as a four-dimensional box,
+// b in panels or as trans() of [N, K] tiles), a tensor whose row count is no multiple of 16 (a
+// then cp.async beside b's TMA in one ring), strides TMA refuses (every tile cp.async), and
+// tiles read past both ends of the tensor, which TMA fills with zeros. Skips, saying so,
+// without a GPU; the interpreter twins run everywhere.
+#include "TensorDescriptorCases.h"
+#include "GpuTestSupport.h"
+
+#include "runtime/Device.h"
+#include "runtime/Memory.h"
+
+using namespace tritium;
+using namespace tritium::testing::descriptors;
+using ir::ScalarKind;
+using rt::DeviceBuffer;
+
+namespace {
+
+class TensorDescriptorGpuTest : public tritium::testing::CompilerTest {
+protected:
+  rt::Stream &stream() {
+    if (!stream_)
+      stream_.emplace();
+    return *stream_;
+  }
+  std::function<void()> sync = [this] { stream().sync(); };
+
+private:
+  std::optional<rt::Stream> stream_;
+};
+
+bool usesTma(const std::string &ptx) { return ptx.find("cp.async.bulk.tensor") != std::string::npos; }
+
+#define SKIP_WITHOUT_HOPPER()                                                                     \
+  SKIP_WITHOUT_GPU();                                                                             \
+  if (rt::Context::current().props().arch() != "sm_90")                                          \
+  GTEST_SKIP() << "TMA needs an sm_90 GPU, this one is " << rt::Context::current().props().arch()
+
+TEST_F(TensorDescriptorGpuTest, MatmulTilesAreTmaCopies) {
+  SKIP_WITHOUT_HOPPER();
+  for (ScalarKind in : {ScalarKind::BF16, ScalarKind::F16}) {
+    std::string ptx = checkDescriptorMatmul<DeviceBuffer>(
+        stream().get(), sync,
+        {.in = in, .out = in, .M = 256, .N = 512, .K = 1024, .BM = 128, .BN = 256, .BK = 64,
+         .warps = 8, .stages = 4, .arch = "sm_90a"});
+    EXPECT_TRUE(usesTma(ptx));
+  }
+  // Edges: M, N and K no multiples of the tiles (M a multiple of 16 keeps a's box).
+  EXPECT_TRUE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
+      stream().get(), sync,
+      {.M = 208, .N = 328, .K = 200, .BM = 128, .BN = 128, .BK = 64, .warps = 4, .stages = 3,
+       .arch = "sm_90a"})));
+  // b as trans() of [N, K] tiles.
+  EXPECT_TRUE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
+      stream().get(), sync,
+      {.M = 256, .N = 320, .K = 512, .BM = 128, .BN = 256, .BK = 64, .warps = 8, .stages = 4,
+       .bColumns = true, .arch = "sm_90a"})));
+}
+
+TEST_F(TensorDescriptorGpuTest, MatmulFallsBackWhereTmaCannot) {
+  SKIP_WITHOUT_GPU();
+  std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  // 300 rows: a's rows cannot be split into groups of 16, so a stays cp.async while b is TMA.
+  checkDescriptorMatmul<DeviceBuffer>(stream().get(), sync,
+                                      {.M = 300, .N = 256, .K = 256, .BM = 128, .BN = 128,
+                                       .BK = 64, .warps = 8, .stages = 3, .arch = arch});
+  // Leading dimensions of odd lengths: no TMA, every tile cp.async.
+  EXPECT_FALSE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
+      stream().get(), sync,
+      {.in = ScalarKind::F16, .M = 96, .N = 80, .K = 72, .BM = 64, .BN = 64, .BK = 64,
+       .stages = 3, .arch = arch, .extraLead = 3})));
+}
+
+TEST_F(TensorDescriptorGpuTest, TilesOutsideTheTensorReadZeros) {
+  SKIP_WITHOUT_GPU();
+  bool hopper = rt::Context::current().props().arch() == "sm_90";
+  std::string ptx = checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32,
+                                                       200, 96, 112, -3, 5, 32, 32, 3, 4);
+  EXPECT_EQ(usesTma(ptx), hopper);
+  checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::BF16, 100, 256, 256, 40,
+                                     -70, 16, 128, 2, 4);
+}
+
+} // namespace

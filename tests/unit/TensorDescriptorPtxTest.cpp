@@ -1,0 +1,90 @@
+// What a tensor descriptor's tiles compile to, and that ptxas takes it: on sm_90a the tiles a
+// pipelined loop brings in are TMA copies (cp.async.bulk.tensor, one thread, an mbarrier per
+// stage) when the base is 16-byte aligned and the strides are multiples of 16 bytes, the
+// wgmma's a as a four-dimensional box (its rows permuted within 16); other targets and
+// arguments TMA cannot take keep cp.async, with the same results (the interpreter and GPU
+// tests check those).
+#include "TensorDescriptorCases.h"
+
+using namespace tritium;
+using namespace tritium::testing::descriptors;
+using ir::ScalarKind;
+
+namespace {
+
+class TensorDescriptorPtxTest : public tritium::testing::CompilerTest {};
+
+size_t count(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+// The matmul specialized as a launch with aligned pointers finds it: every pointer 16-byte
+// aligned, the integers given as `divisible` says.
+Artifacts compileMatmul(const std::string &arch, bool divisible, int bColumns = 0,
+                        int BM = 128, int BN = 256, int warps = 8, int stages = 4) {
+  std::string i = divisible ? "i32:16" : "i32";
+  Specialization spec{.signature = {"*bf16:16", "*bf16:16", "*bf16:16", i, i, i, i, i, i},
+                      .constexprs = {BM, BN, 64, stages, bColumns},
+                      .numWarps = warps,
+                      .arch = arch};
+  return descriptorMatmulKernelOf().compileTo(spec, Stage::PTX);
+}
+
+void expectAssembles(const Artifacts &a, const std::string &arch) {
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, arch);
+  ASSERT_EQ(r.exitCode, 0) << "ptxas failed:\n" << r.output;
+  EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+}
+
+TEST_F(TensorDescriptorPtxTest, HopperTilesAreTmaCopies) {
+  Artifacts a = compileMatmul("sm_90a", true);
+  // a: (64 columns, 8 rows 2 apart, 2 rows, 128 / 16 groups of 16) with SWIZZLE_128B; b: four
+  // panels of 64 columns.
+  EXPECT_NE(a.tensorMaps.find("bf16 a1 dims=a5,8,2,a3/16 strides=a6*4,a6*2,a6*32 "
+                              "box=64,8,2,8 swizzle=128"),
+            std::string::npos)
+      << a.tensorMaps;
+  EXPECT_NE(a.tensorMaps.find("bf16 a2 dims=a4,a5 strides=a7*2 box=64,64 swizzle=128"),
+            std::string::npos)
+      << a.tensorMaps;
+  // Issued for two iterations ahead before the loop (the wgmma stays in flight: one stage
+  // less of lookahead) and once in it.
+  EXPECT_NE(a.gir.find("wgmma_in_flight = 1"), std::string::npos) << a.gir;
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.tile"), 3u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), 3u * 4) << a.ptx;
+  EXPECT_NE(a.ptx.find(".param .align 64 .b8 descriptor_matmul_param_9[128]"), std::string::npos)
+      << a.ptx;
+  EXPECT_NE(a.ptx.find("mbarrier.arrive.expect_tx"), std::string::npos);
+  EXPECT_EQ(a.ptx.find("cp.async.cg"), std::string::npos) << "no tile left to cp.async";
+  EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u);
+  expectAssembles(a, "sm_90a");
+}
+
+TEST_F(TensorDescriptorPtxTest, TransposedBIsOneTmaBox) {
+  Artifacts a = compileMatmul("sm_90a", true, 1);
+  EXPECT_NE(a.tensorMaps.find("bf16 a2 dims=a5,a4 strides=a7*2 box=64,256 swizzle=128"),
+            std::string::npos)
+      << a.tensorMaps;
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), 3u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+}
+
+TEST_F(TensorDescriptorPtxTest, OtherTargetsAndArgumentsKeepCpAsync) {
+  // sm_80: the tiles are 16-byte cp.async copies of a ring.
+  Artifacts ampere = compileMatmul("sm_80", true, 0, 64, 64, 4, 3);
+  EXPECT_TRUE(ampere.tensorMaps.empty()) << ampere.tensorMaps;
+  EXPECT_EQ(ampere.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+  EXPECT_NE(ampere.ptx.find("cp.async.cg.shared.global"), std::string::npos) << ampere.gir;
+  // Strides not known to be multiples of 16 bytes: plain loads, no TMA.
+  Artifacts odd = compileMatmul("sm_90a", false);
+  EXPECT_TRUE(odd.tensorMaps.empty()) << odd.tensorMaps;
+  EXPECT_EQ(odd.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+}
+
+} // namespace
