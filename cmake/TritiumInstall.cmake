@@ -103,7 +103,7 @@ endforeach()
 # `cmake --install <build> --component device_bundle --prefix <dir> --strip` gives one flat
 # folder of stripped binaries that find libtritium.so beside them: the bundle carried to the
 # GPU machine (tools/build-device-bundle.sh, docs/DEVICE.md). A normal install leaves it out.
-set(TRITIUM_BUNDLE tritium tritium_kernels_c fused_softmax transformer_block matmul tritiumc tritium-opt
+set(TRITIUM_BUNDLE tritium tritium_kernels_c fused_softmax transformer_block matmul attention tritiumc tritium-opt
   bench_softmax bench_kernel_first_calls stress_gpus)
 if(TARGET tritium_tests)
   set_target_properties(tritium_tests random_programs PROPERTIES INSTALL_RPATH "$ORIGIN")

@@ -238,11 +238,13 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   std::array<void *, kMaxArgs + kMaxTensorMaps> each; // where each sits (cooperative launches)
   size_t used = 0, count = 0;
   const bool cooperative = artifacts_.syncsGrid;
+  // Kernels taking CUtensorMaps get their arguments through pointers (kernelParams) too.
+  const bool pointers = cooperative || !tensorMaps_.empty();
   auto put = [&](auto value) {
     constexpr size_t bytes = sizeof value;
     used = (used + bytes - 1) / bytes * bytes;
     std::memcpy(block.data() + used, &value, bytes);
-    if (cooperative)
+    if (pointers)
       each[count++] = block.data() + used;
     used += bytes;
   };
@@ -319,8 +321,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
       std::string why = rt::encodeTensorMap(r, arg, argName, map);
       if (!why.empty())
         throw UserError("launch of '" + name + "': " + why);
-      if (cooperative)
-        each[count++] = map;
+      each[count++] = map;
       used += sizeof(CUtensorMap);
     }
   }
@@ -336,7 +337,8 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
     rt::launchKernelPacked(here.kernel.function(), unsigned(grid), unsigned(numThreads()),
                            unsigned(meta_.sharedBytes), stream, block.data(), used,
                            unsigned(grid3.y), unsigned(grid3.z), artifacts_.waitsOnPriorKernel,
-                           cooperative ? each.data() : nullptr);
+                           cooperative ? each.data() : nullptr,
+                           !cooperative && pointers ? each.data() : nullptr);
   } catch (const rt::DriverError &e) {
     if (e.result() != CUDA_ERROR_INVALID_HANDLE && e.result() != CUDA_ERROR_INVALID_CONTEXT)
       throw;

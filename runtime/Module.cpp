@@ -251,8 +251,10 @@ static bool overlapAllowed() {
 
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY,
-                        unsigned gridZ, bool programmatic, void **cooperativeArgs) {
+                        unsigned gridZ, bool programmatic, void **cooperativeArgs,
+                        void **argPointers) {
   const bool cooperative = cooperativeArgs != nullptr;
+  void **params = cooperative ? cooperativeArgs : argPointers;
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argBytes,
                    CU_LAUNCH_PARAM_END};
   bool overlap = programmatic && overlapAllowed();
@@ -277,8 +279,8 @@ void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sh
     config.hStream = stream;
     config.attrs = attrs;
     config.numAttrs = count;
-    CUresult r = cooperative ? Driver::get().cuLaunchKernelEx(&config, f, cooperativeArgs, nullptr)
-                             : Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
+    CUresult r = params ? Driver::get().cuLaunchKernelEx(&config, f, params, nullptr)
+                        : Driver::get().cuLaunchKernelEx(&config, f, nullptr, extra);
     if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
       throw DriverError("cuLaunchKernelEx: a grid of " +
                             std::to_string(uint64_t(grid) * gridY * gridZ) +
@@ -290,7 +292,7 @@ void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sh
     return;
   }
   check(Driver::get().cuLaunchKernel(f, grid, gridY, gridZ, block, 1, 1, sharedBytes, stream,
-                                     nullptr, extra),
+                                     params, params ? nullptr : extra),
         "cuLaunchKernel");
 }
 

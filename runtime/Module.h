@@ -87,9 +87,12 @@ void launchKernel(CUfunction f, unsigned grid, unsigned block, unsigned sharedBy
 // `cooperativeArgs`, given when the kernel calls grid_sync: it is launched cooperatively (every
 // CTA resident at once; a larger grid is a DriverError saying so), with these pointers to each
 // argument in `args` (a cooperative launch in stream capture refuses the packed buffer).
+// `argPointers`, given for a kernel that takes CUtensorMaps by value: the arguments are passed
+// through these pointers (kernelParams), each copied at the offset the kernel's own parameter
+// layout gives it.
 void launchKernelPacked(CUfunction f, unsigned grid, unsigned block, unsigned sharedBytes,
                         CUstream stream, void *args, size_t argBytes, unsigned gridY = 1,
                         unsigned gridZ = 1, bool programmatic = false,
-                        void **cooperativeArgs = nullptr);
+                        void **cooperativeArgs = nullptr, void **argPointers = nullptr);
 
 } // namespace tritium::rt

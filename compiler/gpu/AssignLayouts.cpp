@@ -418,7 +418,8 @@ private:
     bool indexMath = def->kind() == ir::OpKind::Add || def->kind() == ir::OpKind::Sub ||
                      def->kind() == ir::OpKind::Mul || def->kind() == ir::OpKind::And ||
                      def->kind() == ir::OpKind::Or || def->kind() == ir::OpKind::Xor ||
-                     def->kind() == ir::OpKind::Shl || def->kind() == ir::OpKind::Shr;
+                     def->kind() == ir::OpKind::Shl || def->kind() == ir::OpKind::Shr ||
+                     (def->kind() == ir::OpKind::Cast && def->operand(0)->type().isInt());
     if (depth == 0 || !indexMath || !v->type().isInt())
       return false;
     for (const ir::Value *o : def->operands())

@@ -20,6 +20,8 @@
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/TensorMap.h"
 
+#include "compiler/support/Error.h"
+
 #include <algorithm>
 
 namespace tritium {
@@ -81,30 +83,43 @@ ir::TensorMapTerm scaled(ir::TensorMapTerm t, int64_t scale, int64_t divisor = 1
   return t;
 }
 
-// The recipe for `load`, or nullopt where TMA cannot take it.
-std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::Op &load,
-                                             const AxisAnalysis &axis) {
-  if (ir::tensorRank(load) != 2 || load.hasAttr("resident") || !load.hasAttr("pipelined"))
-    return std::nullopt;
+} // namespace
+
+bool tensorMapEligible(const ir::Function &fn, const ir::Op &load) {
+  if (ir::tensorRank(load) != 2)
+    return false;
   const ir::Type &t = load.result()->type();
   int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
-  if (t.kind() == ir::ScalarKind::I1 || bytes > 8 || rows > 256)
-    return std::nullopt;
+  if (t.kind() == ir::ScalarKind::I1 || bytes > 8 || rows > 256 || cols > 256 ||
+      cols * bytes % 16 != 0)
+    return false;
   int base = argumentIndex(fn, ir::tensorBase(load));
   if (base < 0 || fn.body().argument(unsigned(base))->divisibility() < 16)
-    return std::nullopt;
+    return false;
   std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
                        width = known(fn, ir::tensorShape(load, 1)),
                        stride = known(fn, ir::tensorStride(load, 0));
-  if (!height || !width || !stride || stride->divisibility * bytes % 16 != 0)
+  return height && width && stride && stride->divisibility * bytes % 16 == 0;
+}
+
+namespace {
+
+// The recipe for `load`, or nullopt where TMA cannot take it.
+std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::Op &load,
+                                             const AxisAnalysis &axis) {
+  if (!tensorMapEligible(fn, load) || load.hasAttr("resident") || !load.hasAttr("pipelined"))
     return std::nullopt;
+  const ir::Type &t = load.result()->type();
+  int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
+  int base = argumentIndex(fn, ir::tensorBase(load));
+  std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
+                       width = known(fn, ir::tensorShape(load, 1)),
+                       stride = known(fn, ir::tensorStride(load, 0));
   ir::TensorMapRecipe r;
   r.baseArg = base;
   r.dtype = t.kind();
   ir::TensorMapTerm rowBytes = scaled(stride->term, bytes);
   if (!load.hasAttr("swizzle")) { // read in registers, row-major
-    if (cols * bytes % 16 != 0 || cols > 256)
-      return std::nullopt;
     r.dims = {width->term, height->term};
     r.strides = {rowBytes};
     r.box = {cols, rows};
@@ -150,8 +165,19 @@ void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes) {
         chosen.emplace_back(op.get(), *r);
     int64_t stages = loop.intAttr("pipeline_stages");
     int64_t barriers = alignTo(end, 8);
-    if (chosen.empty() || barriers + 8 * stages > maxSharedBytes)
+    if (chosen.empty())
       return;
+    if (barriers + 8 * stages > maxSharedBytes) {
+      // Loads whose rows cp.async cannot copy in 16-byte vectors are in the ring for TMA only.
+      for (auto &op : loop.body()->ops())
+        if (op->hasAttr("pipelined") &&
+            op->intAttr("vec") * ir::byteWidth(op->result()->type().kind()) != 16)
+          userError("the TMA copies of this loop's ring need " + std::to_string(8 * stages) +
+                        " bytes of shared memory for their mbarriers beyond the " +
+                        std::to_string(end) + " its buffers take; lower num_stages",
+                    loop.loc());
+      return;
+    }
     for (auto &[load, recipe] : chosen) {
       auto it = std::find(maps.begin(), maps.end(), recipe);
       if (it == maps.end())

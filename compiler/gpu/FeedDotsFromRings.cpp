@@ -47,8 +47,13 @@ void feedDotsFromRings(ir::Function &fn) {
         trans = load;
         load = trans->operand(0)->definingOp();
       }
+      // A resident load (one the loop does not change, copied once before it: attention's
+      // query tile) is read in place from its buffer in every iteration.
       if (!load || load->kind() != ir::OpKind::Load || !load->hasAttr("pipelined") ||
-          load->hasAttr("resident") || load->parentBlock() != op.parentBlock())
+          load->parentBlock() != op.parentBlock())
+        continue;
+      // A tile in the ring for TMA alone (rows not in 16-byte vectors) stays row-major.
+      if (load->intAttr("vec") * ir::byteWidth(load->result()->type().kind()) != 16)
         continue;
       // The copies move 16-byte runs along the tile's rows, which the swizzled tile keeps
       // whole; a tile whose runs go down its columns keeps its plain ring.

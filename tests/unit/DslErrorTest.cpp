@@ -904,3 +904,41 @@ TEST_F(DslErrorTest, IntegersSpecializedAsOne) {
         << e.what();
   }
 }
+
+// --- Tensor descriptors ------------------------------------------------------------------------
+
+void descriptorStrideNotOne(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto d = dsl::make_tensor_descriptor(in, {n, n}, {n, n}, {16, 16});
+}
+void descriptorRanksDisagree(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto d = dsl::make_tensor_descriptor(in, {n, n}, {1}, {16, 16});
+}
+void descriptorBaseNotPointer(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto d = dsl::make_tensor_descriptor(n, {n}, {1}, {16});
+}
+void descriptorBlockNotPowerOfTwo(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto d = dsl::make_tensor_descriptor(in, {n, n}, {n, 1}, {16, 24});
+}
+void descriptorWrongOffsets(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto d = dsl::make_tensor_descriptor(in, {n, n}, {n, 1}, {16, 16});
+  gLine = __LINE__; auto t = d.load({0});
+}
+void descriptorStoreOfAnotherShape(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto d = dsl::make_tensor_descriptor(out, {n, n}, {n, 1}, {16, 16});
+  gLine = __LINE__; d.store({0, 0}, dsl::zeros({16, 32}, dsl::float32));
+}
+
+TEST_F(DslErrorTest, TensorDescriptorMistakes) {
+  expectUserError([] { traceKernel(descriptorStrideNotOne); },
+                  {"the last dimension must be contiguous", "the literal 1"});
+  expectUserError([] { traceKernel(descriptorRanksDisagree); },
+                  {"block_shape [16, 16] has rank 2", "strides 1"});
+  expectUserError([] { traceKernel(descriptorBaseNotPointer); },
+                  {"make_tensor_descriptor's base must be a pointer"});
+  expectUserError([] { traceKernel(descriptorBlockNotPowerOfTwo); },
+                  {"block_shape [16, 24]", "powers of two"});
+  expectUserError([] { traceKernel(descriptorWrongOffsets); },
+                  {"load of a tensor descriptor takes 2 offsets", "got 1"});
+  expectUserError([] { traceKernel(descriptorStoreOfAnotherShape); },
+                  {"store to a tensor descriptor of block_shape [16, 16]", "block<16x32xf32>"});
+}

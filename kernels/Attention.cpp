@@ -1,0 +1,157 @@
+// The library's attention forward: Triton's tutorial 06 with grouped-query heads, strides for
+// either memory layout, causal masking aligned bottom-right and the log-sum-exp for a backward
+// pass. Scores are scaled by scale x log2(e) so that the running softmax uses exp2.
+#include "kernels/Attention.h"
+
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
+#include "kernels/Arguments.h"
+#include "runtime/Device.h"
+
+#include <cmath>
+#include <string>
+
+namespace tritium::kernels {
+
+using namespace tritium::dsl;
+
+// One program: BM query rows of one (batch, head). GROUPS query heads share a K/V head.
+static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_scale, Int seq_q,
+                                 Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
+                                 Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
+                                 Int soh, Int sos, int BM, int BN, int D, int STAGES, int CAUSAL,
+                                 int HAS_LSE) {
+  auto pid_m = program_id(0);
+  auto bh = program_id(1);
+  auto b = bh / heads, h = bh % heads;
+  auto kvh = h / groups;
+  auto rm = pid_m * BM + arange(0, BM);
+  auto rd = arange(0, D);
+  auto rn0 = arange(0, BN);
+  auto q_rows = q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+  auto k_base = k + b * skb + kvh * skh, v_base = v + b * svb + kvh * svh;
+  auto m_i = full({BM}, -INFINITY, float32);
+  auto l_i = zeros({BM}, float32);
+  auto acc = zeros({BM, D}, float32);
+  // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
+  // the loop.
+  auto shift = seq_kv - seq_q;
+  Value hi = seq_kv;
+  if (CAUSAL)
+    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
+  for (auto start : range(0, hi, BN, STAGES)) {
+    // The query tile, loaded in the loop that does not change it: copied once into shared
+    // memory before the loop, where both products read it in place, instead of held in
+    // registers across the loop.
+    auto q_tile = load(q_rows, rm(_, None) < seq_q, 0);
+    auto rn = start + rn0;
+    auto k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seq_kv, 0);
+    auto v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seq_kv, 0);
+    auto s = dot(q_tile, trans(k_tile)) * qk_scale;
+    auto valid = rn(None, _) < seq_kv;
+    if (CAUSAL)
+      valid = valid & (rn(None, _) <= rm(_, None) + shift);
+    s = where(valid, s, -INFINITY);
+    auto m_new = maximum(m_i, max(s, 1));
+    // A row that has seen no key yet keeps -inf: subtract 0 from it instead (no NaN).
+    auto m_use = where(m_new == -INFINITY, 0.0, m_new);
+    auto p = exp2(s - m_use(_, None));
+    auto alpha = exp2(m_i - m_use);
+    l_i = l_i * alpha + sum(p, 1);
+    acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
+    m_i = m_new;
+  }
+  // Rows without any key (causal, seq_q > seq_kv) give zeros.
+  auto l_safe = where(l_i == 0.0, 1.0, l_i);
+  auto out = acc / l_safe(_, None);
+  store(o + b * sob + h * soh + rm(_, None) * sos + rd(None, _), cast(out, o.dtype()),
+        rm(_, None) < seq_q);
+  if (HAS_LSE) // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
+    store(lse + bh * seq_q + rm, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seq_q);
+}
+
+Kernel &attentionForwardKernel() {
+  static auto k = kernel("attention_fwd", attention_fwd_kernel,
+                         {"o", "lse", "q", "k", "v", "qk_scale", "seq_q", "seq_kv", "heads",
+                          "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
+                          "sob", "soh", "sos", "BM", "BN", "D", "STAGES", "CAUSAL", "HAS_LSE"});
+  return k;
+}
+
+AttentionPlan planAttention(int64_t headDim) {
+  if (headDim <= 64)
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
+  return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
+}
+
+Specialization attentionForwardSpecialization(const AttentionArgs &a, const AttentionPlan &plan,
+                                              const std::string &arch) {
+  std::string t = "*" + dtypeName(a.dtype);
+  Specialization spec{.signature = {t, "*fp32", t, t, t, "fp32", "i64", "i64", "i64", "i64",
+                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                                    "i64", "i64", "i64"},
+                      .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
+                                     a.causal ? 1 : 0, a.lse ? 1 : 0},
+                      .numWarps = plan.numWarps};
+  if (!arch.empty())
+    spec.arch = arch;
+  return spec;
+}
+
+void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given) {
+  Arguments args("attentionForward");
+  if (a.dtype == Dtype::fp32)
+    args.fail("dtype must be fp16 or bf16");
+  if (a.headDim != 64 && a.headDim != 128)
+    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  args.atLeast("batch", a.batch, 1);
+  args.atLeast("heads", a.heads, 1);
+  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;
+  args.atLeast("kv_heads", kvHeads, 1);
+  if (a.heads % kvHeads != 0)
+    args.fail("heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
+              std::to_string(kvHeads) + ")");
+  args.atLeast("seq_q", a.seqQ, 0);
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  args.atLeast("seq_kv", seqKV, 0);
+  int64_t D = a.headDim;
+  // Dense [batch, heads, seq, head_dim] where no strides are given.
+  auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
+    AttentionStrides d = s;
+    if (!d.batch && !d.head && !d.seq)
+      d = {h * seq * D, seq * D, D};
+    if (d.seq < D && seq > 1)
+      args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
+                " is less than head_dim " + std::to_string(D));
+    return d;
+  };
+  AttentionStrides qs = strides(a.qStrides, a.heads, a.seqQ, "q"),
+                   ks = strides(a.kStrides, kvHeads, seqKV, "k"),
+                   vs = strides(a.vStrides, kvHeads, seqKV, "v"),
+                   os = strides(a.oStrides, a.heads, a.seqQ, "o");
+  KernelArg o = args.pointer("o", a.o), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
+            v = args.pointer("v", a.v);
+  KernelArg lse = a.lse ? args.pointer("lse", a.lse) : o;
+  if (a.batch * a.heads > 65535)
+    args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
+  if (a.seqQ == 0)
+    return;
+  AttentionPlan plan = given ? *given : planAttention(D);
+  args.planBlock(plan.blockM);
+  args.planBlock(plan.blockN);
+  float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
+  std::initializer_list<KernelArg> launchArgs = {
+      o,       lse,      q,        k,        v,        scale * 1.4426950408889634f,
+      a.seqQ,  seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
+      ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq};
+  bool gpu = !tritium::interpreting();
+  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
+  std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
+  attentionForwardKernel()
+      .compile(attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs))
+      .launch(Grid3{blocks, a.batch * a.heads, 1}, stream, launchArgs);
+}
+
+} // namespace tritium::kernels

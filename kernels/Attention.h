@@ -1,0 +1,57 @@
+// Attention on the tensor cores (FlashAttention's forward), written in tritium's DSL as
+// Triton's tutorial 06 is: each program takes BLOCK_M query rows of one (batch, head), walks
+// the keys and values BLOCK_N at a time in a pipelined loop, and keeps a running softmax (the
+// row maximum and sum) beside its fp32 accumulator, so that the [seq, seq] scores never reach
+// memory. Q, K, V and O are [batch, heads, seq, head_dim] or [batch, seq, heads, head_dim]
+// through their strides (elements; head_dim contiguous); K and V may have fewer heads than Q
+// (grouped-query and multi-query attention: Q head h reads K/V head h / (heads / kv_heads)).
+// Causal attention masks key j for query i unless j <= i + (seq_kv - seq_q), FlashAttention's
+// bottom-right alignment. The log-sum-exp of each row's scaled scores (natural log) is written
+// to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16 or bf16;
+// head_dim 64 or 128. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
+// the call is asynchronous on `stream`.
+#pragma once
+
+#include "frontend/Kernel.h"
+#include "kernels/Dtype.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace tritium::kernels {
+
+struct AttentionStrides {
+  int64_t batch = 0, head = 0, seq = 0; // 0 everywhere: dense [batch, heads, seq, head_dim]
+};
+
+struct AttentionArgs {
+  void *o = nullptr;       // [batch, heads, seq_q, head_dim] in dtype
+  float *lse = nullptr;    // may be null; else [batch, heads, seq_q]
+  const void *q = nullptr; // [batch, heads, seq_q, head_dim]
+  const void *k = nullptr; // [batch, kv_heads, seq_kv, head_dim]
+  const void *v = nullptr; // [batch, kv_heads, seq_kv, head_dim]
+  int64_t batch = 1, heads = 1, kvHeads = 0; // kvHeads 0: as many as heads
+  int64_t seqQ = 0, seqKV = 0, headDim = 0;  // seqKV 0: seqQ
+  AttentionStrides qStrides, kStrides, vStrides, oStrides;
+  bool causal = false;
+  float scale = 0; // 0: 1 / sqrt(head_dim)
+  Dtype dtype = Dtype::bf16;
+};
+
+// How one forward runs: query rows per program, keys per step, warps, pipeline stages.
+struct AttentionPlan {
+  int blockM = 128, blockN = 64, numWarps = 8, numStages = 3;
+};
+AttentionPlan planAttention(int64_t headDim);
+
+void attentionForward(const AttentionArgs &args, CUstream stream,
+                      const AttentionPlan *plan = nullptr);
+
+// The forward's kernel and the specialization a call with `args` compiles (for `arch`; ""
+// keeps the default), for tools and tests that compile it without launching.
+Kernel &attentionForwardKernel();
+Specialization attentionForwardSpecialization(const AttentionArgs &args, const AttentionPlan &plan,
+                                              const std::string &arch = "");
+
+} // namespace tritium::kernels

@@ -1,0 +1,117 @@
+// The library's attention forward (kernels/Attention.h) against a double-precision reference,
+// shared by the GPU tests (tests/gpu/AttentionGpuTest.cpp) and their interpreter twins
+// (tests/unit/AttentionInterpreterTest.cpp): grouped-query heads, causal masks aligned
+// bottom-right (rows with no key at all when seq_q > seq_kv), sequence lengths that are no
+// multiples of the blocks, both memory layouts through strides, and the log-sum-exp. Inputs
+// are fresh random numbers rounded to the dtype; O and the LSE are poisoned first and every
+// element is checked.
+#pragma once
+
+#include "DotCases.h"
+#include "MatmulLibraryCases.h"
+#include "kernels/Attention.h"
+
+namespace tritium::testing::attention {
+
+struct AttentionCase {
+  kernels::Dtype dtype = kernels::Dtype::bf16;
+  int64_t batch = 1, heads = 2, kvHeads = 2, seqQ = 64, seqKV = 64, headDim = 64;
+  bool causal = false;
+  bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
+  float scale = 0;
+
+  std::string str() const {
+    std::ostringstream s;
+    s << kernels::dtypeName(dtype) << " b" << batch << " h" << heads << "/" << kvHeads << " q"
+      << seqQ << " kv" << seqKV << " d" << headDim << (causal ? " causal" : "")
+      << (seqMajor ? " bshd" : " bhsd");
+    return s.str();
+  }
+};
+
+template <typename Buffer>
+void checkAttention(CUstream stream, const std::function<void()> &sync, const AttentionCase &c) {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  ir::ScalarKind kind = scalarKind(c.dtype);
+  int64_t D = c.headDim;
+  auto count = [&](int64_t h, int64_t s) { return size_t(c.batch * h * s * D); };
+  Encoded q = encode(kind, randomValues(kind, count(c.heads, c.seqQ), rng));
+  Encoded k = encode(kind, randomValues(kind, count(c.kvHeads, c.seqKV), rng));
+  Encoded v = encode(kind, randomValues(kind, count(c.kvHeads, c.seqKV), rng));
+  // Element (b, h, s, d) of a tensor with `h` heads and `s` positions in the case's layout.
+  auto strides = [&](int64_t h, int64_t s) {
+    return c.seqMajor ? kernels::AttentionStrides{s * h * D, D, h * D}
+                      : kernels::AttentionStrides{h * s * D, s * D, D};
+  };
+  kernels::AttentionStrides qs = strides(c.heads, c.seqQ), ks = strides(c.kvHeads, c.seqKV);
+  auto at = [&](const kernels::AttentionStrides &st, int64_t b, int64_t h, int64_t s,
+                int64_t d) { return size_t(b * st.batch + h * st.head + s * st.seq + d); };
+  Buffer dq = uploadBytes<Buffer>(q.raw), dk = uploadBytes<Buffer>(k.raw),
+         dv = uploadBytes<Buffer>(v.raw);
+  int bytes = ir::bitWidth(kind) / 8;
+  Buffer dout = poisonedBytes<Buffer>(count(c.heads, c.seqQ) * size_t(bytes));
+  Buffer dlse = poisonedBytes<Buffer>(size_t(c.batch * c.heads * c.seqQ) * 4);
+  auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
+  kernels::AttentionArgs args{
+      .o = address(dout), .lse = static_cast<float *>(address(dlse)), .q = address(dq),
+      .k = address(dk), .v = address(dv), .batch = c.batch,
+      .heads = c.heads, .kvHeads = c.kvHeads, .seqQ = c.seqQ, .seqKV = c.seqKV, .headDim = D,
+      .qStrides = qs, .kStrides = ks, .vStrides = ks, .oStrides = qs, .causal = c.causal,
+      .scale = c.scale, .dtype = c.dtype};
+  kernels::attentionForward(args, stream);
+  sync();
+  std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));
+  dout.download(raw.data(), raw.size());
+  std::vector<double> got = decode(kind, raw);
+  std::vector<float> lse(size_t(c.batch * c.heads * c.seqQ));
+  dlse.download(lse.data(), lse.size() * 4);
+  double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
+  // P is rounded to the dtype before it meets V: about one rounding of each product.
+  double tol = c.dtype == kernels::Dtype::bf16 ? 2e-2 : 4e-3;
+  size_t bad = 0;
+  std::ostringstream first;
+  int64_t group = c.heads / c.kvHeads, shift = c.seqKV - c.seqQ;
+  std::vector<double> s(size_t(c.seqKV));
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < c.seqQ; ++i) {
+        int64_t kh = h / group;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < c.seqKV; ++j) {
+          s[size_t(j)] = -INFINITY;
+          if (c.causal && j > i + shift)
+            continue;
+          double dotv = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dotv += q.values[at(qs, b, h, i, d)] * k.values[at(ks, b, kh, j, d)];
+          s[size_t(j)] = dotv * scale;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < c.seqKV; ++j)
+          sum += mx == -INFINITY ? 0.0 : std::exp(s[size_t(j)] - mx);
+        double wantLse = mx == -INFINITY ? -INFINITY : mx + std::log(sum);
+        double gotLse = lse[size_t((b * c.heads + h) * c.seqQ + i)];
+        if (!(gotLse == wantLse || std::fabs(gotLse - wantLse) <= 1e-3 * (1 + std::fabs(wantLse))) &&
+            bad++ < 5)
+          first << "  lse[" << b << ", " << h << ", " << i << "] got " << gotLse << ", want "
+                << wantLse << "\n";
+        for (int64_t d = 0; d < D; ++d) {
+          double want = 0;
+          for (int64_t j = 0; sum > 0 && j < c.seqKV; ++j)
+            want += std::exp(s[size_t(j)] - mx) / sum * v.values[at(ks, b, kh, j, d)];
+          double g = got[at(qs, b, h, i, d)];
+          if (!(std::isfinite(g) && std::fabs(g - want) <= tol * (1 + std::fabs(want))) &&
+              bad++ < 5)
+            first << "  o[" << b << ", " << h << ", " << i << ", " << d << "] got " << g
+                  << ", want " << want << "\n";
+        }
+      }
+  EXPECT_EQ(bad, 0u) << "attention " << c.str() << ": " << bad << " wrong (seed " << seed
+                     << "):\n"
+                     << first.str();
+}
+
+} // namespace tritium::testing::attention

@@ -1,0 +1,50 @@
+// The library's attention forward on the GPU (tests/AttentionCases.h) against
+// double-precision references: head_dim 64 and 128, grouped-query heads 8:1, causal masks with
+// more queries than keys and the reverse, sequences of 1, 17 and lengths no multiple of the
+// blocks, both memory layouts, the log-sum-exp. Skips, saying so, without a GPU; the
+// interpreter twins run everywhere.
+#include "AttentionCases.h"
+#include "GpuTestSupport.h"
+
+#include "runtime/Device.h"
+#include "runtime/Memory.h"
+
+using namespace tritium;
+using namespace tritium::testing::attention;
+using rt::DeviceBuffer;
+
+namespace {
+
+class AttentionGpuTest : public tritium::testing::CompilerTest {
+protected:
+  rt::Stream &stream() {
+    if (!stream_)
+      stream_.emplace();
+    return *stream_;
+  }
+  std::function<void()> sync = [this] { stream().sync(); };
+
+private:
+  std::optional<rt::Stream> stream_;
+};
+
+TEST_F(AttentionGpuTest, Forward) {
+  SKIP_WITHOUT_GPU();
+  for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        checkAttention<DeviceBuffer>(stream().get(), sync,
+                                     {.dtype = t, .batch = 2, .heads = 8, .kvHeads = 1,
+                                      .seqQ = 300, .seqKV = 300, .headDim = d,
+                                      .causal = causal});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.batch = 1, .heads = 4, .kvHeads = 4, .seqQ = 17, .seqKV = 1000,
+                                .headDim = 128, .causal = true, .seqMajor = true});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.batch = 3, .heads = 2, .kvHeads = 2, .seqQ = 1, .seqKV = 77});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 200, .seqKV = 70,
+                                .causal = true});
+}
+
+} // namespace

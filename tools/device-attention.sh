@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root with the bundle (tools/build-device-bundle.sh) in
+# device-bundle/: the library's attention forward (examples/attention) at the peers' shapes,
+# plain and causal, and, when PEERS=FILE names a peer script taking `attention` (torch's SDPA
+# and Triton's tutorial 06 as CSV rows kernel,dtype,ZxHxSxD,system,ms,,TFLOP/s), the peers at
+# the same shapes in the same run. The table comes last; the logs go to $OUT (or
+# /tmp/tritium-attention).
+#
+# usage: bash tools/device-attention.sh            PEERS=path/peer_kernels.py bash tools/device-attention.sh
+set -uo pipefail
+B=${BUNDLE:-device-bundle}
+O=${OUT:-/tmp/tritium-attention}
+mkdir -p "$O"
+cache=$(mktemp -d /tmp/tritium-attention-cache.XXXXXX)
+trap 'rm -rf "$cache"' EXIT
+export TRITIUM_CACHE_DIR=$cache LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# The peers first, so that a time limit cuts tritium's runs, not them.
+if [ -n "${PEERS:-}" ]; then
+  python3 "$PEERS" attention ${PEER_KINDS:-} > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+fi
+run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TFLOP/s,wrong"
+  local dt=$1 z=$2 h=$3 s=$4 d=$5
+  shift 5
+  local out
+  out=$("$B/attention" --dtype="$dt" "$@" "$z" "$h" "$s" "$d" 2>&1)
+  echo "$out" >> "$O/attention.log"
+  local t
+  t=$(echo "$out" | sed -n 's/^ *\([0-9.]*\) ms, \([0-9.]*\) TFLOP\/s$/\1,\2/p')
+  local wrong
+  wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
+  echo "tritium,$dt,${z}x${h}x${s}x${d},$*,${t:-FAILED},wrong=${wrong:-?}"
+}
+{
+  for dt in bf16 fp16; do
+    for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128"; do
+      # shellcheck disable=SC2086
+      run $dt $s
+    done
+  done
+  for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128"; do
+    # shellcheck disable=SC2086
+    run bf16 $s --causal
+  done
+} > "$O/tritium.csv"
+echo "--- tritium (dtype, Z x H x S x D, options, ms, TFLOP/s, wrong)"
+cat "$O/tritium.csv"
+[ -s "$O/peers.csv" ] && { echo "--- peers"; cat "$O/peers.csv"; }
+exit 0
