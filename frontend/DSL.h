@@ -140,6 +140,9 @@ Value operator||(const Operand &a, const Operand &b);
 Value multiple_of(const Operand &x, const std::vector<int64_t> &values, Loc loc = Loc::current());
 Value max_contiguous(const Operand &x, const std::vector<int64_t> &values,
                      Loc loc = Loc::current());
+// Triton's tl.assume: a condition (a mask or a block of them) the kernel promises holds. It is
+// checked to be one and otherwise ignored (nothing is recorded); a false one is no error.
+void assume(const Operand &cond, Loc loc = Loc::current());
 // Integer helpers: ceil(a / b) for positive values; the high half of the unsigned product of
 // 32- or 64-bit integers; the same bits as another type of the same width.
 Value cdiv(const Operand &a, const Operand &b, Loc loc = Loc::current());
@@ -220,6 +223,34 @@ Value ravel(const Operand &x, Loc loc = Loc::current());
 std::pair<Value, Value> swizzle2d(const Operand &i, const Operand &j, const Operand &size_i,
                                   const Operand &size_j, const Operand &size_g,
                                   Loc loc = Loc::current());
+// Triton's tl.cat: a and b (one shape and element type, power-of-two dimensions) concatenated
+// along `dim`, a first. With can_reorder the elements may come in another order (cheaper: no
+// transposition), for results only reduced or stored where the order does not matter.
+Value cat(const Operand &a, const Operand &b, bool can_reorder = false, int dim = 0,
+          Loc loc = Loc::current());
+
+// Triton's tl.flip, tl.sort and tl.topk, along any dimension of a block (negative counts from
+// the end) whose extent is a power of two: bitonic networks in registers (frontend/Sort.cpp).
+// flip reverses the order; sort orders ascending (descending when asked), ties and NaNs kept
+// as elements (the result is a permutation; where NaNs land is unspecified); topk gives the k
+// largest elements (k a power of two), largest first, the dimension's extent becoming k.
+// Integers and fp32, fp16, bf16 (flip also masks). Each of a network's log2(n)(log2(n)+1)/2
+// steps stages its block in shared memory of its own on the GPU: networks of a few hundred
+// elements per kernel.
+Value flip(const Operand &x, int dim = -1, Loc loc = Loc::current());
+Value sort(const Operand &x, int dim = -1, bool descending = false, Loc loc = Loc::current());
+Value topk(const Operand &x, int64_t k, int dim = -1, Loc loc = Loc::current());
+
+// Triton's tl.gather: out[i][j] = x[index[i][j]][j] (axis 0) or x[i][index[i][j]] (axis 1), a
+// block shaped as index (of rank 1 or 2, its other dimension x's). It compares every index
+// with every position along the axis (index elements x extent, at most 256 per thread): for
+// small blocks. An index out of range gives 0 (all bits clear).
+Value gather(const Operand &x, const Operand &index, int axis, Loc loc = Loc::current());
+// Triton's tl.histogram: counts (i32) of a 1-D integer block's values in bins 0 .. num_bins -
+// 1 (a power of two); values outside them, and those where `mask` is false, are not counted.
+// It compares every element with every bin: O(size x num_bins) work.
+Value histogram(const Operand &x, int64_t num_bins, Loc loc = Loc::current());
+Value histogram(const Operand &x, int64_t num_bins, const Operand &mask, Loc loc = Loc::current());
 
 // Matrix products on the tensor cores, as Triton's tl.dot: a [M, K] x b [K, N] (or batched
 // [B, M, K] x [B, K, N]), plus acc when given, in acc's type; M, N and K are powers of two of

@@ -1,9 +1,12 @@
 // join and split (Triton's tl.join, tl.split): two blocks stacked along a new last dimension
 // of 2, and back. The layout pass keeps that dimension within each thread, so neither moves
-// data unless a use needs another layout.
+// data unless a use needs another layout. interleave, ravel and cat are compositions of them
+// (cat in its given order transposes the joined pairs, through shared memory on the GPU).
 #include "frontend/DSL.h"
 #include "frontend/Tracer.h"
 #include "frontend/TypeRules.h"
+
+#include <bit>
 
 namespace tritium::dsl {
 
@@ -84,6 +87,38 @@ std::pair<Value, Value> swizzle2d(const Operand &i, const Operand &j, const Oper
   Value rows = minimum(size_i - first, size_g, l);
   Value inGroup = ij - first * size_j;
   return {first + inGroup % rows, inGroup / rows};
+}
+
+Value cat(const Operand &a, const Operand &b, bool can_reorder, int dim, Loc l) {
+  SourceLoc loc(l);
+  for (const Operand *x : {&a, &b})
+    if (x->kind != Operand::Kind::Value || !x->value || !x->value->type().isBlock())
+      userError("cat takes two blocks, got " + describe(a) + " and " + describe(b), loc);
+  const Type &t = a.value->type();
+  if (t.shape() != b.value->type().shape())
+    userError("cat of " + t.str() + " and " + b.value->type().str() +
+                  ": the shapes differ (cat takes blocks of one shape)",
+              loc);
+  int d = dim < 0 ? dim + t.rank() : dim;
+  if (d < 0 || d >= t.rank())
+    userError("cat: dimension " + std::to_string(dim) + " is out of range for " + t.str() +
+                  " (0 to " + std::to_string(t.rank() - 1) + ")",
+              loc);
+  for (int64_t e : t.shape())
+    if (!std::has_single_bit(uint64_t(e)))
+      userError("cat of " + t.str() + ": the dimensions of its blocks must be powers of two", loc);
+  std::vector<int64_t> shape = t.shape();
+  shape[size_t(d)] *= 2;
+  // The elements before dimension d count the runs, the rest is one run of a's and one of b's.
+  int64_t runs = 1, run = 1;
+  for (int e = 0; e < t.rank(); ++e)
+    (e < d ? runs : run) *= t.shape()[size_t(e)];
+  if (can_reorder) // join's pairs as they lie: every element once, no data moved
+    return reshape(join(ravel(a, l), ravel(b, l), l), shape, l);
+  if (runs == 1)
+    return reshape(trans(join(ravel(a, l), ravel(b, l), l), l), shape, l);
+  Value pairs = join(reshape(a, {runs, run}, l), reshape(b, {runs, run}, l), l); // [runs, run, 2]
+  return reshape(permute(pairs, {0, 2, 1}, l), shape, l);
 }
 
 } // namespace tritium::dsl

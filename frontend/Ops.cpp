@@ -194,6 +194,14 @@ Value max_contiguous(const Operand &x, const std::vector<int64_t> &values, Loc l
   return hint("max_contiguous", "max_contiguous", x, values, l);
 }
 
+// Triton's tl.assume: LLVM would take it as llvm.assume; here the condition is only checked
+// to be one, and records nothing (what computed it is then dead code).
+void assume(const Operand &cond, Loc l) {
+  SourceLoc loc(l);
+  if (cond.kind != Operand::Kind::Value || !cond.value || !cond.value->type().isBool())
+    userError("assume takes a condition (a mask, i1, such as n > 0), got " + describe(cond), loc);
+}
+
 Value cdiv(const Operand &a, const Operand &b, Loc l) {
   Operand a2 = a;
   a2.loc = SourceLoc(l);

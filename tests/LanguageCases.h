@@ -1,8 +1,8 @@
 // Kernels of Triton's language beyond blocks and their references, shared by the GPU tests
 // (tests/gpu/BlocksGpuTest.cpp) and their interpreter twins (tests/unit/BlocksInterpreterTest.cpp):
 // cache hints on loads and stores (which must change no result, pipelined loops included),
-// join and split, and offsets past 2^31 (u32 offsets, p - n with an unsigned n, 64-bit literals,
-// range loops with u32 bounds), and programmatic dependent launch (griddep_wait after a producer
+// join and split, cat, flip, sort, topk, gather and histogram, offsets past 2^31 (u32 offsets,
+// p - n with an unsigned n, 64-bit literals, range loops with u32 bounds), and programmatic dependent launch (griddep_wait after a producer
 // that lets it launch early). `Buffer` is rt::DeviceBuffer or interpreter::HostBuffer.
 #pragma once
 
@@ -628,6 +628,249 @@ void checkInterleaveRavelSwizzle(CUstream stream, const std::function<void()> &s
   expectClose(download(out, total), want, 1e-6,
               "interleave/ravel/swizzle2d " + std::to_string(BM) + "x" + std::to_string(BN) +
                   " group " + std::to_string(GROUP) + " warps=" + std::to_string(numWarps),
+              seed);
+}
+
+// flip, sort and topk (Triton's) on a [BM, BN] tile: x of normal floats, q of multiples of 1/8
+// (many ties, exact in fp16, bf16 and as integers q * 8). Result OP fills segment OP of BM x BN
+// elements of out (topk's shorter results leave the rest of theirs untouched). One result per
+// kernel: every step of a network stages its block in shared memory of its own, so a kernel
+// holds only a few networks.
+inline void sortFlipTopkKernel(Ptr out, Ptr px, Ptr pq, int BM, int BN, int K, int OP) {
+  auto r = arange(0, BM), c = arange(0, BN);
+  auto offs = r(_, None) * BN + c(None, _);
+  int n = BM * BN;
+  auto x = load(px + offs), q = load(pq + offs);
+  auto qi = cast(q * 8.0, int32);
+  auto seg = out + OP * n;
+  auto kc = arange(0, K);
+  switch (OP) {
+  case 0: store(seg + offs, flip(x, 1)); break;
+  case 1: store(seg + offs, flip(x, 0)); break;
+  case 2: store(seg + offs, cast(flip(x > 0.0, -1), float32)); break; // masks
+  case 3: store(seg + offs, sort(x, 1)); break;
+  case 4: store(seg + offs, sort(x, 0, true)); break;
+  case 5: store(seg + offs, cast(sort(cast(q, float16), 1, true), float32)); break;
+  case 6: store(seg + offs, cast(sort(cast(q, bfloat16), 0), float32)); break;
+  case 7: store(seg + offs, cast(sort(qi, -1), float32)); break;
+  case 8: store(seg + offs, cast(sort(cast(qi & 255, uint8), 1, true), float32)); break; // unsigned
+  case 9: store(seg + offs, reshape(sort(reshape(x, {2, BM / 2, BN}), 1), {BM, BN})); break; // 3-D
+  case 10: store(seg + arange(0, n), sort(ravel(x), 0, true)); break; // 1-D
+  case 11: store(seg + r(_, None) * K + kc(None, _), topk(x, K, 1)); break;
+  case 12: store(seg + kc(_, None) * BN + c(None, _), topk(x, K, 0)); break;
+  case 13: store(seg + r(_, None) * K + kc(None, _), cast(topk(qi, K), float32)); break;
+  case 14: store(seg + kc, topk(ravel(x), K)); break;
+  case 15: store(seg + offs, topk(x, BN, -1)); break; // k = n: a sort
+  case 16: store(seg + r(_, None), cast(topk(cast(q, bfloat16), 1, 1), float32)); break; // maxima
+  }
+}
+inline constexpr int kSortFlipTopkCases = 17;
+
+template <typename Buffer>
+void checkSortFlipTopk(CUstream stream, const std::function<void()> &sync, int BM, int BN, int K,
+                       int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int n = BM * BN, segments = kSortFlipTopkCases;
+  std::vector<float> x = randomFloats(size_t(n), rng), q(static_cast<size_t>(n));
+  std::uniform_int_distribution<int> eighths(-200, 200);
+  for (float &v : q)
+    v = float(eighths(rng)) / 8;
+  Buffer dx = upload<Buffer>(x), dq = upload<Buffer>(q);
+  Buffer out = poisoned<Buffer>(size_t(segments * n));
+  auto k = kernel("sort_flip_topk", sortFlipTopkKernel, {"out", "x", "q", "BM", "BN", "K", "OP"});
+  for (int op = 0; op < segments; ++op) {
+    CompiledKernel &c = k.compile({.signature = {"*fp32:16", "*fp32:16", "*fp32:16"},
+                                   .constexprs = {BM, BN, K, op},
+                                   .numWarps = numWarps});
+    c.launch(1, stream, {out, dx, dq});
+  }
+  sync();
+  std::vector<double> want(size_t(segments * n), kUntouched);
+  auto at = [&](int s, int i, int j, int cols) -> double & {
+    return want[size_t(s * n + i * cols + j)];
+  };
+  auto X = [&](int i, int j) { return double(x[size_t(i * BN + j)]); };
+  auto Q = [&](int i, int j) { return double(q[size_t(i * BN + j)]); };
+  auto sorted = [](std::vector<double> v, bool descending) {
+    std::sort(v.begin(), v.end());
+    if (descending)
+      std::reverse(v.begin(), v.end());
+    return v;
+  };
+  auto row = [&](auto f, int i) {
+    std::vector<double> v;
+    for (int j = 0; j < BN; ++j)
+      v.push_back(f(i, j));
+    return v;
+  };
+  auto column = [&](auto f, int j, int from, int count) {
+    std::vector<double> v;
+    for (int i = from; i < from + count; ++i)
+      v.push_back(f(i, j));
+    return v;
+  };
+  auto qInt = [&](int i, int j) { return double(int(Q(i, j) * 8)); };
+  auto qU8 = [&](int i, int j) { return double(int(Q(i, j) * 8) & 255); };
+  for (int i = 0; i < BM; ++i)
+    for (int j = 0; j < BN; ++j) {
+      at(0, i, j, BN) = X(i, BN - 1 - j);
+      at(1, i, j, BN) = X(BM - 1 - i, j);
+      at(2, i, j, BN) = X(i, BN - 1 - j) > 0 ? 1 : 0;
+    }
+  for (int i = 0; i < BM; ++i) {
+    std::vector<double> s3 = sorted(row(X, i), false), s5 = sorted(row(Q, i), true),
+                        s7 = sorted(row(qInt, i), false), s8 = sorted(row(qU8, i), true),
+                        s11 = sorted(row(X, i), true), s13 = sorted(row(qInt, i), true);
+    for (int j = 0; j < BN; ++j) {
+      at(3, i, j, BN) = s3[size_t(j)];
+      at(5, i, j, BN) = s5[size_t(j)];
+      at(7, i, j, BN) = s7[size_t(j)];
+      at(8, i, j, BN) = s8[size_t(j)];
+      at(15, i, j, BN) = s11[size_t(j)];
+    }
+    for (int j = 0; j < K; ++j) {
+      at(11, i, j, K) = s11[size_t(j)];
+      at(13, i, j, K) = s13[size_t(j)];
+    }
+    at(16, i, 0, 1) = sorted(row(Q, i), true)[0];
+  }
+  for (int j = 0; j < BN; ++j) {
+    std::vector<double> s4 = sorted(column(X, j, 0, BM), true),
+                        s6 = sorted(column(Q, j, 0, BM), false);
+    for (int i = 0; i < BM; ++i) {
+      at(4, i, j, BN) = s4[size_t(i)];
+      at(6, i, j, BN) = s6[size_t(i)];
+    }
+    for (int i = 0; i < K; ++i)
+      at(12, i, j, BN) = s4[size_t(i)];
+    for (int half = 0; half < 2; ++half) {
+      std::vector<double> s9 = sorted(column(X, j, half * BM / 2, BM / 2), false);
+      for (int i = 0; i < BM / 2; ++i)
+        at(9, half * BM / 2 + i, j, BN) = s9[size_t(i)];
+    }
+  }
+  std::vector<double> all(x.begin(), x.end());
+  all = sorted(all, true);
+  for (int e = 0; e < n; ++e)
+    want[size_t(10 * n + e)] = all[size_t(e)];
+  for (int e = 0; e < K; ++e)
+    want[size_t(14 * n + e)] = all[size_t(e)];
+  expectClose(download(out, want.size()), want, 0,
+              "flip/sort/topk " + std::to_string(BM) + "x" + std::to_string(BN) + " k " +
+                  std::to_string(K) + " warps=" + std::to_string(numWarps),
+              seed);
+}
+
+// cat (in order along each dimension, and reordered), gather along each axis and of a row
+// (indices out of range give 0), histogram with and without a mask, and assume.
+inline void catGatherHistogramKernel(Ptr out, Ptr pa, Ptr pb, Ptr prows, Ptr pcols, Ptr pv,
+                                     int BM, int BN, int NB) {
+  auto r = arange(0, BM), c = arange(0, BN);
+  auto offs = r(_, None) * BN + c(None, _);
+  int n = BM * BN;
+  auto a = load(pa + offs), b = load(pb + offs);
+  auto r2 = arange(0, 2 * BM), c2 = arange(0, 2 * BN);
+  store(out + r2(_, None) * BN + c(None, _), cat(a, b));                           // [0, 2n)
+  store(out + 2 * n + r(_, None) * (2 * BN) + c2(None, _), cat(a, b, false, 1));   // [2n, 4n)
+  store(out + 4 * n + arange(0, 2 * n), cat(ravel(a), ravel(b)));                 // [4n, 6n)
+  store(out + 6 * n + r2(_, None) * BN + c(None, _), cat(a, b, true));             // [6n, 8n)
+  auto a3 = reshape(a, {2, BM / 2, BN}), b3 = reshape(b, {2, BM / 2, BN});
+  store(out + 8 * n + arange(0, 2 * n), ravel(cat(a3, b3, false, 1)));             // [8n, 10n)
+  auto rows = cast(load(prows + offs), int32), cols = cast(load(pcols + offs), int32);
+  assume(rows >= 0);
+  store(out + 10 * n + offs, gather(a, cols, 1));                                  // [10n, 11n)
+  store(out + 11 * n + offs, gather(a, rows, 0));                                  // [11n, 12n)
+  auto ai = cast(a * 16.0, int32);
+  store(out + 12 * n + offs, cast(gather(ai, cols - 1, 1), float32));              // [12n, 13n)
+  auto row0 = load(pa + c);
+  store(out + 13 * n + c, cast(gather(cast(row0, bfloat16), c * -1 + (BN - 1), 0), float32));
+  auto v = cast(load(pv + arange(0, n)), int32);
+  store(out + 14 * n + arange(0, NB), cast(histogram(v, NB), float32));
+  store(out + 15 * n + arange(0, NB),
+        cast(histogram(v, NB, arange(0, n) % 3 != 0), float32));
+}
+
+template <typename Buffer>
+void checkCatGatherHistogram(CUstream stream, const std::function<void()> &sync, int BM, int BN,
+                             int NB, int numWarps) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  const int n = BM * BN, segments = 16;
+  std::vector<float> a = randomFloats(size_t(n), rng), b = randomFloats(size_t(n), rng);
+  const size_t count = static_cast<size_t>(n);
+  std::vector<float> rows(count), cols(count), v(count);
+  std::uniform_int_distribution<int> row(0, BM - 1), col(0, BN - 1), bin(-3, NB + 2);
+  for (int e = 0; e < n; ++e) {
+    rows[size_t(e)] = float(row(rng));
+    cols[size_t(e)] = float(col(rng));
+    v[size_t(e)] = float(bin(rng));
+  }
+  Buffer da = upload<Buffer>(a), db = upload<Buffer>(b), dr = upload<Buffer>(rows),
+         dc = upload<Buffer>(cols), dv = upload<Buffer>(v);
+  Buffer out = poisoned<Buffer>(size_t(segments * n));
+  auto k = kernel("cat_gather_histogram", catGatherHistogramKernel,
+                  {"out", "a", "b", "rows", "cols", "v", "BM", "BN", "NB"});
+  CompiledKernel &c = k.compile(
+      {.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16"},
+       .constexprs = {BM, BN, NB},
+       .numWarps = numWarps});
+  c.launch(1, stream, {out, da, db, dr, dc, dv});
+  sync();
+  std::vector<double> want(size_t(segments * n), kUntouched);
+  auto A = [&](int i, int j) { return double(a[size_t(i * BN + j)]); };
+  auto B = [&](int i, int j) { return double(b[size_t(i * BN + j)]); };
+  for (int i = 0; i < BM; ++i)
+    for (int j = 0; j < BN; ++j) {
+      int e = i * BN + j;
+      want[size_t(e)] = A(i, j);
+      want[size_t(n + e)] = B(i, j);
+      want[size_t(2 * n + i * 2 * BN + j)] = A(i, j);
+      want[size_t(2 * n + i * 2 * BN + BN + j)] = B(i, j);
+      want[size_t(4 * n + e)] = A(i, j);
+      want[size_t(5 * n + e)] = B(i, j);
+      // [2, BM/2, BN] blocks joined along their middle dimension: [2, BM, BN].
+      int h = i / (BM / 2), ih = i % (BM / 2);
+      want[size_t(8 * n + h * n + ih * BN + j)] = A(i, j);
+      want[size_t(8 * n + h * n + (BM / 2 + ih) * BN + j)] = B(i, j);
+      int cj = int(cols[size_t(e)]), ri = int(rows[size_t(e)]);
+      want[size_t(10 * n + e)] = A(i, cj);
+      want[size_t(11 * n + e)] = A(ri, j);
+      want[size_t(12 * n + e)] = cj == 0 ? 0.0 : double(int(float(A(i, cj - 1)) * 16.f));
+    }
+  for (int j = 0; j < BN; ++j) { // bf16 of row 0, reversed
+    unsigned char bf16[4] = {};
+    kernels::storeElement("bf16", a[size_t(BN - 1 - j)], bf16);
+    want[size_t(13 * n + j)] = kernels::loadElement("bf16", bf16);
+  }
+  for (int e = 0; e < n; ++e) {
+    int x = int(v[size_t(e)]);
+    if (x >= 0 && x < NB) {
+      double &all = want[size_t(14 * n + x)], &kept = want[size_t(15 * n + x)];
+      all = (std::isnan(all) ? 0 : all) + 1;
+      if (e % 3 != 0)
+        kept = (std::isnan(kept) ? 0 : kept) + 1;
+    }
+  }
+  for (int x = 0; x < NB; ++x)
+    for (int s : {14, 15})
+      if (std::isnan(want[size_t(s * n + x)]))
+        want[size_t(s * n + x)] = 0;
+  // The reordered cat: any order of a's and b's elements.
+  std::vector<float> got = download(out, want.size());
+  std::vector<float> reordered(got.begin() + 6 * n, got.begin() + 8 * n),
+      expected(got.begin(), got.begin() + 2 * n);
+  std::sort(reordered.begin(), reordered.end());
+  std::vector<float> ab(a);
+  ab.insert(ab.end(), b.begin(), b.end());
+  std::sort(ab.begin(), ab.end());
+  EXPECT_EQ(reordered, ab) << "cat(a, b, can_reorder = true) is not a permutation of a and b; seed "
+                           << seed;
+  for (int e = 6 * n; e < 8 * n; ++e)
+    want[size_t(e)] = got[size_t(e)];
+  expectClose(got, want, 0,
+              "cat/gather/histogram " + std::to_string(BM) + "x" + std::to_string(BN) + " bins " +
+                  std::to_string(NB) + " warps=" + std::to_string(numWarps),
               seed);
 }
 

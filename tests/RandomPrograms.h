@@ -2,15 +2,16 @@
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
 // broadcasts across ranks, reductions and scans on random axes brought back by expand_dims,
 // masks and where, casts through fp16 and integers, integer bit operations, transposes, dots,
-// range loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the
-// interpreter and on the GPU (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp)
-// and their outputs are compared; any failure prints its seed.
+// flips and sorts, range loops with carried blocks, if_ on runtime scalars and atomics. The same
+// program runs in the interpreter and on the GPU (tests/gpu/RandomProgramGpuTest.cpp,
+// tools/random_programs.cpp) and their outputs are compared; any failure prints its seed.
 #pragma once
 
 #include "frontend/Tritium.h"
 #include "interpreter/Interpreter.h"
 #include "runtime/Memory.h"
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -76,7 +77,7 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
   for (int step = 0; step < steps; ++step) {
     Value a = any(pool), b = any(pool), r;
     int axis = pick(rank);
-    switch (pick(14)) {
+    switch (pick(15)) {
     case 0: r = a + b; break;
     case 1: r = a * b - 0.5; break;
     case 2: r = maximum(a, b); break;
@@ -120,6 +121,22 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     case 13: { // a branch on a runtime scalar
       r = b;
       if_(flag > 0, [&] { r = a + 1.0; }, [&] { r = a - 1.0; });
+      break;
+    }
+    // A flip or a sort along a random axis (all dimensions are powers of two). Sorted values
+    // are continuous in the inputs, so values computed a rounding apart on the GPU and in the
+    // interpreter still sort to values a rounding apart. Each step of a network stages the
+    // block in shared memory of its own (twice): only networks within 64 KiB.
+    case 14: {
+      int bits = std::countr_zero(uint64_t(s.shape[size_t(axis)]));
+      int64_t perStep = 2 * 4 * s.elements(), budget = int64_t(64) << 10;
+      bool wantFlip = pick(2) == 1, descending = pick(2) == 1;
+      if (wantFlip && bits * perStep <= budget)
+        r = flip(a, axis);
+      else if (bits * (bits + 1) / 2 * perStep <= budget)
+        r = sort(a, axis, descending);
+      else
+        r = a - b;
       break;
     }
     }

@@ -312,6 +312,25 @@ TEST_F(BlocksGpuTest, JoinAndSplit) {
   }
 }
 
+TEST_F(BlocksGpuTest, SortFlipTopk) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4, 8}) {
+    checkSortFlipTopk<DeviceBuffer>(stream().get(), sync, 8, 16, 4, warps);
+    checkSortFlipTopk<DeviceBuffer>(stream().get(), sync, 16, 16, 8, warps);
+  }
+}
+
+TEST_F(BlocksGpuTest, CatGatherHistogram) {
+  SKIP_WITHOUT_GPU();
+  using namespace tritium::testing::language;
+  for (int warps : {1, 4}) {
+    checkCatGatherHistogram<DeviceBuffer>(stream().get(), sync, 8, 16, 16, warps);
+    checkCatGatherHistogram<DeviceBuffer>(stream().get(), sync, 4, 32, 4, warps);
+  }
+  checkCatGatherHistogram<DeviceBuffer>(stream().get(), sync, 16, 16, 64, 8);
+}
+
 // Offsets past 2^31 in a real buffer of 2^31 + 2^20 bytes: bytes written through i64 offsets
 // around 2^31, read back through u32 offsets in a range loop with u32 bounds (and stored
 // through out - start + offs), checked against the host's f(i); and the small-buffer cases of

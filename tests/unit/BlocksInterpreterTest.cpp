@@ -170,6 +170,47 @@ TEST_F(BlocksInterpreterTest, JoinAndSplit) {
   checkInterleaveRavelSwizzle<HostBuffer>(nullptr, sync, 16, 32, 4, 2);
 }
 
+// flip, sort and topk along each dimension of 2-D tiles, of a 3-D block's middle dimension and
+// of 1-D blocks; fp32, fp16, bf16, i32, u8 and masks.
+TEST_F(BlocksInterpreterTest, SortFlipTopk) {
+  using namespace tritium::testing::language;
+  checkSortFlipTopk<HostBuffer>(nullptr, sync, 8, 16, 4, 2);
+}
+
+// cat in order along each dimension and reordered, gather along each axis, histogram in one
+// chunk of bins and in several, with and without a mask.
+TEST_F(BlocksInterpreterTest, CatGatherHistogram) {
+  using namespace tritium::testing::language;
+  checkCatGatherHistogram<HostBuffer>(nullptr, sync, 8, 16, 16, 1);
+  checkCatGatherHistogram<HostBuffer>(nullptr, sync, 4, 32, 4, 4);
+}
+
+// The GPU tests' kernels of those ops compile through every stage to PTX (no GPU needed).
+TEST_F(BlocksInterpreterTest, SortAndGatherKernelsCompileToPtx) {
+  using namespace tritium::testing::language;
+  for (int warps : {4}) {
+    SCOPED_TRACE("num_warps " + std::to_string(warps));
+    auto sorts =
+        kernel("sort_flip_topk", sortFlipTopkKernel, {"out", "x", "q", "BM", "BN", "K", "OP"});
+    for (int op = 0; op < kSortFlipTopkCases; ++op) {
+      Artifacts a = sorts.compileTo({.signature = {"*fp32:16", "*fp32:16", "*fp32:16"},
+                                     .constexprs = {8, 16, 4, op},
+                                     .numWarps = warps},
+                                    Stage::PTX);
+      EXPECT_NE(a.ptx.find(".entry sort_flip_topk"), std::string::npos) << "case " << op;
+    }
+    Artifacts gathers =
+        kernel("cat_gather_histogram", catGatherHistogramKernel,
+               {"out", "a", "b", "rows", "cols", "v", "BM", "BN", "NB"})
+            .compileTo({.signature = {"*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16", "*fp32:16",
+                                      "*fp32:16"},
+                        .constexprs = {8, 16, 16},
+                        .numWarps = warps},
+                       Stage::PTX);
+    EXPECT_NE(gathers.ptx.find(".entry cat_gather_histogram"), std::string::npos);
+  }
+}
+
 // u32 offsets and loop bounds past 2^31, p - n with an unsigned n, 64-bit literal offsets.
 TEST_F(BlocksInterpreterTest, OffsetsPast2To31) {
   using namespace tritium::testing::language;

@@ -876,6 +876,83 @@ TEST_F(DslErrorTest, Swizzle2dTakesIntegers) {
   expectUserError([] { traceKernel(swizzleOfFloats); }, {"swizzle2d takes integers"});
 }
 
+// flip, sort, topk, cat, gather, histogram and assume: wrong dimensions, sizes and types.
+void sortOfNonPowerOfTwo(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 384)); // 3 x 128 threads: a block, not a power of two
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, 384), dsl::sort(x));
+}
+void sortAlongAMissingDimension(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, 8)(dsl::_, dsl::None) * 16 + dsl::arange(0, 16)(dsl::None, dsl::_);
+  gLine = __LINE__; dsl::store(out + offs, dsl::sort(dsl::load(in + offs), 2));
+}
+void sortOfMasks(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; auto s = dsl::sort(x > 0.0);
+  dsl::store(out + dsl::arange(0, 128), dsl::cast(s, dsl::float32));
+}
+void flipOfPointers(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto p = dsl::flip(in + dsl::arange(0, 128));
+  dsl::store(p, 1.0);
+}
+void topkOfThree(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, 4), dsl::topk(x, 3));
+}
+void catOfTwoShapes(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto a = dsl::load(in + dsl::arange(0, 128)), b = dsl::load(in + dsl::arange(0, 256));
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, 512), dsl::cat(a, b, true));
+}
+void gatherByFloats(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, 128), dsl::gather(x, x, 0));
+}
+void gatherOfLargeBlocks(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto offs = dsl::arange(0, 1024);
+  auto x = dsl::load(in + offs);
+  gLine = __LINE__; dsl::store(out + offs, dsl::gather(x, 1023 - offs, 0));
+}
+void histogramOfFloats(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; dsl::store(out + dsl::arange(0, 16), dsl::histogram(x, 16));
+}
+void histogramOfTenBins(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::cast(dsl::load(in + dsl::arange(0, 128)), dsl::int32);
+  gLine = __LINE__; auto h = dsl::histogram(x, 10);
+  dsl::store(out + dsl::arange(0, 16), 1.0);
+}
+void assumeOfFloats(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto x = dsl::load(in + dsl::arange(0, 128));
+  gLine = __LINE__; dsl::assume(x);
+  dsl::store(out + dsl::arange(0, 128), x);
+}
+
+TEST_F(DslErrorTest, SortFamilyRefusesWrongShapesAndTypes) {
+  expectUserError([] { traceKernel(sortOfNonPowerOfTwo); },
+                  {"sort along dimension 0 of block<384xf32>: its extent 384 must be a power of two"});
+  expectUserError([] { traceKernel(sortAlongAMissingDimension); },
+                  {"sort: dimension 2 is out of range for block<8x16xf32> (0 to 1"});
+  expectUserError([] { traceKernel(sortOfMasks); },
+                  {"sort of block<128xi1>: sort takes integers or fp32, fp16 and bf16 floats"});
+  expectUserError([] { traceKernel(flipOfPointers); },
+                  {"flip of block<128xptr<f32>>: flip takes integers, masks or fp32"});
+  expectUserError([] { traceKernel(topkOfThree); },
+                  {"topk(3) of block<128xf32> along dimension 0: k must be a power of two from 1 "
+                   "to 128"});
+  expectUserError([] { traceKernel(catOfTwoShapes); },
+                  {"cat of block<128xf32> and block<256xf32>: the shapes differ"});
+  expectUserError([] { traceKernel(gatherByFloats); },
+                  {"gather's index must be integers, got block<128xf32>"});
+  expectUserError([] { traceKernel(gatherOfLargeBlocks); },
+                  {"compares each of the 1024 indices with the 1024 positions along axis 0",
+                   "8192 elements per thread with num_warps=4 (at most 256)"});
+  expectUserError([] { traceKernel(histogramOfFloats); },
+                  {"histogram takes a 1-D block of integers, got block<128xf32>"});
+  expectUserError([] { traceKernel(histogramOfTenBins); },
+                  {"histogram: num_bins must be a power of two, got 10"});
+  expectUserError([] { traceKernel(assumeOfFloats); },
+                  {"assume takes a condition (a mask, i1, such as n > 0), got block<128xf32>"});
+}
+
 TEST_F(DslErrorTest, SharedMemoryOverflowNamesTheOp) {
   expectUserError(
       [] {
