@@ -325,15 +325,22 @@ private:
         continue;
       }
       if (op.kind() == ir::OpKind::For) {
-        // A carried value wants, before the loop and at its yield, what the body wants of it.
+        // A carried value wants, before the loop and at its yield, what the body wants of it,
+        // or else the layout its next value will likely have (a softmax's running sum, made
+        // from row sums of the scores, stays in their layout through the loop rather than
+        // converting each iteration to what a store after the loop wants).
         const ir::Block &body = *op.region(0);
         for (unsigned i = 3; i < op.numOperands(); ++i) {
-          auto w = wants_.find(body.argument(i - 2));
-          if (w == wants_.end())
+          std::optional<ir::Layout> l;
+          if (auto w = wants_.find(body.argument(i - 2)); w != wants_.end())
+            l = w->second;
+          else
+            l = likelyLayout(body.terminator()->operand(i - 3), 8);
+          if (!l)
             continue;
-          const ir::Layout l = w->second;
-          want(op.operand(i), l);
-          want(body.terminator()->operand(i - 3), l);
+          want(op.operand(i), *l);
+          want(body.argument(i - 2), *l);
+          want(body.terminator()->operand(i - 3), *l);
         }
         continue;
       }
@@ -607,15 +614,22 @@ private:
       return;
     case OpKind::For:
     case OpKind::While: {
-      // Carried values keep their initial value's layout through the loop.
+      // Carried values keep their initial value's layout through the loop, unless the body
+      // wants another of them: the initial value (often a constant shared with other uses)
+      // is then converted, or made again, once before the loop.
       unsigned first = op.kind() == OpKind::For ? 3 : 0;
+      unsigned shift = op.kind() == OpKind::For ? 1 : 0;
       for (unsigned i = first; i < op.numOperands(); ++i) {
         ir::Value *init = op.operand(i);
         if (!init->type().isBlock())
           continue;
+        auto w = wants_.find(op.region(0)->argument(i - first + shift));
+        if (w != wants_.end() && !(w->second == *init->layout())) {
+          require(op, i, w->second);
+          init = op.operand(i);
+        }
         for (unsigned r = 0; r < op.numRegions(); ++r)
-          op.region(r)->argument(i - first + (op.kind() == OpKind::For ? 1 : 0))
-              ->setLayout(*init->layout());
+          op.region(r)->argument(i - first + shift)->setLayout(*init->layout());
         op.result(i - first)->setLayout(*init->layout());
       }
       return;

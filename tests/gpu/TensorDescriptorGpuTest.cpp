@@ -46,11 +46,12 @@ TEST_F(TensorDescriptorGpuTest, MatmulTilesAreTmaCopies) {
          .warps = 8, .stages = 4, .arch = "sm_90a"});
     EXPECT_TRUE(usesTma(ptx));
   }
-  // Edges: M, N and K no multiples of the tiles (M a multiple of 16 keeps a's box).
+  // Edges: M, N and K no multiples of the tiles (M a multiple of 16 keeps a's box; rows of
+  // multiples of 16 bytes keep TMA).
   EXPECT_TRUE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
       stream().get(), sync,
-      {.M = 208, .N = 328, .K = 200, .BM = 128, .BN = 128, .BK = 64, .warps = 4, .stages = 3,
-       .arch = "sm_90a"})));
+      {.M = 208, .N = 336, .K = 200 + 8, .BM = 128, .BN = 128, .BK = 64, .warps = 4,
+       .stages = 3, .arch = "sm_90a"})));
   // b as trans() of [N, K] tiles.
   EXPECT_TRUE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
       stream().get(), sync,
@@ -72,14 +73,33 @@ TEST_F(TensorDescriptorGpuTest, MatmulFallsBackWhereTmaCannot) {
        .stages = 3, .arch = arch, .extraLead = 3})));
 }
 
+// Tiles read in registers (no dot): a TMA box of the tile, unswizzled.
+TEST_F(TensorDescriptorGpuTest, RowMajorTilesAreTmaCopies) {
+  SKIP_WITHOUT_HOPPER();
+  EXPECT_TRUE(usesTma(checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32,
+                                                         200, 96, 112, 0, 0, 32, 32, 3, 4,
+                                                         "sm_90a")));
+}
+
+TEST_F(TensorDescriptorGpuTest, RowMajorTilesOnSm90) {
+  SKIP_WITHOUT_HOPPER();
+  checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32, 200, 96, 112, 0, 0,
+                                     32, 32, 3, 4, "sm_90");
+}
+
+// Offsets before the tensor's start and past its end, of any alignment: TMA fills with zeros.
 TEST_F(TensorDescriptorGpuTest, TilesOutsideTheTensorReadZeros) {
   SKIP_WITHOUT_GPU();
-  bool hopper = rt::Context::current().props().arch() == "sm_90";
-  std::string ptx = checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32,
-                                                       200, 96, 112, -3, 5, 32, 32, 3, 4);
-  EXPECT_EQ(usesTma(ptx), hopper);
+  std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32, 200, 96, 112, -3, 5,
+                                     32, 32, 3, 4, arch);
+}
+
+TEST_F(TensorDescriptorGpuTest, SixteenBitTilesOutsideTheTensorReadZeros) {
+  SKIP_WITHOUT_GPU();
+  std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
   checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::BF16, 100, 256, 256, 40,
-                                     -70, 16, 128, 2, 4);
+                                     -70, 16, 128, 2, 4, arch);
 }
 
 } // namespace
