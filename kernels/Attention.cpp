@@ -17,11 +17,15 @@ namespace tritium::kernels {
 using namespace tritium::dsl;
 
 // One program: BM query rows of one (batch, head). GROUPS query heads share a K/V head.
+// KV_DESC: K and V are dense [batch, kv_heads, seq_kv, D]: their tiles are read through
+// tensor descriptors over all kv_rows = batch x kv_heads x seq_kv rows (TMA copies on Hopper);
+// rows past a head's end belong to the next head (or lie past the tensor, read as zeros), and
+// the mask of the scores keeps them out.
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
-                                 Int soh, Int sos, int BM, int BN, int D, int STAGES, int CAUSAL,
-                                 int HAS_LSE) {
+                                 Int soh, Int sos, Int kv_rows, int BM, int BN, int D, int STAGES,
+                                 int CAUSAL, int HAS_LSE, int KV_DESC) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -31,6 +35,9 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   auto rn0 = arange(0, BN);
   auto q_rows = q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
   auto k_base = k + b * skb + kvh * skh, v_base = v + b * svb + kvh * svh;
+  auto k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
+  auto v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+  auto kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
   auto m_i = full({BM}, -INFINITY, float32);
   auto l_i = zeros({BM}, float32);
   auto acc = zeros({BM, D}, float32);
@@ -46,8 +53,14 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
     // registers across the loop.
     auto q_tile = load(q_rows, rm(_, None) < seq_q, 0);
     auto rn = start + rn0;
-    auto k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seq_kv, 0);
-    auto v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seq_kv, 0);
+    Value k_tile, v_tile;
+    if (KV_DESC) {
+      k_tile = k_desc.load({kv_row0 + start, 0});
+      v_tile = v_desc.load({kv_row0 + start, 0});
+    } else {
+      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seq_kv, 0);
+      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seq_kv, 0);
+    }
     auto s = dot(q_tile, trans(k_tile)) * qk_scale;
     auto valid = rn(None, _) < seq_kv;
     if (CAUSAL)
@@ -75,7 +88,8 @@ Kernel &attentionForwardKernel() {
   static auto k = kernel("attention_fwd", attention_fwd_kernel,
                          {"o", "lse", "q", "k", "v", "qk_scale", "seq_q", "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
-                          "sob", "soh", "sos", "BM", "BN", "D", "STAGES", "CAUSAL", "HAS_LSE"});
+                          "sob", "soh", "sos", "kv_rows", "BM", "BN", "D", "STAGES", "CAUSAL",
+                          "HAS_LSE", "KV_DESC"});
   return k;
 }
 
@@ -85,14 +99,24 @@ AttentionPlan planAttention(int64_t headDim) {
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
+// Whether K and V are dense [batch, kv_heads, seq_kv, head_dim] (no strides given, or the
+// dense ones).
+static bool denseKV(const AttentionArgs &a) {
+  int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
+  auto dense = [&](const AttentionStrides &x) {
+    return (!x.batch && !x.head && !x.seq) || (x.batch == h * s * d && x.head == s * d && x.seq == d);
+  };
+  return dense(a.kStrides) && dense(a.vStrides);
+}
+
 Specialization attentionForwardSpecialization(const AttentionArgs &a, const AttentionPlan &plan,
                                               const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
   Specialization spec{.signature = {t, "*fp32", t, t, t, "fp32", "i64", "i64", "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                    "i64", "i64", "i64"},
+                                    "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
-                                     a.causal ? 1 : 0, a.lse ? 1 : 0},
+                                     a.causal ? 1 : 0, a.lse ? 1 : 0, denseKV(a) ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -144,7 +168,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        scale * 1.4426950408889634f,
       a.seqQ,  seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
-      ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq};
+      ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
+      a.batch * kvHeads * seqKV};
   bool gpu = !tritium::interpreting();
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
