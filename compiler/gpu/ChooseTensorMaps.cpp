@@ -20,8 +20,6 @@
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/TensorMap.h"
 
-#include "compiler/support/Error.h"
-
 #include <algorithm>
 
 namespace tritium {
@@ -167,17 +165,8 @@ void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes) {
     int64_t barriers = alignTo(end, 8);
     if (chosen.empty())
       return;
-    if (barriers + 8 * stages > maxSharedBytes) {
-      // Loads whose rows cp.async cannot copy in 16-byte vectors are in the ring for TMA only.
-      for (auto &op : loop.body()->ops())
-        if (op->hasAttr("pipelined") &&
-            op->intAttr("vec") * ir::byteWidth(op->result()->type().kind()) != 16)
-          userError("the TMA copies of this loop's ring need " + std::to_string(8 * stages) +
-                        " bytes of shared memory for their mbarriers beyond the " +
-                        std::to_string(end) + " its buffers take; lower num_stages",
-                    loop.loc());
+    if (barriers + 8 * stages > maxSharedBytes) // the tiles stay cp.async copies
       return;
-    }
     for (auto &[load, recipe] : chosen) {
       auto it = std::find(maps.begin(), maps.end(), recipe);
       if (it == maps.end())

@@ -52,9 +52,6 @@ void feedDotsFromRings(ir::Function &fn) {
       if (!load || load->kind() != ir::OpKind::Load || !load->hasAttr("pipelined") ||
           load->parentBlock() != op.parentBlock())
         continue;
-      // A tile in the ring for TMA alone (rows not in 16-byte vectors) stays row-major.
-      if (load->intAttr("vec") * ir::byteWidth(load->result()->type().kind()) != 16)
-        continue;
       // The copies move 16-byte runs along the tile's rows, which the swizzled tile keeps
       // whole; a tile whose runs go down its columns keeps its plain ring.
       const ir::Value *tile = load->result();

@@ -82,8 +82,7 @@ void feedDotsFromRings(ir::Function &fn);
 // `maxSharedBytes`).
 void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes);
 // Whether TMA can copy `load`, a 2-D tile of a tensor descriptor, whatever the ring makes of
-// it: the pipeliner takes such tiles into a ring even where cp.async could not copy their rows
-// in 16-byte vectors (offsets of any alignment).
+// it (ChooseTensorMaps.cpp).
 bool tensorMapEligible(const ir::Function &fn, const ir::Op &load);
 
 // Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which

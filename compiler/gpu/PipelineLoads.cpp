@@ -127,10 +127,10 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
       continue;
     int64_t bytes = ir::byteWidth(t.kind());
     // Only whole 16-byte vectors (cp.async.cg): narrower copies cost as many instructions as
-    // plain loads and push register pressure into spills. A tile that TMA will copy takes
-    // offsets of any alignment (ChooseTensorMaps.cpp).
-    bool narrow = bytes * op->intAttr("vec") != 16;
-    if (narrow && !(bulk && tensorMapEligible(fn, *op)))
+    // plain loads and push register pressure into spills. (Tensor-descriptor tiles at
+    // offsets of other alignments stay plain loads too: as TMA copies, such tiles stopped the
+    // H200 with an illegal instruction; docs/notes/tensor-cores.md.)
+    if (bytes * op->intAttr("vec") != 16)
       continue;
     // cp.async caches at all levels (.ca) or in L2 only (.cg); a load asking for streaming,
     // last-use or volatile reads (cs, lu, cv) keeps its own ld.global.
@@ -140,7 +140,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     Dependence d = Dependence::Invariant;
     for (const ir::Value *o : op->operands())
       d = combine(d, dependence(o, body, seen));
-    if (d == Dependence::Other || (narrow && d == Dependence::Invariant)) // residents: cp.async
+    if (d == Dependence::Other)
       continue;
     (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op, align);
     (d == Dependence::Invariant ? residents : loads).push_back(op.get());

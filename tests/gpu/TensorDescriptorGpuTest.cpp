@@ -81,13 +81,22 @@ TEST_F(TensorDescriptorGpuTest, RowMajorTilesAreTmaCopies) {
                                                          "sm_90a")));
 }
 
+// Offsets before the tensor's start, 16-byte aligned: TMA fills the rows and columns outside
+// with zeros.
+TEST_F(TensorDescriptorGpuTest, RowMajorTilesBeforeTheStart) {
+  SKIP_WITHOUT_HOPPER();
+  EXPECT_TRUE(usesTma(checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32,
+                                                         200, 96, 112, -16, -32, 32, 32, 3, 4,
+                                                         "sm_90a")));
+}
+
 TEST_F(TensorDescriptorGpuTest, RowMajorTilesOnSm90) {
   SKIP_WITHOUT_HOPPER();
   checkDescriptorShift<DeviceBuffer>(stream().get(), sync, ScalarKind::F32, 200, 96, 112, 0, 0,
                                      32, 32, 3, 4, "sm_90");
 }
 
-// Offsets before the tensor's start and past its end, of any alignment: TMA fills with zeros.
+// Offsets before the tensor's start and past its end, of any alignment: plain masked loads.
 TEST_F(TensorDescriptorGpuTest, TilesOutsideTheTensorReadZeros) {
   SKIP_WITHOUT_GPU();
   std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
