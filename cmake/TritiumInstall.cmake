@@ -26,6 +26,7 @@ set(TRITIUM_PUBLIC_HEADERS
   frontend/Tritium.h frontend/DSL.h frontend/Kernel.h frontend/CompiledKernel.h frontend/Limits.h
   compiler/Pipeline.h compiler/codegen/OptimizeLLVM.h compiler/ir/IR.h compiler/ir/Layout.h
   compiler/ir/Printer.h compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def
+  compiler/ir/TensorMap.h
   compiler/support/Error.h
   interpreter/Interpreter.h interpreter/Memory.h
   runtime/Device.h runtime/Driver.h runtime/Memory.h runtime/Module.h runtime/Grid.h
