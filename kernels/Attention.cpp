@@ -10,6 +10,7 @@
 #include "runtime/Device.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace tritium::kernels {
@@ -35,9 +36,13 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   auto rn0 = arange(0, BN);
   auto q_rows = q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
   auto k_base = k + b * skb + kvh * skh, v_base = v + b * svb + kvh * svh;
-  auto k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
-  auto v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
-  auto kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
+  std::optional<TensorDescriptor> k_desc, v_desc;
+  Value kv_row0;
+  if (KV_DESC) {
+    k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
+    v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+    kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
+  }
   auto m_i = full({BM}, -INFINITY, float32);
   auto l_i = zeros({BM}, float32);
   auto acc = zeros({BM, D}, float32);
@@ -55,8 +60,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
     auto rn = start + rn0;
     Value k_tile, v_tile;
     if (KV_DESC) {
-      k_tile = k_desc.load({kv_row0 + start, 0});
-      v_tile = v_desc.load({kv_row0 + start, 0});
+      k_tile = k_desc->load({kv_row0 + start, 0});
+      v_tile = v_desc->load({kv_row0 + start, 0});
     } else {
       k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seq_kv, 0);
       v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seq_kv, 0);

@@ -81,38 +81,24 @@ ir::TensorMapTerm scaled(ir::TensorMapTerm t, int64_t scale, int64_t divisor = 1
   return t;
 }
 
-} // namespace
-
-bool tensorMapEligible(const ir::Function &fn, const ir::Op &load) {
-  if (ir::tensorRank(load) != 2)
-    return false;
+// The recipe for `load`, or nullopt where TMA cannot take it.
+std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::Op &load,
+                                             const AxisAnalysis &axis) {
+  if (ir::tensorRank(load) != 2 || load.hasAttr("resident") || !load.hasAttr("pipelined"))
+    return std::nullopt;
   const ir::Type &t = load.result()->type();
   int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
   if (t.kind() == ir::ScalarKind::I1 || bytes > 8 || rows > 256 || cols > 256 ||
       cols * bytes % 16 != 0)
-    return false;
+    return std::nullopt;
   int base = argumentIndex(fn, ir::tensorBase(load));
   if (base < 0 || fn.body().argument(unsigned(base))->divisibility() < 16)
-    return false;
-  std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
-                       width = known(fn, ir::tensorShape(load, 1)),
-                       stride = known(fn, ir::tensorStride(load, 0));
-  return height && width && stride && stride->divisibility * bytes % 16 == 0;
-}
-
-namespace {
-
-// The recipe for `load`, or nullopt where TMA cannot take it.
-std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::Op &load,
-                                             const AxisAnalysis &axis) {
-  if (!tensorMapEligible(fn, load) || load.hasAttr("resident") || !load.hasAttr("pipelined"))
     return std::nullopt;
-  const ir::Type &t = load.result()->type();
-  int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
-  int base = argumentIndex(fn, ir::tensorBase(load));
   std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
                        width = known(fn, ir::tensorShape(load, 1)),
                        stride = known(fn, ir::tensorStride(load, 0));
+  if (!height || !width || !stride || stride->divisibility * bytes % 16 != 0)
+    return std::nullopt;
   ir::TensorMapRecipe r;
   r.baseArg = base;
   r.dtype = t.kind();

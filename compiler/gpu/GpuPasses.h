@@ -81,9 +81,6 @@ void feedDotsFromRings(ir::Function &fn);
 // the kernel's {tensor_maps}, {tensor_barriers} on their loops (one mbarrier per stage, within
 // `maxSharedBytes`).
 void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes);
-// Whether TMA can copy `load`, a 2-D tile of a tensor descriptor, whatever the ring makes of
-// it (ChooseTensorMaps.cpp).
-bool tensorMapEligible(const ir::Function &fn, const ir::Op &load);
 
 // Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which
 // feedDotsFromRings will likely let the dot read in place: allocateSharedMemory then leaves

@@ -15,18 +15,7 @@ using rt::DeviceBuffer;
 
 namespace {
 
-class AttentionGpuTest : public tritium::testing::CompilerTest {
-protected:
-  rt::Stream &stream() {
-    if (!stream_)
-      stream_.emplace();
-    return *stream_;
-  }
-  std::function<void()> sync = [this] { stream().sync(); };
-
-private:
-  std::optional<rt::Stream> stream_;
-};
+class AttentionGpuTest : public tritium::testing::GpuStreamTest {};
 
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();

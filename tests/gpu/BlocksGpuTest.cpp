@@ -21,18 +21,7 @@ using rt::DeviceBuffer;
 
 namespace {
 
-class BlocksGpuTest : public tritium::testing::CompilerTest {
-protected:
-  rt::Stream &stream() {
-    if (!stream_)
-      stream_.emplace();
-    return *stream_;
-  }
-  std::function<void()> sync = [this] { stream().sync(); };
-
-private:
-  std::optional<rt::Stream> stream_;
-};
+class BlocksGpuTest : public tritium::testing::GpuStreamTest {};
 
 TEST_F(BlocksGpuTest, TileAffineWithRowAndColumnMasks) {
   SKIP_WITHOUT_GPU();

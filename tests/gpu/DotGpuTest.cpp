@@ -17,18 +17,7 @@ using rt::DeviceBuffer;
 
 namespace {
 
-class DotGpuTest : public tritium::testing::CompilerTest {
-protected:
-  rt::Stream &stream() {
-    if (!stream_)
-      stream_.emplace();
-    return *stream_;
-  }
-  std::function<void()> sync = [this] { stream().sync(); };
-
-private:
-  std::optional<rt::Stream> stream_;
-};
+class DotGpuTest : public tritium::testing::GpuStreamTest {};
 
 TEST_F(DotGpuTest, SixteenBitFloats) {
   SKIP_WITHOUT_GPU();

@@ -15,18 +15,7 @@ using rt::DeviceBuffer;
 
 namespace {
 
-class KernelLibraryGpuTest : public tritium::testing::CompilerTest {
-protected:
-  rt::Stream &stream() {
-    if (!stream_)
-      stream_.emplace();
-    return *stream_;
-  }
-  Sync sync = [this] { stream().sync(); };
-
-private:
-  std::optional<rt::Stream> stream_;
-};
+class KernelLibraryGpuTest : public tritium::testing::GpuStreamTest {};
 
 const Dtype kDtypes[] = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
 

@@ -17,18 +17,7 @@ using rt::DeviceBuffer;
 
 namespace {
 
-class TensorDescriptorGpuTest : public tritium::testing::CompilerTest {
-protected:
-  rt::Stream &stream() {
-    if (!stream_)
-      stream_.emplace();
-    return *stream_;
-  }
-  std::function<void()> sync = [this] { stream().sync(); };
-
-private:
-  std::optional<rt::Stream> stream_;
-};
+class TensorDescriptorGpuTest : public tritium::testing::GpuStreamTest {};
 
 bool usesTma(const std::string &ptx) { return ptx.find("cp.async.bulk.tensor") != std::string::npos; }
 

@@ -3,21 +3,17 @@
 // async proxy after each stage lands) or from staging; shapes wgmma does not take, and sm_90,
 // keep mma.sync.
 #include "DotCases.h"
+#include "PtxChecks.h"
 
 using namespace tritium;
 using namespace tritium::testing::tensorcores;
 using ir::ScalarKind;
+using tritium::testing::count;
+using tritium::testing::expectAssembles;
 
 namespace {
 
 class DotPtxTest : public tritium::testing::CompilerTest {};
-
-size_t count(const std::string &text, const std::string &needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++n;
-  return n;
-}
 
 Artifacts compileCase(const MatmulCase &c) {
   // 16-byte aligned pointers and sizes and strides divisible by 16, as a launch on the shapes
@@ -27,16 +23,6 @@ Artifacts compileCase(const MatmulCase &c) {
     if (s.find(':') == std::string::npos)
       s += ":16";
   return matmulKernelOf().compileTo(spec, Stage::PTX);
-}
-
-void expectAssembles(const Artifacts &a, const std::string &arch) {
-  if (tritium::testing::ptxasPath().empty())
-    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, arch);
-  ASSERT_EQ(r.exitCode, 0) << "ptxas failed:\n" << r.output;
-  EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
-  // ptxas serializes wgmma (and says so) when it cannot prove the accumulators untouched.
-  EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
 }
 
 TEST_F(DotPtxTest, RingTilesRunOnWarpGroups) {

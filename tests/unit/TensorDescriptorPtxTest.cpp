@@ -5,21 +5,17 @@
 // arguments TMA cannot take keep cp.async, with the same results (the interpreter and GPU
 // tests check those).
 #include "TensorDescriptorCases.h"
+#include "PtxChecks.h"
 
 using namespace tritium;
 using namespace tritium::testing::descriptors;
 using ir::ScalarKind;
+using tritium::testing::count;
+using tritium::testing::expectAssembles;
 
 namespace {
 
 class TensorDescriptorPtxTest : public tritium::testing::CompilerTest {};
-
-size_t count(const std::string &text, const std::string &needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++n;
-  return n;
-}
 
 // The matmul specialized as a launch with aligned pointers finds it: every pointer 16-byte
 // aligned, the integers given as `divisible` says.
@@ -31,15 +27,6 @@ Artifacts compileMatmul(const std::string &arch, bool divisible, int bColumns = 
                       .numWarps = warps,
                       .arch = arch};
   return descriptorMatmulKernelOf().compileTo(spec, Stage::PTX);
-}
-
-void expectAssembles(const Artifacts &a, const std::string &arch) {
-  if (tritium::testing::ptxasPath().empty())
-    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, arch);
-  ASSERT_EQ(r.exitCode, 0) << "ptxas failed:\n" << r.output;
-  EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
 }
 
 TEST_F(TensorDescriptorPtxTest, HopperTilesAreTmaCopies) {
