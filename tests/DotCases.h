@@ -202,6 +202,11 @@ inline double matmulTolerance(const MatmulCase &c) {
   double t = 2e-5; // fp32 accumulation (the tensor cores truncate a little more than IEEE)
   if (c.in == ir::ScalarKind::F32 && c.precision == "tf32")
     t = 2e-3;
+  // wgmma (sm_90a) truncates fp32 to tf32 where mma.sync's path rounds it: each operand loses
+  // up to 2^-10 of itself, not 2^-11, and a K-term sum of unit normals' products then spreads
+  // by about 1.1e-3 sqrt(K); 6e-3 sqrt(K) is over five of those spreads.
+  if (c.in == ir::ScalarKind::F32 && c.precision == "tf32" && c.arch == "sm_90a")
+    t = 6e-3;
   if (c.acc == ir::ScalarKind::F16)
     t = 4e-3;
   if (c.in == ir::ScalarKind::F8E4M3 || c.in == ir::ScalarKind::F8E5M2)

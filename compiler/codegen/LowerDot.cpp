@@ -21,10 +21,12 @@
 // thread (warp w of its group, g = lane / 4), rows 16w + g and 16w + g + 8 of each 64-row
 // slice: a's rows sit permuted within each 16 (dotTileOffset), so that those stand for block
 // rows 16w + 2g and + 1, as in the blocked layout above. The warp group fences, issues the
-// K / 16 steps of every slice and column run, commits, and waits before the dot's result is
-// used.
+// steps of 32 bytes of K of every slice and column run, commits, and waits before the dot's
+// result is used. Operands other than 16-bit are read K-major (b staged transposed, or in
+// place from the [N, K] tile under a trans).
 //
-// fp32 operands: "tf32" rounds them with cvt.rna.tf32.f32; "tf32x3" splits each into a tf32
+// fp32 operands: "tf32" rounds them with cvt.rna.tf32.f32 (wgmma reads them as they are and
+// drops the low mantissa bits); "tf32x3" splits each into a tf32
 // high part and the tf32 of the rest and sums three products (hi*hi + hi*lo + lo*hi), close to
 // fp32's accuracy; "ieee" is plain fp32 fmas from the staged operands, one per element and k.
 #include "compiler/codegen/Lowering.h"
@@ -100,13 +102,16 @@ public:
     row_ = dotStagedRow(K_, bytes_);
     precision_ = op.hasAttr("input_precision") ? op.strAttr("input_precision") : "";
     wgmma_ = op.hasAttr("wgmma");
-    bKMajor_ = op.hasAttr("b_k_major");
+    swizzled_ = dotStagesSwizzled(op);
+    // wgmma reads 8- and 32-bit b K-major only: from the ring tile under a trans, or staged
+    // transposed.
+    bKMajor_ = op.hasAttr("b_k_major") || (wgmma_ && bytes_ != 2);
     for (int i = 0; i < 2; ++i) {
       const char *staging = i == 0 ? "smem_offset" : "smem_b";
       llvm::Value *&base = i == 0 ? aBase_ : bBase_;
       // b K-major: the ring holds the [N, K] tile under the trans (FeedDotsFromRings.cpp).
       const ir::Value *tile = op.operand(unsigned(i));
-      if (i == 1 && bKMajor_)
+      if (i == 1 && op.hasAttr("b_k_major"))
         tile = tile->definingOp()->operand(0);
       auto ring = l.ringTiles.find(tile);
       fromRing_[i] = op.hasAttr(i == 0 ? "ring_a" : "ring_b") && ring != l.ringTiles.end();
@@ -140,14 +145,14 @@ private:
     return b_.CreateMul(e, b_.getInt32(bytes_));
   }
 
-  // The byte offset of element (batch, row, col) of a 16-bit operand held as
+  // The byte offset of element (batch, row, col) of a swizzled operand held as
   // [batch][rows][cols] (dotTileOffset, the batches' rows one after another); a wgmma dot's a
   // has its rows permuted.
   llvm::Value *tileOffset(llvm::Value *batch, int64_t rows, int64_t cols, llvm::Value *row,
                           llvm::Value *col, bool isA) {
     llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
     int64_t batches = rank_ == 3 ? op_.operand(0)->type().shape()[0] : 1;
-    return dotTileOffset(l_, r, col, batches * rows, cols, 2, wgmma_ && isA);
+    return dotTileOffset(l_, r, col, batches * rows, cols, bytes_, wgmma_ && isA);
   }
 
   void stageOperands() {
@@ -164,7 +169,10 @@ private:
         llvm::Value *batch = rank_ == 3 ? c[0] : b_.getInt32(0);
         llvm::Value *x = c[size_t(rank_ - 2)], *y = c[size_t(rank_ - 1)];
         llvm::Value *off;
-        if (bytes_ == 2) // a[m][k] and b[k][n] as they are, swizzled
+        if (swizzled_ && bKMajor_) // a[m][k]; b[k][n] at [n][k], K-major (wgmma)
+          off = which == 0 ? tileOffset(batch, M_, K_, x, y, true)
+                         : tileOffset(batch, N_, K_, y, x, false);
+        else if (swizzled_) // a[m][k] and b[k][n] as they are, swizzled
           off = which == 0 ? tileOffset(batch, M_, K_, x, y, true)
                          : tileOffset(batch, K_, N_, x, y, false);
         else // a[m][k] at row m; b[k][n] at row n (transposed)
@@ -415,26 +423,46 @@ private:
     return b_.CreateOr(start, b_.getInt64(fixed));
   }
 
+  // PTX's name of an operand type of wgmma.
+  static const char *wgmmaType(ScalarKind k) {
+    switch (k) {
+    case ScalarKind::BF16: return "bf16";
+    case ScalarKind::F16: return "f16";
+    case ScalarKind::F8E4M3: return "e4m3";
+    case ScalarKind::F8E5M2: return "e5m2";
+    case ScalarKind::I8: return "s8";
+    case ScalarKind::U8: return "u8";
+    case ScalarKind::F32: return "tf32";
+    default: internalError("wgmma takes no operands of " + ir::dtypeName(k));
+    }
+  }
+
   // One wgmma.mma_async of the warp group: the accumulator registers `regs` (in the
-  // instruction's order) += a (descriptor) x b (descriptor), m64 n k16.
+  // instruction's order) += a (descriptor) x b (descriptor), m64 n k(32 bytes).
   void wgmmaInstruction(Elements &acc, const std::vector<int64_t> &regs, llvm::Value *descA,
-                        llvm::Value *descB, int64_t n, const char *type, bool bKMajor) {
+                        llvm::Value *descB, int64_t n) {
+    ScalarKind ka = op_.operand(0)->type().kind(), kb = op_.operand(1)->type().kind();
+    bool integer = op_.result()->type().kind() == ScalarKind::I32;
     size_t count = regs.size();
-    std::vector<llvm::Type *> outs(count, b_.getFloatTy());
+    llvm::Type *accTy = integer ? b_.getInt32Ty() : b_.getFloatTy();
+    std::vector<llvm::Type *> outs(count, accTy);
     auto *ret = llvm::StructType::get(l_.ctx, outs);
     std::vector<llvm::Type *> ins = {b_.getInt64Ty(), b_.getInt64Ty()};
-    ins.insert(ins.end(), count, b_.getFloatTy());
-    std::string text = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
-                       type + "." + type + " {";
+    ins.insert(ins.end(), count, accTy);
+    std::string text = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
+                       std::to_string(32 / bytes_) + (integer ? ".s32." : ".f32.") +
+                       wgmmaType(ka) + "." + wgmmaType(kb) + " {";
     std::string constraints;
     for (size_t i = 0; i < count; ++i) {
       text += (i ? ", $" : "$") + std::to_string(i);
-      constraints += "=f,";
+      constraints += integer ? "=r," : "=f,";
     }
-    // scale-d 1 (accumulate), a and b not negated, a K-major, b N-major (transposed) or
-    // K-major.
-    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1, 1, 1, 0, " +
-            (bKMajor ? "0;" : "1;");
+    // scale-d 1 (accumulate); floats: a and b not negated; 16-bit: a K-major, b N-major
+    // (transposed) or K-major (other types are K-major only and take no transpose operands).
+    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1";
+    if (!integer)
+      text += ", 1, 1";
+    text += bytes_ != 2 ? ";" : bKMajor_ ? ", 0, 0;" : ", 0, 1;";
     constraints += "l,l";
     for (size_t i = 0; i < count; ++i)
       constraints += "," + std::to_string(i);
@@ -449,34 +477,36 @@ private:
       acc[size_t(regs[i])] = b_.CreateExtractValue(d, unsigned(i));
   }
 
-  // The warp group's product from shared memory: per K step of 16, per 64-row slice of the
-  // warp group and per run of at most 256 columns, one wgmma. a's tile sits K-major in panels
-  // of 64 columns (leading offset unused, 8-row groups 1024 bytes apart); b's N-major (the
-  // transposed form) in panels of 64 columns [K][64] one after another (leading offset: a
-  // panel, K x 128 bytes; stride: 8 rows of K, 1024 bytes). The accumulator's tile registers
-  // are the instruction's in order: 16 x 8 tile j of the run holds registers 4j .. 4j + 3.
+  // The warp group's product from shared memory: per K step of 32 bytes, per 64-row slice of
+  // the warp group and per run of at most 256 columns, one wgmma. a's tile sits K-major in
+  // panels of 128 bytes of columns (leading offset unused, 8-row groups 1024 bytes apart); b's
+  // K-major alike, or (16-bit only) N-major, the transposed form, in panels of 64 columns
+  // [K][64] one after another (leading offset: a panel, K x 128 bytes; stride: 8 rows of K,
+  // 1024 bytes). The accumulator's tile registers are the instruction's in order: 16 x 8 tile
+  // j of the run holds registers 4j .. 4j + 3.
   void wgmmaProduct() {
-    const char *type = op_.operand(0)->type().kind() == ScalarKind::BF16 ? "bf16" : "f16";
     Elements acc = l_.get(op_.operand(2));
+    const int64_t kStep = 32 / bytes_; // 32 bytes of K per instruction
     std::vector<Tile> ts = tiles();
     std::map<int64_t, std::vector<const Tile *>> slices; // rowKey -> tiles by column
     for (const Tile &t : ts)
       slices[t.rowKey].push_back(&t);
     int64_t n = std::min<int64_t>(N_, 256);
     l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
-    for (int64_t kk = 0; kk < K_; kk += 16) {
+    for (int64_t kk = 0; kk < K_; kk += kStep) {
+      int64_t kb = kk * bytes_; // the step's first byte along a row
       for (auto &[rowKey, row] : slices) {
         // The slice's first row: this thread's row with the warp's and lane's part cleared.
         llvm::Value *first = b_.CreateAnd(row.front()->rows[0], b_.getInt32(~63));
-        llvm::Value *aOff = b_.CreateAdd(b_.getInt32(int32_t((kk * 2 / 128) * M_ * 128 + (kk * 2) % 128)),
+        llvm::Value *aOff = b_.CreateAdd(b_.getInt32(int32_t((kb / 128) * M_ * 128 + kb % 128)),
                                          b_.CreateShl(first, b_.getInt32(7)));
         llvm::Value *descA = descriptor(aBase_, aOff, 16, 1024);
         for (int64_t c = 0; c < N_ / n; ++c) {
           // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
           llvm::Value *descB =
               bKMajor_ ? descriptor(bBase_,
-                                    b_.getInt32(int32_t((kk * 2 / 128) * N_ * 128 +
-                                                        c * n * 128 + (kk * 2) % 128)),
+                                    b_.getInt32(int32_t((kb / 128) * N_ * 128 + c * n * 128 +
+                                                        kb % 128)),
                                     16, 1024)
                        : descriptor(bBase_,
                                     b_.getInt32(int32_t((c * n * 2 / 128) * K_ * 128 + kk * 128)),
@@ -486,7 +516,7 @@ private:
             const Tile *t = row.at(size_t(c * n / 8 + j));
             regs.insert(regs.end(), t->regs, t->regs + 4);
           }
-          wgmmaInstruction(acc, regs, descA, descB, n, type, bKMajor_);
+          wgmmaInstruction(acc, regs, descA, descB, n);
         }
       }
     }
@@ -557,7 +587,8 @@ private:
   llvm::Value *aBase_ = nullptr, *bBase_ = nullptr;
   bool fromRing_[2] = {false, false};
   bool wgmma_ = false;
-  bool bKMajor_ = false; // b read from the ring tile [N][K] under a trans
+  bool swizzled_ = false; // operands staged as swizzled tiles (dotStagesSwizzled)
+  bool bKMajor_ = false;  // b read K-major: [N][K], from a ring under a trans or staged so
 };
 
 } // namespace
@@ -568,7 +599,7 @@ Elements wgmmaWait(Lowering &l, const Elements &acc) {
   std::string constraints;
   for (size_t i = 0; i < acc.size(); ++i) {
     types.push_back(acc[i]->getType());
-    constraints += "=f,";
+    constraints += acc[i]->getType()->isIntegerTy() ? "=r," : "=f,";
   }
   for (size_t i = 0; i < acc.size(); ++i)
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");

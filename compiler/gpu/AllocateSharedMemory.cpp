@@ -40,7 +40,7 @@ int64_t dotStagingBytes(const ir::Op &dot, unsigned i) {
   int r = a.rank();
   int bytes = std::max(1, ir::bitWidth(a.kind()) / 8);
   int64_t batches = r == 3 ? a.shape()[0] : 1, K = a.shape()[size_t(r - 1)];
-  int64_t row = (bytes == 2 ? K : dotStagedRow(K, bytes)) * bytes;
+  int64_t row = (dotStagesSwizzled(dot) ? K : dotStagedRow(K, bytes)) * bytes;
   return batches * (i == 0 ? a.shape()[size_t(r - 2)] : b.shape()[size_t(r - 1)]) * row;
 }
 
@@ -59,11 +59,13 @@ int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset) {
 }
 
 bool dotOperandMayComeFromRing(const ir::Op &dot, unsigned i) {
-  if (dot.operand(0)->type().rank() != 2 || ir::bitWidth(dot.operand(0)->type().kind()) != 16)
+  if (dot.operand(0)->type().rank() != 2 || !dotStagesSwizzled(dot))
     return false;
   const ir::Op *load = dot.operand(i)->definingOp();
   if (i == 1 && load && load->kind() == ir::OpKind::Trans) // b as trans() of a [N, K] tile
     load = load->operand(0)->definingOp();
+  else if (i == 1 && ir::bitWidth(dot.operand(0)->type().kind()) != 16)
+    return false; // wgmma reads other types' b K-major only: staged transposed
   if (!load || load->kind() != ir::OpKind::Load || load->parentBlock() != dot.parentBlock())
     return false;
   const ir::Op *loop = load->parentBlock()->parentOp();
@@ -136,7 +138,8 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
       return;
     }
     if (op.kind() == ir::OpKind::Dot) {
-      // 16-bit: a as [batch][M][K], b as [batch][K][N] (dotTileOffset); other types: a as
+      // 16-bit: a as [batch][M][K], b as [batch][K][N] (dotTileOffset); wgmma's other types:
+      // a as [M][K], b as [N][K], swizzled alike; mma.sync's other types: a as
       // [batch][M][row], b transposed as [batch][N][row] (dotStagedRow; LowerDot.cpp).
       // Operands that a ring of the dot's loop will likely bring in are read from the ring and
       // get no buffer here (feedDotsFromRings adds one if the ring does not come about).

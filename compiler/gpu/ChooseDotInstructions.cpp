@@ -4,26 +4,53 @@
 // warp group along M (dotAccumulatorLayout), and the lowering reads both operands from shared
 // memory through matrix descriptors (codegen/LowerDot.cpp).
 //
-// wgmma needs the architecture-specific target sm_90a. This first form covers what the
-// matmuls of the kernel library and the tutorials use: 16-bit operands (bf16, fp16) into fp32
-// accumulators, rank 2, whole 128-byte rows of both operands in shared memory (K and N
-// multiples of 64, the width of one SWIZZLE_128B panel; N at most 256, one instruction
-// wide), and M a multiple of 16 rows per warp (every warp group owns whole 64-row slices).
-// Other dots, and every dot on sm_80 to sm_90, use mma.sync.
+// wgmma needs the architecture-specific target sm_90a. It takes rank-2 dots whose operands are
+// bf16 or fp16 (either major order of b), fp8 e4m3 / e5m2 in any pair, 8-bit integers (signed
+// or unsigned, i32 accumulators) or fp32 as tf32, all into 32-bit accumulators. Every
+// instruction reads 32 bytes of K per row (k16 for 16-bit types, k32 for 8-bit, k8 for tf32),
+// so the shared-memory geometry is the same in bytes for all of them: whole 128-byte rows of
+// both operands in SWIZZLE_128B panels (K * bytes a multiple of 128; N a multiple of 64, at
+// most 256 per instruction) and M a multiple of 16 rows per warp (every warp group owns whole
+// 64-row slices). Types other than 16-bit read b K-major only (the hardware transposes 16-bit
+// tiles alone): b is then trans() of an [N, K] tile read in place, or staged transposed.
+// tf32 on wgmma truncates fp32's low 13 mantissa bits where mma.sync's path rounds them
+// (cvt.rna); tf32x3 and ieee stay on mma.sync and fmas. Other dots, and every dot on sm_80 to
+// sm_90, use mma.sync.
 #include "compiler/gpu/GpuPasses.h"
 
 namespace tritium {
 
+// Whether the operand and accumulator types are a pair wgmma takes.
+static bool wgmmaTypes(const ir::Op &dot) {
+  using ir::ScalarKind;
+  ScalarKind a = dot.operand(0)->type().kind(), b = dot.operand(1)->type().kind(),
+             c = dot.result()->type().kind();
+  auto fp8 = [](ScalarKind k) { return k == ScalarKind::F8E4M3 || k == ScalarKind::F8E5M2; };
+  auto int8 = [](ScalarKind k) { return k == ScalarKind::I8 || k == ScalarKind::U8; };
+  if (a == ScalarKind::BF16 || a == ScalarKind::F16)
+    return b == a && c == ScalarKind::F32;
+  if (fp8(a))
+    return fp8(b) && c == ScalarKind::F32;
+  if (int8(a))
+    return int8(b) && c == ScalarKind::I32;
+  if (a == ScalarKind::F32)
+    return b == a && c == ScalarKind::F32 && dot.hasAttr("input_precision") &&
+           dot.strAttr("input_precision") == "tf32";
+  return false;
+}
+
 static bool dotFitsWarpGroups(const ir::Op &dot, int numWarps) {
   const ir::Type &a = dot.operand(0)->type(), &b = dot.operand(1)->type();
-  const ir::Type &c = dot.result()->type();
-  if (a.rank() != 2 || a.kind() != b.kind() || c.kind() != ir::ScalarKind::F32)
-    return false;
-  if (a.kind() != ir::ScalarKind::BF16 && a.kind() != ir::ScalarKind::F16)
+  if (a.rank() != 2 || !wgmmaTypes(dot))
     return false;
   int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  return numWarps % 4 == 0 && M % (16 * int64_t(numWarps)) == 0 && K % 64 == 0 && N % 64 == 0 &&
-         N <= 256;
+  int64_t bytes = ir::byteWidth(a.kind());
+  return numWarps % 4 == 0 && M % (16 * int64_t(numWarps)) == 0 && K * bytes % 128 == 0 &&
+         N % 64 == 0 && N <= 256;
+}
+
+bool dotStagesSwizzled(const ir::Op &dot) {
+  return dot.hasAttr("wgmma") || ir::bitWidth(dot.operand(0)->type().kind()) == 16;
 }
 
 void chooseDotInstructions(ir::Function &fn, const std::string &arch, int numWarps) {

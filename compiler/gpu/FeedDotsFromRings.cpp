@@ -1,4 +1,5 @@
-// Feeding dot from the pipeliner's rings (GIR): a 16-bit dot operand that is a tile loaded by
+// Feeding dot from the pipeliner's rings (GIR): a 16-bit dot operand, or any wgmma dot's
+// operand (ChooseDotInstructions.cpp; its b K-major unless 16-bit), that is a tile loaded by
 // a cp.async ring of the dot's own loop, [M, K] for a or [K, N] for b, is read by the dot
 // straight from the ring's stage buffer, instead of from registers staged into shared memory
 // again. Such a load gets {swizzle = 128}: its tile sits in the buffer row-major with each
@@ -35,9 +36,10 @@ void feedDotsFromRings(ir::Function &fn) {
   });
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() != ir::OpKind::Dot || op.operand(0)->type().rank() != 2 ||
-        ir::bitWidth(op.operand(0)->type().kind()) != 16)
+        !dotStagesSwizzled(op))
       return;
     bool wgmma = op.hasAttr("wgmma");
+    bool sixteenBit = ir::bitWidth(op.operand(0)->type().kind()) == 16;
     for (unsigned i = 0; i < 2; ++i) {
       ir::Op *load = op.operand(i)->definingOp();
       // b as trans() of a [N, K] tile: read in place, K-major ({b_k_major}).
@@ -46,6 +48,8 @@ void feedDotsFromRings(ir::Function &fn) {
           uses[load->result()] == 1) {
         trans = load;
         load = trans->operand(0)->definingOp();
+      } else if (i == 1 && !sixteenBit) {
+        continue; // wgmma reads 8- and 32-bit b K-major only: it is staged transposed
       }
       // A resident load (one the loop does not change, copied once before it: attention's
       // query tile) is read in place from its buffer in every iteration.

@@ -27,6 +27,11 @@ void chooseDotInstructions(ir::Function &fn, const std::string &arch, int numWar
 ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
                                 bool warpGroups = false);
 
+// Whether dot's operands sit in shared memory as swizzled tiles (16-bit operands, and every
+// wgmma dot's): a as [batch][M][K], b as [batch][K][N] or, K-major, [batch][N][K]
+// (codegen dotTileOffset). Otherwise they are staged padded (dotStagedRow).
+bool dotStagesSwizzled(const ir::Op &dot);
+
 // Where dot stages its operands in shared memory (LowerDot.cpp): a as [batch][M][K + pad], b
 // transposed as [batch][N][K + pad], each row padded by 16 bytes so that the fragment loads of
 // eight rows hit 32 different banks. Elements of one row of the staged operand, pad included.

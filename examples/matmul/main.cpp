@@ -22,11 +22,12 @@ using namespace tritium::dsl;
 
 namespace {
 
-const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--warps=W] [--stages=S]
-              [--arch=sm_XX] [--descriptors] [M N K]
+const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
+              [--stages=S] [--arch=sm_XX] [--descriptors] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
-  TFLOP/s. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
+  TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
+  tensor cores read 8-bit operands K-major only) and writes C in bf16. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
   the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
   without a GPU. --descriptors runs the same product written with tensor descriptors
   (make_tensor_descriptor), whose tiles Hopper copies with TMA.
@@ -34,9 +35,11 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16] [--tile=BMxBNxBK] [--w
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
 // pointers), so that the pipeliner can issue them num_stages - 1 iterations ahead.
+// With B_KMAJOR, b's tile is read [BLOCK_N, BLOCK_K] along K and given to dot transposed.
 void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int stride_am,
                    Int stride_ak, Int stride_bk, Int stride_bn, Int stride_cm, Int stride_cn,
-                   int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int num_stages) {
+                   int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int num_stages,
+                   int B_KMAJOR) {
   auto pid = program_id(0);
   auto num_pid_m = cdiv(M, BLOCK_M);
   auto num_pid_n = cdiv(N, BLOCK_N);
@@ -55,8 +58,10 @@ void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int str
     auto kk = k * BLOCK_K + offs_k;
     auto a = load(a_ptr + offs_am(_, None) * stride_am + kk(None, _) * stride_ak,
                   (offs_am(_, None) < M) & (kk(None, _) < K), 0.0);
-    auto b = load(b_ptr + kk(_, None) * stride_bk + offs_bn(None, _) * stride_bn,
-                  (kk(_, None) < K) & (offs_bn(None, _) < N), 0.0);
+    auto b = B_KMAJOR ? trans(load(b_ptr + offs_bn(_, None) * stride_bn + kk(None, _) * stride_bk,
+                                   (offs_bn(_, None) < N) & (kk(None, _) < K), 0.0))
+                      : load(b_ptr + kk(_, None) * stride_bk + offs_bn(None, _) * stride_bn,
+                             (kk(_, None) < K) & (offs_bn(None, _) < N), 0.0);
     accumulator = dot(a, b, accumulator);
   }
   auto c = cast(accumulator, c_ptr.dtype());
@@ -65,19 +70,22 @@ void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int str
 }
 
 // The same product with tensor descriptors (Triton 3's tl.make_tensor_descriptor): the tiles are
-// read and C written a block at a time; on Hopper the loop's tiles are TMA copies.
+// read and C written a block at a time; on Hopper the loop's tiles are TMA copies. With
+// B_KMAJOR, b is stored [N, K].
 void matmul_descriptor_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int lda,
                               Int ldb, Int ldc, int BLOCK_M, int BLOCK_N, int BLOCK_K,
-                              int GROUP_M, int num_stages) {
+                              int GROUP_M, int num_stages, int B_KMAJOR) {
   auto [pid_m, pid_n] = swizzle2d(program_id(0) / cdiv(N, BLOCK_N), program_id(0) % cdiv(N, BLOCK_N),
                                   cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), GROUP_M);
   auto a_desc = make_tensor_descriptor(a_ptr, {M, K}, {lda, 1}, {BLOCK_M, BLOCK_K});
-  auto b_desc = make_tensor_descriptor(b_ptr, {K, N}, {ldb, 1}, {BLOCK_K, BLOCK_N});
+  auto b_desc = B_KMAJOR ? make_tensor_descriptor(b_ptr, {N, K}, {ldb, 1}, {BLOCK_N, BLOCK_K})
+                        : make_tensor_descriptor(b_ptr, {K, N}, {ldb, 1}, {BLOCK_K, BLOCK_N});
   auto c_desc = make_tensor_descriptor(c_ptr, {M, N}, {ldc, 1}, {BLOCK_M, BLOCK_N});
   auto accumulator = zeros({BLOCK_M, BLOCK_N}, float32);
-  for (auto k : range(0, K, BLOCK_K, num_stages))
-    accumulator = dot(a_desc.load({pid_m * BLOCK_M, k}), b_desc.load({k, pid_n * BLOCK_N}),
-                      accumulator);
+  for (auto k : range(0, K, BLOCK_K, num_stages)) {
+    auto b = B_KMAJOR ? trans(b_desc.load({pid_n * BLOCK_N, k})) : b_desc.load({k, pid_n * BLOCK_N});
+    accumulator = dot(a_desc.load({pid_m * BLOCK_M, k}), b, accumulator);
+  }
   c_desc.store({pid_m * BLOCK_M, pid_n * BLOCK_N}, cast(accumulator, c_ptr.dtype()));
 }
 
@@ -120,8 +128,8 @@ Options parseOptions(int argc, char **argv) {
       throw std::runtime_error("unknown option " + a + "\n" + kUsage);
     }
   }
-  if (o.dtype != "fp16" && o.dtype != "bf16")
-    throw std::runtime_error("--dtype takes fp16 or bf16, got " + o.dtype);
+  if (o.dtype != "fp16" && o.dtype != "bf16" && o.dtype != "fp8e4m3")
+    throw std::runtime_error("--dtype takes fp16, bf16 or fp8e4m3, got " + o.dtype);
   if (!dims.empty() && dims.size() != 3)
     throw std::runtime_error(std::string("give M N K, or nothing\n") + kUsage);
   if (dims.size() == 3) {
@@ -140,14 +148,25 @@ struct HostMatrix {
   std::vector<float> values;
 };
 
+bool isFp8(const std::string &dtype) { return dtype == "fp8e4m3"; }
+// C's dtype: bf16 for fp8 operands (as torch._scaled_mm's out_dtype), A's otherwise.
+std::string outDtype(const std::string &dtype) { return isFp8(dtype) ? "bf16" : dtype; }
+
 HostMatrix randomMatrix(int64_t n, const std::string &dtype, std::mt19937 &rng) {
   HostMatrix m;
-  m.raw.resize(size_t(n) * 2);
+  int bytes = isFp8(dtype) ? 1 : 2;
+  m.raw.resize(size_t(n) * size_t(bytes));
   m.values.resize(size_t(n));
   std::normal_distribution<float> dist(0.f, 1.f);
   for (int64_t i = 0; i < n; ++i) {
-    kernels::storeElement(dtype, dist(rng), m.raw.data() + i * 2);
-    m.values[size_t(i)] = kernels::loadElement(dtype, m.raw.data() + i * 2);
+    unsigned char *p = m.raw.data() + i * bytes;
+    if (isFp8(dtype)) {
+      *p = ir::toFp8(dist(rng), ir::ScalarKind::F8E4M3);
+      m.values[size_t(i)] = float(ir::fromFp8(*p, ir::ScalarKind::F8E4M3));
+    } else {
+      kernels::storeElement(dtype, dist(rng), p);
+      m.values[size_t(i)] = kernels::loadElement(dtype, p);
+    }
   }
   return m;
 }
@@ -157,17 +176,25 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
          const std::function<void()> &sync, bool time) {
   CompiledKernel &k = mm.compile(spec); // in the interpreter when interpreting() is set
   std::mt19937 rng(std::random_device{}());
+  // b is held [K, N], or [N, K] for fp8 (K-major): values[k * N + n] or values[n * K + k].
   HostMatrix a = randomMatrix(o.M * o.K, o.dtype, rng), b = randomMatrix(o.K * o.N, o.dtype, rng);
+  bool kMajor = isFp8(o.dtype);
+  std::string cType = outDtype(o.dtype);
   Buffer da(a.raw.size()), db(b.raw.size()), dc(size_t(o.M * o.N) * 2);
   da.upload(a.raw.data(), a.raw.size());
   db.upload(b.raw.data(), b.raw.size());
   dc.fill32(kernels::kPoisonBits);
   int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
   auto launch = [&] {
+    int32_t ldb = int32_t(kMajor ? o.K : o.N);
     if (o.descriptors)
       k.launch(grid, stream,
-               {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K),
-                int32_t(o.N), int32_t(o.N)});
+               {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), ldb,
+                int32_t(o.N)});
+    else if (kMajor) // b[k][n] at b + n * K + k
+      k.launch(grid, stream,
+               {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), 1, 1,
+                int32_t(o.K), int32_t(o.N), 1});
     else
       k.launch(grid, stream,
                {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), 1,
@@ -183,13 +210,14 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
     rows.push_back(r);
   rows.push_back(o.M - 1);
   int64_t bad = 0, checked = 0;
-  double tol = (o.dtype == "bf16" ? 8e-3 : 1e-3) * std::sqrt(double(o.K));
+  double tol = (cType == "bf16" ? 8e-3 : 1e-3) * std::sqrt(double(o.K));
   for (int64_t r : rows)
     for (int64_t n = 0; n < o.N; ++n) {
       double want = 0;
       for (int64_t kk = 0; kk < o.K; ++kk)
-        want += double(a.values[size_t(r * o.K + kk)]) * b.values[size_t(kk * o.N + n)];
-      double got = kernels::loadElement(o.dtype, raw.data() + (r * o.N + n) * 2);
+        want += double(a.values[size_t(r * o.K + kk)]) *
+                b.values[kMajor ? size_t(n * o.K + kk) : size_t(kk * o.N + n)];
+      double got = kernels::loadElement(cType, raw.data() + (r * o.N + n) * 2);
       ++checked;
       if (!(std::fabs(got - want) <= tol + 1e-2 * std::fabs(want)) && bad++ < 5)
         std::printf("  C[%lld, %lld] = %g, want %g\n", (long long)r, (long long)n, got, want);
@@ -237,27 +265,33 @@ int main(int argc, char **argv) {
           kernels::planMatmul(o.M, o.N, o.K, rt::Context::current().props().smCount);
       o.BM = p.blockM, o.BN = p.blockN, o.BK = p.blockK, o.warps = p.numWarps,
       o.stages = p.numStages;
+      if (isFp8(o.dtype) && o.K >= 2 * o.BK)
+        o.BK *= 2; // the same 128 bytes of K per row as the 16-bit plans
     }
     auto tutorial = kernel("matmul_kernel", matmul_kernel,
                            {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",
                             "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M",
-                            "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages"});
+                            "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "B_KMAJOR"});
     auto withDescriptors =
         kernel("matmul_descriptor_kernel", matmul_descriptor_kernel,
                {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "lda", "ldb", "ldc", "BLOCK_M",
-                "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages"});
+                "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "B_KMAJOR"});
     Kernel &mm = o.descriptors ? static_cast<Kernel &>(withDescriptors) : tutorial;
     // As Triton specializes its launch: 16-byte aligned pointers, integers divisible by 16
     // (":16") and unit strides (":1", so that the tiles' loads are 16-byte vectors).
-    std::string p = "*" + o.dtype + ":16";
+    std::string p = "*" + o.dtype + ":16", pc = "*" + outDtype(o.dtype) + ":16";
     auto div16 = [](int64_t v) { return std::string(v % 16 == 0 ? "i32:16" : "i32"); };
-    Specialization spec{.signature = {p, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
-                                      "i32:1", div16(o.N), "i32:1", div16(o.N), "i32:1"},
-                        .constexprs = {o.BM, o.BN, o.BK, 8, o.stages},
+    bool kMajor = isFp8(o.dtype);
+    Specialization spec{.signature = {pc, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
+                                      "i32:1", kMajor ? "i32:1" : div16(o.N),
+                                      kMajor ? div16(o.K) : "i32:1", div16(o.N), "i32:1"},
+                        .constexprs = {o.BM, o.BN, o.BK, 8, o.stages, kMajor ? 1 : 0},
                         .numWarps = o.warps};
+    if (kMajor)
+      spec.ptxVersion = 84; // fp8 on mma.sync (where wgmma does not take the tiles)
     if (o.descriptors)
-      spec.signature = {p, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K), div16(o.N),
-                        div16(o.N)};
+      spec.signature = {pc, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
+                        div16(kMajor ? o.K : o.N), div16(o.N)};
     // Hopper's tensor cores are fastest through wgmma, which only the architecture-specific
     // target sm_90a has (its code runs on sm_90 alone).
     spec.arch = !o.arch.empty() ? o.arch

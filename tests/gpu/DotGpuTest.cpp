@@ -113,6 +113,37 @@ TEST_F(DotGpuTest, WarpGroupMma) {
                              .arch = "sm_90a"});
 }
 
+// fp8, 8-bit integers and tf32 on wgmma (sm_90a), 32 bytes of K per instruction: b stored
+// [N, K] and read K-major from its ring, or stored [K, N] and staged transposed; edges masked;
+// fp8 into bf16 as torch._scaled_mm gives it.
+TEST_F(DotGpuTest, WarpGroupMmaOtherTypes) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "wgmma needs an sm_90 GPU, this one is "
+                 << rt::Context::current().props().arch();
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F8E4M3, .out = ScalarKind::BF16, .M = 300,
+                             .N = 520, .K = 1000, .BM = 128, .BN = 256, .BK = 128, .warps = 8,
+                             .stages = 4, .bColumns = true, .ptxVersion = 84, .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F8E5M2, .M = 200, .N = 136, .K = 300, .BM = 64,
+                             .BN = 128, .BK = 128, .warps = 4, .stages = 3, .ptxVersion = 84,
+                             .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::I8, .acc = ScalarKind::I32, .out = ScalarKind::I32,
+                             .M = 150, .N = 200, .K = 520, .BM = 128, .BN = 128, .BK = 128,
+                             .warps = 8, .stages = 3, .bColumns = true, .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::U8, .acc = ScalarKind::I32, .out = ScalarKind::I32,
+                             .M = 64, .N = 64, .K = 256, .BM = 64, .BN = 64, .BK = 128,
+                             .warps = 4, .stages = 2, .arch = "sm_90a"});
+  for (bool bColumns : {true, false})
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = ScalarKind::F32, .M = 130, .N = 200, .K = 150, .BM = 64,
+                               .BN = 64, .BK = 32, .warps = 4, .stages = 3,
+                               .bColumns = bColumns, .arch = "sm_90a"});
+}
+
 // The library's matmul (kernels/Matmul.h) on the planner's plans: 128 x 256 tiles on wgmma with
 // a fused bias and GELU, nn.Linear's [N, K] weights read in place with SiLU into fp32, the
 // small tiles of a small product, a decode shape on mma.sync, strided rows.

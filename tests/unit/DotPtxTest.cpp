@@ -82,6 +82,45 @@ TEST_F(DotPtxTest, TransposedBIsReadInPlace) {
   EXPECT_EQ(m.ptx.find(".trans"), std::string::npos);
 }
 
+// fp8, 8-bit integers and tf32 run on wgmma too, 32 bytes of K per instruction, b K-major:
+// read in place from the [N, K] tile under a trans, or staged transposed when b is [K, N].
+TEST_F(DotPtxTest, EightAndThirtyTwoBitOperandsRunOnWarpGroups) {
+  struct Want {
+    MatmulCase c;
+    const char *instruction;
+    size_t perIteration; // instructions per loop iteration
+    bool bFromRing;
+  };
+  for (const Want &w :
+       {Want{{.in = ScalarKind::F8E4M3, .BM = 128, .BN = 256, .BK = 128,
+              .warps = 8, .stages = 4, .bColumns = true, .ptxVersion = 84, .arch = "sm_90a"},
+             "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", 4, true},
+        Want{{.in = ScalarKind::F8E5M2, .BM = 64, .BN = 128, .BK = 128, .warps = 4,
+              .stages = 3, .ptxVersion = 84, .arch = "sm_90a"},
+             "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", 4, false},
+        Want{{.in = ScalarKind::I8, .acc = ScalarKind::I32, .out = ScalarKind::I32, .BM = 128,
+              .BN = 128, .BK = 128, .warps = 8, .stages = 3, .bColumns = true,
+              .arch = "sm_90a"},
+             "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8", 4, true},
+        Want{{.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 32, .warps = 4, .stages = 3,
+              .bColumns = true, .arch = "sm_90a"},
+             "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", 4, true}}) {
+    SCOPED_TRACE(w.c.str());
+    Artifacts a = compileCase(w.c);
+    EXPECT_EQ(count(a.ptx, w.instruction), w.perIteration) << a.ptx;
+    EXPECT_EQ(a.ptx.find("mma.sync"), std::string::npos);
+    EXPECT_NE(a.gir.find("ring_a = 1"), std::string::npos) << a.gir;
+    EXPECT_EQ(a.gir.find("ring_b = 1") != std::string::npos, w.bFromRing) << a.gir;
+    EXPECT_EQ(a.gir.find("b_k_major = 1") != std::string::npos, w.bFromRing) << a.gir;
+    expectAssembles(a, "sm_90a");
+  }
+  // tf32x3 stays on mma.sync.
+  Artifacts x3 = compileCase({.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 32, .warps = 4,
+                              .stages = 3, .precision = "tf32x3", .arch = "sm_90a"});
+  EXPECT_EQ(x3.ptx.find("wgmma"), std::string::npos);
+  EXPECT_NE(x3.ptx.find("mma.sync.aligned.m16n8k8"), std::string::npos);
+}
+
 TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
   // K tiles of 32 (half a swizzle panel), fp32 accumulation in fp16, and sm_90 (no wgmma).
   for (const MatmulCase &c :
