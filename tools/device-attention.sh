@@ -7,6 +7,8 @@
 # /tmp/tritium-attention).
 #
 # usage: bash tools/device-attention.sh            PEERS=path/peer_kernels.py bash tools/device-attention.sh
+#        DECODE=1 adds the decode runs (examples/attention --decode) and SKIP_FORWARD=1 leaves out
+#        the forward's.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-attention}
@@ -31,7 +33,7 @@ run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TF
   wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
   echo "tritium,$dt,${z}x${h}x${s}x${d},$*,${t:-FAILED},wrong=${wrong:-?}"
 }
-{
+[ "${SKIP_FORWARD:-0}" = 1 ] || {
   for dt in bf16 fp16; do
     for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128"; do
       # shellcheck disable=SC2086
@@ -43,7 +45,32 @@ run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TF
     run bf16 $s --causal
   done
 } > "$O/tritium.csv"
+# Decode (DECODE=1): one token per sequence, 32 query heads on 8 KV heads, head_dim 128,
+# contiguous and paged caches, against a copy of the cache's bytes.
+decode() { # Z S [options]: "decode,bf16,ZxS,options,ms,GB/s,copy GB/s,of copy,wrong"
+  local z=$1 s=$2
+  shift 2
+  local out
+  out=$("$B/attention" --decode --kv-heads=8 "$@" "$z" 32 "$s" 128 2>&1)
+  echo "$out" >> "$O/decode.log"
+  local t
+  t=$(echo "$out" | sed -n 's/^ *\([0-9.]*\) ms, \([0-9]*\) GB\/s, copy \([0-9]*\) GB\/s, \([0-9.]*\) of copy$/\1,\2,\3,\4/p')
+  local wrong
+  wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
+  echo "decode,bf16,${z}x${s},$*,${t:-FAILED},wrong=${wrong:-?}"
+}
+if [ "${DECODE:-0}" = 1 ]; then
+  {
+    for zs in "1 4096" "1 131072" "8 32768" "64 4096"; do
+      # shellcheck disable=SC2086
+      decode $zs
+      # shellcheck disable=SC2086
+      decode $zs --page=16
+    done
+  } > "$O/decode.csv"
+fi
 echo "--- tritium (dtype, Z x H x S x D, options, ms, TFLOP/s, wrong)"
 cat "$O/tritium.csv"
+[ -s "$O/decode.csv" ] && { echo "--- decode (Z x S, options, ms, GB/s, copy GB/s, of copy, wrong)"; cat "$O/decode.csv"; }
 [ -s "$O/peers.csv" ] && { echo "--- peers"; cat "$O/peers.csv"; }
 exit 0

@@ -2,9 +2,13 @@
 // library: softmax(Q K^T / sqrt(D)) V for [Z, H, S, D] tensors, the kernel written in the DSL
 // in kernels/Attention.cpp. On a GPU it checks sampled rows against a double-precision
 // reference and prints TFLOP/s (4 Z H S^2 D flops, halved when causal); without one (or with
-// TRITIUM_INTERPRET=1) it runs a small case in tritium's CPU interpreter.
+// TRITIUM_INTERPRET=1) it runs a small case in tritium's CPU interpreter. --decode runs the
+// library's decode attention instead (kernels/AttentionDecode.h, flash-decoding): one new
+// token per sequence against a KV cache of S positions, contiguous or paged, timed against a
+// copy of the cache's bytes.
 #include "frontend/Tritium.h"
 #include "kernels/Attention.h"
+#include "kernels/AttentionDecode.h"
 #include "kernels/HostDtype.h"
 
 #include <algorithm>
@@ -20,15 +24,21 @@ using namespace tritium;
 namespace {
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [Z H S D]
+       attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
+  --decode: one query token for each of Z sequences against a cache of S positions (default
+  8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
+  prints the time, the cache's bytes read per second and that rate over a copy's.
 )";
 
 struct Options {
   std::string dtype = "bf16";
   bool causal = false;
   int64_t Z = 0, H = 0, S = 0, D = 0, kvHeads = 0;
+  bool decode = false;
+  int64_t page = 0;
 };
 
 Options parse(int argc, char **argv) {
@@ -43,6 +53,10 @@ Options parse(int argc, char **argv) {
       o.dtype = a.substr(8);
     } else if (a == "--causal") {
       o.causal = true;
+    } else if (a == "--decode") {
+      o.decode = true;
+    } else if (a.rfind("--page=", 0) == 0) {
+      o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {
       o.kvHeads = std::atoll(a.c_str() + 11);
     } else if (!a.empty() && a[0] != '-') {
@@ -72,6 +86,23 @@ Tensor random(int64_t n, const std::string &dtype, std::mt19937 &rng) {
   std::normal_distribution<float> dist(0.f, 1.f);
   for (int64_t i = 0; i < n; ++i) {
     kernels::storeElement(dtype, dist(rng), t.raw.data() + i * 2);
+    t.values[size_t(i)] = kernels::loadElement(dtype, t.raw.data() + i * 2);
+  }
+  return t;
+}
+
+// Uniform values in [-2, 2) from splitmix64, for caches of a billion elements (a normal
+// distribution would take minutes to draw them).
+Tensor randomFast(int64_t n, const std::string &dtype, uint64_t seed) {
+  Tensor t;
+  t.raw.resize(size_t(n) * 2);
+  t.values.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    float x = float((z ^ (z >> 31)) >> 40) * (4.0f / 16777216.0f) - 2.0f;
+    kernels::storeElement(dtype, x, t.raw.data() + i * 2);
     t.values[size_t(i)] = kernels::loadElement(dtype, t.raw.data() + i * 2);
   }
   return t;
@@ -159,6 +190,109 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
   return bad == 0;
 }
 
+// The median of 25 timed runs of `f` after 5, each after an L2 flush.
+double medianMs(CUstream stream, const std::function<void()> &f) {
+  std::vector<float> ms;
+  for (int i = 0; i < 30; ++i) {
+    rt::l2Flush(stream);
+    rt::Event start, stop;
+    start.record(stream);
+    f();
+    stop.record(stream);
+    if (i >= 5)
+      ms.push_back(stop.msSince(start));
+  }
+  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Decode: Z sequences of S cached positions, one query token each; the cache paged in a
+// shuffled page order when o.page is given. Sequences 0 and Z - 1, heads 0 and H - 1 are
+// checked against double precision.
+template <typename Buffer>
+bool runDecode(const Options &o, CUstream stream, const std::function<void()> &sync, bool time) {
+  std::mt19937 rng(std::random_device{}());
+  int64_t G = o.kvHeads ? o.kvHeads : o.H, P = o.page ? o.page : o.S;
+  int64_t pagesPerSeq = (o.S + P - 1) / P, pages = o.Z * pagesPerSeq;
+  Tensor q = random(o.Z * o.H * o.D, o.dtype, rng), k = randomFast(pages * P * G * o.D, o.dtype, rng()),
+         v = randomFast(pages * P * G * o.D, o.dtype, rng());
+  std::vector<int32_t> table(static_cast<size_t>(pages));
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = int32_t(i);
+  std::shuffle(table.begin(), table.end(), rng);
+  Buffer dq(q.raw.size()), dk(k.raw.size()), dv(v.raw.size()), dout(q.raw.size()),
+      dtable(table.size() * 4);
+  dq.upload(q.raw.data(), q.raw.size());
+  dk.upload(k.raw.data(), k.raw.size());
+  dv.upload(v.raw.data(), v.raw.size());
+  dtable.upload(table.data(), table.size() * 4);
+  dout.fill32(kernels::kPoisonBits);
+  auto address = [](const Buffer &b) { return reinterpret_cast<void *>(uintptr_t(b.ptr())); };
+  kernels::AttentionDecodeArgs args{
+      .o = address(dout), .q = address(dq), .k = address(dk), .v = address(dv),
+      .blockTable = o.page ? static_cast<const int32_t *>(address(dtable)) : nullptr,
+      .pageSize = o.page, .maxPages = pagesPerSeq, .batch = o.Z, .heads = o.H, .kvHeads = G,
+      .seqQ = 1, .maxSeqKV = o.S, .headDim = o.D,
+      .dtype = o.dtype == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
+  int64_t workBytes = kernels::attentionDecodeWorkspaceBytes(args);
+  Buffer work(size_t(std::max<int64_t>(workBytes, 16)));
+  args.workspace = address(work);
+  args.workspaceBytes = workBytes;
+  kernels::attentionDecode(args, stream);
+  sync();
+  std::vector<unsigned char> raw(q.raw.size());
+  dout.download(raw.data(), raw.size());
+  auto cacheAt = [&](int64_t z, int64_t j, int64_t kh) {
+    int64_t page = o.page ? table[size_t(z * pagesPerSeq + j / P)] : z;
+    return size_t(((page * P + j % P) * G + kh) * o.D);
+  };
+  int64_t bad = 0, checked = 0;
+  double scale = 1.0 / std::sqrt(double(o.D));
+  std::vector<double> s(size_t(o.S));
+  for (int64_t z : {int64_t(0), o.Z - 1})
+    for (int64_t h : {int64_t(0), o.H - 1}) {
+      int64_t kh = h / (o.H / G);
+      const float *qi = &q.values[size_t((z * o.H + h) * o.D)];
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < o.S; ++j) {
+        double d = 0;
+        for (int64_t c = 0; c < o.D; ++c)
+          d += double(qi[c]) * k.values[cacheAt(z, j, kh) + size_t(c)];
+        s[size_t(j)] = d * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      for (int64_t j = 0; j < o.S; ++j)
+        sum += std::exp(s[size_t(j)] - mx);
+      for (int64_t c = 0; c < o.D; ++c) {
+        double want = 0;
+        for (int64_t j = 0; j < o.S; ++j)
+          want += std::exp(s[size_t(j)] - mx) / sum * v.values[cacheAt(z, j, kh) + size_t(c)];
+        double got = kernels::loadElement(o.dtype, raw.data() + ((z * o.H + h) * o.D + c) * 2);
+        ++checked;
+        if (!(std::fabs(got - want) <= 2e-2 * (1 + std::fabs(want))) && bad++ < 5)
+          std::printf("  O[%lld, %lld, %lld] = %g, want %g\n", (long long)z, (long long)h,
+                      (long long)c, got, want);
+      }
+    }
+  std::printf("decode %s %lld x %lld/%lld x %lld x %lld%s: %lld of %lld sampled elements wrong\n",
+              o.dtype.c_str(), (long long)o.Z, (long long)o.H, (long long)G, (long long)o.S,
+              (long long)o.D, o.page ? (" pages of " + std::to_string(o.page)).c_str() : "",
+              (long long)bad, (long long)checked);
+  if (time) {
+    double t = medianMs(stream, [&] { kernels::attentionDecode(args, stream); });
+    // The cache the decode reads (its used positions), and a copy of as many bytes.
+    size_t bytes = size_t(2 * o.Z * o.S * G * o.D * 2);
+    Buffer from(bytes), to(bytes);
+    double c = medianMs(stream, [&] {
+      TRITIUM_CU(cuMemcpyDtoDAsync(to.ptr(), from.ptr(), bytes, stream));
+    });
+    double rate = double(bytes) / (t * 1e6), copyRate = 2.0 * double(bytes) / (c * 1e6);
+    std::printf("  %.4f ms, %.0f GB/s, copy %.0f GB/s, %.2f of copy\n", t, rate, copyRate,
+                rate / copyRate);
+  }
+  return bad == 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -166,21 +300,30 @@ int main(int argc, char **argv) {
     Options o = parse(argc, argv);
     std::string why;
     bool gpu = !interpreting() && rt::Driver::available(&why);
-    if (o.Z == 0)
+    if (o.Z == 0 && o.decode)
+      o = gpu ? Options{o.dtype, false, 8, 32, 8192, 128, o.kvHeads ? o.kvHeads : 8, true, o.page}
+              : Options{o.dtype, false, 2, 8, 300, 64, o.kvHeads ? o.kvHeads : 2, true, o.page};
+    else if (o.Z == 0)
       o = gpu ? Options{o.dtype, o.causal, 4, 32, 4096, 128, o.kvHeads}
               : Options{o.dtype, o.causal, 1, 2, 100, 64, o.kvHeads};
+    auto runAny = [&](auto buffer, CUstream stream, const std::function<void()> &sync,
+                      bool time) {
+      using Buffer = decltype(buffer);
+      return o.decode ? runDecode<Buffer>(o, stream, sync, time)
+                      : run<Buffer>(o, stream, sync, time);
+    };
     if (!gpu) {
       if (!interpreting())
         std::printf("no usable GPU on this machine (%s): running in the interpreter.\n",
                     why.c_str());
       setInterpret(true);
-      bool ok = run<interpreter::HostBuffer>(o, nullptr, [] {}, false);
+      bool ok = runAny(interpreter::HostBuffer(16), nullptr, [] {}, false);
       std::printf(ok ? "all sampled results match the reference (interpreter)\n"
                      : "MISMATCH against the reference (interpreter)\n");
       return ok ? 0 : 1;
     }
     rt::Stream stream;
-    bool ok = run<rt::DeviceBuffer>(o, stream.get(), [&] { stream.sync(); }, true);
+    bool ok = runAny(rt::DeviceBuffer(16), stream.get(), [&] { stream.sync(); }, true);
     std::printf(ok ? "all sampled results match the reference\n"
                    : "MISMATCH against the reference\n");
     return ok ? 0 : 1;

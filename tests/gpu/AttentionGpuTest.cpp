@@ -4,6 +4,7 @@
 // blocks, both memory layouts, the log-sum-exp. Skips, saying so, without a GPU; the
 // interpreter twins run everywhere.
 #include "AttentionCases.h"
+#include "AttentionDecodeCases.h"
 #include "GpuTestSupport.h"
 
 #include "runtime/Device.h"
@@ -34,6 +35,25 @@ TEST_F(AttentionGpuTest, Forward) {
   checkAttention<DeviceBuffer>(stream().get(), sync,
                                {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 200, .seqKV = 70,
                                 .causal = true});
+}
+
+// Decode: contiguous and paged caches, split parts combined or one part per sequence, GQA
+// 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and thousands of positions.
+TEST_F(AttentionGpuTest, Decode) {
+  SKIP_WITHOUT_GPU();
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 4, .heads = 32, .kvHeads = 4, .headDim = 128,
+                             .seqLens = {4000, 1, 17, 2500}});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 3, .heads = 16, .kvHeads = 2, .seqQ = 4, .headDim = 128,
+                             .seqLens = {3000, 0, 700}, .pageSize = 16});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 8,
+                             .kvHeads = 8, .seqLens = {1500, 333}, .pageSize = 256,
+                             .splits = 1});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 1, .heads = 8, .kvHeads = 1, .seqQ = 2, .seqLens = {5000},
+                             .splits = 7, .causal = false});
 }
 
 } // namespace

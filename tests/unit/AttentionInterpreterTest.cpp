@@ -1,6 +1,8 @@
-// The library's attention forward in the interpreter (tests/AttentionCases.h): the twins of
-// tests/gpu/AttentionGpuTest.cpp, on shapes small enough for the CPU.
+// The library's attention forward and decode in the interpreter (tests/AttentionCases.h,
+// tests/AttentionDecodeCases.h): the twins of tests/gpu/AttentionGpuTest.cpp, on shapes small
+// enough for the CPU.
 #include "AttentionCases.h"
+#include "AttentionDecodeCases.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -50,6 +52,45 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
     EXPECT_NE(std::string(e.what()).find("head_dim must be 64 or 128, got 96"), std::string::npos)
         << e.what();
   }
+}
+
+TEST_F(AttentionInterpreterTest, Decode) {
+  // Split parts combined, GQA 8:1, an empty sequence beside one of 37 positions.
+  checkDecode<HostBuffer>(nullptr, sync, {.seqLens = {0, 37}, .splits = 3});
+  // Pages of 16 in a shuffled order, several speculative tokens, whole caches.
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.dtype = kernels::Dtype::fp16, .batch = 3, .heads = 4, .kvHeads = 2,
+                           .seqQ = 3, .headDim = 128, .seqLens = {1, 17, 70}, .pageSize = 16,
+                           .splits = 1});
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 1, .heads = 2, .kvHeads = 2, .seqQ = 2, .seqLens = {90},
+                           .pageSize = 32, .splits = 2, .causal = false});
+}
+
+TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
+  int32_t table = 0;
+  kernels::AttentionDecodeArgs a{.o = this, .q = this, .k = this, .v = this,
+                                 .blockTable = &table, .pageSize = 16, .maxPages = 2,
+                                 .heads = 8, .kvHeads = 2, .maxSeqKV = 1024, .headDim = 64};
+  auto expectError = [&](const std::string &want) {
+    try {
+      kernels::attentionDecode(a, nullptr);
+      ADD_FAILURE() << "no error for " << want;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  expectError("page_size x max_pages (32) is less than max_seq_kv (1024)");
+  a.maxPages = 64;
+  a.kvHeads = 3;
+  expectError("heads (8) must be a multiple of kv_heads (3)");
+  a.kvHeads = 2;
+  a.workspace = this;
+  a.workspaceBytes = 8;
+  expectError("workspace holds 8 bytes");
+  a.workspace = nullptr;
+  a.seqQ = 40;
+  expectError("heads / kv_heads x seq_q must be at most 128");
 }
 
 } // namespace

@@ -1,0 +1,278 @@
+// The library's decode attention (flash-decoding): a split kernel whose programs each read one
+// part of one sequence's cache for one KV head, with every query head of that head's group as
+// a row of the tile (so the cache is read once however many query heads share it), and a
+// combine kernel that weighs the parts by their log-sum-exps. Scores are scaled by
+// scale x log2(e) so that the running softmax uses exp2; the parts' log-sum-exps stay in log2
+// units.
+#include "kernels/AttentionDecode.h"
+
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
+#include "kernels/Arguments.h"
+#include "runtime/Device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tritium::kernels {
+
+using namespace tritium::dsl;
+
+namespace {
+
+// One program: part `split` (positions [split x chunk, + chunk)) of sequence b's cache, KV
+// head kvh. Row r of the tile is query head kvh x groups + r / seq_q, token r % seq_q; rows
+// past groups x seq_q are padding (the tensor cores take 16 rows at least). PAGED: position p
+// is in page block_table[b][p / page_size] at slot p % page_size; otherwise page b, slot p.
+// SPLIT: the part's output (normalized) and log2-sum-exp go to o_part and lse_part, row-major
+// [batch, heads, seq_q, splits(, D)]; otherwise the one part is the answer.
+void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Ptr k, Ptr v,
+                             Ptr seq_lens, Ptr block_table, Float qk_scale, Int seq_q,
+                             Int max_seq, Int heads, Int groups, Int chunk, Int splits, Int sqb,
+                             Int sqh, Int sqs, Int skp, Int sks, Int skh, Int svp, Int svs,
+                             Int svh, Int sob, Int soh, Int sos, Int page_size, Int bt_stride,
+                             int R, int BN, int D, int STAGES, int CAUSAL, int HAS_LSE,
+                             int PAGED, int HAS_LENS, int SPLIT) {
+  auto split = program_id(0);
+  auto bk = program_id(1);
+  auto kv_heads = heads / groups;
+  auto b = bk / kv_heads, kvh = bk % kv_heads;
+  auto r = arange(0, R);
+  auto t = r % seq_q;
+  auto h = kvh * groups + r / seq_q;
+  auto row_ok = r < groups * seq_q;
+  auto rd = arange(0, D);
+  Value len = HAS_LENS ? cast(load(seq_lens + b), int64) : Value(max_seq);
+  auto lo = split * chunk;
+  auto hi = minimum(len, lo + chunk);
+  auto q_tile = load(q + b * sqb + h(_, None) * sqh + t(_, None) * sqs + rd(None, _),
+                     row_ok(_, None), 0);
+  auto m_i = full({R}, -INFINITY, float32);
+  auto l_i = zeros({R}, float32);
+  auto acc = zeros({R, D}, float32);
+  // Causal: token t sees positions up to len - seq_q + t.
+  auto last = len - seq_q + t;
+  for (auto start : range(lo, hi, BN, STAGES)) {
+    auto pos = start + arange(0, BN);
+    auto in = pos < hi;
+    // Each position's row in the caches (elements, before the head).
+    Value k_row, v_row;
+    if (PAGED) {
+      auto page = cast(load(block_table + b * bt_stride + pos / page_size, in, 0), int64);
+      auto slot = pos % page_size;
+      k_row = page * skp + slot * sks;
+      v_row = page * svp + slot * svs;
+    } else {
+      k_row = b * skp + pos * sks;
+      v_row = b * svp + pos * svs;
+    }
+    auto k_tile = load(k + k_row(_, None) + kvh * skh + rd(None, _), in(_, None), 0);
+    auto v_tile = load(v + v_row(_, None) + kvh * svh + rd(None, _), in(_, None), 0);
+    auto s = dot(q_tile, trans(k_tile)) * qk_scale;
+    auto valid = in(None, _) & row_ok(_, None);
+    if (CAUSAL)
+      valid = valid & (pos(None, _) <= last(_, None));
+    s = where(valid, s, -INFINITY);
+    auto m_new = maximum(m_i, max(s, 1));
+    auto m_use = where(m_new == -INFINITY, 0.0, m_new);
+    auto p = exp2(s - m_use(_, None));
+    auto alpha = exp2(m_i - m_use);
+    l_i = l_i * alpha + sum(p, 1);
+    acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
+    m_i = m_new;
+  }
+  // A part (or a row) that saw no position gives zeros and a log-sum-exp of -inf.
+  auto l_safe = where(l_i == 0.0, 1.0, l_i);
+  auto out = acc / l_safe(_, None);
+  auto row = (b * heads + h) * seq_q + t; // [batch, heads, seq_q]
+  if (SPLIT) {
+    auto part = row * splits + split;
+    store(o_part + part(_, None) * D + rd(None, _), out, row_ok(_, None));
+    store(lse_part + part, m_i + log2(l_safe), row_ok);
+  } else {
+    store(o + b * sob + h(_, None) * soh + t(_, None) * sos + rd(None, _), cast(out, o.dtype()),
+          row_ok(_, None));
+    if (HAS_LSE)
+      store(lse + row, (m_i + log2(l_safe)) * 0.6931471805599453, row_ok);
+  }
+}
+
+// One program per (sequence, head, token): the parts weighed by 2^(lse_part - max).
+void attention_decode_combine_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Int seq_q,
+                                     Int heads, Int splits, Int sob, Int soh, Int sos, int S,
+                                     int D, int HAS_LSE) {
+  auto row = program_id(0);
+  auto t = row % seq_q, bh = row / seq_q;
+  auto b = bh / heads, h = bh % heads;
+  auto rs = arange(0, S);
+  auto rd = arange(0, D);
+  auto l = load(lse_part + row * splits + rs, rs < splits, -INFINITY);
+  auto m = max(l, 0);
+  auto m_use = where(m == -INFINITY, 0.0, m);
+  auto w = exp2(l - m_use);
+  auto total = sum(w, 0);
+  auto parts = load(o_part + (row * splits + rs(_, None)) * D + rd(None, _), rs(_, None) < splits,
+                    0.0);
+  auto out = sum(parts * w(_, None), 0) / where(total == 0.0, 1.0, total);
+  store(o + b * sob + h * soh + t * sos + rd, cast(out, o.dtype()));
+  if (HAS_LSE)
+    store(lse + row, (m + log2(total)) * 0.6931471805599453);
+}
+
+Kernel &decodeKernel() {
+  static auto k = kernel(
+      "attention_decode", attention_decode_kernel,
+      {"o", "lse", "o_part", "lse_part", "q", "k", "v", "seq_lens", "block_table", "qk_scale",
+       "seq_q", "max_seq", "heads", "groups", "chunk", "splits", "sqb", "sqh", "sqs", "skp", "sks",
+       "skh", "svp", "svs", "svh", "sob", "soh", "sos", "page_size", "bt_stride", "R", "BN", "D",
+       "STAGES", "CAUSAL", "HAS_LSE", "PAGED", "HAS_LENS", "SPLIT"});
+  return k;
+}
+
+Kernel &combineKernel() {
+  static auto k = kernel("attention_decode_combine", attention_decode_combine_kernel,
+                         {"o", "lse", "o_part", "lse_part", "seq_q", "heads", "splits", "sob",
+                          "soh", "sos", "S", "D", "HAS_LSE"});
+  return k;
+}
+
+int64_t nextPowerOfTwo(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+int64_t kvHeadsOf(const AttentionDecodeArgs &a) { return a.kvHeads ? a.kvHeads : a.heads; }
+
+// Parts per (sequence, KV head): enough programs for two per SM, each part at least 256
+// positions (fewer parts would not pay for the combine), at most 64.
+int64_t planSplits(const AttentionDecodeArgs &a, const AttentionDecodePlan &plan) {
+  if (plan.splits > 0)
+    return plan.splits;
+  int64_t programs = a.batch * kvHeadsOf(a);
+  int64_t sms = tritium::interpreting() ? 4 : rt::Context::current().props().smCount;
+  int64_t want = (2 * sms + programs - 1) / programs;
+  int64_t most = std::max<int64_t>(1, a.maxSeqKV / 256);
+  return std::clamp<int64_t>(want, 1, std::min<int64_t>(most, 64));
+}
+
+// The cache positions of one part: a multiple of the step.
+int64_t chunkOf(const AttentionDecodeArgs &a, int64_t splits, int blockN) {
+  int64_t chunk = (a.maxSeqKV + splits - 1) / splits;
+  return (chunk + blockN - 1) / blockN * blockN;
+}
+
+} // namespace
+
+int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &a, int splits) {
+  AttentionDecodePlan plan;
+  plan.splits = splits;
+  int64_t s = planSplits(a, plan);
+  if (s <= 1)
+    return 0;
+  return a.batch * a.heads * a.seqQ * s * (a.headDim + 1) * 4;
+}
+
+void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
+                     const AttentionDecodePlan *given) {
+  Arguments args("attentionDecode");
+  if (a.dtype == Dtype::fp32)
+    args.fail("dtype must be fp16 or bf16");
+  if (a.headDim != 64 && a.headDim != 128)
+    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  args.atLeast("batch", a.batch, 1);
+  args.atLeast("heads", a.heads, 1);
+  int64_t kvHeads = kvHeadsOf(a);
+  args.atLeast("kv_heads", kvHeads, 1);
+  if (a.heads % kvHeads != 0)
+    args.fail("heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
+              std::to_string(kvHeads) + ")");
+  args.atLeast("seq_q", a.seqQ, 1);
+  args.atLeast("max_seq_kv", a.maxSeqKV, 0);
+  int64_t groups = a.heads / kvHeads, D = a.headDim;
+  if (groups * a.seqQ > 128)
+    args.fail("heads / kv_heads x seq_q must be at most 128 (query rows of one KV head), got " +
+              std::to_string(groups * a.seqQ));
+  bool paged = a.blockTable != nullptr;
+  if (paged) {
+    args.atLeast("page_size", a.pageSize, 1);
+    args.atLeast("max_pages", a.maxPages, 1);
+    if (a.pageSize * a.maxPages < a.maxSeqKV)
+      args.fail("page_size x max_pages (" + std::to_string(a.pageSize * a.maxPages) +
+                ") is less than max_seq_kv (" + std::to_string(a.maxSeqKV) + ")");
+  }
+  KernelArg o = args.pointer("o", a.o), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
+            v = args.pointer("v", a.v);
+  KernelArg lse = a.lse ? args.pointer("lse", a.lse) : o;
+  KernelArg lens = a.seqLens ? args.pointer("seq_lens", a.seqLens) : o;
+  KernelArg table = paged ? args.pointer("block_table", a.blockTable) : o;
+  // Dense forms where no strides are given.
+  auto queryStrides = [&](const DecodeQueryStrides &s) {
+    return !s.batch && !s.head && !s.seq ? DecodeQueryStrides{a.seqQ * a.heads * D, D, a.heads * D}
+                                         : s;
+  };
+  int64_t pageRows = paged ? a.pageSize : a.maxSeqKV;
+  auto cacheStrides = [&](const DecodeCacheStrides &s, const char *name) {
+    DecodeCacheStrides d = !s.page && !s.seq && !s.head
+                               ? DecodeCacheStrides{pageRows * kvHeads * D, kvHeads * D, D}
+                               : s;
+    if (d.seq < D && d.head < D)
+      args.fail(std::string(name) + "'s position and head strides (" + std::to_string(d.seq) +
+                ", " + std::to_string(d.head) + ") are both less than head_dim " +
+                std::to_string(D));
+    return d;
+  };
+  DecodeQueryStrides qs = queryStrides(a.qStrides), os = queryStrides(a.oStrides);
+  DecodeCacheStrides ks = cacheStrides(a.kStrides, "k"), vs = cacheStrides(a.vStrides, "v");
+  if (a.batch * kvHeads > 65535)
+    args.fail("batch x kv_heads must be at most 65535, got " + std::to_string(a.batch * kvHeads));
+  AttentionDecodePlan plan = given ? *given : AttentionDecodePlan{};
+  args.planBlock(plan.blockN);
+  int64_t splits = a.workspace ? planSplits(a, plan) : 1;
+  int64_t need = splits > 1 ? attentionDecodeWorkspaceBytes(a, int(splits)) : 0;
+  if (need > a.workspaceBytes && splits > 1)
+    args.fail("workspace holds " + std::to_string(a.workspaceBytes) + " bytes, " +
+              std::to_string(need) + " needed (attentionDecodeWorkspaceBytes)");
+  KernelArg partO = o, partLse = o;
+  if (splits > 1) {
+    partO = args.pointer("workspace", a.workspace);
+    partLse = args.pointer("workspace", static_cast<char *>(a.workspace) +
+                                            a.batch * a.heads * a.seqQ * splits * D * 4);
+  }
+  int64_t chunk = chunkOf(a, splits, plan.blockN);
+  int64_t rows = std::max<int64_t>(16, nextPowerOfTwo(groups * a.seqQ));
+  float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
+  std::string t = "*" + dtypeName(a.dtype);
+  std::initializer_list<KernelArg> launchArgs = {
+      o,       lse,     partO,   partLse, q,       k,        v,         lens,
+      table,   scale * 1.4426950408889634f,       a.seqQ,   a.maxSeqKV, a.heads,
+      groups,  chunk,   splits,  qs.batch, qs.head, qs.seq,  ks.page,   ks.seq,
+      ks.head, vs.page, vs.seq,  vs.head, os.batch, os.head, os.seq,    paged ? a.pageSize : 1,
+      paged ? a.maxPages : 0};
+  Specialization spec{
+      .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
+                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
+      .constexprs = {rows, plan.blockN, D, plan.numStages, a.causal && a.seqQ > 1 ? 1 : 0,
+                     a.lse ? 1 : 0, paged ? 1 : 0, a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
+      .numWarps = plan.numWarps};
+  decodeKernel()
+      .compile(spec.specializedFor(launchArgs))
+      .launch(Grid3{splits, a.batch * kvHeads, 1}, stream, launchArgs);
+  if (splits <= 1)
+    return;
+  std::initializer_list<KernelArg> combineArgs = {o,       lse,     partO,   partLse, a.seqQ,
+                                                  a.heads, splits,  os.batch, os.head, os.seq};
+  Specialization cs{.signature = {t, "*fp32", "*fp32", "*fp32", "i64", "i64", "i64", "i64", "i64",
+                                  "i64"},
+                    .constexprs = {nextPowerOfTwo(splits), D, a.lse ? 1 : 0},
+                    .numWarps = 4};
+  combineKernel()
+      .compile(cs.specializedFor(combineArgs))
+      .launch(Grid3{a.batch * a.heads * a.seqQ, 1, 1}, stream, combineArgs);
+}
+
+} // namespace tritium::kernels
