@@ -55,8 +55,12 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   // Causal: token t sees positions up to len - seq_q + t.
   auto last = len - seq_q + t;
   for (auto start : range(lo, hi, BN, STAGES)) {
+    // The positions twice: as the tile's rows (addresses, masks of the loads) and as the
+    // scores' columns; one block in both roles would need a layout conversion inside the
+    // loop, which keeps the loads out of the pipeliner's rings.
     auto pos = start + arange(0, BN);
     auto in = pos < hi;
+    auto pos_col = start + arange(0, BN);
     // Each position's row in the caches (elements, before the head).
     Value k_row, v_row;
     if (PAGED) {
@@ -71,9 +75,9 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
     auto k_tile = load(k + k_row(_, None) + kvh * skh + rd(None, _), in(_, None), 0);
     auto v_tile = load(v + v_row(_, None) + kvh * svh + rd(None, _), in(_, None), 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale;
-    auto valid = in(None, _) & row_ok(_, None);
+    auto valid = (pos_col(None, _) < hi) & row_ok(_, None);
     if (CAUSAL)
-      valid = valid & (pos(None, _) <= last(_, None));
+      valid = valid & (pos_col(None, _) <= last(_, None));
     s = where(valid, s, -INFINITY);
     auto m_new = maximum(m_i, max(s, 1));
     auto m_use = where(m_new == -INFINITY, 0.0, m_new);
@@ -121,7 +125,9 @@ void attention_decode_combine_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, I
     store(lse + row, (m + log2(total)) * 0.6931471805599453);
 }
 
-Kernel &decodeKernel() {
+} // namespace
+
+Kernel &attentionDecodeKernel() {
   static auto k = kernel(
       "attention_decode", attention_decode_kernel,
       {"o", "lse", "o_part", "lse_part", "q", "k", "v", "seq_lens", "block_table", "qk_scale",
@@ -130,6 +136,8 @@ Kernel &decodeKernel() {
        "STAGES", "CAUSAL", "HAS_LSE", "PAGED", "HAS_LENS", "SPLIT"});
   return k;
 }
+
+namespace {
 
 Kernel &combineKernel() {
   static auto k = kernel("attention_decode_combine", attention_decode_combine_kernel,
@@ -147,14 +155,15 @@ int64_t nextPowerOfTwo(int64_t n) {
 
 int64_t kvHeadsOf(const AttentionDecodeArgs &a) { return a.kvHeads ? a.kvHeads : a.heads; }
 
-// Parts per (sequence, KV head): enough programs for two per SM, each part at least 256
-// positions (fewer parts would not pay for the combine), at most 64.
+// Parts per (sequence, KV head): as many as keep every program in one wave of two per SM (a
+// second, partial wave measured 0.68 of copy bandwidth where one wave gave 0.88), each part at
+// least 256 positions (fewer parts would not pay for the combine), at most 64.
 int64_t planSplits(const AttentionDecodeArgs &a, const AttentionDecodePlan &plan) {
   if (plan.splits > 0)
     return plan.splits;
   int64_t programs = a.batch * kvHeadsOf(a);
   int64_t sms = tritium::interpreting() ? 4 : rt::Context::current().props().smCount;
-  int64_t want = (2 * sms + programs - 1) / programs;
+  int64_t want = std::max<int64_t>(1, 2 * sms / programs);
   int64_t most = std::max<int64_t>(1, a.maxSeqKV / 256);
   return std::clamp<int64_t>(want, 1, std::min<int64_t>(most, 64));
 }
@@ -166,6 +175,12 @@ int64_t chunkOf(const AttentionDecodeArgs &a, int64_t splits, int blockN) {
 }
 
 } // namespace
+
+AttentionDecodePlan planAttentionDecode(bool paged) {
+  if (paged)
+    return {.blockN = 32, .numWarps = 8, .numStages = 3, .splits = 0};
+  return {.blockN = 64, .numWarps = 4, .numStages = 3, .splits = 0};
+}
 
 int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &a, int splits) {
   AttentionDecodePlan plan;
@@ -229,7 +244,7 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   DecodeCacheStrides ks = cacheStrides(a.kStrides, "k"), vs = cacheStrides(a.vStrides, "v");
   if (a.batch * kvHeads > 65535)
     args.fail("batch x kv_heads must be at most 65535, got " + std::to_string(a.batch * kvHeads));
-  AttentionDecodePlan plan = given ? *given : AttentionDecodePlan{};
+  AttentionDecodePlan plan = given ? *given : planAttentionDecode(paged);
   args.planBlock(plan.blockN);
   int64_t splits = a.workspace ? planSplits(a, plan) : 1;
   int64_t need = splits > 1 ? attentionDecodeWorkspaceBytes(a, int(splits)) : 0;
@@ -243,29 +258,24 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
                                             a.batch * a.heads * a.seqQ * splits * D * 4);
   }
   int64_t chunk = chunkOf(a, splits, plan.blockN);
-  int64_t rows = std::max<int64_t>(16, nextPowerOfTwo(groups * a.seqQ));
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
-  std::string t = "*" + dtypeName(a.dtype);
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,     partO,   partLse, q,       k,        v,         lens,
       table,   scale * 1.4426950408889634f,       a.seqQ,   a.maxSeqKV, a.heads,
       groups,  chunk,   splits,  qs.batch, qs.head, qs.seq,  ks.page,   ks.seq,
       ks.head, vs.page, vs.seq,  vs.head, os.batch, os.head, os.seq,    paged ? a.pageSize : 1,
       paged ? a.maxPages : 0};
-  Specialization spec{
-      .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
-                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
-      .constexprs = {rows, plan.blockN, D, plan.numStages, a.causal && a.seqQ > 1 ? 1 : 0,
-                     a.lse ? 1 : 0, paged ? 1 : 0, a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
-      .numWarps = plan.numWarps};
-  decodeKernel()
-      .compile(spec.specializedFor(launchArgs))
+  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
+  bool gpu = !tritium::interpreting();
+  std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  attentionDecodeKernel()
+      .compile(attentionDecodeSpecialization(a, plan, splits, arch).specializedFor(launchArgs))
       .launch(Grid3{splits, a.batch * kvHeads, 1}, stream, launchArgs);
   if (splits <= 1)
     return;
   std::initializer_list<KernelArg> combineArgs = {o,       lse,     partO,   partLse, a.seqQ,
                                                   a.heads, splits,  os.batch, os.head, os.seq};
+  std::string t = "*" + dtypeName(a.dtype);
   Specialization cs{.signature = {t, "*fp32", "*fp32", "*fp32", "i64", "i64", "i64", "i64", "i64",
                                   "i64"},
                     .constexprs = {nextPowerOfTwo(splits), D, a.lse ? 1 : 0},
@@ -273,6 +283,25 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   combineKernel()
       .compile(cs.specializedFor(combineArgs))
       .launch(Grid3{a.batch * a.heads * a.seqQ, 1, 1}, stream, combineArgs);
+}
+
+Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
+                                             const AttentionDecodePlan &plan, int64_t splits,
+                                             const std::string &arch) {
+  int64_t groups = a.heads / kvHeadsOf(a);
+  int64_t rows = std::max<int64_t>(16, nextPowerOfTwo(groups * a.seqQ));
+  std::string t = "*" + dtypeName(a.dtype);
+  Specialization spec{
+      .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
+                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
+      .constexprs = {rows, plan.blockN, a.headDim, plan.numStages,
+                     a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0, a.blockTable ? 1 : 0,
+                     a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
+      .numWarps = plan.numWarps};
+  if (!arch.empty())
+    spec.arch = arch;
+  return spec;
 }
 
 } // namespace tritium::kernels

@@ -61,6 +61,10 @@ struct AttentionDecodeArgs {
 struct AttentionDecodePlan {
   int blockN = 64, numWarps = 4, numStages = 3, splits = 0;
 };
+// The plan for a contiguous or a paged cache: a paged cache's rows depend on the block table
+// read in the loop, so its tiles are plain loads into registers (no cp.async ring), which fit
+// without spills on 8 warps and 32 positions a step.
+AttentionDecodePlan planAttentionDecode(bool paged);
 
 // Bytes of scratch the split parts of a decode with `args` need (fp32 partial outputs and
 // log-sum-exps) for `splits` parts (0: the planner's choice on the current GPU).
@@ -68,5 +72,12 @@ int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &args, int split
 
 void attentionDecode(const AttentionDecodeArgs &args, CUstream stream,
                      const AttentionDecodePlan *plan = nullptr);
+
+// The split kernel and the specialization a call with `args` in `splits` parts compiles (for
+// `arch`; "" keeps the default), for tools and tests that compile it without launching.
+Kernel &attentionDecodeKernel();
+Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &args,
+                                             const AttentionDecodePlan &plan, int64_t splits,
+                                             const std::string &arch = "");
 
 } // namespace tritium::kernels

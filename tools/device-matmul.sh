@@ -4,8 +4,8 @@
 # (examples/matmul) at the peers' shapes and a sweep of tile plans at 4096^3, and, when
 # PEERS=FILE names a peer script taking `matmul` (torch's cuBLAS and Triton's tutorial kernel
 # as CSV rows kernel,dtype,MxNxK,system,ms,,TFLOP/s), the peers at the same shapes in the same
-# run (fp8 e4m3 against torch._scaled_mm through the peer script's `fp8`). The table comes
-# last; the logs go to $OUT (or /tmp/tritium-matmul).
+# run (fp8 e4m3 against torch._scaled_mm, tools/peer_scaled_mm.py). The table comes last; the
+# logs go to $OUT (or /tmp/tritium-matmul).
 #
 # usage: bash tools/device-matmul.sh            PEERS=path/peer_kernels.py bash tools/device-matmul.sh
 #        TESTS=0 skips the GPU tests, SWEEP=0 the plan sweep (the default plans only).
@@ -19,7 +19,9 @@ export TRITIUM_CACHE_DIR=$cache LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRA
 
 # The peers first, so that a time limit cuts tritium's plan sweep, not them.
 if [ -n "${PEERS:-}" ]; then
-  python3 "$PEERS" matmul fp8 > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+  python3 "$PEERS" matmul > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+  # fp8: cuBLAS with and without fast accumulation (tritium's wgmma sums fp8 as the fast one).
+  python3 tools/peer_scaled_mm.py >> "$O/peers.csv" 2>> "$O/peers.log" || echo "fp8 peers exited with $?"
 fi
 if [ "${TESTS:-1}" = 1 ]; then
   "$B/tritium_tests" --gtest_filter='Dot*' > "$O/dot-tests.log" 2>&1
