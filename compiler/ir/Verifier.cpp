@@ -107,9 +107,21 @@ private:
                       in->str());
       return;
     }
-    case OpKind::Broadcast: case OpKind::Scan:
+    case OpKind::Broadcast:
       allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
       return;
+    case OpKind::Scan: {
+      allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
+      // The register scan walks a line as reps x warps x lanes x run (LayoutMap::spread).
+      const Layout *in = layoutOf(op.operand(0));
+      if (!in)
+        return;
+      LayoutMap map(*in, op.operand(0)->type().shape());
+      if (!map.spreadsExactly(map.rootDim(int(op.intAttr("axis")))))
+        fail(&op, "a scan's layout must cover its axis evenly (the extent a multiple of the "
+                  "tile, or a power of two below it), not " + in->str());
+      return;
+    }
     case OpKind::Dot: // the operands go through shared memory; the accumulator stays put
       same(op.operand(2), op.result(), "dot's accumulator and result share one layout");
       return;
@@ -471,6 +483,11 @@ private:
              "reduce and scan take N blocks, give N results and have a combine region");
       int64_t axis = op.intAttr("axis");
       expect(op, ty(0).isBlock() && axis >= 0 && axis < ty(0).rank(), "reduce axis out of range");
+      if (op.hasAttr("reverse")) {
+        const int64_t *reverse = std::get_if<int64_t>(&op.attr("reverse"));
+        expect(op, op.kind() == OpKind::Scan && reverse && (*reverse == 0 || *reverse == 1),
+               "a scan's reverse is 0 or 1 (reduce has none)");
+      }
       auto shape = ty(0).shape();
       if (op.kind() == OpKind::Reduce)
         shape.erase(shape.begin() + axis);
