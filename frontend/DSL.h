@@ -470,6 +470,19 @@ Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = L
 // Converts to another element type (float32 or "fp32", ...), keeping the shape.
 Value cast(const Operand &x, DType dtype, Loc loc = Loc::current());
 
+// Triton's tl.inline_asm_elementwise: PTX run element by element over `args` (blocks and
+// scalars broadcast to one shape; literals are i32 or f32 scalars), giving a block of `dtype`,
+// or one per dtype. Each asm call takes `pack` elements (a power of two) of every argument and
+// result: narrow ones packed into 32-bit registers, 8-bit ones four to a register, 16-bit ones
+// two. `constraints` lists the outputs' registers then the inputs' ("=r,r,r"), named $0, $1 ...
+// in the asm. An asm that is not `is_pure` is never removed, merged or moved out of loops. The
+// GPU runs it; the interpreter cannot (a UserError at this line).
+Value inline_asm_elementwise(const std::string &asm_text, const std::string &constraints,
+                             const std::vector<Operand> &args, DType dtype, bool is_pure, int pack,
+                             Loc loc = Loc::current());
+Group inline_asm_elementwise(const std::string &asm_text, const std::string &constraints,
+                             const std::vector<Operand> &args, const std::vector<DType> &dtypes,
+                             bool is_pure, int pack, Loc loc = Loc::current());
 
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).

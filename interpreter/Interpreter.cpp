@@ -392,6 +392,12 @@ void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector
     throw UserError("interpreting '" + fn.name() + "': the grid of " + std::to_string(grid) +
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
+  // PTX runs on the GPU only; said before any program runs, whichever branch holds the asm.
+  if (const ir::Op *asmOp = ir::findFirst(fn.body(), ir::OpKind::InlineAsm))
+    userError("interpreting '" + fn.name() + "': inline_asm_elementwise runs PTX, which only a "
+              "GPU can run; the interpreter cannot run this kernel (run it on a GPU, or keep "
+              "the asm behind a C++ switch the interpreted specialization leaves off)",
+              asmOp->loc());
   if (ir::findFirst(fn.body(), ir::OpKind::GridSync)) {
     if (clusterSize > 1 || grid3[1] != 1 || grid3[2] != 1)
       throw UserError("interpreting '" + fn.name() +

@@ -132,6 +132,7 @@ bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
 bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
 bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
+bool lowerInlineAsm(Lowering &l, const ir::Op &op);      // inline_asm
 bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
 // wgmma.wait_group 0 with the accumulators passing through it (LowerDot.cpp): the values it
 // returns are the ones to read, so that no read of them moves above the wait.

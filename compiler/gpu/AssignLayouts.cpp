@@ -669,7 +669,9 @@ private:
       chosen = preferred(op.result(), loc);
     for (unsigned i = 0; i < op.numOperands(); ++i)
       require(op, i, *chosen);
-    setResult(*chosen);
+    for (auto &r : op.results()) // an inline_asm's results share it
+      if (r->type().isBlock())
+        r->setLayout(*chosen);
   }
 
   ir::Function &fn_;

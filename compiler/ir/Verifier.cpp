@@ -5,6 +5,7 @@
 
 #include "compiler/ir/CacheHints.h"
 #include "compiler/ir/DotRules.h"
+#include "compiler/ir/InlineAsmRules.h"
 #include "compiler/ir/Printer.h"
 
 #include <algorithm>
@@ -216,7 +217,8 @@ private:
                     op.kind() == OpKind::GridDepLaunchDependents || op.kind() == OpKind::GridSync;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
                       op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
-                      op.kind() == OpKind::Scan || op.kind() == OpKind::Split;
+                      op.kind() == OpKind::Scan || op.kind() == OpKind::Split ||
+                      op.kind() == OpKind::InlineAsm;
     if (!anyResults)
       expect(op, op.numResults() == (noResult ? 0u : 1u),
              noResult ? "this op gives no result" : "this op gives one result");
@@ -319,6 +321,32 @@ private:
       for (unsigned i = 0; i < n; ++i)
         expect(op, ty(i) == res() && (res().isFloat() || (mathAcceptsIntegers(*fn) && res().isInt())),
                "math operands must have the result's (float) type");
+      break;
+    }
+    case OpKind::InlineAsm: {
+      auto isString = [&](const char *name) {
+        return op.hasAttr(name) && std::holds_alternative<std::string>(op.attr(name));
+      };
+      auto isInt = [&](const char *name) {
+        return op.hasAttr(name) && std::holds_alternative<int64_t>(op.attr(name));
+      };
+      expect(op, isString("asm") && isString("constraints") && isInt("pack") && isInt("pure") &&
+                     (op.intAttr("pure") == 0 || op.intAttr("pure") == 1),
+             "inline_asm needs {asm, constraints} strings, {pack} and {pure = 0|1}");
+      expect(op, n >= 1 && op.numResults() >= 1, "inline_asm takes operands and gives results");
+      std::vector<Type> args, results;
+      for (unsigned i = 0; i < n; ++i) {
+        expect(op, ty(i).shape() == ty(0).shape(), "inline_asm's operands have one shape");
+        args.push_back(ty(i).element());
+      }
+      for (auto &r : op.results()) {
+        expect(op, r->type().shape() == ty(0).shape(),
+               "inline_asm's results have its operands' shape");
+        results.push_back(r->type().element());
+      }
+      std::string why = asmError(op.strAttr("asm"), op.strAttr("constraints"), args, results,
+                                 op.intAttr("pack"));
+      expect(op, why.empty(), "inline_asm: " + why);
       break;
     }
     case OpKind::Cast:
