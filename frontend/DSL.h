@@ -431,14 +431,16 @@ Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)
 Group reduce(const Group &xs, int axis, const std::function<Group(const Group &, const Group &)> &combine,
              Loc loc = Loc::current());
 // Inclusive scans along an axis (Triton's tl.cumsum, tl.cumprod, tl.associative_scan): element
-// i is the combination of elements 0 .. i; the shape is kept. combine must be associative.
-Value cumsum(const Operand &x, int axis, Loc loc = Loc::current());
-Value cumprod(const Operand &x, int axis, Loc loc = Loc::current());
+// i is the combination of elements 0 .. i; the shape is kept. combine must be associative; it
+// takes the accumulated elements first. With `reverse` (Triton's reverse=True) element i is the
+// combination of elements i .. n-1, accumulated from the end.
+Value cumsum(const Operand &x, int axis, bool reverse = false, Loc loc = Loc::current());
+Value cumprod(const Operand &x, int axis, bool reverse = false, Loc loc = Loc::current());
 Value associative_scan(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,
-                       Loc loc = Loc::current());
+                       bool reverse = false, Loc loc = Loc::current());
 Group associative_scan(const Group &xs, int axis,
                        const std::function<Group(const Group &, const Group &)> &combine,
-                       Loc loc = Loc::current());
+                       bool reverse = false, Loc loc = Loc::current());
 
 // Elementwise math on floats (16-bit floats compute in f32, as Triton does); docs/DSL.md gives
 // each function's accuracy. abs also takes integers.
@@ -467,6 +469,20 @@ Value minimum(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value where(const Operand &cond, const Operand &a, const Operand &b, Loc loc = Loc::current());
 // Converts to another element type (float32 or "fp32", ...), keeping the shape.
 Value cast(const Operand &x, DType dtype, Loc loc = Loc::current());
+
+// Triton's tl.inline_asm_elementwise: PTX run element by element over `args` (blocks and
+// scalars broadcast to one shape; literals are i32 or f32 scalars), giving a block of `dtype`,
+// or one per dtype. Each asm call takes `pack` elements (a power of two) of every argument and
+// result: narrow ones packed into 32-bit registers, 8-bit ones four to a register, 16-bit ones
+// two. `constraints` lists the outputs' registers then the inputs' ("=r,r,r"), named $0, $1 ...
+// in the asm. An asm that is not `is_pure` is never removed, merged or moved out of loops. The
+// GPU runs it; the interpreter cannot (a UserError at this line).
+Value inline_asm_elementwise(const std::string &asm_text, const std::string &constraints,
+                             const std::vector<Operand> &args, DType dtype, bool is_pure, int pack,
+                             Loc loc = Loc::current());
+Group inline_asm_elementwise(const std::string &asm_text, const std::string &constraints,
+                             const std::vector<Operand> &args, const std::vector<DType> &dtypes,
+                             bool is_pure, int pack, Loc loc = Loc::current());
 
 // range(start, end, step, num_stages): a device loop, written as a C++ range-for whose body is
 // traced once. `break` and `return` inside it are not supported (the trace reports them).

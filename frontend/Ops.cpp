@@ -497,7 +497,7 @@ static Value reduce(OpKind kind, const char *what, const Operand &x, int axis,
 // region with scalar arguments.
 static Group combineOp(OpKind kind, const char *what, const Group &xs, int axis,
                        const std::function<Group(const Group &, const Group &)> &combine,
-                       Loc l) {
+                       Loc l, bool reverse = false) {
   SourceLoc loc(l);
   Tracer &t = Tracer::current(loc);
   auto &b = t.builder();
@@ -530,6 +530,8 @@ static Group combineOp(OpKind kind, const char *what, const Group &xs, int axis,
   }
   ir::Op *op = b.create(kind, operands, results, loc);
   op->setAttr("axis", int64_t(axis));
+  if (reverse)
+    op->setAttr("reverse", int64_t(1));
   ir::Block *region = op->createRegion();
   Group a, c;
   for (ir::Value *v : operands)
@@ -573,22 +575,23 @@ Group reduce(const Group &xs, int axis,
 
 Group associative_scan(const Group &xs, int axis,
                        const std::function<Group(const Group &, const Group &)> &combine,
-                       Loc l) {
-  return combineOp(OpKind::Scan, "associative_scan", xs, axis, combine, l);
+                       bool reverse, Loc l) {
+  return combineOp(OpKind::Scan, "associative_scan", xs, axis, combine, l, reverse);
 }
 
 Value associative_scan(const Operand &x, int axis,
-                       const std::function<Value(Value, Value)> &combine, Loc l) {
+                       const std::function<Value(Value, Value)> &combine, bool reverse, Loc l) {
   ir::Value *v = requireValue(x, "associative_scan's input", SourceLoc(l));
   return associative_scan(Group{Value(v)}, axis,
                           [&](const Group &a, const Group &c) {
                             return Group{combine(a[0], c[0])};
                           },
-                          l)[0];
+                          reverse, l)[0];
 }
 
 // cumsum and cumprod accumulate 8- and 16-bit integers in 32 bits, as sum does.
-static Value cumulative(const Operand &x, int axis, bool product, const char *what, Loc l) {
+static Value cumulative(const Operand &x, int axis, bool reverse, bool product, const char *what,
+                        Loc l) {
   SourceLoc loc(l);
   ir::Value *v = requireValue(x, (std::string(what) + "'s input").c_str(), loc);
   if (!v->type().isBlock() || v->type().isPtr() || v->type().isBool())
@@ -596,12 +599,15 @@ static Value cumulative(const Operand &x, int axis, bool product, const char *wh
   if (v->type().isInt() && ir::bitWidth(v->type().kind()) < 32)
     v = convert(builder(loc), v, v->type().isUnsigned() ? ScalarKind::U32 : ScalarKind::I32, loc);
   return associative_scan(Operand(Value(v), l), axis,
-                          [product](Value a, Value c) { return product ? a * c : a + c; }, l);
+                          [product](Value a, Value c) { return product ? a * c : a + c; },
+                          reverse, l);
 }
 
-Value cumsum(const Operand &x, int axis, Loc l) { return cumulative(x, axis, false, "cumsum", l); }
-Value cumprod(const Operand &x, int axis, Loc l) {
-  return cumulative(x, axis, true, "cumprod", l);
+Value cumsum(const Operand &x, int axis, bool reverse, Loc l) {
+  return cumulative(x, axis, reverse, false, "cumsum", l);
+}
+Value cumprod(const Operand &x, int axis, bool reverse, Loc l) {
+  return cumulative(x, axis, reverse, true, "cumprod", l);
 }
 
 Value reduce(const Operand &x, int axis, const std::function<Value(Value, Value)> &combine,

@@ -210,7 +210,8 @@ private:
       m_.at(op.result(i)) = std::move(results[i]);
   }
 
-  // An inclusive scan: along the axis, element j is combine(element j - 1's result, element j).
+  // An inclusive scan: along the axis, element j is combine(element j - 1's result, element j);
+  // reversed ({reverse = 1}), combine(element j + 1's result, element j) from the last one.
   void execScan(const ir::Op &op) {
     const ir::Type &t = op.operand(0)->type();
     const ir::Block &combine = *op.region(0);
@@ -228,10 +229,12 @@ private:
       else
         into.i.assign(1, results[i].i[at]);
     };
+    bool reverse = op.hasAttr("reverse") && op.intAttr("reverse");
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t in = 0; in < inner; ++in)
-        for (int64_t j = 1; j < len; ++j) {
-          size_t prev = size_t((o * len + j - 1) * inner + in), at = size_t((o * len + j) * inner + in);
+        for (int64_t step = 1; step < len; ++step) {
+          int64_t j = reverse ? len - 1 - step : step, before = reverse ? j + 1 : j - 1;
+          size_t prev = size_t((o * len + before) * inner + in), at = size_t((o * len + j) * inner + in);
           for (unsigned i = 0; i < n; ++i) {
             element(i, prev, m_.at(combine.argument(i)));
             element(i, at, m_.at(combine.argument(i + n)));
@@ -389,6 +392,12 @@ void run(const ir::Function &fn, std::array<int64_t, 3> grid3, const std::vector
     throw UserError("interpreting '" + fn.name() + "': the grid of " + std::to_string(grid) +
                     " programs is not a multiple of the cluster size " +
                     std::to_string(clusterSize));
+  // PTX runs on the GPU only; said before any program runs, whichever branch holds the asm.
+  if (const ir::Op *asmOp = ir::findFirst(fn.body(), ir::OpKind::InlineAsm))
+    userError("interpreting '" + fn.name() + "': inline_asm_elementwise runs PTX, which only a "
+              "GPU can run; the interpreter cannot run this kernel (run it on a GPU, or keep "
+              "the asm behind a C++ switch the interpreted specialization leaves off)",
+              asmOp->loc());
   if (ir::findFirst(fn.body(), ir::OpKind::GridSync)) {
     if (clusterSize > 1 || grid3[1] != 1 || grid3[2] != 1)
       throw UserError("interpreting '" + fn.name() +

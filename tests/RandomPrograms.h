@@ -1,10 +1,11 @@
 // Random well-typed kernels, generated at trace time from a seed (a compile-time parameter), so
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
-// broadcasts across ranks, reductions and scans on random axes brought back by expand_dims,
-// masks and where, casts through fp16 and integers, integer bit operations, transposes, dots,
-// flips and sorts, range loops with carried blocks, if_ on runtime scalars and atomics. The same
-// program runs in the interpreter and on the GPU (tests/gpu/RandomProgramGpuTest.cpp,
-// tools/random_programs.cpp) and their outputs are compared; any failure prints its seed.
+// broadcasts across ranks, reductions and scans (forward and reversed) on random axes,
+// reductions brought back by expand_dims, masks and where, casts through fp16 and integers,
+// integer bit operations, transposes, dots, flips and sorts, range loops with carried blocks,
+// if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
+// (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
+// compared; any failure prints its seed.
 #pragma once
 
 #include "frontend/Tritium.h"
@@ -87,7 +88,7 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     case 4: r = cast(cast(a, float16), float32); break;
     case 5: r = expand_dims(sum(a, axis), axis) + b; break;
     case 6: r = expand_dims(max(a, axis), axis) - b; break;
-    case 7: r = cumsum(a, axis) * 0.125; break;
+    case 7: r = cumsum(a, axis, /*reverse=*/pick(2) == 1) * 0.125; break;
     case 8: r = abs(a) + floor(pool[1] * 4.0); break;
     case 9: r = sqrt_rn(abs(a) + 1.0); break;
     case 10: {

@@ -227,7 +227,7 @@ void AxisAnalysis::visit(const ir::Op &op) {
     break;
   default:
     // Pure elementwise ops keep the runs of equal values their operands share.
-    if (ir::trait(op.kind()) == ir::OpTrait::Pure && ir::isElementwise(op.kind())) {
+    if (ir::trait(op) == ir::OpTrait::Pure && ir::isElementwise(op.kind())) {
       perDim([&](size_t d) {
         int64_t c = extent(res, int(d));
         for (ir::Value *v : op.operands())

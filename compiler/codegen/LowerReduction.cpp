@@ -10,8 +10,6 @@
 // orders every thread's reads of the old partials before any warp's write of new ones.
 #include "compiler/codegen/Lowering.h"
 
-#include <llvm/IR/IntrinsicsNVPTX.h>
-
 #include <limits>
 #include <optional>
 
@@ -61,32 +59,6 @@ struct Combiner {
 };
 
 } // namespace
-
-// shfl.sync.bfly over 32-bit lanes; 64-bit values travel as two halves, narrower ones widened.
-llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset) {
-  auto &b = l.b;
-  llvm::Value *mask = b.getInt32(-1), *off = b.getInt32(offset), *clamp = b.getInt32(0x1f);
-  llvm::Type *t = v->getType();
-  if (t->isFloatTy())
-    return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {}, {mask, v, off, clamp});
-  if (t->isIntegerTy(32))
-    return l.intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {}, {mask, v, off, clamp});
-  if (t->isHalfTy() || t->isBFloatTy())
-    return b.CreateBitCast(shuffleXor(l, b.CreateBitCast(v, b.getInt16Ty()), offset), t);
-  if (t->isPointerTy())
-    return b.CreateIntToPtr(shuffleXor(l, b.CreatePtrToInt(v, b.getInt64Ty()), offset), t);
-  if (t->isIntegerTy(8) || t->isIntegerTy(16) || t->isIntegerTy(1)) // travel as 32 bits
-    return b.CreateTrunc(shuffleXor(l, b.CreateZExt(v, b.getInt32Ty()), offset), t);
-  if (t->isIntegerTy(64)) {
-    llvm::Value *lo = b.CreateTrunc(v, b.getInt32Ty());
-    llvm::Value *hi = b.CreateTrunc(b.CreateLShr(v, 32), b.getInt32Ty());
-    lo = shuffleXor(l, lo, offset);
-    hi = shuffleXor(l, hi, offset);
-    return b.CreateOr(b.CreateZExt(lo, t), b.CreateShl(b.CreateZExt(hi, t), 32));
-  }
-  internalError("shuffle of an unsupported type");
-}
-
 
 bool isReduction(ir::OpKind k) {
   return k == ir::OpKind::ReduceMax || k == ir::OpKind::ReduceMin || k == ir::OpKind::ReduceSum;

@@ -149,7 +149,7 @@ private:
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
                !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
-               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerDot(l_, *op) &&
+               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }

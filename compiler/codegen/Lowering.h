@@ -132,11 +132,17 @@ bool lowerMath(Lowering &l, const ir::Op &op);   // the math op's functions
 bool lowerAtomic(Lowering &l, const ir::Op &op); // atomic_rmw, atomic_cas, barrier
 bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine region
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
+bool lowerInlineAsm(Lowering &l, const ir::Op &op);      // inline_asm
 bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
 // wgmma.wait_group 0 with the accumulators passing through it (LowerDot.cpp): the values it
 // returns are the ones to read, so that no read of them moves above the wait.
 Elements wgmmaWait(Lowering &l, const Elements &acc);
-// shfl.sync.bfly of any element type between lanes `offset` apart (LowerReduction.cpp).
+// shfl.sync of any element type (Shuffle.cpp): from the lane `laneOrDelta` away by xor, below,
+// above, or from lane `laneOrDelta` itself; lanes whose source would leave the warp keep their
+// own value (up and down).
+enum class Shuffle { Xor, Up, Down, Index };
+llvm::Value *shuffle(Lowering &l, llvm::Value *v, Shuffle mode, llvm::Value *laneOrDelta);
+// shfl.sync.bfly between lanes `offset` apart.
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank

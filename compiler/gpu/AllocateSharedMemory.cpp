@@ -1,7 +1,8 @@
 // Shared-memory allocation (GIR): dot's staged operands (smem_offset, smem_b; 1024-byte
 // aligned, none for operands a ring will likely bring in), two banks of one scratch slot per
-// result element and warp
-// along the axis for each cross-warp reduction (LowerReduction.cpp alternates them), a staging
+// result element and warp along the axis for each cross-warp reduction (LowerReduction.cpp
+// alternates them), two banks of warp totals for each scan with several warps along its axis
+// (LowerScan.cpp shares the reductions' alternation), a staging
 // buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
 // per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
 // alternates the banks), plus one mbarrier per bank that counts the bytes the peers' writes bring
@@ -21,6 +22,17 @@ namespace tritium {
 
 int64_t reduceSlotBytes(const ir::Type &t) {
   return t.isPtr() ? 8 : std::max(4, ir::bitWidth(t.kind()) / 8);
+}
+
+int64_t scanTotalSlots(const ir::Op &scan) {
+  const ir::Value *in = scan.operand(0);
+  ir::LayoutMap map(*in->layout(), in->type().shape());
+  int64_t axis = scan.intAttr("axis");
+  ir::LayoutMap::Spread sp = map.spread(map.rootDim(int(axis)));
+  if (sp.warps == 1)
+    return 0;
+  int64_t lines = in->type().numElements() / in->type().shape()[size_t(axis)];
+  return lines * sp.reps * sp.warps;
 }
 
 int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize) {
@@ -90,8 +102,8 @@ static bool transMayFeedDotFromRing(
 static std::string sharedMemoryAdvice(const ir::Op &op) {
   switch (op.kind()) {
   case ir::OpKind::Scan:
-    return "a scan stages its whole block in shared memory today: scan a smaller block (a loop "
-           "over pieces of the axis, carrying the running total), or fewer blocks at once";
+    return "a scan keeps one total per line, repetition and warp along its axis: put fewer "
+           "warps along the axis, or scan a smaller block";
   case ir::OpKind::ConvertLayout:
   case ir::OpKind::Reshape:
   case ir::OpKind::Trans:
@@ -149,12 +161,14 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
       return;
     }
     if (op.kind() == ir::OpKind::Scan) {
-      // Each component's rows (the axis innermost), then one total per thread (LowerScan.cpp).
-      offset = (offset + 15) / 16 * 16;
+      // Each component's two banks of warp totals, one region after another.
+      int64_t perBank = scanTotalSlots(op);
+      if (!perBank)
+        return;
+      offset = (offset + 7) / 8 * 8;
       op.setAttr("smem_offset", offset);
-      int64_t threads = 32 * int64_t(numWarps);
       for (auto &r : op.results())
-        offset += (r->type().numElements() + threads) * reduceSlotBytes(r->type());
+        offset += 2 * perBank * reduceSlotBytes(r->type());
       return;
     }
     if (op.kind() == ir::OpKind::Reduce) {

@@ -552,9 +552,16 @@ private:
       setResult(target);
       return;
     }
-    case OpKind::Scan: { // through shared memory: the operands' layout in and out
-      const ir::Layout l = *op.operand(0)->layout();
-      for (unsigned i = 1; i < op.numOperands(); ++i)
+    case OpKind::Scan: {
+      // In registers, in the operands' layout, where it covers the axis evenly (every layout
+      // blockedFor makes does); else the operands are converted to the default.
+      ir::Layout l = *op.operand(0)->layout();
+      const ir::Type &t = op.operand(0)->type();
+      ir::LayoutMap map(l, t.shape());
+      if (!map.spreadsExactly(map.rootDim(int(op.intAttr("axis")))))
+        l = blockedFor(t.shape(), t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8),
+                       defaultOrder(t.rank()));
+      for (unsigned i = 0; i < op.numOperands(); ++i)
         require(op, i, l);
       for (auto &r : op.results())
         r->setLayout(l);
@@ -662,7 +669,9 @@ private:
       chosen = preferred(op.result(), loc);
     for (unsigned i = 0; i < op.numOperands(); ++i)
       require(op, i, *chosen);
-    setResult(*chosen);
+    for (auto &r : op.results()) // an inline_asm's results share it
+      if (r->type().isBlock())
+        r->setLayout(*chosen);
   }
 
   ir::Function &fn_;

@@ -41,6 +41,11 @@ int64_t dotStagedRow(int64_t K, int bytes);
 // takes in shared memory (at least 4: 16-bit values travel as 32).
 int64_t reduceSlotBytes(const ir::Type &t);
 
+// Slots per bank of a scan's shared buffer of warp totals, [line][rep][warp] (LowerScan.cpp),
+// each of reduceSlotBytes per component, two banks: 0 when at most one warp lies along the axis
+// (the totals then move by shuffles).
+int64_t scanTotalSlots(const ir::Op &scan);
+
 // Elements in each program's strip of a cluster reduction of a block (reduceSlotBytes each):
 // ceil(n / clusterSize), rounded up to a multiple of 4 so that a strip is whole 16-byte copies.
 int64_t clusterBlockStrip(const ir::Type &t, int64_t clusterSize);

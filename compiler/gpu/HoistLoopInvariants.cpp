@@ -38,7 +38,7 @@ void hoistIn(ir::Block &block) {
     ir::Block &body = *op.body();
     for (auto b = body.ops().begin(); b != body.ops().end();) {
       ir::Op &candidate = **b;
-      bool invariant = ir::trait(candidate.kind()) == ir::OpTrait::Pure &&
+      bool invariant = ir::trait(candidate) == ir::OpTrait::Pure &&
                        candidate.numRegions() == 0 && candidate.numResults() > 0;
       for (const ir::Value *o : candidate.operands())
         invariant = invariant && !definedInside(o, body);

@@ -13,7 +13,7 @@ namespace tritium {
 void markConstantRuns(ir::Function &fn) {
   AxisAnalysis axes(fn);
   ir::walk(fn.body(), [&](ir::Op &op) {
-    if (op.numResults() != 1 || ir::trait(op.kind()) != ir::OpTrait::Pure)
+    if (op.numResults() != 1 || ir::trait(op) != ir::OpTrait::Pure)
       return;
     // Constants and splats are one value already; an arange is never constant.
     if (op.kind() == ir::OpKind::Constant || op.kind() == ir::OpKind::Splat ||

@@ -47,7 +47,7 @@ bool isElementwise(OpKind k) {
   case OpKind::Minimum: case OpKind::Maximum: case OpKind::And: case OpKind::Or:
   case OpKind::Xor: case OpKind::Shl: case OpKind::Shr: case OpKind::Not: case OpKind::UMulHi:
   case OpKind::Bitcast: case OpKind::Hint: case OpKind::Cmp: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Cast:
-  case OpKind::AddPtr: case OpKind::Math:
+  case OpKind::AddPtr: case OpKind::Math: case OpKind::InlineAsm:
     return true;
   default:
     return false;
@@ -149,6 +149,13 @@ const Attr &Op::attr(const std::string &name) const {
     if (n == name)
       return v;
   internalError(std::string("op '") + this->name() + "' has no attribute '" + name + "'");
+}
+
+OpTrait trait(const Op &op) {
+  if (op.kind() == OpKind::InlineAsm && op.hasAttr("pure"))
+    if (const int64_t *pure = std::get_if<int64_t>(&op.attr("pure")); pure && *pure == 1)
+      return OpTrait::Pure;
+  return trait(op.kind());
 }
 
 int64_t Op::intAttr(const std::string &name) const {

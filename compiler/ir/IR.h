@@ -30,6 +30,8 @@ OpTrait trait(OpKind k);
 std::optional<OpKind> parseMnemonic(const std::string &s);
 
 class Op;
+// An op's trait: its kind's, except an inline_asm marked {pure = 1}, which is Pure.
+OpTrait trait(const Op &op);
 class Block;
 
 // An SSA value: the result of an op, or an argument of a block (kernel arguments, loop

@@ -134,6 +134,23 @@ int64_t LayoutMap::run(int d) const {
   return std::min<int64_t>(root_.sizePerThread()[size_t(d)], rootShape_[size_t(d)]);
 }
 
+LayoutMap::Spread LayoutMap::spread(int d) const {
+  int64_t extent = rootShape_[size_t(d)], s = run(d);
+  int64_t tpw = root_.threadsPerWarp()[size_t(d)], wpc = root_.warpsPerCTA()[size_t(d)];
+  int64_t lanes = std::clamp<int64_t>(extent / s, 1, tpw);
+  int64_t warps = std::clamp<int64_t>(extent / (s * lanes), 1, wpc);
+  return {s, lanes, warps, regs_[size_t(d)] / s};
+}
+
+bool LayoutMap::spreadsExactly(int d) const {
+  int64_t extent = rootShape_[size_t(d)], tile = root_.tile(d);
+  if (extent % tile == 0)
+    return true;
+  auto pow2 = [](int64_t v) { return std::has_single_bit(uint64_t(v)); };
+  return extent < tile && pow2(extent) && pow2(root_.sizePerThread()[size_t(d)]) &&
+         pow2(root_.threadsPerWarp()[size_t(d)]) && pow2(root_.warpsPerCTA()[size_t(d)]);
+}
+
 std::vector<int64_t> LayoutMap::registerIndex(int64_t k) const {
   std::vector<int64_t> index(regs_.size());
   for (int d : root_.order()) {

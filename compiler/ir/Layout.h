@@ -108,6 +108,19 @@ public:
   int64_t laneStride(int d) const { return laneStride_[size_t(d)]; }
   int64_t warpStride(int d) const { return warpStride_[size_t(d)]; }
 
+  // How the distinct elements of a line along root dim d lie: `reps` repetitions of `warps`
+  // warps of `lanes` lanes of `run` consecutive registers, the run fastest, so that position
+  // ((rep * warps + warp) * lanes + lane) * run + j holds register rep * run + j of the lane
+  // and warp whose coordinates along d are taken modulo `lanes` and `warps` (the others hold
+  // copies). Exact only where spreadsExactly(d).
+  struct Spread {
+    int64_t run, lanes, warps, reps;
+  };
+  Spread spread(int d) const;
+  // Whether spread(d) places each element once up to copies: the extent is a multiple of the
+  // tile, or a power of two smaller than it with power-of-two fields (threads wrap evenly).
+  bool spreadsExactly(int d) const;
+
 private:
   Layout root_;
   std::vector<int64_t> rootShape_, regs_, laneStride_, warpStride_;

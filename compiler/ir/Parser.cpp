@@ -424,12 +424,21 @@ private:
     skip();
     if (cur() == '"') {
       advance();
-      size_t start = pos_;
-      while (pos_ < s_.size() && cur() != '"' && cur() != '\n')
+      std::string v; // \n, \t, \" and \\ as the printer escapes them
+      while (pos_ < s_.size() && cur() != '"' && cur() != '\n') {
+        if (cur() == '\\') {
+          advance();
+          char c = pos_ < s_.size() ? cur() : 0;
+          if (c != 'n' && c != 't' && c != '"' && c != '\\')
+            fail("unknown escape in a string: write \\n, \\t, \\\" or \\\\");
+          v += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        } else {
+          v += cur();
+        }
         advance();
+      }
       if (cur() != '"')
         fail("unterminated string");
-      std::string v = s_.substr(start, pos_ - start);
       advance();
       return v;
     }

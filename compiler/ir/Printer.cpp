@@ -12,8 +12,13 @@ namespace tritium::ir {
 std::string formatAttr(const Attr &a) {
   if (auto *i = std::get_if<int64_t>(&a))
     return std::to_string(*i);
-  if (auto *s = std::get_if<std::string>(&a))
-    return "\"" + *s + "\"";
+  if (auto *s = std::get_if<std::string>(&a)) {
+    // One line, parsed back by Parser.cpp: an inline asm's newlines and quotes escaped.
+    std::string out = "\"";
+    for (char c : *s)
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : std::string(1, c);
+    return out + "\"";
+  }
   double d = std::get<double>(a);
   if (std::isnan(d))
     return "nan";

@@ -5,6 +5,7 @@
 
 #include "compiler/ir/CacheHints.h"
 #include "compiler/ir/DotRules.h"
+#include "compiler/ir/InlineAsmRules.h"
 #include "compiler/ir/Printer.h"
 
 #include <algorithm>
@@ -107,9 +108,21 @@ private:
                       in->str());
       return;
     }
-    case OpKind::Broadcast: case OpKind::Scan:
+    case OpKind::Broadcast:
       allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
       return;
+    case OpKind::Scan: {
+      allOperandsAndResults(op.operand(0), std::string(op.name()) + " keeps its layout");
+      // The register scan walks a line as reps x warps x lanes x run (LayoutMap::spread).
+      const Layout *in = layoutOf(op.operand(0));
+      if (!in)
+        return;
+      LayoutMap map(*in, op.operand(0)->type().shape());
+      if (!map.spreadsExactly(map.rootDim(int(op.intAttr("axis")))))
+        fail(&op, "a scan's layout must cover its axis evenly (the extent a multiple of the "
+                  "tile, or a power of two below it), not " + in->str());
+      return;
+    }
     case OpKind::Dot: // the operands go through shared memory; the accumulator stays put
       same(op.operand(2), op.result(), "dot's accumulator and result share one layout");
       return;
@@ -204,7 +217,8 @@ private:
                     op.kind() == OpKind::GridDepLaunchDependents || op.kind() == OpKind::GridSync;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
                       op.kind() == OpKind::While || op.kind() == OpKind::Reduce ||
-                      op.kind() == OpKind::Scan || op.kind() == OpKind::Split;
+                      op.kind() == OpKind::Scan || op.kind() == OpKind::Split ||
+                      op.kind() == OpKind::InlineAsm;
     if (!anyResults)
       expect(op, op.numResults() == (noResult ? 0u : 1u),
              noResult ? "this op gives no result" : "this op gives one result");
@@ -307,6 +321,32 @@ private:
       for (unsigned i = 0; i < n; ++i)
         expect(op, ty(i) == res() && (res().isFloat() || (mathAcceptsIntegers(*fn) && res().isInt())),
                "math operands must have the result's (float) type");
+      break;
+    }
+    case OpKind::InlineAsm: {
+      auto isString = [&](const char *name) {
+        return op.hasAttr(name) && std::holds_alternative<std::string>(op.attr(name));
+      };
+      auto isInt = [&](const char *name) {
+        return op.hasAttr(name) && std::holds_alternative<int64_t>(op.attr(name));
+      };
+      expect(op, isString("asm") && isString("constraints") && isInt("pack") && isInt("pure") &&
+                     (op.intAttr("pure") == 0 || op.intAttr("pure") == 1),
+             "inline_asm needs {asm, constraints} strings, {pack} and {pure = 0|1}");
+      expect(op, n >= 1 && op.numResults() >= 1, "inline_asm takes operands and gives results");
+      std::vector<Type> args, results;
+      for (unsigned i = 0; i < n; ++i) {
+        expect(op, ty(i).shape() == ty(0).shape(), "inline_asm's operands have one shape");
+        args.push_back(ty(i).element());
+      }
+      for (auto &r : op.results()) {
+        expect(op, r->type().shape() == ty(0).shape(),
+               "inline_asm's results have its operands' shape");
+        results.push_back(r->type().element());
+      }
+      std::string why = asmError(op.strAttr("asm"), op.strAttr("constraints"), args, results,
+                                 op.intAttr("pack"));
+      expect(op, why.empty(), "inline_asm: " + why);
       break;
     }
     case OpKind::Cast:
@@ -471,6 +511,11 @@ private:
              "reduce and scan take N blocks, give N results and have a combine region");
       int64_t axis = op.intAttr("axis");
       expect(op, ty(0).isBlock() && axis >= 0 && axis < ty(0).rank(), "reduce axis out of range");
+      if (op.hasAttr("reverse")) {
+        const int64_t *reverse = std::get_if<int64_t>(&op.attr("reverse"));
+        expect(op, op.kind() == OpKind::Scan && reverse && (*reverse == 0 || *reverse == 1),
+               "a scan's reverse is 0 or 1 (reduce has none)");
+      }
       auto shape = ty(0).shape();
       if (op.kind() == OpKind::Reduce)
         shape.erase(shape.begin() + axis);

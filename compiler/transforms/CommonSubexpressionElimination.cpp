@@ -40,7 +40,7 @@ public:
           run(*op->region(r), scope);
         continue;
       }
-      if (ir::trait(op->kind()) != ir::OpTrait::Pure || op->numResults() == 0)
+      if (ir::trait(*op) != ir::OpTrait::Pure || op->numResults() == 0)
         continue;
       std::string key = signatureOf(*op);
       auto [it, inserted] = scope.emplace(key, op.get());

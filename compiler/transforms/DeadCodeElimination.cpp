@@ -21,7 +21,7 @@ static bool sweep(ir::Block &block, const std::unordered_set<const ir::Value *> 
     ir::Op &op = **it;
     for (unsigned r = 0; r < op.numRegions(); ++r)
       changed |= sweep(*op.region(r), used);
-    bool removable = ir::trait(op.kind()) != ir::OpTrait::Effect;
+    bool removable = ir::trait(op) != ir::OpTrait::Effect;
     for (auto &r : op.results())
       removable = removable && !used.count(r.get());
     if (removable) {

@@ -853,17 +853,17 @@ TEST_F(DslErrorTest, DotMisuse) {
   expectUserError([] { traceKernel(dotOfRankOne); }, {"dot takes blocks of rank 2 or 3"});
 }
 
-// The kernel of the report: cumsum along the rows of a [16, 2048] fp32 block and of an i32
-// one. Its scans stage both blocks in shared memory, more than a CTA may have: the error names
-// the line of the scan with the largest buffer (the first of two equal ones) and says what to
-// change, at compile time, not at the launch.
-void twoLargeScans(Ptr out, Ptr in, Int n, int BLOCK) {
+// Two [16, 2048] blocks (fp32, and the same values as i32) transposed through shared memory,
+// more than a CTA may have: the error names the line of the transpose with the largest buffer
+// (the first of two equal ones) and says what to change, at compile time, not at the launch.
+void twoLargeTransposes(Ptr out, Ptr in, Int n, int BLOCK) {
   auto r = dsl::arange(0, 16), c = dsl::arange(0, 2048);
   auto offs = r(dsl::_, dsl::None) * 2048 + c(dsl::None, dsl::_);
+  auto offsT = c(dsl::_, dsl::None) * 16 + r(dsl::None, dsl::_);
   auto x = dsl::load(in + offs);
-  gLine = __LINE__; dsl::store(out + offs, dsl::cumsum(x, 1));
-  auto counts = dsl::cumsum(dsl::cast(x, dsl::int32), 1);
-  dsl::store(out + offs, dsl::cast(counts, dsl::float32));
+  gLine = __LINE__; dsl::store(out + offsT, dsl::trans(x));
+  auto counts = dsl::trans(dsl::cast(x, dsl::int32));
+  dsl::store(out + offsT, dsl::cast(counts, dsl::float32));
 }
 
 void swizzleOfFloats(Ptr out, Ptr in, Int n, int BLOCK) {
@@ -956,10 +956,10 @@ TEST_F(DslErrorTest, SortFamilyRefusesWrongShapesAndTypes) {
 TEST_F(DslErrorTest, SharedMemoryOverflowNamesTheOp) {
   expectUserError(
       [] {
-        tritium::kernel("bad_kernel", twoLargeScans, kNames).compileTo(spec(), Stage::GIR);
+        tritium::kernel("bad_kernel", twoLargeTransposes, kNames).compileTo(spec(), Stage::GIR);
       },
       {"kernel 'bad_kernel' needs", "bytes of shared memory, more than the 232448 a CTA may have",
-       "131584 bytes, goes to this scan of block<16x2048xf32>", "scan a smaller block"});
+       "goes to this trans of block<16x2048xf32>", "passes through shared memory"});
 }
 
 // "i32:1": an integer specialized as 1 (a unit stride). The kernel sees the constant; a launch
