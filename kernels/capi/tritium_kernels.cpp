@@ -2,6 +2,8 @@
 // exception into -1 and a message kept per thread.
 #include "kernels/capi/tritium_kernels.h"
 
+#include "kernels/Attention.h"
+#include "kernels/AttentionDecode.h"
 #include "kernels/Autotuner.h"
 #include "kernels/CrossEntropy.h"
 #include "kernels/Elementwise.h"
@@ -59,6 +61,64 @@ int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const vo
             .activation = Activation(activation), .in = toDtype(in_dtype),
             .out = toDtype(out_dtype)},
            toStream(stream));
+  });
+}
+
+int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, const void *k,
+                              const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
+                              int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                              const int64_t q_strides[3], const int64_t k_strides[3],
+                              const int64_t v_strides[3], const int64_t o_strides[3],
+                              int causal, float scale, void *stream) {
+  return guarded([&] {
+    auto strides = [](const int64_t *s) {
+      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
+    };
+    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
+                      .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
+                      .headDim = head_dim, .qStrides = strides(q_strides),
+                      .kStrides = strides(k_strides), .vStrides = strides(v_strides),
+                      .oStrides = strides(o_strides), .causal = causal != 0, .scale = scale,
+                      .dtype = toDtype(dtype)},
+                     toStream(stream));
+  });
+}
+
+int64_t tritium_attention_decode_workspace(int64_t batch, int64_t heads, int64_t kv_heads,
+                                           int64_t seq_q, int64_t max_seq_kv, int64_t head_dim) {
+  int64_t bytes = -1;
+  guarded([&] {
+    bytes = attentionDecodeWorkspaceBytes({.batch = batch, .heads = heads, .kvHeads = kv_heads,
+                                           .seqQ = seq_q, .maxSeqKV = max_seq_kv,
+                                           .headDim = head_dim});
+  });
+  return bytes;
+}
+
+int tritium_attention_decode(int dtype, void *o, float *lse, const void *q, const void *k,
+                             const void *v, const int32_t *seq_lens, const int32_t *block_table,
+                             int64_t page_size, int64_t max_pages, int64_t batch, int64_t heads,
+                             int64_t kv_heads, int64_t seq_q, int64_t max_seq_kv,
+                             int64_t head_dim, const int64_t q_strides[3],
+                             const int64_t o_strides[3], const int64_t k_strides[3],
+                             const int64_t v_strides[3], int causal, float scale,
+                             void *workspace, int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    auto query = [](const int64_t *s) {
+      return s ? DecodeQueryStrides{s[0], s[1], s[2]} : DecodeQueryStrides{};
+    };
+    auto cache = [](const int64_t *s) {
+      return s ? DecodeCacheStrides{s[0], s[1], s[2]} : DecodeCacheStrides{};
+    };
+    attentionDecode({.o = o, .lse = lse, .q = q, .k = k, .v = v, .seqLens = seq_lens,
+                     .blockTable = block_table, .pageSize = page_size, .maxPages = max_pages,
+                     .batch = batch, .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q,
+                     .maxSeqKV = max_seq_kv, .headDim = head_dim, .qStrides = query(q_strides),
+                     .oStrides = query(o_strides), .kStrides = cache(k_strides),
+                     .vStrides = cache(v_strides), .causal = causal != 0, .scale = scale,
+                     .dtype = toDtype(dtype), .workspace = workspace,
+                     .workspaceBytes = workspace_bytes},
+                    toStream(stream));
   });
 }
 

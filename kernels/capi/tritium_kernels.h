@@ -63,6 +63,33 @@ int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const vo
                    const void *bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                    int64_t ldc, int b_transposed, int activation, void *stream);
 
+/* Attention forward (kernels/Attention.h): softmax(scale Q K^T) V. q and o are [batch, heads,
+ * seq_q, head_dim], k and v [batch, kv_heads, seq_kv, head_dim], each through its strides
+ * (elements, {batch, head, seq}; all three 0: dense); lse may be NULL, else fp32 [batch, heads,
+ * seq_q]; scale 0 means 1 / sqrt(head_dim); dtype 1 (fp16) or 2 (bf16). */
+int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, const void *k,
+                              const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
+                              int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                              const int64_t q_strides[3], const int64_t k_strides[3],
+                              const int64_t v_strides[3], const int64_t o_strides[3],
+                              int causal, float scale, void *stream);
+
+/* Decode attention (kernels/AttentionDecode.h, flash-decoding): q and o [batch, seq_q, heads,
+ * head_dim] through {batch, head, seq} strides; the K and V caches through {page, seq, head}
+ * strides, contiguous (block_table NULL) or paged (block_table int32 [batch, max_pages]);
+ * seq_lens int32 [batch] or NULL (max_seq_kv for all); strides of NULL mean dense; workspace
+ * of tritium_attention_decode_workspace() bytes, or NULL for one part per sequence. */
+int64_t tritium_attention_decode_workspace(int64_t batch, int64_t heads, int64_t kv_heads,
+                                           int64_t seq_q, int64_t max_seq_kv, int64_t head_dim);
+int tritium_attention_decode(int dtype, void *o, float *lse, const void *q, const void *k,
+                             const void *v, const int32_t *seq_lens, const int32_t *block_table,
+                             int64_t page_size, int64_t max_pages, int64_t batch, int64_t heads,
+                             int64_t kv_heads, int64_t seq_q, int64_t max_seq_kv,
+                             int64_t head_dim, const int64_t q_strides[3],
+                             const int64_t o_strides[3], const int64_t k_strides[3],
+                             const int64_t v_strides[3], int causal, float scale,
+                             void *workspace, int64_t workspace_bytes, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /* A C program against the kernel library's C interface (tritium::kernels_c, installed as
    libtritium_kernels_c.so): a null output or input is refused with a message, before anything
-   runs. */
+   runs, for the elementwise, matmul and attention entries. */
 #include <tritium/kernels/capi/tritium_kernels.h>
 
 #include <stdio.h>
@@ -17,5 +17,17 @@ int main(void) {
   error = tritium_last_error();
   int matmulOk = rc != 0 && strstr(error, "matmul: b is null") != NULL;
   printf("%s: tritium_matmul without b returns %d: %s\n", matmulOk ? "ok" : "FAILED", rc, error);
-  return ok && matmulOk ? 0 : 1;
+  rc = tritium_attention_forward(2, &b, NULL, &b, NULL, &b, 1, 8, 3, 16, 16, 64, NULL, NULL,
+                                 NULL, NULL, 0, 0.f, NULL);
+  error = tritium_last_error();
+  int forwardOk = rc != 0 && strstr(error, "heads (8) must be a multiple of kv_heads (3)") != NULL;
+  printf("%s: tritium_attention_forward with 8 heads on 3 returns %d: %s\n",
+         forwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_attention_decode(2, &b, NULL, &b, &b, &b, NULL, NULL, 0, 0, 1, 8, 2, 1, 64, 96,
+                                NULL, NULL, NULL, NULL, 1, 0.f, NULL, 0, NULL);
+  error = tritium_last_error();
+  int decodeOk = rc != 0 && strstr(error, "head_dim must be 64 or 128, got 96") != NULL;
+  printf("%s: tritium_attention_decode with head_dim 96 returns %d: %s\n",
+         decodeOk ? "ok" : "FAILED", rc, error);
+  return ok && matmulOk && forwardOk && decodeOk ? 0 : 1;
 }
