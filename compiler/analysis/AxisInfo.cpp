@@ -3,6 +3,8 @@
 // by dimension; shape changes move, insert or drop dimensions.
 #include "compiler/analysis/AxisInfo.h"
 
+#include "compiler/analysis/AffineCarries.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -76,6 +78,29 @@ AxisAnalysis::AxisAnalysis(const ir::Function &fn) {
     info_[arg.get()].constancy.assign(size_t(rankOf(arg.get())), 1);
   }
   ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) { visit(op); });
+  // A carried value that advances by a loop-invariant step (AffineCarries.h) is init + k x
+  // step: what init and step share holds for it. Its step is usually made inside the body, so
+  // this second look comes after the first walk, and the body is walked again with it known.
+  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
+    std::vector<AffineCarry> carries = affineCarries(op);
+    if (carries.empty())
+      return;
+    for (const AffineCarry &c : carries) {
+      const ir::Value *arg = op.body()->argument(c.arg);
+      AxisInfo init = get(op.operand(2 + c.arg)), step = get(c.step);
+      int64_t scale = arg->type().isPtr() ? elementBytes(arg->type()) : 1;
+      AxisInfo r = AxisInfo::unknown(rankOf(arg));
+      for (size_t d = 0; d < size_t(r.rank()); ++d) {
+        size_t sd = step.rank() == r.rank() ? d : 0;
+        r.contiguity[d] = std::gcd(init.contiguity[d], step.constancy[sd]);
+        r.divisibility[d] = std::gcd(init.divisibility[d],
+                                     std::min(kUnbounded, step.elementDivisibility() * scale));
+        r.constancy[d] = std::gcd(init.constancy[d], step.constancy[sd]);
+      }
+      info_[arg] = r;
+    }
+    ir::walk(*op.body(), [&](ir::Op &inner) { visit(inner); });
+  });
 }
 
 AxisInfo AxisAnalysis::get(const ir::Value *v) const {

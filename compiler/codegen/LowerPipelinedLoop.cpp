@@ -11,6 +11,7 @@
 // variable are copied once, before the prologue, as the oldest cp.async group, and read from
 // their buffer in every iteration (a bulk ring waits for that group in each iteration, which
 // costs nothing once it has landed).
+#include "compiler/analysis/AffineCarries.h"
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 #include "compiler/ir/TensorMap.h"
@@ -160,10 +161,50 @@ bool recompute(Lowering &l, const ir::Op &op) {
 // values back: a bulk ring issues in the middle of the body, where the body's values of the
 // slice (and the induction variable) are still in use; unset in the prologue, before the loop
 // exists.
+// The loop's affine carries (analysis/AffineCarries.h) at iteration `iv`: init + k x step, k =
+// (iv - lb) / loop step, with the steps' own ops (invariant, made in the body) lowered first.
+void setAffineCarries(Lowering &l, const ir::Op &loop, const std::vector<AffineCarry> &carries,
+                      llvm::Value *iv) {
+  auto &b = l.b;
+  const ir::Block &body = *loop.body();
+  std::unordered_set<const ir::Op *> steps;
+  for (const AffineCarry &c : carries)
+    collectSlice(c.step, body, steps);
+  for (const auto &op : body.ops()) // program order
+    if (steps.count(op.get()) && !recompute(l, *op))
+      internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
+  llvm::Value *k = b.CreateSDiv(b.CreateSub(iv, l.get(loop.operand(0))[0]),
+                                l.get(loop.operand(2))[0]);
+  for (const AffineCarry &c : carries) {
+    const ir::Value *arg = body.argument(c.arg);
+    const Elements &init = l.get(loop.operand(2 + c.arg)), &step = l.get(c.step);
+    bool zext = c.step->type().isUnsigned() && ir::bitWidth(c.step->type().kind()) < 64;
+    Elements out;
+    for (size_t e = 0; e < init.size(); ++e) {
+      llvm::Value *s = step[step.size() == 1 ? 0 : e];
+      llvm::Value *by = b.CreateMul(b.CreateSExtOrTrunc(k, s->getType()), s);
+      if (arg->type().isPtr())
+        out.push_back(b.CreateGEP(l.scalarType(arg->type().kind()), init[e],
+                                  zext ? b.CreateZExt(by, b.getInt64Ty()) : by));
+      else
+        out.push_back(b.CreateAdd(init[e], by));
+    }
+    l.set(arg, std::move(out));
+  }
+}
+
 template <typename F>
 void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op *> &slice,
                  llvm::Value *iv, F issue) {
+  std::vector<AffineCarry> carries = affineCarries(loop);
   std::vector<const ir::Value *> recomputed{loop.body()->argument(0)};
+  for (const AffineCarry &c : carries) {
+    recomputed.push_back(loop.body()->argument(c.arg));
+    std::unordered_set<const ir::Op *> steps;
+    collectSlice(c.step, *loop.body(), steps);
+    for (const ir::Op *op : steps)
+      recomputed.push_back(op->result());
+  }
   for (const ir::Op *op : slice)
     recomputed.push_back(op->result());
   std::vector<std::optional<Elements>> saved;
@@ -172,6 +213,7 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
     saved.push_back(it == l.values.end() ? std::nullopt : std::optional<Elements>(it->second));
   }
   l.set(recomputed[0], {iv});
+  setAffineCarries(l, loop, carries, iv);
   for (const ir::Op *op : slice)
     if (!recompute(l, *op))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");

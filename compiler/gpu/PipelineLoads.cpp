@@ -1,6 +1,8 @@
 // Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads of 1-D or 2-D blocks
-// (rows, tiles of rows) whose addresses, mask and `other` depend only on the induction variable
-// and values from outside the loop are issued num_stages - 1 iterations ahead as asynchronous
+// (rows, tiles of rows) whose addresses, mask and `other` depend only on the induction variable,
+// carried values that advance by a loop-invariant step (pointers `p += step`, block pointers
+// advanced; analysis/AffineCarries.h) and values from outside the loop are issued num_stages - 1
+// iterations ahead as asynchronous
 // copies into shared memory. This pass picks those loads, sizes the ring of stages to fit the
 // shared memory left, and records the plan as attributes that the lowering follows:
 //   for  {pipeline_stages = S}
@@ -16,6 +18,7 @@
 // buffer holds it, copied once before the loop, and every iteration reads it from there. It
 // then neither holds registers across iterations nor goes back to L2 each iteration:
 //   load {pipelined = 1, resident = 1, smem_offset = B, stage_bytes = N}
+#include "compiler/analysis/AffineCarries.h"
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/Layout.h"
@@ -64,12 +67,16 @@ enum class Dependence { Invariant, InductionVariable, Other };
 
 Dependence combine(Dependence a, Dependence b) { return std::max(a, b); }
 
+// A carried value that advances by a loop-invariant step (`affine`, AffineCarries.h) counts as
+// the induction variable: the lowering computes it for any iteration.
 Dependence dependence(const ir::Value *v, const ir::Block &body,
-                      std::unordered_set<const ir::Value *> &seen) {
+                      std::unordered_set<const ir::Value *> &seen,
+                      const std::unordered_set<const ir::Value *> &affine) {
   if (!seen.insert(v).second)
     return Dependence::Invariant; // already counted
   if (v->ownerBlock() == &body)
-    return v == body.argument(0) ? Dependence::InductionVariable : Dependence::Other;
+    return v == body.argument(0) || affine.count(v) ? Dependence::InductionVariable
+                                                    : Dependence::Other;
   const ir::Op *def = v->definingOp();
   if (!def || def->parentBlock() != &body)
     return Dependence::Invariant; // defined outside the loop
@@ -77,7 +84,7 @@ Dependence dependence(const ir::Value *v, const ir::Block &body,
     return Dependence::Other;
   Dependence d = Dependence::Invariant;
   for (const ir::Value *o : def->operands())
-    d = combine(d, dependence(o, body, seen));
+    d = combine(d, dependence(o, body, seen, affine));
   return d;
 }
 
@@ -110,6 +117,9 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   if (loop.intAttr("num_stages") < 2)
     return 0;
   const ir::Block &body = *loop.body();
+  std::unordered_set<const ir::Value *> affine;
+  for (const AffineCarry &c : affineCarries(loop))
+    affine.insert(body.argument(c.arg));
   std::vector<ir::Op *> loads, residents;
   int64_t bytesPerStage = 0, residentBytes = 0;
   for (auto &op : loop.body()->ops()) {
@@ -139,7 +149,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
     std::unordered_set<const ir::Value *> seen;
     Dependence d = Dependence::Invariant;
     for (const ir::Value *o : op->operands())
-      d = combine(d, dependence(o, body, seen));
+      d = combine(d, dependence(o, body, seen, affine));
     if (d == Dependence::Other)
       continue;
     (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op, align);
