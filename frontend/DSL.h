@@ -334,6 +334,58 @@ TensorDescriptor make_tensor_descriptor(const Operand &base, const std::vector<O
                                         const std::vector<int64_t> &block_shape,
                                         Loc loc = Loc::current());
 
+// Block pointers, as Triton's tl.make_block_ptr / tl.advance: a tile of block_shape at element
+// offsets into a tensor of `shape` with any `strides` (`order` lists the dimensions from the
+// fastest-varying in memory, as Triton's does). load(bp, boundary_check, padding) masks the
+// dimensions listed in boundary_check (elements outside the tensor read as zero, or NaN with
+// Padding::nan); the others are read unchecked, as Triton's. advance() returns the pointer moved
+// by some elements along each dimension; a block pointer assigned in a loop is carried as any
+// variable is.
+//
+//   auto a_bp = make_block_ptr(a, {M, K}, {K, 1}, {pid_m * BM, 0}, {BM, BK}, {1, 0});
+//   for (auto k : range(0, K, BK)) {
+//     acc = dot(load(a_bp, {0, 1}), load(b_bp, {0, 1}), acc);
+//     a_bp = advance(a_bp, {0, BK});
+//     b_bp = advance(b_bp, {BK, 0});
+//   }
+enum class Padding { zero, nan };
+class BlockPointer {
+public:
+  BlockPointer() = default;
+  BlockPointer(const BlockPointer &) = default;
+  // Assignment keeps this pointer's Value objects and rebinds them, as `v = w` does for a
+  // Value: a loop sees the variable's offsets change and carries them (a moved-in vector
+  // would hand it other Value objects, and the loop would see none of its own change).
+  BlockPointer &operator=(const BlockPointer &o);
+  const std::vector<int64_t> &block_shape() const { return block_; }
+  const std::vector<int64_t> &order() const { return order_; }
+
+private:
+  friend BlockPointer make_block_ptr(const Operand &, const std::vector<Operand> &,
+                                     const std::vector<Operand> &, const std::vector<Operand> &,
+                                     const std::vector<int64_t> &, const std::vector<int64_t> &,
+                                     Loc);
+  friend BlockPointer advance(const BlockPointer &, const std::vector<Operand> &, Loc);
+  friend Value load(const BlockPointer &, const std::vector<int64_t> &, Padding, Loc);
+  friend void store(const BlockPointer &, const Operand &, const std::vector<int64_t> &, Loc);
+  std::pair<Value, Value> tile(const std::vector<int64_t> &boundaryCheck, const char *what,
+                               Loc loc) const;
+  Value base_;
+  std::vector<Value> shape_, strides_, offsets_; // i64 scalars
+  std::vector<int64_t> block_, order_;
+};
+BlockPointer make_block_ptr(const Operand &base, const std::vector<Operand> &shape,
+                            const std::vector<Operand> &strides,
+                            const std::vector<Operand> &offsets,
+                            const std::vector<int64_t> &block_shape,
+                            const std::vector<int64_t> &order, Loc loc = Loc::current());
+BlockPointer advance(const BlockPointer &bp, const std::vector<Operand> &offsets,
+                     Loc loc = Loc::current());
+Value load(const BlockPointer &bp, const std::vector<int64_t> &boundary_check = {},
+           Padding padding = Padding::zero, Loc loc = Loc::current());
+void store(const BlockPointer &bp, const Operand &value,
+           const std::vector<int64_t> &boundary_check = {}, Loc loc = Loc::current());
+
 // Random numbers, bit for bit those of Triton 3.6's tl.randint / randint4x / rand / randn for
 // the same seed and offsets (frontend/Random.cpp): Philox 4x32 (10 rounds by default) keyed by
 // the seed with the offsets as the counter. Offsets are 32- or 64-bit integers (a block or a

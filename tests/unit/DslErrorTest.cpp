@@ -1005,6 +1005,43 @@ void descriptorStoreOfAnotherShape(Ptr out, Ptr in, Int n, int BLOCK) {
   gLine = __LINE__; d.store({0, 0}, dsl::zeros({16, 32}, dsl::float32));
 }
 
+void blockPointerOrderNotPermutation(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto p = dsl::make_block_ptr(in, {n, n}, {n, 1}, {0, 0}, {16, 16}, {1, 1});
+}
+void blockPointerRanksDisagree(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto p = dsl::make_block_ptr(in, {n, n}, {n, 1}, {0}, {16, 16}, {1, 0});
+}
+void blockPointerBoundaryCheckOutOfRange(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto p = dsl::make_block_ptr(in, {n, n}, {n, 1}, {0, 0}, {16, 16}, {1, 0});
+  gLine = __LINE__; auto t = dsl::load(p, {0, 2});
+}
+void blockPointerAdvanceWrongCount(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto p = dsl::make_block_ptr(in, {n, n}, {n, 1}, {0, 0}, {16, 16}, {1, 0});
+  gLine = __LINE__; p = dsl::advance(p, {16});
+}
+void blockPointerStoreOfAnotherShape(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto p = dsl::make_block_ptr(out, {n, n}, {n, 1}, {0, 0}, {16, 16}, {1, 0});
+  gLine = __LINE__; dsl::store(p, dsl::zeros({16, 32}, dsl::float32));
+}
+void blockPointerFloatOffset(Ptr out, Ptr in, Int n, int BLOCK) {
+  gLine = __LINE__; auto p = dsl::make_block_ptr(in, {n}, {1}, {0.5}, {16}, {0});
+}
+
+TEST_F(DslErrorTest, BlockPointerMistakes) {
+  expectUserError([] { traceKernel(blockPointerOrderNotPermutation); },
+                  {"make_block_ptr: order [1, 1]", "permutation"});
+  expectUserError([] { traceKernel(blockPointerRanksDisagree); },
+                  {"block_shape [16, 16] has rank 2", "offsets 1"});
+  expectUserError([] { traceKernel(blockPointerBoundaryCheckOutOfRange); },
+                  {"load of a block pointer: boundary_check names dimension 2", "rank 2"});
+  expectUserError([] { traceKernel(blockPointerAdvanceWrongCount); },
+                  {"advance takes 2 offsets", "got 1"});
+  expectUserError([] { traceKernel(blockPointerStoreOfAnotherShape); },
+                  {"store to a block pointer of block_shape [16, 16]", "block<16x32xf32>"});
+  expectUserError([] { traceKernel(blockPointerFloatOffset); },
+                  {"make_block_ptr's offsets[0] must be an integer"});
+}
+
 TEST_F(DslErrorTest, TensorDescriptorMistakes) {
   expectUserError([] { traceKernel(descriptorStrideNotOne); },
                   {"the last dimension must be contiguous", "the literal 1"});
