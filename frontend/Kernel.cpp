@@ -192,7 +192,7 @@ Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
   return compileTIR(*fn, optionsOf(spec), last, print);
 }
 
-CompiledKernel &Kernel::compile(const Specialization &spec) {
+CompiledKernel &Kernel::compile(const Specialization &spec) & {
   std::string specKey = spec.str();
   std::shared_ptr<Slot> slot;
   {

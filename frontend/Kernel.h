@@ -72,7 +72,10 @@ public:
   // Traces the body for `spec` into fresh TIR (checked against the parameters).
   std::unique_ptr<ir::Function> trace(const Specialization &spec) const;
   // Returns the compiled specialization: from memory, else the disk cache, else the compiler.
-  CompiledKernel &compile(const Specialization &spec);
+  // The kernel owns it: `kernel(...).compile(...)` on a temporary would hand back a reference
+  // that dies with the temporary, so that form does not compile.
+  CompiledKernel &compile(const Specialization &spec) &;
+  CompiledKernel &compile(const Specialization &spec) && = delete;
   // Stops after `last` and returns the stages so far (no cache): for tools and tests.
   Artifacts compileTo(const Specialization &spec, Stage last,
                       const ir::PrintOptions &print = {}) const;

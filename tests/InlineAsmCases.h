@@ -136,7 +136,8 @@ void checkFunnelShift(CUstream stream, const std::function<void()> &sync, int bl
   int32_t n = int32_t(rng() % 64);
   Buffer dx = uploadVector<Buffer>(x), dy = uploadVector<Buffer>(y),
          out = poisonedBytes<Buffer>(x.size() * 4);
-  CompiledKernel &k = kernel("funnel_shift", funnelShift, kFunnelNames).compile(funnelSpec(block));
+  auto kKernel = kernel("funnel_shift", funnelShift, kFunnelNames);
+  CompiledKernel &k = kKernel.compile(funnelSpec(block));
   k.launch(1, stream, {out, dx, dy, n});
   sync();
   std::vector<uint32_t> want(x.size());
@@ -154,7 +155,8 @@ void checkPackedBytes(CUstream stream, const std::function<void()> &sync, int bl
   for (auto &v : x)
     v = uint8_t(rng());
   Buffer dx = uploadVector<Buffer>(x), out = poisonedBytes<Buffer>(x.size());
-  CompiledKernel &k = kernel("packed_bytes", packedBytes, kPackedNames).compile(packedSpec(block));
+  auto kKernel = kernel("packed_bytes", packedBytes, kPackedNames);
+  CompiledKernel &k = kKernel.compile(packedSpec(block));
   k.launch(1, stream, {out, dx});
   sync();
   std::vector<int8_t> want(x.size());
@@ -175,7 +177,8 @@ void checkTwoResults(CUstream stream, const std::function<void()> &sync, int blo
     a[i] = uint8_t(rng()), b[i] = int32_t(rng());
   Buffer da = uploadVector<Buffer>(a), db = uploadVector<Buffer>(b),
          c = poisonedBytes<Buffer>(a.size() * 4), d = poisonedBytes<Buffer>(a.size() * 4);
-  CompiledKernel &k = kernel("two_results", twoResults, kTwoNames).compile(twoSpec(block));
+  auto kKernel = kernel("two_results", twoResults, kTwoNames);
+  CompiledKernel &k = kKernel.compile(twoSpec(block));
   k.launch(1, stream, {c, d, da, db});
   sync();
   std::vector<uint32_t> wantC(a.size());
@@ -205,8 +208,8 @@ void checkOtherRegisters(CUstream stream, const std::function<void()> &sync, int
          dg = uploadVector<Buffer>(g), dp = uploadVector<Buffer>(p), dq = uploadVector<Buffer>(q),
          prod = poisonedBytes<Buffer>(n * 4), halves = poisonedBytes<Buffer>(n * 2),
          wide = poisonedBytes<Buffer>(n * 8);
-  CompiledKernel &k =
-      kernel("other_registers", otherRegisters, kOtherNames).compile(otherSpec(block));
+  auto kKernel = kernel("other_registers", otherRegisters, kOtherNames);
+  CompiledKernel &k = kKernel.compile(otherSpec(block));
   k.launch(1, stream, {prod, halves, wide, dx, dy, dh, dg, dp, dq});
   sync();
   // Each is one correctly rounded operation: the host's float, _Float16 and wrapping int64
@@ -231,8 +234,8 @@ void checkLanesAndScalars(CUstream stream, const std::function<void()> &sync) {
   uint32_t seed = freshSeed();
   int32_t n = int32_t(std::mt19937(seed)() % 1000);
   Buffer out = poisonedBytes<Buffer>(size_t(block + 1) * 4);
-  CompiledKernel &k =
-      kernel("lanes_and_scalars", lanesAndScalars, kLaneNames).compile(laneSpec(block));
+  auto kKernel = kernel("lanes_and_scalars", lanesAndScalars, kLaneNames);
+  CompiledKernel &k = kKernel.compile(laneSpec(block));
   k.launch(1, stream, {out, n});
   sync();
   std::vector<int32_t> want(size_t(block + 1));

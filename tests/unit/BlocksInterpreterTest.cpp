@@ -341,31 +341,31 @@ TEST_F(BlocksInterpreterTest, CompileTimes) {
   };
   std::vector<Case> cases = {
       {"normalize_rows 4x256", [] {
-         kernel("normalize_rows", normalizeRows, {"out", "x", "M", "N", "stride", "BM", "BN"})
-             .compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32"},
+         auto k = kernel("normalize_rows", normalizeRows, {"out", "x", "M", "N", "stride", "BM", "BN"});
+         k.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32"},
                        .constexprs = {4, 256}, .numWarps = 4});
        }},
       {"tile_transpose 32x64", [] {
-         kernel("tile_transpose", tileTranspose,
-                {"out", "x", "M", "N", "x_stride", "out_stride", "BM", "BN"})
-             .compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
+         auto k = kernel("tile_transpose", tileTranspose,
+                {"out", "x", "M", "N", "x_stride", "out_stride", "BM", "BN"});
+         k.compile({.signature = {"*fp32", "*fp32", "i32", "i32", "i32", "i32"},
                        .constexprs = {32, 64}, .numWarps = 4});
        }},
       {"math sin (libdevice)", [] {
-         kernel("math_sin", mathTile, {"out", "x", "y", "z", "n", "FN", "BM", "BN"})
-             .compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32"},
+         auto k = kernel("math_sin", mathTile, {"out", "x", "y", "z", "n", "FN", "BM", "BN"});
+         k.compile({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32"},
                        .constexprs = {int(ir::MathFn::Sin), 8, 128}, .numWarps = 4});
        }},
       {"random numbers 1024", [] {
-         kernel("random_numbers", randomNumbers,
-                {"ints", "uniforms", "normals", "seed", "BLOCK", "WIDE"})
-             .compile({.signature = {"*u32", "*fp32", "*fp32", "i32"},
+         auto k = kernel("random_numbers", randomNumbers,
+                {"ints", "uniforms", "normals", "seed", "BLOCK", "WIDE"});
+         k.compile({.signature = {"*u32", "*fp32", "*fp32", "i32"},
                        .constexprs = {1024, 0}, .numWarps = 4});
        }},
       {"scans 8x64", [] {
-         kernel("scans", scans,
-                {"sum_rows", "sum_cols", "prod_rows", "run_max", "flat_sum", "x", "k", "BM", "BN"})
-             .compile({.signature = {"*fp32", "*fp32", "*i32", "*fp32", "*fp32", "*fp32", "*i32"},
+         auto k = kernel("scans", scans,
+                {"sum_rows", "sum_cols", "prod_rows", "run_max", "flat_sum", "x", "k", "BM", "BN"});
+         k.compile({.signature = {"*fp32", "*fp32", "*i32", "*fp32", "*fp32", "*fp32", "*i32"},
                        .constexprs = {8, 64}, .numWarps = 4});
        }},
   };

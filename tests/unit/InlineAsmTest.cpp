@@ -141,9 +141,8 @@ TEST_F(InlineAsmTest, InterpreterRefusesAtTheLine) {
   interpreter::HostBuffer in(128 * 4), out(128 * 4);
   expectUserError(
       [&] {
-        tritium::kernel("asm_kernel", asmInTheInterpreter, kNames)
-            .compile(spec())
-            .launch(1, nullptr, {out, in, 128});
+        auto k = tritium::kernel("asm_kernel", asmInTheInterpreter, kNames);
+        k.compile(spec()).launch(1, nullptr, {out, in, 128});
       },
       {"interpreting 'asm_kernel': inline_asm_elementwise runs PTX, which only a GPU can run"});
   resetInterpret();
