@@ -105,7 +105,7 @@ endforeach()
 # folder of stripped binaries that find libtritium.so beside them: the bundle carried to the
 # GPU machine (tools/build-device-bundle.sh, docs/DEVICE.md). A normal install leaves it out.
 set(TRITIUM_BUNDLE tritium tritium_kernels_c fused_softmax transformer_block matmul attention tritiumc tritium-opt
-  bench_softmax bench_kernel_first_calls stress_gpus)
+  bench_softmax bench_kernel_first_calls stress_gpus bench_scan)
 if(TARGET tritium_tests)
   set_target_properties(tritium_tests random_programs PROPERTIES INSTALL_RPATH "$ORIGIN")
   list(APPEND TRITIUM_BUNDLE tritium_tests random_programs)
