@@ -63,6 +63,11 @@ bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span>
   return false;
 }
 
+void Arguments::floatStorage(const char *name, Dtype dtype) const {
+  if (!isFloatStorage(dtype))
+    fail(std::string(name) + " must be fp32, fp16 or bf16, got " + dtypeName(dtype));
+}
+
 void Arguments::planBlock(int64_t block) const {
   if (block < 1 || !std::has_single_bit(uint64_t(block)))
     fail("the plan's block is " + std::to_string(block) + ", not a power of two");

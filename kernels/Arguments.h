@@ -4,6 +4,7 @@
 #pragma once
 
 #include "frontend/CompiledKernel.h"
+#include "kernels/Dtype.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -25,6 +26,8 @@ public:
   void rowStride(const char *name, int64_t stride, int64_t cols) const;
   // A probability in [0, 1) (dropout) or [0, 1] (label smoothing).
   void fraction(const char *name, double value, bool oneAllowed) const;
+  // A tensor's dtype that must be fp32, fp16 or bf16 (every kernel but the matmul).
+  void floatStorage(const char *name, Dtype dtype) const;
   // A given plan's block (elements or columns per step): a power of two.
   void planBlock(int64_t block) const;
   [[noreturn]] void fail(const std::string &message) const;

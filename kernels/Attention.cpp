@@ -130,8 +130,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
 
 void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given) {
   Arguments args("attentionForward");
-  if (a.dtype == Dtype::fp32)
-    args.fail("dtype must be fp16 or bf16");
+  if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
+    args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
   if (a.headDim != 64 && a.headDim != 128)
     args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);

@@ -194,8 +194,8 @@ int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &a, int splits) 
 void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
                      const AttentionDecodePlan *given) {
   Arguments args("attentionDecode");
-  if (a.dtype == Dtype::fp32)
-    args.fail("dtype must be fp16 or bf16");
+  if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
+    args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
   if (a.headDim != 64 && a.headDim != 128)
     args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);

@@ -70,6 +70,7 @@ ColumnSumTile columnSumTile(int64_t parts, int64_t cols, int64_t arrays) {
 void columnSums(Dtype outType, void *out0, void *out1, const float *partial, int64_t parts,
                 int64_t cols, CUstream stream) {
   Arguments args("columnSum");
+  args.floatStorage("outType", outType);
   KernelArg o0 = args.pointer("out0", out0), p = args.pointer("partial", partial);
   KernelArg o1 = out1 ? args.pointer("out1", out1) : o0; // never stored through without out1
   const int64_t arrays = out1 ? 2 : 1;

@@ -676,6 +676,7 @@ static void checkShape(Arguments &args, int64_t rows, int64_t vocab) {
 void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream stream,
                          const CrossEntropyPlan *given) {
   Arguments args("crossEntropyForward");
+  args.floatStorage("dtype", dtype);
   KernelArg loss = args.pointer("loss", a.loss), lse = args.pointer("lse", a.lse),
             x = args.pointer("logits", a.logits), t = args.pointer("targets", a.targets);
   checkShape(args, a.rows, a.vocab);
@@ -730,6 +731,7 @@ void crossEntropyForward(Dtype dtype, const CrossEntropyForwardArgs &a, CUstream
 void crossEntropyBackward(Dtype dtype, const CrossEntropyBackwardArgs &a, CUstream stream,
                           const CrossEntropyPlan *given) {
   Arguments args("crossEntropyBackward");
+  args.floatStorage("dtype", dtype);
   KernelArg dx = args.pointer("dlogits", a.dlogits), x = args.pointer("logits", a.logits),
             t = args.pointer("targets", a.targets), lse = args.pointer("lse", a.lse),
             stats = args.optionalPointer(a.stats);

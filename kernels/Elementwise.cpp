@@ -73,6 +73,7 @@ static ElementwisePlan choose(const char *kernel, const ElementwisePlan *given, 
 void vectorAdd(Dtype dtype, void *out, const void *a, const void *b, int64_t n, CUstream stream,
                const ElementwisePlan *given) {
   Arguments args("vectorAdd");
+  args.floatStorage("dtype", dtype);
   KernelArg o = args.pointer("out", out), x = args.pointer("a", a), y = args.pointer("b", b);
   args.atLeast("n", n, 0);
   if (n == 0)
@@ -115,6 +116,7 @@ int32_t dropoutLastDropped(double p) {
 void dropout(Dtype dtype, void *out, const void *x, int64_t n, double p, int64_t seed,
              CUstream stream, const ElementwisePlan *given) {
   Arguments args("dropout");
+  args.floatStorage("dtype", dtype);
   KernelArg o = args.pointer("out", out), in = args.pointer("x", x);
   args.atLeast("n", n, 0);
   args.fraction("p", p, false);

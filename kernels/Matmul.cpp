@@ -1,6 +1,7 @@
 // The library's matmul: Triton's tutorial 03 (grouped tile order, a pipelined K loop, masked
-// edges) with the epilogue fused: bias, activation and the cast to C's dtype happen on the
-// accumulator before its one store. Offsets are 64-bit only where a row offset can pass 2^31.
+// edges) with the epilogue fused: scales, bias, activation, residual and the cast to C's dtype
+// happen on the accumulator before its one store. Offsets are 64-bit only where a row offset
+// can pass 2^31.
 #include "kernels/Matmul.h"
 
 #include "frontend/DSL.h"
@@ -18,105 +19,192 @@ namespace tritium::kernels {
 
 using namespace tritium::dsl;
 
-// B_NK: b is [N, K] (read as trans() of its [BN, BK] tile). ACT: 0 none, 1 GELU (tanh), 2 SiLU.
-static void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Int M, Int N, Int K, Int lda, Int ldb,
-                          Int ldc, int BM, int BN, int BK, int GROUP_M, int STAGES, int B_NK,
-                          int HAS_BIAS, int ACT) {
+namespace {
+
+// The constexpr flags of the kernel below.
+enum Flags : int {
+  kBNK = 1,        // b is [N, K], read as trans() of its [BN, BK] tile
+  kDescriptors = 2, // tiles through tensor descriptors (TMA on Hopper), else pointers
+  kBias = 4,
+  kResidual = 8,
+  kScaleA = 16,
+  kScaleB = 32,
+  kAlpha = 64,
+};
+
+// ACT: 0 none, 1 GELU (tanh), 2 SiLU. PRECISION: fp32 operands' Precision.
+void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
+                   Float alpha, Int M, Int N, Int K, Int lda, Int ldb, Int ldc, Int ldr, int BM,
+                   int BN, int BK, int GROUP_M, int STAGES, int FLAGS, int ACT, int PRECISION) {
   auto pid = program_id(0);
   auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
   auto [pidM, pidN] = swizzle2d(pid / pidsN, pid % pidsN, pidsM, pidsN, GROUP_M);
   auto rm = pidM * BM + arange(0, BM);
   auto rn = pidN * BN + arange(0, BN);
-  auto rk = arange(0, BK);
-  auto acc = zeros({BM, BN}, float32);
-  for (auto k : range(0, cdiv(K, BK), 1, STAGES)) {
-    auto kk = k * BK + rk;
-    auto x = load(a + rm(_, None) * lda + kk(None, _), (rm(_, None) < M) & (kk(None, _) < K), 0);
-    Value y;
-    if (B_NK)
-      y = trans(load(b + rn(_, None) * ldb + kk(None, _), (rn(_, None) < N) & (kk(None, _) < K),
-                     0));
-    else
-      y = load(b + kk(_, None) * ldb + rn(None, _), (kk(_, None) < K) & (rn(None, _) < N), 0);
-    acc = dot(x, y, acc);
+  bool integer = a.dtype() == "i8";
+  DotOptions options{.input_precision = PRECISION == 0 ? "tf32" : PRECISION == 1 ? "tf32x3" : "ieee"};
+  auto acc = zeros({BM, BN}, integer ? int32 : float32);
+  if (FLAGS & kDescriptors) {
+    auto a_desc = make_tensor_descriptor(a, {M, K}, {lda, 1}, {BM, BK});
+    auto b_desc = FLAGS & kBNK ? make_tensor_descriptor(b, {N, K}, {ldb, 1}, {BN, BK})
+                               : make_tensor_descriptor(b, {K, N}, {ldb, 1}, {BK, BN});
+    for (auto k : range(0, K, BK, STAGES)) {
+      auto y = FLAGS & kBNK ? trans(b_desc.load({pidN * BN, k})) : b_desc.load({k, pidN * BN});
+      acc = dot(a_desc.load({pidM * BM, k}), y, acc, options);
+    }
+  } else {
+    auto rk = arange(0, BK);
+    for (auto k : range(0, cdiv(K, BK), 1, STAGES)) {
+      auto kk = k * BK + rk;
+      auto x = load(a + rm(_, None) * lda + kk(None, _), (rm(_, None) < M) & (kk(None, _) < K), 0);
+      Value y;
+      if (FLAGS & kBNK)
+        y = trans(load(b + rn(_, None) * ldb + kk(None, _),
+                       (rn(_, None) < N) & (kk(None, _) < K), 0));
+      else
+        y = load(b + kk(_, None) * ldb + rn(None, _), (kk(_, None) < K) & (rn(None, _) < N), 0);
+      acc = dot(x, y, acc, options);
+    }
   }
-  if (HAS_BIAS)
-    acc = acc + cast(load(bias + rn, rn < N, 0), float32)(None, _);
+  auto inM = rm < M, inN = rn < N;
+  auto inC = inM(_, None) & inN(None, _);
+  if (c.dtype() == "i32") { // int8 products, exact: no epilogue
+    store(c + rm(_, None) * ldc + rn(None, _), acc, inC);
+    return;
+  }
+  Value r = integer ? cast(acc, float32) : acc;
+  if (FLAGS & kAlpha)
+    r = r * alpha;
+  if (FLAGS & kScaleA)
+    r = r * load(scale_a + rm, inM, 0)(_, None);
+  if (FLAGS & kScaleB)
+    r = r * load(scale_b + rn, inN, 0)(None, _);
+  if (FLAGS & kBias)
+    r = r + cast(load(bias + rn, inN, 0), float32)(None, _);
   if (ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-    acc = 0.5 * acc * (1.0 + tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
+    r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
   else if (ACT == 2)
-    acc = acc * sigmoid(acc);
-  store(c + rm(_, None) * ldc + rn(None, _), cast(acc, c.dtype()),
-        (rm(_, None) < M) & (rn(None, _) < N));
+    r = r * sigmoid(r);
+  if (FLAGS & kResidual)
+    r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
+  store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
 }
 
-static Kernel &matmulKernel() {
+Kernel &matmulKernel() {
   static auto k = kernel("matmul", matmul_kernel,
-                         {"c", "a", "b", "bias", "M", "N", "K", "lda", "ldb", "ldc", "BM", "BN",
-                          "BK", "GROUP_M", "STAGES", "B_NK", "HAS_BIAS", "ACT"});
+                         {"c", "a", "b", "bias", "residual", "scale_a", "scale_b", "alpha", "M",
+                          "N", "K", "lda", "ldb", "ldc", "ldr", "BM", "BN", "BK", "GROUP_M",
+                          "STAGES", "FLAGS", "ACT", "PRECISION"});
   return k;
 }
 
+// The operand and output dtypes the kernel takes, checked together.
+void checkDtypes(const Arguments &args, const MatmulArgs &m) {
+  auto name = [](Dtype d) { return dtypeName(d); };
+  if (m.in == Dtype::int32)
+    args.fail("in must be fp16, bf16, fp8e4m3, fp8e5m2, i8 or fp32, got i32");
+  if (m.out == Dtype::int32) {
+    if (m.in != Dtype::int8)
+      args.fail("out is i32, which only i8 operands give (in is " + name(m.in) + ")");
+    if (m.bias || m.residual || m.scaleA || m.scaleB || m.alpha != 1 ||
+        m.activation != Activation::None)
+      args.fail("out is i32: the exact int8 product takes no epilogue (bias, residual, scales, "
+                "alpha, activation); a float out dequantizes it");
+  } else if (!isFloatStorage(m.out)) {
+    args.fail("out must be fp32, fp16 or bf16 (or i32 for i8 operands), got " + name(m.out));
+  }
+  if (m.in != Dtype::fp32 && m.precision != Precision::tf32)
+    args.fail("precision applies to fp32 operands only (in is " + name(m.in) + ")");
+}
+
+} // namespace
+
 void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   Arguments args("matmul");
-  if (m.in == Dtype::fp32)
-    args.fail("in must be fp16 or bf16 (fp32 operands are not taken yet)");
+  checkDtypes(args, m);
   args.atLeast("M", m.M, 0);
   args.atLeast("N", m.N, 0);
   args.atLeast("K", m.K, 1);
-  int64_t lda = m.lda ? m.lda : m.K, ldc = m.ldc ? m.ldc : m.N;
+  int64_t lda = m.lda ? m.lda : m.K, ldc = m.ldc ? m.ldc : m.N, ldr = m.ldr ? m.ldr : m.N;
   int64_t ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : m.N);
   args.rowStride("lda", lda, m.K);
   args.rowStride("ldb", ldb, m.bTransposed ? m.K : m.N);
   args.rowStride("ldc", ldc, m.N);
+  if (m.residual)
+    args.rowStride("ldr", ldr, m.N);
   KernelArg c = args.pointer("c", m.c), a = args.pointer("a", m.a), b = args.pointer("b", m.b);
+  // Absent tensors are never read (their flags are off): any valid pointer stands in.
   KernelArg bias = m.bias ? args.pointer("bias", m.bias) : c;
+  KernelArg residual = m.residual ? args.pointer("residual", m.residual) : c;
+  KernelArg scaleA = m.scaleA ? args.pointer("scaleA", m.scaleA) : c;
+  KernelArg scaleB = m.scaleB ? args.pointer("scaleB", m.scaleB) : c;
   if (m.M == 0 || m.N == 0)
     return;
   if (given)
     for (int side : {given->blockM, given->blockN, given->blockK})
       if (side < 16 || !std::has_single_bit(unsigned(side)))
-          args.fail("a plan's tiles are powers of two of at least 16, got " +
+        args.fail("a plan's tiles are powers of two of at least 16, got " +
                   std::to_string(given->blockM) + " x " + std::to_string(given->blockN) + " x " +
                   std::to_string(given->blockK));
   // 64-bit offsets once a row offset can pass 2^31 - 1.
   int64_t rowsB = m.bTransposed ? m.N : m.K;
-  bool wide = std::max({m.M * lda, rowsB * ldb, m.M * ldc}) >
+  bool wide = std::max({m.M * lda, rowsB * ldb, m.M * ldc, m.residual ? m.M * ldr : 0}) >
               int64_t(std::numeric_limits<int32_t>::max());
   auto intArg = [&](int64_t v) { return wide ? KernelArg(v) : KernelArg(int32_t(v)); };
   std::string idx = wide ? "i64" : "i32", in = "*" + dtypeName(m.in), out = "*" + dtypeName(m.out);
+  int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out);
+  // TMA takes a tensor whose base and row strides lie on 16 bytes; other tensors are read
+  // through pointers whatever the plan says.
+  bool descriptorsUsable = on16ByteBoundaries({m.a, m.b}) && lda * bytesIn % 16 == 0 &&
+                           ldb * bytesIn % 16 == 0;
+  MatmulTypes types{.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32};
   bool gpu = !tritium::interpreting();
   const rt::DeviceProps *props = gpu ? &rt::Context::current().props() : nullptr;
   int smCount = props ? props->smCount : 132;
   auto launch = [&](const MatmulPlan &plan) {
     std::initializer_list<KernelArg> launchArgs = {
-        c, a, b, bias, intArg(m.M), intArg(m.N), intArg(m.K), intArg(lda), intArg(ldb),
-        intArg(ldc)};
-    Specialization spec{.signature = {out, in, in, out, idx, idx, idx, idx, idx, idx},
-                        .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages,
-                                       m.bTransposed ? 1 : 0, m.bias ? 1 : 0,
-                                       int64_t(m.activation)},
-                        .numWarps = plan.numWarps,
-                        .awaitPreviousKernel = true};
+        c, a, b, bias, residual, scaleA, scaleB, m.alpha, intArg(m.M), intArg(m.N), intArg(m.K),
+        intArg(lda), intArg(ldb), intArg(ldc), intArg(ldr)};
+    int flags = (m.bTransposed ? kBNK : 0) |
+                (plan.descriptors && descriptorsUsable ? kDescriptors : 0) |
+                (m.bias ? kBias : 0) | (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) |
+                (m.scaleB ? kScaleB : 0) | (m.alpha != 1 ? kAlpha : 0);
+    Specialization spec{
+        .signature = {out, in, in, out, out, "*fp32", "*fp32", "fp32", idx, idx, idx, idx, idx,
+                      idx, idx},
+        .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages, flags,
+                       int64_t(m.activation), int64_t(m.precision)},
+        .numWarps = plan.numWarps,
+        .awaitPreviousKernel = true};
     // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
     if (props && props->arch() == "sm_90")
       spec.arch = "sm_90a";
+    if (isFp8(m.in))
+      spec.ptxVersion = 84; // fp8 on mma.sync (Ada), where wgmma does not take the tiles
     matmulKernel().compile(spec.specializedFor(launchArgs)).launch(plan.grid(m.M, m.N), stream,
                                                                    launchArgs);
   };
-  int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out);
-  bool rerunSafe = !anyOverlap({{m.c, m.M * ldc * bytesOut}},
-                               {{m.a, m.M * lda * bytesIn}, {m.b, rowsB * ldb * bytesIn},
-                                {m.bias, m.bias ? m.N * bytesOut : 0}});
+  bool rerunSafe =
+      !anyOverlap({{m.c, m.M * ldc * bytesOut}},
+                  {{m.a, m.M * lda * bytesIn}, {m.b, rowsB * ldb * bytesIn},
+                   {m.bias, m.bias ? m.N * bytesOut : 0},
+                   {m.residual, m.residual ? m.M * ldr * bytesOut : 0},
+                   {m.scaleA, m.scaleA ? m.M * 4 : 0}, {m.scaleB, m.scaleB ? m.N * 4 : 0}});
   launch(choosePlan<MatmulPlan>(
       given,
       {"matmul",
        {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, lda, ldb, ldc,
-        on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0},
+        on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, descriptorsUsable ? 1 : 0,
+        int64_t(m.precision)},
        rerunSafe},
-      [&] { return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K); }, stream,
-      [&] { return planMatmul(m.M, m.N, m.K, smCount); },
-      [&] { return matmulCandidates(m.M, m.N, m.K, smCount); }, launch));
+      [&] {
+        return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K) +
+               (descriptorsUsable ? "" : "-pointers") +
+               (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "");
+      },
+      stream, [&] { return planMatmul(m.M, m.N, m.K, smCount, types); },
+      [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, descriptorsUsable); },
+      launch));
 }
 
 } // namespace tritium::kernels

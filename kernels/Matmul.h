@@ -1,9 +1,18 @@
-// Matrix multiplication on the tensor cores: C = A x B (+ bias) with an optional activation,
-// written in tritium's DSL (Triton's tutorial 03 with a fused epilogue). A is [M, K] row-major;
-// B is [K, N] row-major or, with bTransposed, [N, K] row-major (the layout of nn.Linear's
-// weights, read in place: y = x W^T). fp16 or bf16 in, fp32 accumulation, fp32, fp16 or bf16
-// out. On Hopper it compiles for sm_90a (wgmma). Pointers are device addresses (host addresses
-// under TRITIUM_INTERPRET=1); every call is asynchronous on `stream`.
+// Matrix multiplication on the tensor cores, written in tritium's DSL (Triton's tutorial 03
+// with a fused epilogue):
+//
+//   C = act(alpha * scaleA[m] * scaleB[n] * (A x B) + bias[n]) + residual[m, n]
+//
+// A is [M, K] row-major; B is [K, N] row-major or, with bTransposed, [N, K] row-major (the
+// layout of nn.Linear's weights, read in place: y = x W^T). Operands (`in`): fp16 or bf16; fp8
+// e4m3 or e5m2 (scaleA / scaleB / alpha dequantize them, as torch._scaled_mm's per-tensor and
+// row-wise scales); int8, into int32 (exact, no epilogue) or dequantized into a float C; fp32
+// through tf32 (`precision`). Products accumulate in fp32 (int32 for int8); the epilogue runs
+// in fp32 and C (`out`) is fp32, fp16 or bf16, or int32 for int8 operands. Tiles are read
+// through tensor descriptors (TMA on Hopper) where the tensors allow it (bases and row
+// strides on 16 bytes), else through pointers; the results are the same. Pointers are device
+// addresses (host addresses under TRITIUM_INTERPRET=1); every call is asynchronous on
+// `stream`.
 #pragma once
 
 #include "kernels/Dtype.h"
@@ -16,17 +25,25 @@
 namespace tritium::kernels {
 
 enum class Activation { None, Gelu, Silu };
+// How fp32 operands are multiplied: one tf32 product (Triton's default), three (about fp32's
+// accuracy) or plain fp32 fmas.
+enum class Precision { tf32, tf32x3, ieee };
 
 struct MatmulArgs {
   void *c = nullptr;            // [M, N], row stride ldc, in `out`
   const void *a = nullptr;      // [M, K], row stride lda, in `in`
   const void *b = nullptr;      // [K, N] (row stride ldb), or [N, K] when bTransposed, in `in`
   const void *bias = nullptr;   // may be null; else [N] in `out`, added before the activation
+  const void *residual = nullptr; // may be null; else [M, N], row stride ldr, in `out`, added last
+  const float *scaleA = nullptr;  // may be null; else [M]: row m of the product times scaleA[m]
+  const float *scaleB = nullptr;  // may be null; else [N]: column n times scaleB[n]
+  float alpha = 1;                // the product times alpha (per-tensor scales)
   int64_t M = 0, N = 0, K = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0; // 0: dense rows
+  int64_t lda = 0, ldb = 0, ldc = 0, ldr = 0; // 0: dense rows
   bool bTransposed = false;
   Activation activation = Activation::None; // GELU: the tanh form, as torch's approximate="tanh"
   Dtype in = Dtype::bf16, out = Dtype::bf16;
+  Precision precision = Precision::tf32; // fp32 operands only
 };
 
 // The autotuner's (or the planner's) plan unless one is given.

@@ -1,30 +1,45 @@
 // See MatmulPlan.h.
 #include "kernels/MatmulPlan.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace tritium::kernels {
 
-MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount) {
+namespace {
+// Elements of K in `bytes` bytes of a row of the operands.
+int kOf(int bytes, MatmulTypes t) { return bytes / int(dtypeBytes(t.in)); }
+} // namespace
+
+MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes t) {
   (void)K;
   if (M <= 32)
-    return {16, 64, 256, 4, 3};
-  MatmulPlan wide;
+    return {16, 64, kOf(512, t), 4, 3, false};
+  if (t.exactFp32)
+    return {128, 128, 32, 8, 3, true};
+  MatmulPlan wide{128, 256, kOf(128, t), 8, 4, true};
   if (wide.grid(M, N) < smCount)
-    return {64, 128, 64, 4, 4};
+    return {64, 128, kOf(128, t), 4, 4, false};
   return wide;
 }
 
-std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount) {
-  if (M <= 32)
-    return {{16, 64, 256, 4, 3}, {16, 64, 128, 4, 4}, {32, 64, 128, 4, 4}};
-  std::vector<MatmulPlan> all = {{128, 256, 64, 8, 4}, {256, 128, 64, 8, 4},
-                                 {128, 128, 64, 8, 4}, {128, 128, 64, 4, 3},
-                                 {64, 128, 64, 4, 4},  {64, 64, 64, 4, 4}};
-  MatmulPlan planned = planMatmul(M, N, K, smCount);
+std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
+                                         MatmulTypes t, bool descriptorsUsable) {
+  std::vector<MatmulPlan> all;
+  if (M <= 32) {
+    all = {{16, 64, kOf(512, t), 4, 3, false}, {16, 64, kOf(256, t), 4, 4, false},
+           {32, 64, kOf(256, t), 4, 4, false}, {16, 64, kOf(512, t), 4, 3, true}};
+  } else {
+    int k = kOf(128, t);
+    all = {{128, 256, k, 8, 4, true},  {128, 256, k, 8, 4, false}, {256, 128, k, 8, 4, true},
+           {128, 128, k, 8, 4, true},  {128, 128, k, 4, 3, false}, {64, 128, k, 4, 4, false},
+           {64, 128, k, 4, 4, true},   {64, 64, k, 4, 4, false}};
+  }
+  MatmulPlan planned = planMatmul(M, N, K, smCount, t);
   std::vector<MatmulPlan> out = {planned};
   for (const MatmulPlan &p : all)
-    if (p.fields() != planned.fields())
+    if (p.fields() != planned.fields() && (descriptorsUsable || !p.descriptors) &&
+        std::ranges::none_of(out, [&](const MatmulPlan &q) { return q.fields() == p.fields(); }))
       out.push_back(p);
   return out;
 }

@@ -1,6 +1,6 @@
-// Launch choices of the library's matmul: tiles, warps and the depth of the cp.async ring (the
-// planner's defaults, measured on the H200 with examples/matmul; the autotuner may replace
-// them).
+// Launch choices of the library's matmul: tiles, warps, the depth of the K loop's ring and
+// whether the tiles are read through tensor descriptors (TMA) or pointers (the planner's
+// defaults, measured on the H200 with examples/matmul; the autotuner may replace them).
 #pragma once
 
 #include "kernels/Autotuner.h"
@@ -16,21 +16,35 @@ struct MatmulPlan {
   int blockM = 128, blockN = 256, blockK = 64;
   int numWarps = 8;
   int numStages = 4;
+  // Tiles through tensor descriptors (TMA copies on Hopper) where the tensors allow it; else,
+  // and with false, through pointers (cp.async copies).
+  bool descriptors = true;
   PlanFields fields() const {
     return {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
-            {"warps", numWarps}, {"stages", numStages}};
+            {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
   }
   int64_t grid(int64_t M, int64_t N) const {
     return ((M + blockM - 1) / blockM) * ((N + blockN - 1) / blockN);
   }
 };
 
-// 128 x 256 x 64 tiles on two warp groups with 4 stages (0.91-0.93 of cuBLAS at 4096^3 and
-// 8192^3 bf16 on the H200); 64 x 128 x 64 on 4 warps where fewer 128 x 256 tiles than SMs
-// would leave SMs idle; 16 x 64 x 256 on 4 warps for a few rows (decode: the weights' bytes).
-MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount);
-// What the autotuner times: the planner's plan and its neighbours.
-std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount);
+// What a plan depends on besides M, N and K: the operands' bytes (a K step covers 128 bytes of
+// each row: 64 16-bit elements, 128 8-bit ones, 32 fp32 ones) and whether fp32 operands take
+// more than one tf32 product (tf32x3, ieee: smaller tiles, their operands take more room).
+struct MatmulTypes {
+  Dtype in = Dtype::bf16;
+  bool exactFp32 = false;
+};
+
+// 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors (1.10 and
+// 1.15 of cuBLAS at 4096^3 and 8192^3 bf16 on the H200); 64 x 128 through pointers where fewer
+// 128 x 256 tiles than SMs would leave SMs idle; 16 x 64 x (512 bytes) on 4 warps for a few
+// rows (decode: the weights' bytes).
+MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes types = {});
+// What the autotuner times: the planner's plan and its neighbours (those through descriptors
+// only when `descriptorsUsable`).
+std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
+                                         MatmulTypes types, bool descriptorsUsable);
 // The autotuner's shape bucket: dtypes, B's layout and M, N, K rounded up to powers of two.
 std::string matmulBucket(Dtype in, Dtype out, bool bTransposed, int64_t M, int64_t N, int64_t K);
 

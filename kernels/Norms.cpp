@@ -215,6 +215,7 @@ struct RowLaunch {
   RowLaunch(const char *function, Dtype dtype, int64_t rows, int64_t cols, const RowPlan *given,
             bool backward)
       : args(function), dtype(dtype), rows(rows), cols(cols), given(given), backward(backward) {
+    args.floatStorage("dtype", dtype);
     args.atLeast("rows", rows, 0);
     args.atLeast("cols", cols, 1);
     if (given && backward && !given->persistent)

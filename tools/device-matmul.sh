@@ -60,6 +60,15 @@ sweep() { # M N K plan...: bf16 at one shape, one line per plan
     # shellcheck disable=SC2086
     run bf16 $s --descriptors
   done
+  # The kernel library's matmul (kernels/Matmul.h) at the same shapes, on the autotuner's plan.
+  for s in "1024 1024 1024" "4096 4096 4096" "8192 8192 8192" "16 8192 8192" "8192 8192 512"; do
+    # shellcheck disable=SC2086
+    run bf16 $s --library
+  done
+  for s in "4096 4096 4096" "8192 8192 8192"; do
+    # shellcheck disable=SC2086
+    run fp8e4m3 $s --library
+  done
   # fp8 e4m3 into bf16, B stored [N, K] (as torch._scaled_mm takes it), both forms.
   for s in "4096 4096 4096" "8192 8192 8192"; do
     # shellcheck disable=SC2086

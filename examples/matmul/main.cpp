@@ -6,6 +6,7 @@
 // compiles the kernel (PTX in the cache) and runs a small product in the interpreter.
 #include "frontend/Tritium.h"
 #include "kernels/HostDtype.h"
+#include "kernels/Matmul.h"
 #include "kernels/MatmulPlan.h"
 
 #include <algorithm>
@@ -23,14 +24,16 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors] [M N K]
+              [--stages=S] [--arch=sm_XX] [--descriptors | --library] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
   tensor cores read 8-bit operands K-major only) and writes C in bf16. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
   the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
   without a GPU. --descriptors runs the same product written with tensor descriptors
-  (make_tensor_descriptor), whose tiles Hopper copies with TMA.
+  (make_tensor_descriptor), whose tiles Hopper copies with TMA. --library runs the same
+  product through the kernel library's matmul (kernels/Matmul.h) on its plan: the tile
+  options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner).
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -98,6 +101,7 @@ struct Options {
   bool userPlan = false;
   std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
   bool descriptors = false;
+  bool library = false; // kernels::matmul instead of the tutorial's kernel
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -120,6 +124,8 @@ Options parseOptions(int argc, char **argv) {
       o.stages = std::atoi(a.c_str() + 9);
     } else if (a == "--descriptors") {
       o.descriptors = true;
+    } else if (a == "--library") {
+      o.library = true;
     } else if (a.rfind("--arch=", 0) == 0) {
       o.arch = a.substr(7);
     } else if (!a.empty() && a[0] != '-') {
@@ -185,9 +191,23 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   db.upload(b.raw.data(), b.raw.size());
   dc.fill32(kernels::kPoisonBits);
   int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
+  kernels::MatmulPlan plan{.blockM = o.BM, .blockN = o.BN, .blockK = o.BK,
+                           .numWarps = o.warps, .numStages = o.stages};
   auto launch = [&] {
     int32_t ldb = int32_t(kMajor ? o.K : o.N);
-    if (o.descriptors)
+    if (o.library) {
+      auto dtype = [](const std::string &d) {
+        return d == "fp8e4m3" ? kernels::Dtype::fp8e4m3
+               : d == "bf16"  ? kernels::Dtype::bf16
+                              : kernels::Dtype::fp16;
+      };
+      kernels::matmul({.c = reinterpret_cast<void *>(uintptr_t(KernelArg(dc).ptr())),
+                       .a = reinterpret_cast<void *>(uintptr_t(KernelArg(da).ptr())),
+                       .b = reinterpret_cast<void *>(uintptr_t(KernelArg(db).ptr())),
+                       .M = o.M, .N = o.N, .K = o.K, .bTransposed = kMajor,
+                       .in = dtype(o.dtype), .out = dtype(cType)},
+                      stream, o.userPlan ? &plan : nullptr);
+    } else if (o.descriptors)
       k.launch(grid, stream,
                {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), ldb,
                 int32_t(o.N)});
@@ -244,10 +264,15 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
     }
     std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
     double t = ms[ms.size() / 2];
-    std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s%s)\n", t,
+    if (o.library && !o.userPlan)
+      std::printf("  %.3f ms, %.1f TFLOP/s (library, its own plan)\n", t,
+                  2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9));
+    else
+      std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s%s)\n", t,
                 2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
                 o.warps, o.stages, spec.arch.c_str(),
-                !o.descriptors                         ? ""
+                o.library                              ? ", library"
+                : !o.descriptors                         ? ""
                 : k.artifacts().tensorMaps.empty()     ? ", descriptors"
                                                        : ", descriptors, TMA");
   }
@@ -267,12 +292,15 @@ int main(int argc, char **argv) {
       o.M = o.N = o.K = 4096;
     }
     if (gpu && !o.userPlan) { // the library's planner (kernels/MatmulPlan.h)
-      kernels::MatmulPlan p =
-          kernels::planMatmul(o.M, o.N, o.K, rt::Context::current().props().smCount);
+      kernels::Dtype in = isFp8(o.dtype)       ? kernels::Dtype::fp8e4m3
+                          : o.dtype == "bf16" ? kernels::Dtype::bf16
+                                              : kernels::Dtype::fp16;
+      kernels::MatmulPlan p = kernels::planMatmul(
+          o.M, o.N, o.K, rt::Context::current().props().smCount, {.in = in});
       o.BM = p.blockM, o.BN = p.blockN, o.BK = p.blockK, o.warps = p.numWarps,
       o.stages = p.numStages;
-      if (isFp8(o.dtype) && o.K >= 2 * o.BK)
-        o.BK *= 2; // the same 128 bytes of K per row as the 16-bit plans
+      while (o.BK > 16 && o.K < o.BK) // K steps of 128 bytes of each row, unless K is shorter
+        o.BK /= 2;
     }
     auto tutorial = kernel("matmul_kernel", matmul_kernel,
                            {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "stride_am", "stride_ak",

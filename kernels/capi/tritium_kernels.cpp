@@ -28,6 +28,15 @@ Dtype toDtype(int d) {
   return Dtype(d);
 }
 
+// The matmul's dtypes: the above and the 8-bit operands, int32 for int8 products.
+Dtype toMatmulDtype(const char *name, int d) {
+  if (d < 0 || d > 6)
+    throw std::invalid_argument(std::string(name) + " is " + std::to_string(d) +
+                                ", but must be 0 (fp32), 1 (fp16), 2 (bf16), 3 (fp8e4m3), "
+                                "4 (fp8e5m2), 5 (int8) or 6 (int32)");
+  return Dtype(d);
+}
+
 CUstream toStream(void *s) { return static_cast<CUstream>(s); }
 
 template <typename F> int guarded(F &&f) {
@@ -58,8 +67,29 @@ int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const vo
                                   ", but must be 0 (none), 1 (GELU) or 2 (SiLU)");
     matmul({.c = c, .a = a, .b = b, .bias = bias, .M = M, .N = N, .K = K, .lda = lda,
             .ldb = ldb, .ldc = ldc, .bTransposed = b_transposed != 0,
-            .activation = Activation(activation), .in = toDtype(in_dtype),
-            .out = toDtype(out_dtype)},
+            .activation = Activation(activation), .in = toMatmulDtype("in_dtype", in_dtype),
+            .out = toMatmulDtype("out_dtype", out_dtype)},
+           toStream(stream));
+  });
+}
+
+int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                         const void *bias, const void *residual, const float *scale_a,
+                         const float *scale_b, float alpha, int64_t M, int64_t N, int64_t K,
+                         int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
+                         int activation, int precision, void *stream) {
+  return guarded([&] {
+    if (activation < 0 || activation > 2)
+      throw std::invalid_argument("activation is " + std::to_string(activation) +
+                                  ", but must be 0 (none), 1 (GELU) or 2 (SiLU)");
+    if (precision < 0 || precision > 2)
+      throw std::invalid_argument("precision is " + std::to_string(precision) +
+                                  ", but must be 0 (tf32), 1 (tf32x3) or 2 (ieee)");
+    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
+            .scaleB = scale_b, .alpha = alpha, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
+            .ldc = ldc, .ldr = ldr, .bTransposed = b_transposed != 0,
+            .activation = Activation(activation), .in = toMatmulDtype("in_dtype", in_dtype),
+            .out = toMatmulDtype("out_dtype", out_dtype), .precision = Precision(precision)},
            toStream(stream));
   });
 }

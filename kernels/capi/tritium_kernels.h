@@ -57,11 +57,21 @@ int tritium_cross_entropy_backward(int dtype, void *dlogits, const void *logits,
 
 /* C = A x B (+ bias) (+ activation: 0 none, 1 GELU in its tanh form, 2 SiLU). A is [M, K]
  * row-major; B is [K, N] row-major, or [N, K] row-major when b_transposed (nn.Linear's
- * weights); in_dtype 1 (fp16) or 2 (bf16), out_dtype 0, 1 or 2; bias may be NULL, else [N] in
- * out_dtype; row strides of 0 mean dense rows (kernels/Matmul.h). */
+ * weights); in_dtype 1 (fp16), 2 (bf16), 3 (fp8e4m3), 4 (fp8e5m2), 5 (int8) or 0 (fp32,
+ * through tf32); out_dtype 0, 1 or 2, or 6 (int32) for int8 operands; bias may be NULL, else
+ * [N] in out_dtype; row strides of 0 mean dense rows (kernels/Matmul.h). */
 int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
                    const void *bias, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                    int64_t ldc, int b_transposed, int activation, void *stream);
+
+/* The same with the whole epilogue: C = act(alpha * scale_a[m] * scale_b[n] * (A x B) +
+ * bias[n]) + residual[m, n]. residual ([M, N], row stride ldr, in out_dtype), scale_a ([M]) and
+ * scale_b ([N], fp32) may each be NULL; precision (fp32 operands) 0 tf32, 1 tf32x3, 2 ieee. */
+int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                         const void *bias, const void *residual, const float *scale_a,
+                         const float *scale_b, float alpha, int64_t M, int64_t N, int64_t K,
+                         int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
+                         int activation, int precision, void *stream);
 
 /* Attention forward (kernels/Attention.h): softmax(scale Q K^T) V. q and o are [batch, heads,
  * seq_q, head_dim], k and v [batch, kv_heads, seq_kv, head_dim], each through its strides

@@ -17,6 +17,13 @@ int main(void) {
   error = tritium_last_error();
   int matmulOk = rc != 0 && strstr(error, "matmul: b is null") != NULL;
   printf("%s: tritium_matmul without b returns %d: %s\n", matmulOk ? "ok" : "FAILED", rc, error);
+  /* int8 operands into an int32 C take no epilogue: a bias is refused. */
+  rc = tritium_matmul_fused(5, 6, &b, &b, &b, &b, NULL, NULL, NULL, 1.f, 8, 8, 8, 0, 0, 0, 0, 0,
+                            0, 0, NULL);
+  error = tritium_last_error();
+  int fusedOk = rc != 0 && strstr(error, "the exact int8 product takes no epilogue") != NULL;
+  printf("%s: tritium_matmul_fused int8 -> int32 with a bias returns %d: %s\n",
+         fusedOk ? "ok" : "FAILED", rc, error);
   rc = tritium_attention_forward(2, &b, NULL, &b, NULL, &b, 1, 8, 3, 16, 16, 64, NULL, NULL,
                                  NULL, NULL, 0, 0.f, NULL);
   error = tritium_last_error();
@@ -29,5 +36,5 @@ int main(void) {
   int decodeOk = rc != 0 && strstr(error, "head_dim must be 64 or 128, got 96") != NULL;
   printf("%s: tritium_attention_decode with head_dim 96 returns %d: %s\n",
          decodeOk ? "ok" : "FAILED", rc, error);
-  return ok && matmulOk && forwardOk && decodeOk ? 0 : 1;
+  return ok && matmulOk && fusedOk && forwardOk && decodeOk ? 0 : 1;
 }

@@ -167,4 +167,42 @@ TEST_F(DotGpuTest, LibraryMatmul) {
   kernels::resetAutotune();
 }
 
+// Every operand dtype and the whole epilogue on the planner's plans: fp8 (both layouts of b,
+// row-wise scales), int8 exact into int32 and dequantized into bf16, fp32 at each precision,
+// a residual with alpha; tiles through descriptors (TMA) and, where a row stride is off 16
+// bytes (lda 1001, K = 70 int8 rows), through pointers; M = 1 and K = 16.
+TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
+  SKIP_WITHOUT_GPU();
+  using kernels::Activation;
+  using kernels::Dtype;
+  using kernels::Precision;
+  kernels::setAutotune(false);
+  std::vector<LibraryMatmulCase> cases = {
+      {.in = Dtype::fp8e4m3, .M = 1000, .N = 1500, .K = 1024, .bTransposed = true, .bias = true,
+       .scaleA = true, .scaleB = true},
+      {.in = Dtype::fp8e4m3, .out = Dtype::fp32, .M = 300, .N = 520, .K = 384},
+      {.in = Dtype::fp8e5m2, .out = Dtype::fp16, .M = 16, .N = 1024, .K = 2048,
+       .bTransposed = true, .alpha = 0.5f},
+      {.in = Dtype::int8, .out = Dtype::int32, .M = 700, .N = 600, .K = 512, .bTransposed = true},
+      {.in = Dtype::int8, .out = Dtype::int32, .M = 130, .N = 90, .K = 70},
+      {.in = Dtype::int8, .M = 500, .N = 384, .K = 256, .bTransposed = true, .scaleA = true,
+       .scaleB = true},
+      {.in = Dtype::fp32, .out = Dtype::fp32, .M = 600, .N = 520, .K = 300, .residual = true},
+      {.in = Dtype::fp32, .out = Dtype::fp32, .M = 200, .N = 130, .K = 96,
+       .precision = Precision::tf32x3},
+      {.in = Dtype::fp32, .out = Dtype::fp32, .M = 70, .N = 130, .K = 64,
+       .precision = Precision::ieee},
+      {.M = 1000, .N = 2000, .K = 1001, .lda = 1001, .bias = true, .activation = Activation::Gelu,
+       .residual = true, .alpha = 0.25f},
+      {.M = 900, .N = 1100, .K = 640, .ldr = 1200, .residual = true},
+      {.M = 1, .N = 300, .K = 16, .bTransposed = true},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true; // Hopper: the bounds of wgmma's fp8 sums and tf32 truncation
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+  kernels::resetAutotune();
+}
+
 } // namespace

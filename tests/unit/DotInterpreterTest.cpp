@@ -75,6 +75,46 @@ TEST_F(DotInterpreterTest, LibraryMatmul) {
   checkLibraryMatmul<HostBuffer>(nullptr, sync, {.M = 3, .N = 80, .K = 300});
 }
 
+// Every operand dtype and the whole epilogue: fp8 with row-wise scales, int8 exact into int32
+// and dequantized, fp32 at each precision, a residual with its own row stride; tiles through
+// descriptors (bases and row strides on 16 bytes) and through pointers (K = 70 int8 rows).
+TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  using kernels::Precision;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::bf16, .M = 33, .N = 40,
+                                  .K = 96, .bTransposed = true, .bias = true, .scaleA = true,
+                                  .scaleB = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e5m2, .out = Dtype::fp16, .M = 40, .N = 24,
+                                  .K = 50, .alpha = 0.5f});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::int8, .out = Dtype::int32, .M = 20, .N = 36,
+                                  .K = 70, .bTransposed = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::int8, .out = Dtype::fp32, .M = 17, .N = 48,
+                                  .K = 64, .scaleA = true, .scaleB = true});
+  for (Precision p : {Precision::tf32, Precision::tf32x3, Precision::ieee})
+    checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                   {.in = Dtype::fp32, .out = Dtype::fp32, .M = 36, .N = 20,
+                                    .K = 40, .residual = true, .precision = p});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 30, .K = 64, .ldr = 40, .bias = true,
+                                  .activation = Activation::Silu, .residual = true,
+                                  .alpha = 0.25f});
+  // The planner gives these small products pointer tiles: descriptors by a given plan.
+  kernels::MatmulPlan withDescriptors{.blockM = 32, .blockN = 32, .blockK = 32, .numWarps = 4,
+                                      .numStages = 2, .descriptors = true};
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 40, .K = 80, .bTransposed = true,
+                                  .residual = true, .plan = withDescriptors});
+  withDescriptors.blockK = 64;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::fp32, .M = 40, .N = 33,
+                                  .K = 112, .scaleB = true, .plan = withDescriptors});
+}
+
 TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   auto refuses = [](const kernels::MatmulArgs &a, const std::string &needle) {
     try {
@@ -93,8 +133,24 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   a.ldb = 4;
   refuses(a, "ldb");
   a = ok;
-  a.in = kernels::Dtype::fp32;
-  refuses(a, "in must be fp16 or bf16");
+  a.out = kernels::Dtype::int32;
+  refuses(a, "out is i32, which only i8 operands give (in is bf16)");
+  a.in = kernels::Dtype::int8;
+  a.bias = x.data();
+  refuses(a, "the exact int8 product takes no epilogue");
+  a = ok;
+  a.in = kernels::Dtype::int32;
+  refuses(a, "in must be fp16, bf16, fp8e4m3, fp8e5m2, i8 or fp32, got i32");
+  a = ok;
+  a.out = kernels::Dtype::fp8e4m3;
+  refuses(a, "out must be fp32, fp16 or bf16 (or i32 for i8 operands), got fp8e4m3");
+  a = ok;
+  a.precision = kernels::Precision::ieee;
+  refuses(a, "precision applies to fp32 operands only (in is bf16)");
+  a = ok;
+  a.residual = x.data();
+  a.ldr = 3;
+  refuses(a, "ldr");
   a = ok;
   a.K = 0;
   refuses(a, "K");

@@ -207,6 +207,10 @@ TEST_F(KernelLibraryInterpreterTest, MistakesNameTheArgument) {
             }).find("vectorAdd: out is null"),
             std::string::npos);
   EXPECT_NE(message([&] {
+              kernels::vectorAdd(Dtype::fp8e4m3, a.data(), a.data(), b.data(), 4, nullptr);
+            }).find("vectorAdd: dtype must be fp32, fp16 or bf16, got fp8e4m3"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
               kernels::dropout(Dtype::fp32, a.data(), b.data(), 4, 1.0, 0, nullptr);
             }).find("dropout: p is 1"),
             std::string::npos);
