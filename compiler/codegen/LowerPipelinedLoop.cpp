@@ -115,8 +115,9 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
     if (op->hasAttr("pipelined")) {
       bool resident = op->hasAttr("resident");
       (resident ? plan.residents : plan.loads).push_back(op.get());
-      for (const ir::Value *o : op->operands())
-        collectSlice(o, body, resident ? residentSlice : slice);
+      for (unsigned i = 0; i < op->numOperands(); ++i)
+        if (!op->hasAttr("tensor_map") || tensorCopyReads(*op, i))
+          collectSlice(op->operand(i), body, resident ? residentSlice : slice);
     }
   for (const auto &op : body.ops()) { // program order
     if (slice.count(op.get()))

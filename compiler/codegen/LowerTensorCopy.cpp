@@ -10,6 +10,9 @@
 #include "compiler/codegen/Pipelining.h"
 #include "compiler/ir/TensorMap.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 namespace tritium::codegen {
 
 namespace {
@@ -31,6 +34,59 @@ int64_t tileBytes(const ir::Op &load) {
 }
 
 } // namespace
+
+bool tensorCopyReads(const ir::Op &load, unsigned index) {
+  int64_t rank = ir::tensorRank(load);
+  unsigned offsets = unsigned(4 + 2 * rank);
+  if (index >= offsets && index < offsets + unsigned(rank))
+    return true;
+  return (index == 1 || index == 2) && !isZero(load.operand(2));
+}
+
+std::unordered_set<const ir::Op *> opsOnlyTensorCopiesFeed(const ir::Function &fn) {
+  std::unordered_set<const ir::Op *> skipped;
+  if (std::none_of(fn.attrs().begin(), fn.attrs().end(),
+                   [](const auto &a) { return a.first == "tensor_maps"; }))
+    return skipped; // no TMA copies
+
+  // Every use of every value, and the ops in program order (regions entered in place).
+  std::unordered_map<const ir::Value *, std::vector<std::pair<const ir::Op *, unsigned>>> uses;
+  std::vector<const ir::Op *> order;
+  auto visit = [&](auto &&self, const ir::Block &block) -> void {
+    for (const auto &op : block.ops()) {
+      order.push_back(op.get());
+      for (unsigned i = 0; i < op->numOperands(); ++i)
+        uses[op->operand(i)].emplace_back(op.get(), i);
+      for (unsigned r = 0; r < op->numRegions(); ++r)
+        self(self, *op->region(r));
+    }
+  };
+  visit(visit, fn.body());
+  auto unread = [&](const ir::Op *user, unsigned index) {
+    return skipped.count(user) ||
+           (user->hasAttr("tensor_map") && !tensorCopyReads(*user, index));
+  };
+  // Users come after the values they use, so a pass from the end finds whole chains; passes
+  // repeat until nothing changes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const ir::Op *op = *it;
+      if (skipped.count(op) || op->numRegions() > 0 || ir::trait(*op) == ir::OpTrait::Effect ||
+          op->results().empty())
+        continue;
+      bool dead = true;
+      for (const auto &r : op->results())
+        for (const auto &[user, index] : uses[r.get()])
+          dead = dead && unread(user, index);
+      if (dead) {
+        skipped.insert(op);
+        changed = true;
+      }
+    }
+  }
+  return skipped;
+}
 
 void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // The buffers may hold what threads wrote through the generic proxy (an earlier loop's

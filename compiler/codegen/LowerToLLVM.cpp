@@ -122,6 +122,7 @@ public:
     b.CreateStore(b.getInt32(0), l_.reductionBank);
     clusterEntry(l_);
     l_.lowerRegion = [this](const ir::Block &region) { return lowerRegion(region); };
+    l_.unlowered = opsOnlyTensorCopiesFeed(l_.kernel);
     lowerBlock(body);
     b.CreateRetVoid();
   }
@@ -130,6 +131,8 @@ private:
   void lowerBlock(const ir::Block &block) {
     for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
       const auto &op = *it;
+      if (l_.unlowered.count(op.get()))
+        continue;
       if (isClusterExchange(*op)) {
         lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end(), isClusterExchange));
         continue;

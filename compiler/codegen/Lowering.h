@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace tritium::codegen {
@@ -103,6 +104,9 @@ struct Lowering {
   // The stage buffer (this iteration's) of each ring-loaded tile that a dot reads straight from
   // the ring (gpu/FeedDotsFromRings.cpp), set when the load is lowered.
   std::unordered_map<const ir::Value *, llvm::Value *> ringTiles;
+  // Ops not lowered: their values feed only what TMA copies do not read
+  // (opsOnlyTensorCopiesFeed, Pipelining.h).
+  std::unordered_set<const ir::Op *> unlowered;
 };
 
 // The swizzled byte offset of a tile's element in shared memory (FeedDotsFromRings.cpp): the

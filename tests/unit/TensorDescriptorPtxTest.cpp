@@ -7,6 +7,9 @@
 #include "TensorDescriptorCases.h"
 #include "PtxChecks.h"
 
+#include <fstream>
+#include <iterator>
+
 using namespace tritium;
 using namespace tritium::testing::descriptors;
 using ir::ScalarKind;
@@ -51,6 +54,24 @@ TEST_F(TensorDescriptorPtxTest, HopperTilesAreTmaCopies) {
   EXPECT_EQ(a.ptx.find("cp.async.cg"), std::string::npos) << "no tile left to cp.async";
   EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u);
   expectAssembles(a, "sm_90a");
+}
+
+// The elements' addresses and masks of a tile that TMA copies are not lowered at all (LLVM
+// would delete them, after its passes had worked through them): in the lowering's own IR
+// ($TRITIUM_DUMP_DIR/<kernel>.lowered.ll) no address is computed from a or b, while C's
+// epilogue stores still address each of a thread's 128 elements.
+TEST_F(TensorDescriptorPtxTest, TmaTilesLowerNoElementAddresses) {
+  tritium::testing::ScopedTempDir dumps("tritium-dumps");
+  ::setenv("TRITIUM_DUMP_DIR", dumps.path().c_str(), 1);
+  Artifacts a = compileMatmul("sm_90a", true);
+  ::unsetenv("TRITIUM_DUMP_DIR");
+  ASSERT_NE(a.tensorMaps, "");
+  std::ifstream in(dumps.path() / "descriptor_matmul.lowered.ll");
+  std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(ir.empty());
+  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %a,"), 0u);
+  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %b,"), 0u);
+  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %c,"), 128u);
 }
 
 TEST_F(TensorDescriptorPtxTest, TransposedBIsOneTmaBox) {
