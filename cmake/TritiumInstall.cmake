@@ -24,6 +24,7 @@ set(TRITIUM_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/tritium")
 # installed tree, which catches a header that includes one left out here.
 set(TRITIUM_PUBLIC_HEADERS
   frontend/Tritium.h frontend/DSL.h frontend/Kernel.h frontend/CompiledKernel.h frontend/Limits.h
+  frontend/TypedArguments.h
   compiler/Pipeline.h compiler/codegen/OptimizeLLVM.h compiler/ir/IR.h compiler/ir/Layout.h
   compiler/ir/Printer.h compiler/ir/Types.h compiler/ir/Ops.def compiler/ir/MathFunctions.def
   compiler/ir/TensorMap.h

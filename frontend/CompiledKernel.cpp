@@ -166,7 +166,7 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
 }
 
 void CompiledKernel::checkPointers(const rt::Context &context,
-                                   std::initializer_list<KernelArg> args) const {
+                                   std::span<const KernelArg> args) const {
   size_t i = 0;
   for (const KernelArg &a : args) {
     if (params_[i].kind == ParamType::Kind::Ptr && a.ptr() != 0) {
@@ -199,6 +199,10 @@ PrepareOnlyScope::PrepareOnlyScope() : was_(tPrepareOnly) { tPrepareOnly = true;
 PrepareOnlyScope::~PrepareOnlyScope() { tPrepareOnly = was_; }
 
 void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<KernelArg> args) {
+  launch(grid3, stream, std::span<const KernelArg>(args.begin(), args.size()));
+}
+
+void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::span<const KernelArg> args) {
   if (tPrepareOnly) {
     if (!interpreting())
       loadedHere(); // the driver's JIT, once per context
@@ -309,7 +313,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
   if (interpreting())
     return interpret(grid3, args);
   if (!tensorMaps_.empty()) {
-    const KernelArg *first = args.begin();
+    const KernelArg *first = args.data();
     auto arg = [&](int k) {
       const KernelArg &a = first[k];
       return a.kind() == KernelArg::Kind::Pointer ? int64_t(a.ptr()) : a.intValue();
@@ -352,7 +356,7 @@ void CompiledKernel::launch(Grid3 grid3, CUstream stream, std::initializer_list<
 
 // Interpret mode: the cached TIR text (with its source locations) parsed once, then run on the
 // CPU. Parsing rather than keeping the traced Function serves disk-cache hits alike.
-void CompiledKernel::interpret(Grid3 grid, std::initializer_list<KernelArg> args) {
+void CompiledKernel::interpret(Grid3 grid, std::span<const KernelArg> args) {
   std::call_once(parseOnce_, [&] {
     auto fn = ir::parseTIR(artifacts_.tir, meta_.name + ".tir");
     ir::verify(*fn, "parsing the TIR for the interpreter");

@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,8 @@ public:
   // A 2-D or 3-D grid of CTAs ({x, y} or {x, y, z}; y and z at most 65535): program_id(1) and
   // program_id(2) number the programs along y and z.
   void launch(Grid3 grid, CUstream stream, std::initializer_list<KernelArg> args);
+  // The same with the arguments in an array (Kernel::launch's typed arguments).
+  void launch(Grid3 grid, CUstream stream, std::span<const KernelArg> args);
 
 private:
   // The kernel as loaded in one context.
@@ -168,8 +171,8 @@ private:
   };
   Loaded &loadedHere();
   Loaded &loadIn(rt::Context &context);
-  void checkPointers(const rt::Context &context, std::initializer_list<KernelArg> args) const;
-  void interpret(Grid3 grid, std::initializer_list<KernelArg> args);
+  void checkPointers(const rt::Context &context, std::span<const KernelArg> args) const;
+  void interpret(Grid3 grid, std::span<const KernelArg> args);
 
   KernelMetadata meta_;
   std::vector<ParamType> params_;

@@ -6,6 +6,11 @@
 //   CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32"}, .constexprs = {1024}});
 //   c.launch(grid, stream, {out, x, n});
 //
+// or, as Triton's add[grid](out, x, n, BLOCK=1024), with the signature inferred from typed
+// arguments (frontend/TypedArguments.h), each specialization compiled once:
+//
+//   k.launch(grid, stream, {out, x, n}, {{"BLOCK", 1024}});
+//
 // Parameters of type Ptr, Int and Float are runtime arguments typed by the signature; integer
 // parameters are compile-time constants (Triton's tl.constexpr) taken from `constexprs`.
 #pragma once
@@ -13,6 +18,7 @@
 #include "frontend/CompiledKernel.h"
 #include "frontend/DSL.h"
 #include "frontend/Limits.h"
+#include "frontend/TypedArguments.h"
 
 #include <atomic>
 #include <functional>
@@ -20,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <unordered_map>
 
 namespace tritium {
 
@@ -76,6 +83,30 @@ public:
   // that dies with the temporary, so that form does not compile.
   CompiledKernel &compile(const Specialization &spec) &;
   CompiledKernel &compile(const Specialization &spec) && = delete;
+  // Triton's kernel[grid](args..., BLOCK=...): infers the signature from typed `args` (one per
+  // runtime parameter, in order), takes every compile-time parameter by name, specializes as
+  // Triton does (":16" for 16-byte aligned pointers and integers divisible by 16, ":1" for
+  // integers equal to 1), compiles the specialization on its first use and launches it. A
+  // cached call costs a key of a few integers and one hash lookup beside the launch. Mistakes
+  // (a count, a kind, a missing or unknown name) are UserErrors naming the parameter.
+  CompiledKernel &launch(Grid3 grid, CUstream stream, std::initializer_list<Arg> args,
+                         std::initializer_list<ConstexprArg> constexprs = {},
+                         const LaunchOptions &options = {}) &;
+  CompiledKernel &launch(int64_t grid, CUstream stream, std::initializer_list<Arg> args,
+                         std::initializer_list<ConstexprArg> constexprs = {},
+                         const LaunchOptions &options = {}) & {
+    return launch(Grid3{grid, 1, 1}, stream, args, constexprs, options);
+  }
+  CompiledKernel &launch(Grid3, CUstream, std::initializer_list<Arg>,
+                         std::initializer_list<ConstexprArg> = {},
+                         const LaunchOptions & = {}) && = delete;
+  CompiledKernel &launch(int64_t, CUstream, std::initializer_list<Arg>,
+                         std::initializer_list<ConstexprArg> = {},
+                         const LaunchOptions & = {}) && = delete;
+  // The specialization a typed launch compiles for these arguments (for tools and tests).
+  Specialization specializationFor(std::initializer_list<Arg> args,
+                                   std::initializer_list<ConstexprArg> constexprs = {},
+                                   const LaunchOptions &options = {}) const;
   // Stops after `last` and returns the stages so far (no cache): for tools and tests.
   Artifacts compileTo(const Specialization &spec, Stage last,
                       const ir::PrintOptions &print = {}) const;
@@ -106,6 +137,13 @@ private:
   std::unique_ptr<CompiledKernel> build(const Specialization &spec, const std::string &specKey);
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Slot>> compiled_;
+  // Typed launches: a compact key of the arguments' kinds, dtypes and marks, the constexprs
+  // and the options, to the compiled specialization (TypedLaunch.cpp).
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t> &key) const;
+  };
+  std::mutex typedMutex_;
+  std::unordered_map<std::vector<int64_t>, CompiledKernel *, KeyHash> typed_;
 };
 
 namespace detail {
