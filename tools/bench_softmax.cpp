@@ -77,7 +77,8 @@ const char *kUsage = R"(usage: bench_softmax [options]
                        DIR/kernels.csv, for tools/peers_softmax.py --tritium=DIR
   --csv=FILE           also write the table as CSV (columns M, N, num_warps, num_stages, regs,
                        tritium_GBps, copy_GBps, max_err, dtype, direction, plan)
-  --host-overhead      host time per launch of a tiny softmax (1 x 128), plain and graph
+  --host-overhead      host time per launch of a tiny softmax (1 x 128): plain, typed
+                       (Kernel::launch) and graph
   --compile-time       time from nothing to a finished first launch (compile or cache load)
 )";
 
@@ -467,7 +468,7 @@ int hostOverhead() {
   CUstream nonBlocking = nullptr;
   TRITIUM_CU(cuStreamCreate(&nonBlocking, CU_STREAM_NON_BLOCKING));
   const int calls = 20000, batch = 200;
-  std::function<void()> ways[] = {
+  std::vector<std::function<void()>> ways = {
       launch,
       [&] { rt::launchKernel(fn, 1, threads, shared, s.get(), params); },
       [&] { rt::launchKernelPacked(fn, 1, threads, shared, s.get(), &packed, sizeof packed); },
@@ -486,7 +487,19 @@ int hostOverhead() {
       [&] {
         rt::launchKernelPacked(k.function(), 1, threads, shared, s.get(), &packed, sizeof packed);
       }};
-  constexpr int kWays = sizeof ways / sizeof ways[0];
+  // The same launch with typed arguments (Kernel::launch): the signature's key and its lookup
+  // on top of k.launch (the compile-time parameters of kernels/Softmax.h, by name).
+  auto *outF = reinterpret_cast<float *>(outPtr), *inF = reinterpret_cast<float *>(inPtr);
+  auto typedLaunch = [&] {
+    kernels::softmaxKernel().launch(
+        1, s.get(), {outF, inF, 128, 128, 1, 128},
+        {{"BLOCK_SIZE", spec.constexprs[0]}, {"num_stages", spec.constexprs[1]}},
+        {.numWarps = spec.numWarps, .numStages = spec.numStages});
+  };
+  typedLaunch(); // compiles its specialization
+  s.sync();
+  ways.push_back(typedLaunch);
+  constexpr int kWays = 7;
   double seconds[kWays] = {};
   for (int done = 0; done < calls; done += batch)
     for (int w = 0; w < kWays; ++w) {
@@ -500,7 +513,8 @@ int hostOverhead() {
   TRITIUM_CU(cuStreamDestroy(nonBlocking));
   double hostUs = seconds[0] * 1e6 / calls, rawUs = seconds[1] * 1e6 / calls,
          packedUs = seconds[2] * 1e6 / calls, nonBlockingUs = seconds[3] * 1e6 / calls,
-         askedUs = seconds[4] * 1e6 / calls, lookedUpUs = seconds[5] * 1e6 / calls;
+         askedUs = seconds[4] * 1e6 / calls, lookedUpUs = seconds[5] * 1e6 / calls,
+         typedUs = seconds[6] * 1e6 / calls;
   // Back to back without synchronising: bounded by the GPU's rate of tiny kernels.
   auto t0 = Clock::now();
   for (int i = 0; i < calls; ++i)
@@ -526,9 +540,10 @@ int hostOverhead() {
               "cuCtxGetCurrent_plus_packed_launch_us %.2f\n"
               "function_lookup_plus_packed_launch_us %.2f\n"
               "back_to_back_us_per_launch %.2f\n"
-              "graph_replay_us_per_launch %.2f\n",
+              "graph_replay_us_per_launch %.2f\n"
+              "typed_launch_us_per_launch %.2f\n",
               hostUs, rawUs, packedUs, nonBlockingUs, askedUs, lookedUpUs, totalUs,
-              graphUs);
+              graphUs, typedUs);
   return 0;
 }
 
