@@ -894,6 +894,8 @@ TRITIUM_MATH1(cos, Cos)
 TRITIUM_MATH1(tanh, Tanh)
 TRITIUM_MATH1(sigmoid, Sigmoid)
 TRITIUM_MATH1(erf, Erf)
+TRITIUM_MATH1(log1p, Log1p)
+TRITIUM_MATH1(expm1, Expm1)
 TRITIUM_MATH1(floor, Floor)
 TRITIUM_MATH1(ceil, Ceil)
 #undef TRITIUM_MATH1

@@ -534,6 +534,8 @@ private:
       case MathFn::Tanh: r = std::tanh(x); break;
       case MathFn::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
       case MathFn::Erf: r = std::erf(x); break;
+      case MathFn::Log1p: r = std::log1p(x); break;
+      case MathFn::Expm1: r = std::expm1(x); break;
       case MathFn::Floor: r = std::floor(x); break;
       case MathFn::Ceil: r = std::ceil(x); break;
       case MathFn::Fma: r = std::fma(x, y, z); break;

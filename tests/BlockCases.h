@@ -119,6 +119,10 @@ inline void mathTile(Ptr out, Ptr x, Ptr y, Ptr z, Int n, int FN, int BM, int BN
   case ir::MathFn::Tanh: r = tanh(a - 2.5); break;
   case ir::MathFn::Sigmoid: r = sigmoid(a - 2.5); break;
   case ir::MathFn::Erf: r = erf(a - 2.5); break;
+  // Arguments of 1e-5 to 5e-3, where log(1 + x) and exp(x) - 1 would lose most of their
+  // digits; scaled back by 1000 so that the relative bound applies.
+  case ir::MathFn::Log1p: r = log1p(a * 0.001) * 1000.0; break;
+  case ir::MathFn::Expm1: r = expm1((a - 2.5) * 0.001) * 1000.0; break;
   case ir::MathFn::Floor: r = floor(a * 3.0); break;
   case ir::MathFn::Ceil: r = ceil(a * 3.0); break;
   case ir::MathFn::Fma: r = fma(a, b, c); break;
@@ -604,6 +608,10 @@ void checkMathFunction(CUstream stream, const std::function<void()> &sync, ir::M
     case ir::MathFn::Tanh: r = std::tanh(double(float(a - 2.5))); break;
     case ir::MathFn::Sigmoid: r = 1 / (1 + std::exp(-double(float(a - 2.5)))); break;
     case ir::MathFn::Erf: r = std::erf(double(float(a - 2.5))); break;
+    case ir::MathFn::Log1p: r = std::log1p(double(float(a * double(float(0.001))))) * 1000; break;
+    case ir::MathFn::Expm1:
+      r = std::expm1(double(float(double(float(a - 2.5)) * double(float(0.001))))) * 1000;
+      break;
     case ir::MathFn::Floor: r = std::floor(double(float(a * 3))); break;
     case ir::MathFn::Ceil: r = std::ceil(double(float(a * 3))); break;
     case ir::MathFn::Fma: r = std::fma(a, b, cc); break;

@@ -46,6 +46,8 @@ llvm::Value *apply(Lowering &l, MathFn fn, const std::vector<llvm::Value *> &x) 
     return b.CreateFDiv(one, b.CreateFAdd(one, e));
   }
   case MathFn::Erf: return libdevice(l, "__nv_erff", x);
+  case MathFn::Log1p: return libdevice(l, "__nv_log1pf", x);
+  case MathFn::Expm1: return libdevice(l, "__nv_expm1f", x);
   case MathFn::Floor: return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x[0]);
   case MathFn::Ceil: return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x[0]);
   case MathFn::Fma:

@@ -3,6 +3,7 @@
 // the layout passes and the lowering see every shape here too.
 #include "BlockCases.h"
 #include "LanguageCases.h"
+#include "PtxChecks.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -56,6 +57,23 @@ TEST_F(BlocksInterpreterTest, MathFunctions) {
   for (int f = 0; f <= int(ir::MathFn::DivRn); ++f) {
     SCOPED_TRACE(ir::mathName(ir::MathFn(f)));
     checkMathFunction<HostBuffer>(nullptr, sync, ir::MathFn(f), mathTolerance(ir::MathFn(f)));
+  }
+}
+
+// The libdevice functions reach the PTX inlined (libdevice is linked into the module, not
+// called), and ptxas takes the result.
+TEST_F(BlocksInterpreterTest, LibdeviceMathCompilesToPtx) {
+  for (ir::MathFn fn : {ir::MathFn::Log1p, ir::MathFn::Expm1, ir::MathFn::Erf}) {
+    SCOPED_TRACE(ir::mathName(fn));
+    auto k = kernel(std::string("math_") + ir::mathName(fn), mathTile,
+                    {"out", "x", "y", "z", "n", "FN", "BM", "BN"});
+    Artifacts a = k.compileTo({.signature = {"*fp32", "*fp32", "*fp32", "*fp32", "i32"},
+                               .constexprs = {int(fn), 8, 128},
+                               .numWarps = 4},
+                              Stage::PTX);
+    EXPECT_EQ(a.ptx.find("__nv_"), std::string::npos) << "a libdevice call left in the PTX";
+    EXPECT_EQ(a.ptx.find(".extern"), std::string::npos);
+    tritium::testing::expectAssembles(a, "sm_90");
   }
 }
 
