@@ -194,12 +194,13 @@ Value max_contiguous(const Operand &x, const std::vector<int64_t> &values, Loc l
   return hint("max_contiguous", "max_contiguous", x, values, l);
 }
 
-// Triton's tl.assume: LLVM would take it as llvm.assume; here the condition is only checked
-// to be one, and records nothing (what computed it is then dead code).
+// Triton's tl.assume: an assume op, which reaches LLVM as llvm.assume (what LLVM learns from
+// it: known bits, ranges) and which the interpreter checks.
 void assume(const Operand &cond, Loc l) {
   SourceLoc loc(l);
   if (cond.kind != Operand::Kind::Value || !cond.value || !cond.value->type().isBool())
     userError("assume takes a condition (a mask, i1, such as n > 0), got " + describe(cond), loc);
+  builder(loc).create(OpKind::Assume, {cond.value}, {}, loc);
 }
 
 Value cdiv(const Operand &a, const Operand &b, Loc l) {

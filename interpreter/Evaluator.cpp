@@ -198,6 +198,16 @@ public:
                     op_.loc());
       return true;
     }
+    case OpKind::Assume: { // the compiled kernel's behaviour would be undefined: say where
+      const auto &c = in(0).i;
+      for (size_t e = 0; e < c.size(); ++e)
+        if (!c[e])
+          userError("assume's condition does not hold in program " + std::to_string(m_.pid) +
+                        (op_.operand(0)->type().isBlock() ? ", element " + std::to_string(e)
+                                                          : ""),
+                    op_.loc());
+      return true;
+    }
     case OpKind::Print:
       return print();
     case OpKind::Dot:

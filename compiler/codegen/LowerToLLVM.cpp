@@ -153,7 +153,7 @@ private:
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
                !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
                !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) &&
-               !lowerPrint(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
+               !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
   }

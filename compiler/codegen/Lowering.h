@@ -149,6 +149,7 @@ llvm::Value *shuffle(Lowering &l, llvm::Value *v, Shuffle mode, llvm::Value *lan
 // shfl.sync.bfly between lanes `offset` apart.
 llvm::Value *shuffleXor(Lowering &l, llvm::Value *v, int offset);
 bool lowerPrint(Lowering &l, const ir::Op &op); // print through vprintf
+bool lowerAssume(Lowering &l, const ir::Op &op); // llvm.assume
 bool lowerCluster(Lowering &l, const ir::Op &op); // cluster_rank
 bool lowerGridDependency(Lowering &l, const ir::Op &op); // griddep_wait, _launch_dependents
 bool lowerGridSync(Lowering &l, const ir::Op &op);       // grid_sync

@@ -213,6 +213,7 @@ private:
     // reductions with regions give one per value, checked below.
     bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
                     op.kind() == OpKind::Yield || op.kind() == OpKind::Assert ||
+                    op.kind() == OpKind::Assume ||
                     op.kind() == OpKind::Barrier || op.kind() == OpKind::GridDepWait ||
                     op.kind() == OpKind::GridDepLaunchDependents || op.kind() == OpKind::GridSync;
     bool anyResults = op.kind() == OpKind::For || op.kind() == OpKind::If ||
@@ -432,6 +433,9 @@ private:
       expect(op, n == 1 && ty(0).isBool() && op.hasAttr("message") &&
                      std::holds_alternative<std::string>(op.attr("message")),
              "assert takes a mask and a message");
+      break;
+    case OpKind::Assume:
+      expect(op, n == 1 && ty(0).isBool(), "assume takes a condition (i1, or a block of them)");
       break;
     case OpKind::Print:
       expect(op, n == 1 && op.numResults() == 0 && op.hasAttr("prefix") &&

@@ -60,6 +60,49 @@ TEST_F(BlocksInterpreterTest, MathFunctions) {
   }
 }
 
+// assume(cond), scalar and block, reaches LLVM as llvm.assume and ptxas takes the kernel; the
+// interpreter runs it and names the line of an assumption that does not hold.
+int gAssumeLine = 0;
+void assumeKernel(Ptr out, Ptr in, Int n, int BLOCK) {
+  assume(n > 0);
+  auto i = arange(0, BLOCK);
+  auto x = load(in + i, i < n, 0.0);
+  gAssumeLine = __LINE__; assume(x >= 0.0);
+  store(out + i, sqrt_rn(x), i < n);
+}
+
+TEST_F(BlocksInterpreterTest, AssumeReachesLlvmAndIsChecked) {
+  auto k = kernel("assume_kernel", assumeKernel, {"out", "in", "n", "BLOCK"});
+  Artifacts a = k.compileTo({.signature = {"*fp32", "*fp32", "i32"}, .constexprs = {128}},
+                            Stage::PTX);
+  EXPECT_NE(a.tir.find("assume"), std::string::npos) << a.tir;
+  EXPECT_NE(a.llvm.find("call void @llvm.assume"), std::string::npos) << a.llvm;
+  tritium::testing::expectAssembles(a, "sm_90");
+  setInterpret(true);
+  std::vector<float> x(128);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i) * 0.5f;
+  HostBuffer in(512), out(512);
+  in.upload(x.data(), 512);
+  CompiledKernel &c = k.compile({.signature = {"*fp32", "*fp32", "i32"}, .constexprs = {128}});
+  c.launch(1, nullptr, {out, in, int32_t(100)});
+  std::vector<float> got(128);
+  out.download(got.data(), 512);
+  EXPECT_EQ(got[50], std::sqrt(25.0f));
+  x[7] = -1;
+  in.upload(x.data(), 512);
+  try {
+    c.launch(1, nullptr, {out, in, int32_t(100)});
+    ADD_FAILURE() << "a negative element passed assume(x >= 0)";
+  } catch (const UserError &e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("assume's condition does not hold in program 0, element 7"),
+              std::string::npos) << m;
+    EXPECT_NE(m.find(":" + std::to_string(gAssumeLine)), std::string::npos) << m;
+  }
+  resetInterpret();
+}
+
 // The libdevice functions reach the PTX inlined (libdevice is linked into the module, not
 // called), and ptxas takes the result.
 TEST_F(BlocksInterpreterTest, LibdeviceMathCompilesToPtx) {
