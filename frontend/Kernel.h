@@ -75,6 +75,7 @@ public:
   virtual ~Kernel() = default;
   const std::string &name() const { return name_; }
   const std::vector<ParamKind> &paramKinds() const { return kinds_; }
+  const std::vector<std::string> &paramNames() const { return names_; }
 
   // Traces the body for `spec` into fresh TIR (checked against the parameters).
   std::unique_ptr<ir::Function> trace(const Specialization &spec) const;
@@ -91,12 +92,19 @@ public:
   // (a count, a kind, a missing or unknown name) are UserErrors naming the parameter.
   CompiledKernel &launch(Grid3 grid, CUstream stream, std::initializer_list<Arg> args,
                          std::initializer_list<ConstexprArg> constexprs = {},
-                         const LaunchOptions &options = {}) &;
+                         const LaunchOptions &options = {}) & {
+    return launch(grid, stream, std::span<const Arg>(args.begin(), args.size()),
+                  std::span<const ConstexprArg>(constexprs.begin(), constexprs.size()), options);
+  }
   CompiledKernel &launch(int64_t grid, CUstream stream, std::initializer_list<Arg> args,
                          std::initializer_list<ConstexprArg> constexprs = {},
                          const LaunchOptions &options = {}) & {
     return launch(Grid3{grid, 1, 1}, stream, args, constexprs, options);
   }
+  // The same with the arguments and constexprs in arrays (what an autotuner assembles).
+  CompiledKernel &launch(Grid3 grid, CUstream stream, std::span<const Arg> args,
+                         std::span<const ConstexprArg> constexprs,
+                         const LaunchOptions &options) &;
   CompiledKernel &launch(Grid3, CUstream, std::initializer_list<Arg>,
                          std::initializer_list<ConstexprArg> = {},
                          const LaunchOptions & = {}) && = delete;
@@ -104,9 +112,16 @@ public:
                          std::initializer_list<ConstexprArg> = {},
                          const LaunchOptions & = {}) && = delete;
   // The specialization a typed launch compiles for these arguments (for tools and tests).
+  Specialization specializationFor(std::span<const Arg> args,
+                                   std::span<const ConstexprArg> constexprs = {},
+                                   const LaunchOptions &options = {}) const;
   Specialization specializationFor(std::initializer_list<Arg> args,
                                    std::initializer_list<ConstexprArg> constexprs = {},
-                                   const LaunchOptions &options = {}) const;
+                                   const LaunchOptions &options = {}) const {
+    return specializationFor(std::span<const Arg>(args.begin(), args.size()),
+                             std::span<const ConstexprArg>(constexprs.begin(), constexprs.size()),
+                             options);
+  }
   // Stops after `last` and returns the stages so far (no cache): for tools and tests.
   Artifacts compileTo(const Specialization &spec, Stage last,
                       const ir::PrintOptions &print = {}) const;

@@ -74,7 +74,8 @@ public:
                                  "(void, double, a struct): give tritium::tensor(p, \"bf16\", {n}) instead");
     dtype_ = *k;
   }
-  Arg(const Tensor &t) : kind_(Kind::Pointer), ptr_(CUdeviceptr(t.data)), dtype_(t.dtype) {}
+  Arg(const Tensor &t)
+      : kind_(Kind::Pointer), ptr_(CUdeviceptr(t.data)), dtype_(t.dtype), bytes_(spanBytes(t)) {}
   template <std::integral T>
     requires(!std::is_same_v<T, bool>)
   Arg(T v) : kind_(Kind::Int), int_(int64_t(v)) {}
@@ -86,6 +87,9 @@ public:
   ir::ScalarKind dtype() const { return dtype_; }
   int64_t intValue() const { return int_; }
   float floatValue() const { return float_; }
+  // The bytes a tensor view spans from its data pointer (0 for a bare pointer: unknown). An
+  // autotuner that resets or restores an output between its trials needs it.
+  int64_t bytes() const { return bytes_; }
 
 private:
   Kind kind_;
@@ -93,6 +97,18 @@ private:
   ir::ScalarKind dtype_ = ir::ScalarKind::F32;
   int64_t int_ = 0;
   float float_ = 0;
+  int64_t bytes_ = 0;
+  static int64_t spanBytes(const Tensor &t) {
+    int64_t last = 0, count = 1;
+    bool strided = t.strides.size() == t.shape.size(); // else dense rows
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] == 0)
+        return 0;
+      count *= t.shape[d];
+      last += (t.shape[d] - 1) * (strided ? t.strides[d] : 0);
+    }
+    return (strided ? last + 1 : count) * ir::byteWidth(t.dtype);
+  }
 };
 
 // A compile-time parameter given by name: {"BLOCK", 1024}.

@@ -79,8 +79,8 @@ size_t Kernel::KeyHash::operator()(const std::vector<int64_t> &key) const {
   return h;
 }
 
-Specialization Kernel::specializationFor(std::initializer_list<Arg> args,
-                                         std::initializer_list<ConstexprArg> constexprs,
+Specialization Kernel::specializationFor(std::span<const Arg> args,
+                                         std::span<const ConstexprArg> constexprs,
                                          const LaunchOptions &options) const {
   auto fail = [&](const std::string &what) { throw UserError("kernel '" + name_ + "': " + what); };
   std::vector<std::string> runtimeNames, constexprNames;
@@ -94,7 +94,7 @@ Specialization Kernel::specializationFor(std::initializer_list<Arg> args,
          "), but " + std::to_string(args.size()) + " were given");
   }
   Specialization spec;
-  const Arg *arg = args.begin();
+  const Arg *arg = args.data();
   for (size_t i = 0; i < kinds_.size(); ++i) {
     if (kinds_[i] == ParamKind::Constexpr)
       continue;
@@ -144,8 +144,8 @@ Specialization Kernel::specializationFor(std::initializer_list<Arg> args,
   return spec;
 }
 
-CompiledKernel &Kernel::launch(Grid3 grid, CUstream stream, std::initializer_list<Arg> args,
-                               std::initializer_list<ConstexprArg> constexprs,
+CompiledKernel &Kernel::launch(Grid3 grid, CUstream stream, std::span<const Arg> args,
+                               std::span<const ConstexprArg> constexprs,
                                const LaunchOptions &options) & {
   // The key: each argument's code, each given constexpr (name hash, value), the options and
   // the device (whose architecture the compile targets).

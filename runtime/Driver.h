@@ -73,6 +73,7 @@ private:
   X(cuMemsetD8)                                                                                    \
   X(cuMemsetD32)                                                                                   \
   X(cuMemsetD32Async)                                                                              \
+  X(cuMemsetD8Async)                                                                               \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
