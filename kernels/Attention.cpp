@@ -25,8 +25,9 @@ using namespace tritium::dsl;
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
-                                 Int soh, Int sos, Int kv_rows, int BM, int BN, int D, int STAGES,
-                                 int CAUSAL, int HAS_LSE, int KV_DESC) {
+                                 Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
+                                 int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
+                                 int WINDOW) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -49,10 +50,18 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
   // the loop.
   auto shift = seq_kv - seq_q;
+  Operand lo = 0;
   Value hi = seq_kv;
   if (CAUSAL)
     hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
-  for (auto start : range(0, hi, BN, STAGES)) {
+  // A sliding window: query row i sees keys i + shift - win_left .. i + shift + win_right; the
+  // loop starts at the BN-aligned step holding the first row's first key and ends after the
+  // last row's last.
+  if (WINDOW) {
+    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
+    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift + win_right), 0);
+  }
+  for (auto start : range(lo, hi, BN, STAGES)) {
     // The query tile, loaded in the loop that does not change it: copied once into shared
     // memory before the loop, where both products read it in place, instead of held in
     // registers across the loop.
@@ -70,6 +79,9 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
     auto valid = rn(None, _) < seq_kv;
     if (CAUSAL)
       valid = valid & (rn(None, _) <= rm(_, None) + shift);
+    if (WINDOW)
+      valid = valid & (rn(None, _) >= rm(_, None) + (shift - win_left)) &
+              (rn(None, _) <= rm(_, None) + (shift + win_right));
     s = where(valid, s, -INFINITY);
     auto m_new = maximum(m_i, max(s, 1));
     // A row that has seen no key yet keeps -inf: subtract 0 from it instead (no NaN).
@@ -93,8 +105,8 @@ Kernel &attentionForwardKernel() {
   static auto k = kernel("attention_fwd", attention_fwd_kernel,
                          {"o", "lse", "q", "k", "v", "qk_scale", "seq_q", "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
-                          "sob", "soh", "sos", "kv_rows", "BM", "BN", "D", "STAGES", "CAUSAL",
-                          "HAS_LSE", "KV_DESC"});
+                          "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
+                          "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW"});
   return k;
 }
 
@@ -114,14 +126,18 @@ static bool denseKV(const AttentionArgs &a) {
   return dense(a.kStrides) && dense(a.vStrides);
 }
 
+// A sliding window limits the keys on either side (causal attention with a left limit is one).
+static bool windowed(const AttentionArgs &a) { return a.windowLeft >= 0 || a.windowRight >= 0; }
+
 Specialization attentionForwardSpecialization(const AttentionArgs &a, const AttentionPlan &plan,
                                               const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
   Specialization spec{.signature = {t, "*fp32", t, t, t, "fp32", "i64", "i64", "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                    "i64", "i64", "i64", "i64"},
+                                    "i64", "i64", "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
-                                     a.causal ? 1 : 0, a.lse ? 1 : 0, denseKV(a) ? 1 : 0},
+                                     a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
+                                     denseKV(a) ? 1 : 0, windowed(a) ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -142,6 +158,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     args.fail("heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
               std::to_string(kvHeads) + ")");
   args.atLeast("seq_q", a.seqQ, 0);
+  args.atLeast("window_left", a.windowLeft, -1);
+  args.atLeast("window_right", a.windowRight, -1);
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
@@ -170,11 +188,15 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
+  // The window's reach in keys; -1 (unbounded) becomes the whole sequence, and causal
+  // attention reaches no key to the right.
+  int64_t left = a.windowLeft < 0 ? a.seqQ + seqKV : a.windowLeft;
+  int64_t right = a.causal ? 0 : a.windowRight < 0 ? a.seqQ + seqKV : a.windowRight;
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        scale * 1.4426950408889634f,
       a.seqQ,  seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      a.batch * kvHeads * seqKV};
+      a.batch * kvHeads * seqKV, left, right};
   bool gpu = !tritium::interpreting();
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";

@@ -6,7 +6,7 @@
 // through their strides (elements; head_dim contiguous); K and V may have fewer heads than Q
 // (grouped-query and multi-query attention: Q head h reads K/V head h / (heads / kv_heads)).
 // Causal attention masks key j for query i unless j <= i + (seq_kv - seq_q), FlashAttention's
-// bottom-right alignment. The log-sum-exp of each row's scaled scores (natural log) is written
+// bottom-right alignment; a sliding window bounds the keys on either side as well. The log-sum-exp of each row's scaled scores (natural log) is written
 // to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16 or bf16;
 // head_dim 64 or 128. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
 // the call is asynchronous on `stream`.
@@ -35,6 +35,10 @@ struct AttentionArgs {
   int64_t seqQ = 0, seqKV = 0, headDim = 0;  // seqKV 0: seqQ
   AttentionStrides qStrides, kStrides, vStrides, oStrides;
   bool causal = false;
+  // A sliding window (FlashAttention's window_size): query i sees keys i + (seq_kv - seq_q) -
+  // windowLeft .. i + (seq_kv - seq_q) + windowRight; -1 leaves that side unbounded. With
+  // causal, the right side is 0 whatever windowRight says.
+  int64_t windowLeft = -1, windowRight = -1;
   float scale = 0; // 0: 1 / sqrt(head_dim)
   Dtype dtype = Dtype::bf16;
 };

@@ -17,6 +17,7 @@ struct AttentionCase {
   kernels::Dtype dtype = kernels::Dtype::bf16;
   int64_t batch = 1, heads = 2, kvHeads = 2, seqQ = 64, seqKV = 64, headDim = 64;
   bool causal = false;
+  int64_t windowLeft = -1, windowRight = -1; // a sliding window; -1: unbounded
   bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
   float scale = 0;
 
@@ -24,6 +25,9 @@ struct AttentionCase {
     std::ostringstream s;
     s << kernels::dtypeName(dtype) << " b" << batch << " h" << heads << "/" << kvHeads << " q"
       << seqQ << " kv" << seqKV << " d" << headDim << (causal ? " causal" : "")
+      << (windowLeft >= 0 || windowRight >= 0
+              ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
+              : "")
       << (seqMajor ? " bshd" : " bhsd");
     return s.str();
   }
@@ -59,7 +63,8 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
       .k = address(dk), .v = address(dv), .batch = c.batch,
       .heads = c.heads, .kvHeads = c.kvHeads, .seqQ = c.seqQ, .seqKV = c.seqKV, .headDim = D,
       .qStrides = qs, .kStrides = ks, .vStrides = ks, .oStrides = qs, .causal = c.causal,
-      .scale = c.scale, .dtype = c.dtype};
+      .windowLeft = c.windowLeft, .windowRight = c.windowRight, .scale = c.scale,
+      .dtype = c.dtype};
   kernels::attentionForward(args, stream);
   sync();
   std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));
@@ -82,6 +87,9 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
         for (int64_t j = 0; j < c.seqKV; ++j) {
           s[size_t(j)] = -INFINITY;
           if (c.causal && j > i + shift)
+            continue;
+          if ((c.windowLeft >= 0 && j < i + shift - c.windowLeft) ||
+              (c.windowRight >= 0 && j > i + shift + c.windowRight))
             continue;
           double dotv = 0;
           for (int64_t d = 0; d < D; ++d)

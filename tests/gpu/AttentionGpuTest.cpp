@@ -18,6 +18,25 @@ namespace {
 
 class AttentionGpuTest : public tritium::testing::GpuStreamTest {};
 
+// Sliding windows on both head dims: both sides bounded, causal with a left bound (more keys
+// than queries), one side only; K and V dense (TMA) and through strides.
+TEST_F(AttentionGpuTest, SlidingWindows) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128}) {
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 700,
+                                  .seqKV = 700, .headDim = d, .windowLeft = 100,
+                                  .windowRight = 30});
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 500,
+                                  .seqKV = 650, .headDim = d, .causal = true,
+                                  .windowLeft = 128, .seqMajor = true});
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.heads = 2, .kvHeads = 2, .seqQ = 300, .seqKV = 300,
+                                  .headDim = d, .windowRight = 7});
+  }
+}
+
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();
   for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})

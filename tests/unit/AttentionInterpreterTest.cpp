@@ -32,6 +32,23 @@ TEST_F(AttentionInterpreterTest, Forward) {
                               .causal = true, .scale = 0.3f});
 }
 
+// Sliding windows: both sides bounded (later programs start their loop past the first keys),
+// causal with a left bound and more keys than queries, one side only.
+TEST_F(AttentionInterpreterTest, SlidingWindows) {
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 2, .kvHeads = 1, .seqQ = 300, .seqKV = 300,
+                              .windowLeft = 32, .windowRight = 16});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 1, .kvHeads = 1, .seqQ = 200, .seqKV = 260, .causal = true,
+                              .windowLeft = 50});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp16, .heads = 1, .kvHeads = 1, .seqQ = 150,
+                              .seqKV = 150, .headDim = 128, .windowLeft = 20, .seqMajor = true});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 1, .kvHeads = 1, .seqQ = 90, .seqKV = 70,
+                              .windowRight = 5});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};
@@ -51,6 +68,14 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("head_dim must be 64 or 128, got 96"), std::string::npos)
         << e.what();
+  }
+  a.headDim = 64;
+  a.windowLeft = -2;
+  try {
+    kernels::attentionForward(a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("window_left"), std::string::npos) << e.what();
   }
 }
 

@@ -1,7 +1,9 @@
-// What the library's attention kernels compile to, without a GPU: the decode's K and V tiles
-// come through cp.async rings in a contiguous cache, and ptxas takes every form without spills.
+// What the library's attention kernels compile to, without a GPU: the forward's products on
+// wgmma with K and V through TMA, the decode's K and V tiles through cp.async rings in a
+// contiguous cache, and ptxas takes every form without spills.
 #include "PtxChecks.h"
 
+#include "kernels/Attention.h"
 #include "kernels/AttentionDecode.h"
 
 using namespace tritium;
@@ -26,6 +28,43 @@ Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDeco
       spec.signature[i] += ":16";
   spec.signature[10] += ":1";
   return kernels::attentionDecodeKernel().compileTo(spec, Stage::PTX);
+}
+
+// The forward for 4 x 32 x 4096 dense bf16 tensors, specialized as a launch would be.
+Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1) {
+  const int64_t B = 4, H = 32, S = 4096;
+  kernels::AttentionArgs a{.batch = B, .heads = H, .seqQ = S, .headDim = D, .causal = causal};
+  a.windowLeft = windowLeft;
+  Specialization spec =
+      kernels::attentionForwardSpecialization(a, kernels::planAttention(D), "sm_90a");
+  KernelArg p = KernelArg::pointer(0x10000);
+  int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
+  spec = spec.specializedFor({p,         p,     p,     p,         p,     1.0f,  S,     S,
+                              H,         int64_t(1), H * S * D, S * D, D,     H * S * D,
+                              S * D,     D,     H * S * D, S * D, D,     H * S * D, S * D,
+                              D,         B * H * S, left, right});
+  return kernels::attentionForwardKernel().compileTo(spec, Stage::PTX);
+}
+
+TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+      Artifacts a = compileForward(D, causal);
+      EXPECT_NE(a.ptx.find("wgmma.mma_async"), std::string::npos);
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+      expectAssembles(a, "sm_90a");
+    }
+  // A sliding window's loop starts past the keys no row of the program sees: the same
+  // products and copies.
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "window 256, causal" : "window 256");
+    Artifacts w = compileForward(128, causal, 256);
+    EXPECT_NE(w.tir.find("WINDOW = 1"), std::string::npos);
+    EXPECT_NE(w.ptx.find("wgmma.mma_async"), std::string::npos);
+    EXPECT_NE(w.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+    expectAssembles(w, "sm_90a");
+  }
 }
 
 TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
