@@ -22,12 +22,15 @@ using namespace tritium::dsl;
 // tensor descriptors over all kv_rows = batch x kv_heads x seq_kv rows (TMA copies on Hopper);
 // rows past a head's end belong to the next head (or lie past the tensor, read as zeros), and
 // the mask of the scores keeps them out.
-static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_scale, Int seq_q,
+// VARLEN: sequences packed one after another; cu_q / cu_kv ([batch + 1] i32) give where each
+// starts, seq_q is the total of the query rows (the LSE's stride) and seq_kv unused.
+static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, Ptr cu_kv,
+                                 Float qk_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
                                  Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
-                                 int WINDOW) {
+                                 int WINDOW, int VARLEN) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -35,8 +38,20 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D);
   auto rn0 = arange(0, BN);
-  auto q_rows = q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+  auto q_base = q + b * sqb + h * sqh, o_base = o + b * sob + h * soh;
   auto k_base = k + b * skb + kvh * skh, v_base = v + b * svb + kvh * svh;
+  Value seqQ = seq_q, seqKV = seq_kv, lse_row = bh * seq_q;
+  if (VARLEN) { // this sequence's rows
+    auto q0 = cast(load(cu_q + b), int64), kv0 = cast(load(cu_kv + b), int64);
+    seqQ = cast(load(cu_q + b + 1), int64) - q0;
+    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
+    q_base = q_base + q0 * sqs;
+    o_base = o_base + q0 * sos;
+    k_base = k_base + kv0 * sks;
+    v_base = v_base + kv0 * svs;
+    lse_row = h * seq_q + q0;
+  }
+  auto q_rows = q_base + rm(_, None) * sqs + rd(None, _);
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0;
   if (KV_DESC) {
@@ -49,34 +64,36 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   auto acc = zeros({BM, D}, float32);
   // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
   // the loop.
-  auto shift = seq_kv - seq_q;
+  auto shift = seqKV - seqQ;
   Operand lo = 0;
-  Value hi = seq_kv;
+  Value hi = seqKV;
   if (CAUSAL)
-    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
+    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
   // A sliding window: query row i sees keys i + shift - win_left .. i + shift + win_right; the
   // loop starts at the BN-aligned step holding the first row's first key and ends after the
   // last row's last.
   if (WINDOW) {
     lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
-    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift + win_right), 0);
+    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
   }
+  if (VARLEN) // programs past a shorter sequence's rows walk no keys
+    hi = where(pid_m * BM < seqQ, hi, 0);
   for (auto start : range(lo, hi, BN, STAGES)) {
     // The query tile, loaded in the loop that does not change it: copied once into shared
     // memory before the loop, where both products read it in place, instead of held in
     // registers across the loop.
-    auto q_tile = load(q_rows, rm(_, None) < seq_q, 0);
+    auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
     auto rn = start + rn0;
     Value k_tile, v_tile;
     if (KV_DESC) {
       k_tile = k_desc->load({kv_row0 + start, 0});
       v_tile = v_desc->load({kv_row0 + start, 0});
     } else {
-      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seq_kv, 0);
-      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seq_kv, 0);
+      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
+      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
     }
     auto s = dot(q_tile, trans(k_tile)) * qk_scale;
-    auto valid = rn(None, _) < seq_kv;
+    auto valid = rn(None, _) < seqKV;
     if (CAUSAL)
       valid = valid & (rn(None, _) <= rm(_, None) + shift);
     if (WINDOW)
@@ -95,18 +112,18 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Float qk_s
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
   auto out = acc / l_safe(_, None);
-  store(o + b * sob + h * soh + rm(_, None) * sos + rd(None, _), cast(out, o.dtype()),
-        rm(_, None) < seq_q);
+  store(o_base + rm(_, None) * sos + rd(None, _), cast(out, o.dtype()), rm(_, None) < seqQ);
   if (HAS_LSE) // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
-    store(lse + bh * seq_q + rm, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seq_q);
+    store(lse + lse_row + rm, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
 }
 
 Kernel &attentionForwardKernel() {
   static auto k = kernel("attention_fwd", attention_fwd_kernel,
-                         {"o", "lse", "q", "k", "v", "qk_scale", "seq_q", "seq_kv", "heads",
+                         {"o", "lse", "q", "k", "v", "cu_q", "cu_kv", "qk_scale", "seq_q",
+                          "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
                           "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
-                          "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW"});
+                          "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN"});
   return k;
 }
 
@@ -132,12 +149,15 @@ static bool windowed(const AttentionArgs &a) { return a.windowLeft >= 0 || a.win
 Specialization attentionForwardSpecialization(const AttentionArgs &a, const AttentionPlan &plan,
                                               const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
-  Specialization spec{.signature = {t, "*fp32", t, t, t, "fp32", "i64", "i64", "i64", "i64",
+  bool varlen = a.cuSeqlensQ != nullptr;
+  Specialization spec{.signature = {t, "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
+                                    "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
-                                     denseKV(a) ? 1 : 0, windowed(a) ? 1 : 0},
+                                     denseKV(a) && !varlen ? 1 : 0, windowed(a) ? 1 : 0,
+                                     varlen ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -163,11 +183,20 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
-  // Dense [batch, heads, seq, head_dim] where no strides are given.
+  bool varlen = a.cuSeqlensQ != nullptr;
+  if (varlen != (a.cuSeqlensKV != nullptr))
+    args.fail("cuSeqlensQ and cuSeqlensKV are given together (varlen) or not at all");
+  if (varlen && a.totalQ < a.seqQ)
+    args.fail("totalQ (" + std::to_string(a.totalQ) + ", the packed query rows) must be at "
+              "least seq_q (" + std::to_string(a.seqQ) + ", the longest sequence)");
+  // Dense [batch, heads, seq, head_dim] where no strides are given; packed [total, heads,
+  // head_dim] for varlen batches, whose batch strides are unused.
   auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
     AttentionStrides d = s;
     if (!d.batch && !d.head && !d.seq)
-      d = {h * seq * D, seq * D, D};
+      d = varlen ? AttentionStrides{0, D, h * D} : AttentionStrides{h * seq * D, seq * D, D};
+    if (varlen)
+      d.batch = 0;
     if (d.seq < D && seq > 1)
       args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
                 " is less than head_dim " + std::to_string(D));
@@ -180,6 +209,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   KernelArg o = args.pointer("o", a.o), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
             v = args.pointer("v", a.v);
   KernelArg lse = a.lse ? args.pointer("lse", a.lse) : o;
+  KernelArg cuQ = varlen ? args.pointer("cuSeqlensQ", a.cuSeqlensQ) : o,
+            cuKV = varlen ? args.pointer("cuSeqlensKV", a.cuSeqlensKV) : o;
   if (a.batch * a.heads > 65535)
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   if (a.seqQ == 0)
@@ -193,8 +224,9 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   int64_t left = a.windowLeft < 0 ? a.seqQ + seqKV : a.windowLeft;
   int64_t right = a.causal ? 0 : a.windowRight < 0 ? a.seqQ + seqKV : a.windowRight;
   std::initializer_list<KernelArg> launchArgs = {
-      o,       lse,      q,        k,        v,        scale * 1.4426950408889634f,
-      a.seqQ,  seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
+      o,       lse,      q,        k,        v,        cuQ,      cuKV,
+      scale * 1.4426950408889634f, varlen ? a.totalQ : a.seqQ,
+      seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
       a.batch * kvHeads * seqKV, left, right};
   bool gpu = !tritium::interpreting();

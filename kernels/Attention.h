@@ -39,6 +39,15 @@ struct AttentionArgs {
   // windowLeft .. i + (seq_kv - seq_q) + windowRight; -1 leaves that side unbounded. With
   // causal, the right side is 0 whatever windowRight says.
   int64_t windowLeft = -1, windowRight = -1;
+  // Varlen batches (FlashAttention's cu_seqlens): `batch` sequences packed one after another,
+  // q and o [totalQ, heads, head_dim] and k and v [total_kv, kv_heads, head_dim] (dense, or
+  // through their head and seq strides; batch strides are unused); cuSeqlensQ and cuSeqlensKV
+  // ([batch + 1] int32, device memory) say where each sequence starts, the last entry the
+  // total; seqQ and seqKV are the longest sequences; lse is then [heads, totalQ]. Causal
+  // masks and windows align each sequence's queries with its own keys; an empty sequence
+  // writes nothing. K and V are read with cp.async here, not TMA.
+  const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
+  int64_t totalQ = 0;
   float scale = 0; // 0: 1 / sqrt(head_dim)
   Dtype dtype = Dtype::bf16;
 };

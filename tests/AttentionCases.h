@@ -122,4 +122,109 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
                      << first.str();
 }
 
+// Varlen batches (FlashAttention's cu_seqlens): sequences of the given lengths packed one
+// after another, q and o [total_q, heads, D], k and v [total_kv, kv_heads, D]; each sequence
+// against its own double-precision reference, the log-sum-exp [heads, total_q] too.
+struct VarlenCase {
+  kernels::Dtype dtype = kernels::Dtype::bf16;
+  std::vector<int64_t> seqQ, seqKV; // per sequence
+  int64_t heads = 2, kvHeads = 1, headDim = 64;
+  bool causal = false;
+  int64_t windowLeft = -1;
+};
+
+template <typename Buffer>
+void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
+                          const VarlenCase &c) {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  ir::ScalarKind kind = scalarKind(c.dtype);
+  int64_t D = c.headDim, B = int64_t(c.seqQ.size());
+  std::vector<int32_t> cuQ{0}, cuKV{0};
+  for (int64_t b = 0; b < B; ++b) {
+    cuQ.push_back(cuQ.back() + int32_t(c.seqQ[size_t(b)]));
+    cuKV.push_back(cuKV.back() + int32_t(c.seqKV[size_t(b)]));
+  }
+  int64_t totalQ = cuQ.back(), totalKV = cuKV.back();
+  int64_t maxQ = *std::max_element(c.seqQ.begin(), c.seqQ.end());
+  int64_t maxKV = *std::max_element(c.seqKV.begin(), c.seqKV.end());
+  Encoded q = encode(kind, randomValues(kind, size_t(totalQ * c.heads * D), rng));
+  Encoded k = encode(kind, randomValues(kind, size_t(totalKV * c.kvHeads * D), rng));
+  Encoded v = encode(kind, randomValues(kind, size_t(totalKV * c.kvHeads * D), rng));
+  auto bytesOf = [](const std::vector<int32_t> &x) {
+    std::vector<unsigned char> raw(x.size() * 4);
+    std::memcpy(raw.data(), x.data(), raw.size());
+    return raw;
+  };
+  Buffer dq = uploadBytes<Buffer>(q.raw), dk = uploadBytes<Buffer>(k.raw),
+         dv = uploadBytes<Buffer>(v.raw), dcq = uploadBytes<Buffer>(bytesOf(cuQ)),
+         dckv = uploadBytes<Buffer>(bytesOf(cuKV));
+  int bytes = ir::bitWidth(kind) / 8;
+  Buffer dout = poisonedBytes<Buffer>(size_t(totalQ * c.heads * D * bytes));
+  Buffer dlse = poisonedBytes<Buffer>(size_t(c.heads * totalQ) * 4);
+  auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
+  kernels::AttentionArgs args{
+      .o = address(dout), .lse = static_cast<float *>(address(dlse)), .q = address(dq),
+      .k = address(dk), .v = address(dv), .batch = B, .heads = c.heads, .kvHeads = c.kvHeads,
+      .seqQ = maxQ, .seqKV = maxKV, .headDim = D, .causal = c.causal,
+      .windowLeft = c.windowLeft,
+      .cuSeqlensQ = static_cast<const int32_t *>(address(dcq)),
+      .cuSeqlensKV = static_cast<const int32_t *>(address(dckv)), .totalQ = totalQ,
+      .dtype = c.dtype};
+  kernels::attentionForward(args, stream);
+  sync();
+  std::vector<unsigned char> raw(size_t(totalQ * c.heads * D * bytes));
+  dout.download(raw.data(), raw.size());
+  std::vector<double> got = decode(kind, raw);
+  std::vector<float> lse(size_t(c.heads * totalQ));
+  dlse.download(lse.data(), lse.size() * 4);
+  double scale = 1.0 / std::sqrt(double(D));
+  double tol = c.dtype == kernels::Dtype::bf16 ? 2e-2 : 4e-3;
+  size_t bad = 0;
+  std::ostringstream first;
+  int64_t group = c.heads / c.kvHeads;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t sq = c.seqQ[size_t(b)], skv = c.seqKV[size_t(b)], shift = skv - sq;
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        int64_t row = cuQ[size_t(b)] + i, kh = h / group;
+        std::vector<double> s(size_t(skv), -INFINITY);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < skv; ++j) {
+          if ((c.causal && j > i + shift) || (c.windowLeft >= 0 && j < i + shift - c.windowLeft))
+            continue;
+          double dotv = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dotv += q.values[size_t((row * c.heads + h) * D + d)] *
+                    k.values[size_t(((cuKV[size_t(b)] + j) * c.kvHeads + kh) * D + d)];
+          s[size_t(j)] = dotv * scale;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < skv; ++j)
+          sum += mx == -INFINITY ? 0.0 : std::exp(s[size_t(j)] - mx);
+        double wantLse = mx == -INFINITY ? -INFINITY : mx + std::log(sum);
+        double gotLse = lse[size_t(h * totalQ + row)];
+        if (!(gotLse == wantLse || std::fabs(gotLse - wantLse) <= 1e-3 * (1 + std::fabs(wantLse))) &&
+            bad++ < 5)
+          first << "  lse[" << h << ", " << row << "] got " << gotLse << ", want " << wantLse
+                << "\n";
+        for (int64_t d = 0; d < D; ++d) {
+          double want = 0;
+          for (int64_t j = 0; sum > 0 && j < skv; ++j)
+            want += std::exp(s[size_t(j)] - mx) / sum *
+                    v.values[size_t(((cuKV[size_t(b)] + j) * c.kvHeads + kh) * D + d)];
+          double g = got[size_t((row * c.heads + h) * D + d)];
+          if (!(std::isfinite(g) && std::fabs(g - want) <= tol * (1 + std::fabs(want))) &&
+              bad++ < 5)
+            first << "  o[" << row << ", " << h << ", " << d << "] got " << g << ", want " << want
+                  << "\n";
+        }
+      }
+  }
+  EXPECT_EQ(bad, 0u) << "varlen attention: " << bad << " wrong (seed " << seed << "):\n"
+                     << first.str();
+}
+
 } // namespace tritium::testing::attention

@@ -37,6 +37,17 @@ TEST_F(AttentionGpuTest, SlidingWindows) {
   }
 }
 
+// Varlen batches on both head dims, causal or not, GQA 4:1, an empty sequence.
+TEST_F(AttentionGpuTest, Varlen) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
+                                         {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
+                                          .heads = 8, .kvHeads = 2, .headDim = d,
+                                          .causal = causal});
+}
+
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();
   for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})

@@ -49,6 +49,20 @@ TEST_F(AttentionInterpreterTest, SlidingWindows) {
                               .windowRight = 5});
 }
 
+// Varlen batches: an empty sequence, one of a single token, lengths that are not multiples of
+// any block, more keys than queries (causal aligned per sequence), GQA, a window.
+TEST_F(AttentionInterpreterTest, Varlen) {
+  checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                   {.seqQ = {37, 0, 1, 140}, .seqKV = {37, 0, 1, 140}});
+  checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                   {.dtype = kernels::Dtype::fp16, .seqQ = {17, 60},
+                                    .seqKV = {50, 200}, .heads = 4, .kvHeads = 2,
+                                    .headDim = 128, .causal = true});
+  checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                   {.seqQ = {150, 9}, .seqKV = {150, 30}, .causal = true,
+                                    .windowLeft = 20});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};

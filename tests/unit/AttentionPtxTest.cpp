@@ -31,15 +31,19 @@ Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDeco
 }
 
 // The forward for 4 x 32 x 4096 dense bf16 tensors, specialized as a launch would be.
-Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1) {
+Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool varlen = false) {
   const int64_t B = 4, H = 32, S = 4096;
+  static int32_t cu = 0;
   kernels::AttentionArgs a{.batch = B, .heads = H, .seqQ = S, .headDim = D, .causal = causal};
   a.windowLeft = windowLeft;
+  if (varlen)
+    a.cuSeqlensQ = a.cuSeqlensKV = &cu;
   Specialization spec =
       kernels::attentionForwardSpecialization(a, kernels::planAttention(D), "sm_90a");
   KernelArg p = KernelArg::pointer(0x10000);
   int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
-  spec = spec.specializedFor({p,         p,     p,     p,         p,     1.0f,  S,     S,
+  spec = spec.specializedFor({p,         p,     p,     p,         p,     p,     p,     1.0f,
+                              S,         S,
                               H,         int64_t(1), H * S * D, S * D, D,     H * S * D,
                               S * D,     D,     H * S * D, S * D, D,     H * S * D, S * D,
                               D,         B * H * S, left, right});
@@ -65,6 +69,12 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
     EXPECT_NE(w.ptx.find("cp.async.bulk.tensor"), std::string::npos);
     expectAssembles(w, "sm_90a");
   }
+  // Varlen batches read K and V through pointers (cp.async), the products still on wgmma.
+  Artifacts v = compileForward(128, true, -1, true);
+  EXPECT_NE(v.tir.find("VARLEN = 1"), std::string::npos);
+  EXPECT_NE(v.ptx.find("wgmma.mma_async"), std::string::npos);
+  EXPECT_NE(v.ptx.find("cp.async.cg.shared.global"), std::string::npos);
+  expectAssembles(v, "sm_90a");
 }
 
 TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
