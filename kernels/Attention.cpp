@@ -38,20 +38,18 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D);
   auto rn0 = arange(0, BN);
-  auto q_base = q + b * sqb + h * sqh, o_base = o + b * sob + h * soh;
-  auto k_base = k + b * skb + kvh * skh, v_base = v + b * svb + kvh * svh;
-  Value seqQ = seq_q, seqKV = seq_kv, lse_row = bh * seq_q;
+  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
   if (VARLEN) { // this sequence's rows
-    auto q0 = cast(load(cu_q + b), int64), kv0 = cast(load(cu_kv + b), int64);
+    q0 = cast(load(cu_q + b), int64);
+    kv0 = cast(load(cu_kv + b), int64);
     seqQ = cast(load(cu_q + b + 1), int64) - q0;
     seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
-    q_base = q_base + q0 * sqs;
-    o_base = o_base + q0 * sos;
-    k_base = k_base + kv0 * sks;
-    v_base = v_base + kv0 * svs;
-    lse_row = h * seq_q + q0;
   }
-  auto q_rows = q_base + rm(_, None) * sqs + rd(None, _);
+  // (Each form written whole, so that the fixed-length one compiles as it always has.)
+  auto q_rows = VARLEN ? q + h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
+                       : q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+  auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
+  auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0;
   if (KV_DESC) {
@@ -112,9 +110,13 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
   auto out = acc / l_safe(_, None);
-  store(o_base + rm(_, None) * sos + rd(None, _), cast(out, o.dtype()), rm(_, None) < seqQ);
-  if (HAS_LSE) // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
-    store(lse + lse_row + rm, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
+  auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
+                       : o + b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+  store(o_rows, cast(out, o.dtype()), rm(_, None) < seqQ);
+  if (HAS_LSE) { // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
+    auto lse_rows = VARLEN ? lse + h * seq_q + q0 + rm : lse + bh * seq_q + rm;
+    store(lse_rows, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
+  }
 }
 
 Kernel &attentionForwardKernel() {
