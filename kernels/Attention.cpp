@@ -132,6 +132,8 @@ Kernel &attentionForwardKernel() {
 AttentionPlan planAttention(int64_t headDim) {
   if (headDim <= 64)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
+  if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
+    return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
@@ -170,8 +172,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   Arguments args("attentionForward");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
-  if (a.headDim != 64 && a.headDim != 128)
-    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
+    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);
   args.atLeast("heads", a.heads, 1);
   int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;

@@ -8,7 +8,7 @@
 // Causal attention masks key j for query i unless j <= i + (seq_kv - seq_q), FlashAttention's
 // bottom-right alignment; a sliding window bounds the keys on either side as well. The log-sum-exp of each row's scaled scores (natural log) is written
 // to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16 or bf16;
-// head_dim 64 or 128. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
+// head_dim 64, 128 or 256. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
 // the call is asynchronous on `stream`.
 #pragma once
 

@@ -62,6 +62,10 @@ TEST_F(AttentionGpuTest, Forward) {
                                 .headDim = 128, .causal = true, .seqMajor = true});
   checkAttention<DeviceBuffer>(stream().get(), sync,
                                {.batch = 3, .heads = 2, .kvHeads = 2, .seqQ = 1, .seqKV = 77});
+  for (bool causal : {false, true}) // head_dim 256
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 333, .seqKV = 333,
+                                  .headDim = 256, .causal = causal});
   checkAttention<DeviceBuffer>(stream().get(), sync,
                                {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 200, .seqKV = 70,
                                 .causal = true});

@@ -26,6 +26,10 @@ TEST_F(AttentionInterpreterTest, Forward) {
                              {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 2,
                               .kvHeads = 1, .seqQ = 33, .seqKV = 33, .causal = true,
                               .seqMajor = true});
+  // head_dim 256, causal, GQA 2:1.
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 2, .kvHeads = 1, .seqQ = 70, .seqKV = 80, .headDim = 256,
+                              .causal = true});
   // More queries than keys: the first rows see no key and give zeros.
   checkAttention<HostBuffer>(nullptr, sync,
                              {.heads = 1, .kvHeads = 1, .seqQ = 40, .seqKV = 17, .headDim = 128,
@@ -80,7 +84,8 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
     kernels::attentionForward(a, nullptr);
     ADD_FAILURE() << "no error";
   } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("head_dim must be 64 or 128, got 96"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("head_dim must be 64, 128 or 256, got 96"),
+              std::string::npos)
         << e.what();
   }
   a.headDim = 64;

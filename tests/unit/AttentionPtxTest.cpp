@@ -69,6 +69,10 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
     EXPECT_NE(w.ptx.find("cp.async.bulk.tensor"), std::string::npos);
     expectAssembles(w, "sm_90a");
   }
+  // head_dim 256: 128 x 64 score tiles beside a 128 x 256 accumulator, 2 stages.
+  Artifacts wide = compileForward(256, true);
+  EXPECT_NE(wide.ptx.find("wgmma.mma_async"), std::string::npos);
+  expectAssembles(wide, "sm_90a");
   // Varlen batches read K and V through pointers (cp.async), the products still on wgmma.
   Artifacts v = compileForward(128, true, -1, true);
   EXPECT_NE(v.tir.find("VARLEN = 1"), std::string::npos);
