@@ -114,6 +114,41 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
   });
 }
 
+int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void *q,
+                                     const void *k, const void *v, const int32_t *cu_seqlens_q,
+                                     const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,
+                                     int64_t kv_heads, int64_t total_q, int64_t max_seq_q,
+                                     int64_t max_seq_kv, int64_t head_dim, int causal,
+                                     int64_t window_left, int64_t window_right, float scale,
+                                     void *stream) {
+  return guarded([&] {
+    for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
+      if (!p)
+        throw std::invalid_argument(std::string("attentionForward: ") + name + " is null");
+    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
+                      .heads = heads, .kvHeads = kv_heads, .seqQ = max_seq_q,
+                      .seqKV = max_seq_kv, .headDim = head_dim, .causal = causal != 0,
+                      .windowLeft = window_left, .windowRight = window_right,
+                      .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
+                      .totalQ = total_q, .scale = scale, .dtype = toDtype(dtype)},
+                     toStream(stream));
+  });
+}
+
+int tritium_attention_forward_window(int dtype, void *o, float *lse, const void *q,
+                                     const void *k, const void *v, int64_t batch, int64_t heads,
+                                     int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                                     int64_t head_dim, int causal, int64_t window_left,
+                                     int64_t window_right, float scale, void *stream) {
+  return guarded([&] {
+    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
+                      .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
+                      .headDim = head_dim, .causal = causal != 0, .windowLeft = window_left,
+                      .windowRight = window_right, .scale = scale, .dtype = toDtype(dtype)},
+                     toStream(stream));
+  });
+}
+
 int64_t tritium_attention_decode_workspace(int64_t batch, int64_t heads, int64_t kv_heads,
                                            int64_t seq_q, int64_t max_seq_kv, int64_t head_dim) {
   int64_t bytes = -1;

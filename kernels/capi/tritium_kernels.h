@@ -84,6 +84,27 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
                               const int64_t v_strides[3], const int64_t o_strides[3],
                               int causal, float scale, void *stream);
 
+/* The forward over dense [batch, heads, seq, head_dim] tensors with a sliding window
+ * (FlashAttention's window_size: window_left / window_right keys on either side, -1
+ * unbounded; causal makes the right side 0). */
+int tritium_attention_forward_window(int dtype, void *o, float *lse, const void *q,
+                                     const void *k, const void *v, int64_t batch, int64_t heads,
+                                     int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                                     int64_t head_dim, int causal, int64_t window_left,
+                                     int64_t window_right, float scale, void *stream);
+
+/* The forward over varlen batches (FlashAttention's cu_seqlens): batch sequences packed one
+ * after another, q and o dense [total_q, heads, head_dim], k and v [total_kv, kv_heads,
+ * head_dim]; cu_seqlens_q / cu_seqlens_kv int32 [batch + 1] in device memory; max_seq_q and
+ * max_seq_kv the longest sequences; lse NULL or fp32 [heads, total_q]; a window as above. */
+int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void *q,
+                                     const void *k, const void *v, const int32_t *cu_seqlens_q,
+                                     const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,
+                                     int64_t kv_heads, int64_t total_q, int64_t max_seq_q,
+                                     int64_t max_seq_kv, int64_t head_dim, int causal,
+                                     int64_t window_left, int64_t window_right, float scale,
+                                     void *stream);
+
 /* Decode attention (kernels/AttentionDecode.h, flash-decoding): q and o [batch, seq_q, heads,
  * head_dim] through {batch, head, seq} strides; the K and V caches through {page, seq, head}
  * strides, contiguous (block_table NULL) or paged (block_table int32 [batch, max_pages]);

@@ -30,11 +30,17 @@ int main(void) {
   int forwardOk = rc != 0 && strstr(error, "heads (8) must be a multiple of kv_heads (3)") != NULL;
   printf("%s: tritium_attention_forward with 8 heads on 3 returns %d: %s\n",
          forwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_attention_forward_varlen(2, &b, NULL, &b, &b, &b, NULL, NULL, 2, 8, 8, 10, 6,
+                                        6, 64, 0, -1, -1, 0.f, NULL);
+  error = tritium_last_error();
+  int varlenOk = rc != 0 && strstr(error, "attentionForward: cu_seqlens_q is null") != NULL;
+  printf("%s: tritium_attention_forward_varlen without cu_seqlens returns %d: %s\n",
+         varlenOk ? "ok" : "FAILED", rc, error);
   rc = tritium_attention_decode(2, &b, NULL, &b, &b, &b, NULL, NULL, 0, 0, 1, 8, 2, 1, 64, 96,
                                 NULL, NULL, NULL, NULL, 1, 0.f, NULL, 0, NULL);
   error = tritium_last_error();
   int decodeOk = rc != 0 && strstr(error, "head_dim must be 64 or 128, got 96") != NULL;
   printf("%s: tritium_attention_decode with head_dim 96 returns %d: %s\n",
          decodeOk ? "ok" : "FAILED", rc, error);
-  return ok && matmulOk && fusedOk && forwardOk && decodeOk ? 0 : 1;
+  return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk ? 0 : 1;
 }
