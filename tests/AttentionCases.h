@@ -10,6 +10,7 @@
 #include "DotCases.h"
 #include "MatmulLibraryCases.h"
 #include "kernels/Attention.h"
+#include "kernels/AttentionBackward.h"
 
 namespace tritium::testing::attention {
 
@@ -225,6 +226,127 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
   }
   EXPECT_EQ(bad, 0u) << "varlen attention: " << bad << " wrong (seed " << seed << "):\n"
                      << first.str();
+}
+
+// The backward (kernels/AttentionBackward.h) after the library's forward, against gradients
+// in double precision from the same inputs: P from the exact scores, dV = P^T dO, dP = dO V^T,
+// dS = P (dP - rowsum(dO O)), dQ = scale dS K, dK = scale dS^T Q, summed over a K/V head's
+// query heads. The kernels read the forward's rounded O and its fp32 log-sum-exp: each element
+// is bounded by tol (|want| + the tensor's root mean square).
+template <typename Buffer>
+void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
+                            const AttentionCase &c) {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  ir::ScalarKind kind = scalarKind(c.dtype);
+  int64_t D = c.headDim, H = c.heads, KH = c.kvHeads, SQ = c.seqQ, SK = c.seqKV;
+  auto count = [&](int64_t h, int64_t s) { return size_t(c.batch * h * s * D); };
+  Encoded q = encode(kind, randomValues(kind, count(H, SQ), rng));
+  Encoded k = encode(kind, randomValues(kind, count(KH, SK), rng));
+  Encoded v = encode(kind, randomValues(kind, count(KH, SK), rng));
+  Encoded dO = encode(kind, randomValues(kind, count(H, SQ), rng));
+  int bytes = ir::bitWidth(kind) / 8;
+  Buffer dq_ = uploadBytes<Buffer>(q.raw), dk_ = uploadBytes<Buffer>(k.raw),
+         dv_ = uploadBytes<Buffer>(v.raw), ddo = uploadBytes<Buffer>(dO.raw);
+  Buffer dout = poisonedBytes<Buffer>(count(H, SQ) * size_t(bytes));
+  Buffer dlse = poisonedBytes<Buffer>(size_t(c.batch * H * SQ) * 4);
+  Buffer gq = poisonedBytes<Buffer>(count(H, SQ) * size_t(bytes));
+  Buffer gk = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
+  Buffer gv = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
+  auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
+  kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),
+                             .q = address(dq_), .k = address(dk_), .v = address(dv_),
+                             .batch = c.batch, .heads = H, .kvHeads = KH, .seqQ = SQ,
+                             .seqKV = SK, .headDim = D, .causal = c.causal, .scale = c.scale,
+                             .dtype = c.dtype},
+                            stream);
+  kernels::AttentionBackwardArgs bargs{
+      .dq = address(gq), .dk = address(gk), .dv = address(gv), .q = address(dq_),
+      .k = address(dk_), .v = address(dv_), .o = address(dout), .dout = address(ddo),
+      .lse = static_cast<const float *>(address(dlse)), .batch = c.batch, .heads = H,
+      .kvHeads = KH, .seqQ = SQ, .seqKV = SK, .headDim = D, .causal = c.causal,
+      .scale = c.scale, .dtype = c.dtype};
+  Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
+  bargs.workspace = static_cast<float *>(address(work));
+  kernels::attentionBackward(bargs, stream);
+  sync();
+  auto fetch = [&](const Buffer &buf, size_t n) {
+    std::vector<unsigned char> raw(n * size_t(bytes));
+    buf.download(raw.data(), raw.size());
+    return decode(kind, raw);
+  };
+  std::vector<double> gotQ = fetch(gq, count(H, SQ)), gotK = fetch(gk, count(KH, SK)),
+                      gotV = fetch(gv, count(KH, SK));
+  std::vector<double> wantQ(count(H, SQ)), wantK(count(KH, SK)), wantV(count(KH, SK));
+  double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
+  int64_t group = H / KH, shift = SK - SQ;
+  auto at = [&](int64_t heads, int64_t seq, int64_t b, int64_t h, int64_t s, int64_t d) {
+    return size_t(((b * heads + h) * seq + s) * D + d);
+  };
+  std::vector<double> p(static_cast<size_t>(SK)), dp(static_cast<size_t>(SK));
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < SQ; ++i) {
+        int64_t kh = h / group;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < SK; ++j) {
+          p[size_t(j)] = -INFINITY;
+          if (c.causal && j > i + shift)
+            continue;
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += q.values[at(H, SQ, b, h, i, d)] * k.values[at(KH, SK, b, kh, j, d)];
+          p[size_t(j)] = s * scale;
+          mx = std::max(mx, p[size_t(j)]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < SK; ++j)
+          sum += mx == -INFINITY ? 0.0 : std::exp(p[size_t(j)] - mx);
+        for (int64_t j = 0; j < SK; ++j)
+          p[size_t(j)] = sum > 0 ? std::exp(p[size_t(j)] - mx) / sum : 0.0;
+        // delta = rowsum(dO O), O = P V
+        double delta = 0;
+        for (int64_t d = 0; d < D; ++d) {
+          double o = 0;
+          for (int64_t j = 0; j < SK; ++j)
+            o += p[size_t(j)] * v.values[at(KH, SK, b, kh, j, d)];
+          delta += dO.values[at(H, SQ, b, h, i, d)] * o;
+        }
+        for (int64_t j = 0; j < SK; ++j) {
+          double x = 0;
+          for (int64_t d = 0; d < D; ++d)
+            x += dO.values[at(H, SQ, b, h, i, d)] * v.values[at(KH, SK, b, kh, j, d)];
+          dp[size_t(j)] = p[size_t(j)] * (x - delta); // dS
+        }
+        for (int64_t j = 0; j < SK; ++j)
+          for (int64_t d = 0; d < D; ++d) {
+            wantV[at(KH, SK, b, kh, j, d)] += p[size_t(j)] * dO.values[at(H, SQ, b, h, i, d)];
+            wantK[at(KH, SK, b, kh, j, d)] +=
+                scale * dp[size_t(j)] * q.values[at(H, SQ, b, h, i, d)];
+            wantQ[at(H, SQ, b, h, i, d)] += scale * dp[size_t(j)] * k.values[at(KH, SK, b, kh, j, d)];
+          }
+      }
+  double tol = c.dtype == kernels::Dtype::bf16 ? 3e-2 : 6e-3;
+  auto compare = [&](const char *name, const std::vector<double> &got,
+                     const std::vector<double> &want) {
+    double rms = 0;
+    for (double w : want)
+      rms += w * w;
+    rms = std::sqrt(rms / double(std::max<size_t>(want.size(), 1)));
+    size_t bad = 0;
+    std::ostringstream first;
+    for (size_t e = 0; e < want.size(); ++e)
+      if (!(std::isfinite(got[e]) && std::fabs(got[e] - want[e]) <= tol * (std::fabs(want[e]) + rms)) &&
+          bad++ < 5)
+        first << "  " << name << "[" << e << "] got " << got[e] << ", want " << want[e] << "\n";
+    EXPECT_EQ(bad, 0u) << "attention backward " << c.str() << ": " << name << " " << bad
+                       << " wrong (seed " << seed << ", rms " << rms << "):\n"
+                       << first.str();
+  };
+  compare("dq", gotQ, wantQ);
+  compare("dk", gotK, wantK);
+  compare("dv", gotV, wantV);
 }
 
 } // namespace tritium::testing::attention

@@ -48,6 +48,21 @@ TEST_F(AttentionGpuTest, Varlen) {
                                           .causal = causal});
 }
 
+// The backward after the forward, against double-precision gradients: both head dims, causal
+// or not, GQA 4:1, lengths that are not multiples of a block.
+TEST_F(AttentionGpuTest, Backward) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                           {.dtype = kernels::Dtype::fp16, .batch = 2,
+                                            .heads = 4, .kvHeads = 1, .seqQ = 300, .seqKV = 333,
+                                            .headDim = d, .causal = causal});
+  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                       {.heads = 2, .kvHeads = 2, .seqQ = 129, .seqKV = 65,
+                                        .headDim = 128, .causal = true});
+}
+
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();
   for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})

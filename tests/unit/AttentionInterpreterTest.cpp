@@ -67,6 +67,20 @@ TEST_F(AttentionInterpreterTest, Varlen) {
                                     .windowLeft = 20});
 }
 
+// The backward: GQA 2:1, lengths that are not multiples of any block, causal with more keys
+// than queries and with more queries than keys, head_dim 128.
+TEST_F(AttentionInterpreterTest, Backward) {
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
+                                      .seqQ = 70, .seqKV = 90});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp16, .heads = 2, .kvHeads = 1,
+                                      .seqQ = 50, .seqKV = 100, .causal = true});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 1, .kvHeads = 1, .seqQ = 80, .seqKV = 33,
+                                      .headDim = 128, .causal = true});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};

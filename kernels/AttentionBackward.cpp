@@ -1,0 +1,244 @@
+// See AttentionBackward.h. With the scores s = scale q k^T and P = exp(s - lse) (the forward's
+// softmax, recomputed from its log-sum-exp), the gradients are dV = P^T dO, dP = dO V^T,
+// dS = P (dP - delta) with delta = rowsum(dO O), dQ = scale dS K and dK = scale dS^T Q.
+// Scores are taken in base 2 (scale x log2 e) so that P is one exp2.
+#include "kernels/AttentionBackward.h"
+
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
+#include "kernels/Arguments.h"
+#include "runtime/Device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace tritium::kernels {
+
+using namespace tritium::dsl;
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+// delta[r] = sum_d dO[r, d] O[r, d] over the rows r of every (batch, head).
+void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, int BM, int D) {
+  auto r = cast(program_id(0), int64) * BM + arange(0, BM);
+  auto d = arange(0, D);
+  auto in = r(_, None) < rows;
+  auto at = r(_, None) * D + d(None, _);
+  auto x = cast(load(o + at, in, 0), float32) * cast(load(dout + at, in, 0), float32);
+  store(delta + r, sum(x, 1), r < rows);
+}
+
+// One program: BN keys of one (batch, K/V head); every query block of every query head of
+// its group. The scores are computed transposed (keys x queries), so that dV and dK are
+// products of the tiles as they are.
+void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
+                        Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads, Int groups,
+                        int BM, int BN, int D, int STAGES, int CAUSAL) {
+  auto pid_n = program_id(0), bkh = program_id(1);
+  auto kv_heads = heads / groups;
+  auto b = bkh / kv_heads, kvh = bkh % kv_heads;
+  auto rn = pid_n * BN + arange(0, BN);
+  auto rd = arange(0, D), rm0 = arange(0, BM);
+  auto kv_at = (cast(bkh, int64) * seq_kv + rn(_, None)) * D + rd(None, _);
+  auto in_kv = rn(_, None) < seq_kv;
+  auto dk_acc = zeros({BN, D}, float32);
+  auto dv_acc = zeros({BN, D}, float32);
+  auto shift = seq_kv - seq_q;
+  // Causal: query i sees key j when j <= i + shift; the block's first key bounds the queries.
+  Operand lo = 0;
+  if (CAUSAL)
+    lo = maximum(pid_n * BN - shift, 0) / BM * BM;
+  for (auto g : range(0, groups)) {
+    auto bh = cast(b * heads + kvh * groups + g, int64);
+    for (auto start : range(lo, seq_q, BM, STAGES)) {
+      // K and V, loaded in the loop that does not change them: copied once into shared
+      // memory, where the products read them, instead of held in registers across the loop.
+      auto k_tile = load(k + kv_at, in_kv, 0);
+      auto v_tile = load(v + kv_at, in_kv, 0);
+      auto rm = start + rm0;
+      auto in_q = rm(_, None) < seq_q;
+      auto q_at = (bh * seq_q + rm(_, None)) * D + rd(None, _);
+      auto q_tile = load(q + q_at, in_q, 0);
+      auto do_tile = load(dout + q_at, in_q, 0);
+      auto l = load(lse + bh * seq_q + rm, rm < seq_q, 0);
+      auto dl = load(delta + bh * seq_q + rm, rm < seq_q, 0);
+      // The scores as the forward has them (queries x keys), so that the per-query lse and
+      // delta broadcast along rows; P and dS are transposed as the products' operands.
+      auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
+      auto valid = (rm(_, None) < seq_q) & (rn(None, _) < seq_kv);
+      if (CAUSAL)
+        valid = valid & (rn(None, _) <= rm(_, None) + shift);
+      // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
+      auto p = where(valid, exp2(s - (l * kLog2e)(_, None)), 0.0);
+      dv_acc = dot(trans(cast(p, q.dtype())), do_tile, dv_acc);
+      auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
+      auto ds = p * (dp - dl(_, None));
+      dk_acc = dot(trans(cast(ds, q.dtype())), q_tile, dk_acc);
+    }
+  }
+  store(dk + kv_at, cast(dk_acc * scale, dk.dtype()), in_kv);
+  store(dv + kv_at, cast(dv_acc, dv.dtype()), in_kv);
+}
+
+// One program: BM queries of one (batch, head), every key block they see.
+void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta, Float qk_scale,
+                      Float scale, Int seq_q, Int seq_kv, Int heads, Int groups, int BM, int BN,
+                      int D, int STAGES, int CAUSAL) {
+  auto pid_m = program_id(0), bh = program_id(1);
+  auto b = bh / heads, h = bh % heads;
+  auto bkh = cast(b * (heads / groups) + h / groups, int64);
+  auto rm = pid_m * BM + arange(0, BM);
+  auto rd = arange(0, D), rn0 = arange(0, BN);
+  auto in_q = rm(_, None) < seq_q;
+  auto q_at = (cast(bh, int64) * seq_q + rm(_, None)) * D + rd(None, _);
+  auto l = load(lse + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
+  auto dl = load(delta + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
+  auto dq_acc = zeros({BM, D}, float32);
+  auto shift = seq_kv - seq_q;
+  Value hi = seq_kv;
+  if (CAUSAL)
+    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
+  for (auto start : range(0, hi, BN, STAGES)) {
+    // Q and dO, loaded in the loop that does not change them: read in place from shared
+    // memory by the products.
+    auto q_tile = load(q + q_at, in_q, 0);
+    auto do_tile = load(dout + q_at, in_q, 0);
+    auto rn = start + rn0;
+    auto kv_at = (bkh * seq_kv + rn(_, None)) * D + rd(None, _);
+    auto in_kv = rn(_, None) < seq_kv;
+    auto k_tile = load(k + kv_at, in_kv, 0);
+    auto v_tile = load(v + kv_at, in_kv, 0);
+    auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
+    auto valid = (rn(None, _) < seq_kv) & (rm(_, None) < seq_q);
+    if (CAUSAL)
+      valid = valid & (rn(None, _) <= rm(_, None) + shift);
+    auto p = where(valid, exp2(s - (l * kLog2e)(_, None)), 0.0);
+    auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
+    auto ds = p * (dp - dl(_, None));
+    dq_acc = dot(cast(ds, q.dtype()), k_tile, dq_acc);
+  }
+  store(dq + q_at, cast(dq_acc * scale, dq.dtype()), in_q);
+}
+
+Kernel &deltaKernel() {
+  static auto k = kernel("attention_bwd_delta", attention_bwd_delta,
+                         {"delta", "o", "dout", "rows", "BM", "D"});
+  return k;
+}
+} // namespace
+
+Kernel &attentionBackwardDkDvKernel() {
+  static auto k = kernel("attention_bwd_dkdv", attention_bwd_dkdv,
+                         {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
+                          "seq_q", "seq_kv", "heads", "groups", "BM", "BN", "D", "STAGES",
+                          "CAUSAL"});
+  return k;
+}
+Kernel &attentionBackwardDqKernel() {
+  static auto k = kernel("attention_bwd_dq", attention_bwd_dq,
+                         {"dq", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
+                          "seq_q", "seq_kv", "heads", "groups", "BM", "BN", "D", "STAGES",
+                          "CAUSAL"});
+  return k;
+}
+
+namespace {
+// Each kernel's own rows (keys for dK/dV, queries for dQ) are 128, on two warp groups, so
+// that every product is a wgmma of 128 rows; the other side steps by 64. On one warp group
+// (64 x 64 tiles, 4 warps) ptxas spilled 400-2700 bytes.
+constexpr int kOwnRows = 64, kWarps = 4, kStages = 2;
+int stepRows(int64_t) { return 64; }
+} // namespace
+
+Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
+                                               const std::string &arch) {
+  std::string t = "*" + dtypeName(a.dtype);
+  // Lengths and head counts in 32 bits (the masks compare them with the tiles' rows); the
+  // offsets are computed in 64.
+  Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "fp32", "fp32", "i32", "i32",
+                                 "i32", "i32"},
+                   .constexprs = {dkdv ? stepRows(a.headDim) : kOwnRows,
+                                  dkdv ? kOwnRows : stepRows(a.headDim), a.headDim, kStages,
+                                  a.causal ? 1 : 0},
+                   .numWarps = kWarps,
+                   .awaitPreviousKernel = true};
+  if (dkdv)
+    s.signature.insert(s.signature.begin(), t); // dk and dv
+  if (!arch.empty())
+    s.arch = arch;
+  return s;
+}
+
+int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &a) {
+  return a.batch * a.heads * a.seqQ * 4;
+}
+
+void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
+  Arguments args("attentionBackward");
+  if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
+    args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
+  if (a.headDim != 64 && a.headDim != 128)
+    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  args.atLeast("batch", a.batch, 1);
+  args.atLeast("heads", a.heads, 1);
+  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;
+  args.atLeast("kv_heads", kvHeads, 1);
+  if (a.heads % kvHeads != 0)
+    args.fail("heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
+              std::to_string(kvHeads) + ")");
+  args.atLeast("seq_q", a.seqQ, 0);
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  args.atLeast("seq_kv", seqKV, 0);
+  if (std::max(a.seqQ, seqKV) > std::numeric_limits<int32_t>::max())
+    args.fail("sequences must be shorter than 2^31");
+  KernelArg dq = args.pointer("dq", a.dq), dk = args.pointer("dk", a.dk),
+            dv = args.pointer("dv", a.dv), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
+            v = args.pointer("v", a.v), o = args.pointer("o", a.o),
+            dout = args.pointer("dout", a.dout), lse = args.pointer("lse", a.lse),
+            delta = args.pointer("workspace", a.workspace);
+  if (a.batch * a.heads > 65535)
+    args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
+  if (a.seqQ == 0)
+    return;
+  int64_t D = a.headDim;
+  float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
+  float qkScale = scale * float(kLog2e);
+  std::string t = "*" + dtypeName(a.dtype);
+  bool gpu = !tritium::interpreting();
+  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
+  std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  int64_t rows = a.batch * a.heads * a.seqQ;
+  {
+    std::initializer_list<KernelArg> launchArgs = {delta, o, dout, rows};
+    Specialization s{.signature = {"*fp32", t, t, "i64"}, .constexprs = {64, D}, .numWarps = 4,
+                     .awaitPreviousKernel = true};
+    if (!arch.empty())
+      s.arch = arch;
+    deltaKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream, launchArgs);
+  }
+  if (seqKV > 0) {
+    std::initializer_list<KernelArg> launchArgs = {
+        dk, dv, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
+        int32_t(a.heads), int32_t(a.heads / kvHeads)};
+    attentionBackwardDkDvKernel()
+        .compile(attentionBackwardSpecialization(a, true, arch).specializedFor(launchArgs))
+        .launch(Grid3{(seqKV + kOwnRows - 1) / kOwnRows, a.batch * kvHeads, 1}, stream,
+                launchArgs);
+  }
+  {
+    std::initializer_list<KernelArg> launchArgs = {
+        dq, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
+        int32_t(a.heads), int32_t(a.heads / kvHeads)};
+    attentionBackwardDqKernel()
+        .compile(attentionBackwardSpecialization(a, false, arch).specializedFor(launchArgs))
+        .launch(Grid3{(a.seqQ + kOwnRows - 1) / kOwnRows, a.batch * a.heads, 1}, stream,
+                launchArgs);
+  }
+}
+
+} // namespace tritium::kernels

@@ -1,0 +1,49 @@
+// Attention's backward (FlashAttention-2's, as Triton's tutorial 06 writes it), in tritium's
+// DSL: from the forward's output O and log-sum-exp, dQ, dK and dV without the [seq, seq]
+// scores reaching memory. Three kernels: delta = rowsum(dO * O) per query row; one program per
+// block of keys walks every query block of every query head that reads its K/V head (grouped
+// queries: the sum over the group stays in one program, so dK and dV are deterministic) and
+// accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
+// Dense [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads); causal masks
+// aligned bottom-right, as the forward's; fp16 or bf16, head_dim 64 or 128. Pointers are
+// device addresses (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on
+// `stream`.
+#pragma once
+
+#include "frontend/Kernel.h"
+#include "kernels/Dtype.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace tritium::kernels {
+
+struct AttentionBackwardArgs {
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr; // the gradients, in dtype
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  const void *o = nullptr;     // the forward's output
+  const void *dout = nullptr;  // the gradient of the output
+  const float *lse = nullptr;  // the forward's log-sum-exp, [batch, heads, seq_q]
+  float *workspace = nullptr;  // attentionBackwardWorkspaceBytes() bytes of device memory
+  int64_t batch = 1, heads = 1, kvHeads = 0; // kvHeads 0: as many as heads
+  int64_t seqQ = 0, seqKV = 0, headDim = 0;  // seqKV 0: seqQ
+  bool causal = false;
+  float scale = 0; // 0: 1 / sqrt(head_dim); the forward's
+  Dtype dtype = Dtype::bf16;
+};
+
+// The workspace the backward needs: delta, one fp32 per query row and head.
+int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &args);
+
+void attentionBackward(const AttentionBackwardArgs &args, CUstream stream);
+
+// The kernels of the dK/dV and the dQ steps and the specialization a call with `args`
+// compiles for each (for `arch`; "" keeps the default), for tools and tests that compile them
+// without launching.
+Kernel &attentionBackwardDkDvKernel();
+Kernel &attentionBackwardDqKernel();
+Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &args, bool dkdv,
+                                               const std::string &arch = "");
+
+} // namespace tritium::kernels
