@@ -25,7 +25,7 @@ using namespace tritium::dsl;
 // VARLEN: sequences packed one after another; cu_q / cu_kv ([batch + 1] i32) give where each
 // starts, seq_q is the total of the query rows (the LSE's stride) and seq_kv unused.
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, Ptr cu_kv,
-                                 Float qk_scale, Int seq_q,
+                                 Float qk_scale, Float o_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
                                  Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
@@ -110,6 +110,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
   auto out = acc / l_safe(_, None);
+  if (q.dtype() == "fp8e4m3") // V's descale (P was quantized as it is, in [0, 1])
+    out = out * o_scale;
   auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
                        : o + b * sob + h * soh + rm(_, None) * sos + rd(None, _);
   store(o_rows, cast(out, o.dtype()), rm(_, None) < seqQ);
@@ -121,7 +123,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
 
 Kernel &attentionForwardKernel() {
   static auto k = kernel("attention_fwd", attention_fwd_kernel,
-                         {"o", "lse", "q", "k", "v", "cu_q", "cu_kv", "qk_scale", "seq_q",
+                         {"o", "lse", "q", "k", "v", "cu_q", "cu_kv", "qk_scale", "o_scale",
+                          "seq_q",
                           "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
                           "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
@@ -129,8 +132,9 @@ Kernel &attentionForwardKernel() {
   return k;
 }
 
-AttentionPlan planAttention(int64_t headDim) {
-  if (headDim <= 64)
+AttentionPlan planAttention(int64_t headDim, Dtype dtype) {
+  // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes).
+  if (headDim <= 64 && dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
   if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
     return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
@@ -154,7 +158,10 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                               const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
   bool varlen = a.cuSeqlensQ != nullptr;
-  Specialization spec{.signature = {t, "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
+  // fp8 e4m3 operands write a bf16 output.
+  std::string out = a.dtype == Dtype::fp8e4m3 ? "*bf16" : t;
+  Specialization spec{.signature = {out, "*fp32", t, t, t, "*i32", "*i32", "fp32", "fp32", "i64",
+                                    "i64",
                                     "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64"},
@@ -165,13 +172,17 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
+  if (a.dtype == Dtype::fp8e4m3)
+    spec.ptxVersion = 84; // fp8 on mma.sync (Ada), where wgmma does not take the tiles
   return spec;
 }
 
 void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given) {
   Arguments args("attentionForward");
-  if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
-    args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
+  if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16 && a.dtype != Dtype::fp8e4m3)
+    args.fail("dtype must be fp16, bf16 or fp8e4m3, got " + dtypeName(a.dtype));
+  if (a.dtype != Dtype::fp8e4m3 && (a.descaleQ != 1 || a.descaleK != 1 || a.descaleV != 1))
+    args.fail("descales apply to fp8e4m3 operands only (dtype is " + dtypeName(a.dtype) + ")");
   if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
     args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);
@@ -219,7 +230,7 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   if (a.seqQ == 0)
     return;
-  AttentionPlan plan = given ? *given : planAttention(D);
+  AttentionPlan plan = given ? *given : planAttention(D, a.dtype);
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
@@ -229,7 +240,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   int64_t right = a.causal ? 0 : a.windowRight < 0 ? a.seqQ + seqKV : a.windowRight;
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        cuQ,      cuKV,
-      scale * 1.4426950408889634f, varlen ? a.totalQ : a.seqQ,
+      scale * a.descaleQ * a.descaleK * 1.4426950408889634f, a.descaleV,
+      varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
       a.batch * kvHeads * seqKV, left, right};

@@ -7,7 +7,8 @@
 // (grouped-query and multi-query attention: Q head h reads K/V head h / (heads / kv_heads)).
 // Causal attention masks key j for query i unless j <= i + (seq_kv - seq_q), FlashAttention's
 // bottom-right alignment; a sliding window bounds the keys on either side as well. The log-sum-exp of each row's scaled scores (natural log) is written
-// to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16 or bf16;
+// to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16, bf16 or
+// fp8 e4m3 (with descales, into a bf16 output);
 // head_dim 64, 128 or 256. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
 // the call is asynchronous on `stream`.
 #pragma once
@@ -49,14 +50,18 @@ struct AttentionArgs {
   const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
   int64_t totalQ = 0;
   float scale = 0; // 0: 1 / sqrt(head_dim)
-  Dtype dtype = Dtype::bf16;
+  Dtype dtype = Dtype::bf16; // of q, k, v and o; fp8e4m3: q, k, v in fp8, o in bf16
+  // fp8e4m3 only: per-tensor descales (the scores are scaled by descaleQ x descaleK, the output
+  // by descaleV), as FlashAttention-3's fp8 forward takes them. P is quantized to e4m3 before
+  // it meets V.
+  float descaleQ = 1, descaleK = 1, descaleV = 1;
 };
 
 // How one forward runs: query rows per program, keys per step, warps, pipeline stages.
 struct AttentionPlan {
   int blockM = 128, blockN = 64, numWarps = 8, numStages = 3;
 };
-AttentionPlan planAttention(int64_t headDim);
+AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16);
 
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);

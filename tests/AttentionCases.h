@@ -21,6 +21,7 @@ struct AttentionCase {
   int64_t windowLeft = -1, windowRight = -1; // a sliding window; -1: unbounded
   bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
   float scale = 0;
+  float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
 
   std::string str() const {
     std::ostringstream s;
@@ -55,7 +56,9 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
                 int64_t d) { return size_t(b * st.batch + h * st.head + s * st.seq + d); };
   Buffer dq = uploadBytes<Buffer>(q.raw), dk = uploadBytes<Buffer>(k.raw),
          dv = uploadBytes<Buffer>(v.raw);
-  int bytes = ir::bitWidth(kind) / 8;
+  bool fp8 = c.dtype == kernels::Dtype::fp8e4m3;
+  ir::ScalarKind outKind = fp8 ? ir::ScalarKind::BF16 : kind; // fp8 operands write bf16
+  int bytes = ir::bitWidth(outKind) / 8;
   Buffer dout = poisonedBytes<Buffer>(count(c.heads, c.seqQ) * size_t(bytes));
   Buffer dlse = poisonedBytes<Buffer>(size_t(c.batch * c.heads * c.seqQ) * 4);
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
@@ -65,17 +68,18 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
       .heads = c.heads, .kvHeads = c.kvHeads, .seqQ = c.seqQ, .seqKV = c.seqKV, .headDim = D,
       .qStrides = qs, .kStrides = ks, .vStrides = ks, .oStrides = qs, .causal = c.causal,
       .windowLeft = c.windowLeft, .windowRight = c.windowRight, .scale = c.scale,
-      .dtype = c.dtype};
+      .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
   kernels::attentionForward(args, stream);
   sync();
   std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));
   dout.download(raw.data(), raw.size());
-  std::vector<double> got = decode(kind, raw);
+  std::vector<double> got = decode(outKind, raw);
   std::vector<float> lse(size_t(c.batch * c.heads * c.seqQ));
   dlse.download(lse.data(), lse.size() * 4);
-  double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
-  // P is rounded to the dtype before it meets V: about one rounding of each product.
-  double tol = c.dtype == kernels::Dtype::bf16 ? 2e-2 : 4e-3;
+  double scale = (c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D))) * c.descaleQ * c.descaleK;
+  // P is rounded to the dtype before it meets V: about one rounding of each product (e4m3
+  // keeps 3 bits: up to 1/16 of each weight).
+  double tol = fp8 ? 8e-2 : c.dtype == kernels::Dtype::bf16 ? 2e-2 : 4e-3;
   size_t bad = 0;
   std::ostringstream first;
   int64_t group = c.heads / c.kvHeads, shift = c.seqKV - c.seqQ;
@@ -111,6 +115,7 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
           double want = 0;
           for (int64_t j = 0; sum > 0 && j < c.seqKV; ++j)
             want += std::exp(s[size_t(j)] - mx) / sum * v.values[at(ks, b, kh, j, d)];
+          want *= c.descaleV;
           double g = got[at(qs, b, h, i, d)];
           if (!(std::isfinite(g) && std::fabs(g - want) <= tol * (1 + std::fabs(want))) &&
               bad++ < 5)

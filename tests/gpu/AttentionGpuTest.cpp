@@ -63,6 +63,18 @@ TEST_F(AttentionGpuTest, Backward) {
                                         .headDim = 128, .causal = true});
 }
 
+// fp8 e4m3 operands with descales into bf16, both head dims, causal and not, GQA.
+TEST_F(AttentionGpuTest, Fp8Forward) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4,
+                                    .kvHeads = 2, .seqQ = 300, .seqKV = 300, .headDim = d,
+                                    .causal = causal, .descaleQ = 0.5f, .descaleK = 1.5f,
+                                    .descaleV = 2.0f});
+}
+
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();
   for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})

@@ -36,6 +36,17 @@ TEST_F(AttentionInterpreterTest, Forward) {
                               .causal = true, .scale = 0.3f});
 }
 
+// fp8 e4m3 operands with descales into a bf16 output, causal and not, both head dims.
+TEST_F(AttentionInterpreterTest, Fp8Forward) {
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp8e4m3, .heads = 2, .kvHeads = 1,
+                              .seqQ = 70, .seqKV = 90, .descaleQ = 0.5f, .descaleK = 2.0f,
+                              .descaleV = 1.5f});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp8e4m3, .heads = 1, .kvHeads = 1,
+                              .seqQ = 50, .seqKV = 50, .headDim = 128, .causal = true});
+}
+
 // Sliding windows: both sides bounded (later programs start their loop past the first keys),
 // causal with a left bound and more keys than queries, one side only.
 TEST_F(AttentionInterpreterTest, SlidingWindows) {

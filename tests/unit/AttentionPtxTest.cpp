@@ -34,19 +34,21 @@ Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDeco
 }
 
 // The forward for 4 x 32 x 4096 dense bf16 tensors, specialized as a launch would be.
-Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool varlen = false) {
+Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool varlen = false,
+                         kernels::Dtype dtype = kernels::Dtype::bf16) {
   const int64_t B = 4, H = 32, S = 4096;
   static int32_t cu = 0;
   kernels::AttentionArgs a{.batch = B, .heads = H, .seqQ = S, .headDim = D, .causal = causal};
+  a.dtype = dtype;
   a.windowLeft = windowLeft;
   if (varlen)
     a.cuSeqlensQ = a.cuSeqlensKV = &cu;
   Specialization spec =
-      kernels::attentionForwardSpecialization(a, kernels::planAttention(D), "sm_90a");
+      kernels::attentionForwardSpecialization(a, kernels::planAttention(D, dtype), "sm_90a");
   KernelArg p = KernelArg::pointer(0x10000);
   int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
   spec = spec.specializedFor({p,         p,     p,     p,         p,     p,     p,     1.0f,
-                              S,         S,
+                              1.0f,      S,     S,
                               H,         int64_t(1), H * S * D, S * D, D,     H * S * D,
                               S * D,     D,     H * S * D, S * D, D,     H * S * D, S * D,
                               D,         B * H * S, left, right});
@@ -76,6 +78,23 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
   Artifacts wide = compileForward(256, true);
   EXPECT_NE(wide.ptx.find("wgmma.mma_async"), std::string::npos);
   expectAssembles(wide, "sm_90a");
+  // fp8 e4m3: both products on wgmma's e4m3 form (V staged K-major for the second). At
+  // head_dim 128 ptxas spills 12 bytes (2 stages: 48); the bound keeps it from growing.
+  for (int64_t D : {64, 128}) {
+    SCOPED_TRACE("fp8 head_dim " + std::to_string(D));
+    Artifacts f = compileForward(D, false, -1, false, kernels::Dtype::fp8e4m3);
+    EXPECT_NE(f.ptx.find(".e4m3.e4m3"), std::string::npos);
+    if (D == 64) {
+      expectAssembles(f, "sm_90a");
+    } else if (!tritium::testing::ptxasPath().empty()) {
+      tritium::testing::PtxasResult r = tritium::testing::runPtxas(f.ptx, "sm_90a");
+      ASSERT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes spill stores")));
+      EXPECT_LE(std::stoi(m[1]), 64) << r.output;
+    }
+  }
   // Varlen batches read K and V through pointers (cp.async), the products still on wgmma.
   Artifacts v = compileForward(128, true, -1, true);
   EXPECT_NE(v.tir.find("VARLEN = 1"), std::string::npos);
