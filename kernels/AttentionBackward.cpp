@@ -148,9 +148,9 @@ Kernel &attentionBackwardDqKernel() {
 }
 
 namespace {
-// Each kernel's own rows (keys for dK/dV, queries for dQ) are 128, on two warp groups, so
-// that every product is a wgmma of 128 rows; the other side steps by 64. On one warp group
-// (64 x 64 tiles, 4 warps) ptxas spilled 400-2700 bytes.
+// 64 x 64 tiles on one warp group: every product is a wgmma of 64 rows. ptxas spills 216-2764
+// bytes there; 128 own rows on two warp groups needed 258-300 KB of shared memory for the
+// layout conversions of the score tiles (docs/notes/attention.md, "Backward").
 constexpr int kOwnRows = 64, kWarps = 4, kStages = 2;
 int stepRows(int64_t) { return 64; }
 } // namespace

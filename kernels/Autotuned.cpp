@@ -7,6 +7,7 @@
 #include "runtime/Memory.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace tritium::kernels {
 
