@@ -7,8 +7,8 @@
 # /tmp/tritium-attention).
 #
 # usage: bash tools/device-attention.sh            PEERS=path/peer_kernels.py bash tools/device-attention.sh
-#        DECODE=1 adds the decode runs (examples/attention --decode) and SKIP_FORWARD=1 leaves out
-#        the forward's.
+#        DECODE=1 adds the decode runs (examples/attention --decode), BACKWARD=1 the backward's
+#        (--backward), and SKIP_FORWARD=1 leaves out the forward's.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-attention}
@@ -45,6 +45,26 @@ run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TF
     run bf16 $s --causal
   done
 } > "$O/tritium.csv"
+# The backward (BACKWARD=1): the forward's shapes again with --backward, whose second line is
+# the backward's time (2.5 times the forward's FLOPs).
+backward() { # dtype Z H S D [options]: "backward,dtype,ZxHxSxD,options,ms,TFLOP/s"
+  local dt=$1 z=$2 h=$3 s=$4 d=$5
+  shift 5
+  local out
+  out=$("$B/attention" --backward --dtype="$dt" "$@" "$z" "$h" "$s" "$d" 2>&1)
+  echo "$out" >> "$O/backward.log"
+  local t
+  t=$(echo "$out" | sed -n 's/^ *backward \([0-9.]*\) ms, \([0-9.]*\) TFLOP\/s$/\1,\2/p')
+  echo "backward,$dt,${z}x${h}x${s}x${d},$*,${t:-FAILED}"
+}
+if [ "${BACKWARD:-0}" = 1 ]; then
+  for s in "4 32 4096 64" "4 32 4096 128"; do
+    # shellcheck disable=SC2086
+    backward bf16 $s
+    # shellcheck disable=SC2086
+    backward bf16 $s --causal
+  done > "$O/backward.csv"
+fi
 # Decode (DECODE=1): one token per sequence, 32 query heads on 8 KV heads, head_dim 128,
 # contiguous and paged caches, against a copy of the cache's bytes.
 decode() { # Z S [options]: "decode,bf16,ZxS,options,ms,GB/s,copy GB/s,of copy,wrong"
@@ -71,6 +91,7 @@ if [ "${DECODE:-0}" = 1 ]; then
 fi
 echo "--- tritium (dtype, Z x H x S x D, options, ms, TFLOP/s, wrong)"
 cat "$O/tritium.csv"
+[ -s "$O/backward.csv" ] && { echo "--- backward (dtype, Z x H x S x D, options, ms, TFLOP/s)"; cat "$O/backward.csv"; }
 [ -s "$O/decode.csv" ] && { echo "--- decode (Z x S, options, ms, GB/s, copy GB/s, of copy, wrong)"; cat "$O/decode.csv"; }
 [ -s "$O/peers.csv" ] && { echo "--- peers"; cat "$O/peers.csv"; }
 exit 0

@@ -8,6 +8,7 @@
 // copy of the cache's bytes.
 #include "frontend/Tritium.h"
 #include "kernels/Attention.h"
+#include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
 #include "kernels/HostDtype.h"
 
@@ -23,11 +24,14 @@ using namespace tritium;
 
 namespace {
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [Z H S D]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
+  --backward also times the library's backward (dQ, dK, dV from the forward's output and
+  log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
+  FLOPs; its results are checked by the tests, not here.
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's.
@@ -39,6 +43,7 @@ struct Options {
   int64_t Z = 0, H = 0, S = 0, D = 0, kvHeads = 0;
   bool decode = false;
   int64_t page = 0;
+  bool backward = false;
 };
 
 Options parse(int argc, char **argv) {
@@ -55,6 +60,8 @@ Options parse(int argc, char **argv) {
       o.causal = true;
     } else if (a == "--decode") {
       o.decode = true;
+    } else if (a == "--backward") {
+      o.backward = true;
     } else if (a.rfind("--page=", 0) == 0) {
       o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {
@@ -186,6 +193,33 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
     double flops = 4.0 * double(o.Z * o.H) * double(o.S) * double(o.S) * double(o.D) /
                    (o.causal ? 2 : 1);
     std::printf("  %.3f ms, %.1f TFLOP/s\n", t, flops / (t * 1e9));
+    if (o.backward) {
+      Buffer ddo(q.raw.size()), dgq(q.raw.size()), dgk(k.raw.size()), dgv(v.raw.size()),
+          dlse(size_t(o.Z * o.H * o.S) * 4);
+      ddo.upload(q.raw.data(), q.raw.size()); // any values: the time does not depend on them
+      args.lse = static_cast<float *>(address(dlse));
+      kernels::attentionForward(args, stream);
+      kernels::AttentionBackwardArgs b{
+          .dq = address(dgq), .dk = address(dgk), .dv = address(dgv), .q = args.q,
+          .k = args.k, .v = args.v, .o = args.o, .dout = address(ddo), .lse = args.lse,
+          .batch = o.Z, .heads = o.H, .kvHeads = G, .seqQ = o.S, .headDim = o.D,
+          .causal = o.causal, .dtype = args.dtype};
+      Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
+      b.workspace = static_cast<float *>(address(work));
+      std::vector<float> bms;
+      for (int i = 0; i < 30; ++i) {
+        rt::l2Flush(stream);
+        rt::Event start, stop;
+        start.record(stream);
+        kernels::attentionBackward(b, stream);
+        stop.record(stream);
+        if (i >= 5)
+          bms.push_back(stop.msSince(start));
+      }
+      std::nth_element(bms.begin(), bms.begin() + long(bms.size() / 2), bms.end());
+      double bt = bms[bms.size() / 2];
+      std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));
+    }
   }
   return bad == 0;
 }
