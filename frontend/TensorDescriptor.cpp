@@ -18,19 +18,6 @@ using ir::Type;
 
 namespace {
 
-// An integer scalar (a value or a literal) as an i64 value.
-ir::Value *indexScalar(const Operand &x, const std::string &what, const SourceLoc &loc) {
-  auto &b = Tracer::current(loc).builder();
-  if (x.kind == Operand::Kind::Float)
-    userError(what + " must be an integer, got " + describe(x), loc);
-  if (x.kind == Operand::Kind::Value) {
-    if (!x.value || !x.value->type().isInt() || x.value->type().isBlock())
-      userError(what + " must be an integer scalar, got " + describe(x), loc);
-    return convert(b, x.value, ScalarKind::I64, loc);
-  }
-  return materialize(b, x, Type::scalar(ScalarKind::I64), loc);
-}
-
 bool isConstantOne(const Operand &x) {
   if (x.kind == Operand::Kind::Int)
     return x.i == 1;

@@ -2,6 +2,7 @@
 #include "frontend/TypeRules.h"
 
 #include "compiler/ir/Printer.h"
+#include "frontend/Tracer.h"
 
 namespace tritium::dsl {
 
@@ -166,6 +167,18 @@ std::pair<ir::Value *, ir::Value *> unify(ir::Builder &b, const Operand &a, cons
       shape = broadcastShapes(shape, x->value->type().shape(), "'" + opName + "'", loc);
   Type target = Type::scalar(k).withShape(shape);
   return {materialize(b, a, target, loc), materialize(b, c, target, loc)};
+}
+
+ir::Value *indexScalar(const Operand &x, const std::string &what, const SourceLoc &loc) {
+  auto &b = Tracer::current(loc).builder();
+  if (x.kind == Operand::Kind::Float)
+    userError(what + " must be an integer, got " + describe(x), loc);
+  if (x.kind == Operand::Kind::Value) {
+    if (!x.value || !x.value->type().isInt() || x.value->type().isBlock())
+      userError(what + " must be an integer scalar, got " + describe(x), loc);
+    return convert(b, x.value, ScalarKind::I64, loc);
+  }
+  return materialize(b, x, Type::scalar(ScalarKind::I64), loc);
 }
 
 } // namespace tritium::dsl

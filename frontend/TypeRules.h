@@ -12,6 +12,10 @@ ir::Value *materialize(ir::Builder &b, const Operand &x, const ir::Type &like,
                        const SourceLoc &loc);
 // Converts `v` to element kind `k`, keeping its shape (no-op if already there).
 ir::Value *convert(ir::Builder &b, ir::Value *v, ir::ScalarKind k, const SourceLoc &loc);
+// An integer scalar (a value or a literal) as an i64 value in the trace in progress (a block
+// pointer's or tensor descriptor's shape, strides, offsets); anything else is a UserError
+// naming `what`.
+ir::Value *indexScalar(const Operand &x, const std::string &what, const SourceLoc &loc);
 // numpy's broadcast of two shapes (aligned at the last dimension, 1s repeat); a UserError
 // naming both shapes and `what` when they do not meet.
 std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &c,

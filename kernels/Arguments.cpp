@@ -63,6 +63,16 @@ bool anyOverlap(std::initializer_list<Span> outputs, std::initializer_list<Span>
   return false;
 }
 
+int64_t Arguments::kvHeads(int64_t heads, int64_t kv) const {
+  atLeast("heads", heads, 1);
+  kv = kv ? kv : heads;
+  atLeast("kv_heads", kv, 1);
+  if (heads % kv != 0)
+    fail("heads (" + std::to_string(heads) + ") must be a multiple of kv_heads (" +
+         std::to_string(kv) + ")");
+  return kv;
+}
+
 void Arguments::floatStorage(const char *name, Dtype dtype) const {
   if (!isFloatStorage(dtype))
     fail(std::string(name) + " must be fp32, fp16 or bf16, got " + dtypeName(dtype));

@@ -28,6 +28,9 @@ public:
   void fraction(const char *name, double value, bool oneAllowed) const;
   // A tensor's dtype that must be fp32, fp16 or bf16 (every kernel but the matmul).
   void floatStorage(const char *name, Dtype dtype) const;
+  // Attention's heads: `heads` at least 1 and a multiple of the K/V heads (`kvHeads`, 0 meaning
+  // as many as `heads`); returns the K/V heads.
+  int64_t kvHeads(int64_t heads, int64_t kvHeads) const;
   // A given plan's block (elements or columns per step): a power of two.
   void planBlock(int64_t block) const;
   [[noreturn]] void fail(const std::string &message) const;

@@ -185,12 +185,7 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
   if (a.headDim != 64 && a.headDim != 128)
     args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);
-  args.atLeast("heads", a.heads, 1);
-  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;
-  args.atLeast("kv_heads", kvHeads, 1);
-  if (a.heads % kvHeads != 0)
-    args.fail("heads (" + std::to_string(a.heads) + ") must be a multiple of kv_heads (" +
-              std::to_string(kvHeads) + ")");
+  int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 0);
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   args.atLeast("seq_kv", seqKV, 0);

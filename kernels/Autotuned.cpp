@@ -48,13 +48,24 @@ AutotunedKernel::AutotunedKernel(Kernel &kernel, std::vector<Config> configs,
     : kernel_(kernel), configs_(std::move(configs)), options_(std::move(options)) {
   if (configs_.empty())
     throw UserError("autotune of '" + kernel_.name() + "': no configs");
-  for (const std::string &name : options_.key) {
+  // Every name the options give must be a parameter of the kind they use: a misspelt one
+  // would otherwise be ignored wherever tuning does not run.
+  auto require = [&](const std::string &name, Kernel::ParamKind kind, const char *what,
+                     const char *kindName) {
     auto at = std::find(kernel_.paramNames().begin(), kernel_.paramNames().end(), name);
     if (at == kernel_.paramNames().end() ||
-        kernel_.paramKinds()[size_t(at - kernel_.paramNames().begin())] != Kernel::ParamKind::Int)
-      throw UserError("autotune of '" + kernel_.name() + "': key '" + name +
-                      "' is not an integer runtime parameter");
-  }
+        kernel_.paramKinds()[size_t(at - kernel_.paramNames().begin())] != kind)
+      throw UserError("autotune of '" + kernel_.name() + "': " + what + " '" + name +
+                      "' is not " + kindName + " parameter");
+  };
+  for (const std::string &name : options_.key)
+    require(name, Kernel::ParamKind::Int, "key", "an integer runtime");
+  for (const std::string &name : options_.resetToZero)
+    require(name, Kernel::ParamKind::Ptr, "reset_to_zero", "a pointer");
+  for (const std::string &name : options_.restoreValue)
+    require(name, Kernel::ParamKind::Ptr, "restore_value", "a pointer");
+  for (const auto &[name, h] : options_.heuristics)
+    require(name, Kernel::ParamKind::Constexpr, "heuristic", "a compile-time");
 }
 
 std::string AutotunedKernel::bucket(std::initializer_list<Arg> args,
@@ -164,7 +175,13 @@ CompiledKernel &AutotunedKernel::launch(const GridFn &grid, CUstream stream,
   LaunchArguments named(kernel_, args);
   size_t index;
   if (!mayTune(stream)) {
-    index = candidates(named)[0];
+    // The first config left after pruning, remembered per key apart from tuned choices.
+    std::string key = "untuned/" + bucket(args, constexprs);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = chosen_.find(key);
+    if (it == chosen_.end())
+      it = chosen_.emplace(key, candidates(named)[0]).first;
+    index = it->second;
   } else {
     // Tensors a trial writes in place: saved once, put back after each trial and at the end.
     std::vector<std::pair<CUdeviceptr, rt::DeviceBuffer>> saved;

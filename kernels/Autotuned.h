@@ -104,7 +104,7 @@ private:
   std::vector<Config> configs_;
   AutotuneOptions options_;
   std::mutex mutex_;
-  std::map<std::string, size_t> chosen_; // bucket -> config index
+  std::map<std::string, size_t> chosen_; // bucket (untuned/bucket without tuning) -> config
 };
 
 } // namespace tritium::kernels

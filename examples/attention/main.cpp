@@ -115,6 +115,22 @@ Tensor randomFast(int64_t n, const std::string &dtype, uint64_t seed) {
   return t;
 }
 
+// The median of 25 timed runs of `f` after 5, each after an L2 flush.
+double medianMs(CUstream stream, const std::function<void()> &f) {
+  std::vector<float> ms;
+  for (int i = 0; i < 30; ++i) {
+    rt::l2Flush(stream);
+    rt::Event start, stop;
+    start.record(stream);
+    f();
+    stop.record(stream);
+    if (i >= 5)
+      ms.push_back(stop.msSince(start));
+  }
+  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
+}
+
 template <typename Buffer>
 bool run(const Options &o, CUstream stream, const std::function<void()> &sync, bool time) {
   std::mt19937 rng(std::random_device{}());
@@ -178,18 +194,7 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
               o.dtype.c_str(), (long long)o.Z, (long long)o.H, (long long)o.S, (long long)o.D,
               o.causal ? " causal" : "", (long long)bad, (long long)checked);
   if (time) {
-    std::vector<float> ms;
-    for (int i = 0; i < 30; ++i) {
-      rt::l2Flush(stream);
-      rt::Event start, stop;
-      start.record(stream);
-      kernels::attentionForward(args, stream);
-      stop.record(stream);
-      if (i >= 5)
-        ms.push_back(stop.msSince(start));
-    }
-    std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-    double t = ms[ms.size() / 2];
+    double t = medianMs(stream, [&] { kernels::attentionForward(args, stream); });
     double flops = 4.0 * double(o.Z * o.H) * double(o.S) * double(o.S) * double(o.D) /
                    (o.causal ? 2 : 1);
     std::printf("  %.3f ms, %.1f TFLOP/s\n", t, flops / (t * 1e9));
@@ -206,38 +211,11 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
           .causal = o.causal, .dtype = args.dtype};
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
-      std::vector<float> bms;
-      for (int i = 0; i < 30; ++i) {
-        rt::l2Flush(stream);
-        rt::Event start, stop;
-        start.record(stream);
-        kernels::attentionBackward(b, stream);
-        stop.record(stream);
-        if (i >= 5)
-          bms.push_back(stop.msSince(start));
-      }
-      std::nth_element(bms.begin(), bms.begin() + long(bms.size() / 2), bms.end());
-      double bt = bms[bms.size() / 2];
+      double bt = medianMs(stream, [&] { kernels::attentionBackward(b, stream); });
       std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));
     }
   }
   return bad == 0;
-}
-
-// The median of 25 timed runs of `f` after 5, each after an L2 flush.
-double medianMs(CUstream stream, const std::function<void()> &f) {
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    rt::l2Flush(stream);
-    rt::Event start, stop;
-    start.record(stream);
-    f();
-    stop.record(stream);
-    if (i >= 5)
-      ms.push_back(stop.msSince(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-  return ms[ms.size() / 2];
 }
 
 // Decode: Z sequences of S cached positions, one query token each; the cache paged in a

@@ -122,6 +122,17 @@ TEST_F(AutotunedKernelTest, MistakesAreNamed) {
   EXPECT_NE(message([&] { AutotunedKernel(k, configs, {.key = {"BLOCK"}}); })
                 .find("key 'BLOCK' is not an integer runtime parameter"),
             std::string::npos);
+  EXPECT_NE(message([&] { AutotunedKernel(k, configs, {.resetToZero = {"outt"}}); })
+                .find("reset_to_zero 'outt' is not a pointer parameter"),
+            std::string::npos);
+  EXPECT_NE(message([&] { AutotunedKernel(k, configs, {.restoreValue = {"n"}}); })
+                .find("restore_value 'n' is not a pointer parameter"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              AutotunedKernel(k, configs,
+                              {.heuristics = {{"x", [](const LaunchArguments &) { return 1; }}}});
+            }).find("heuristic 'x' is not a compile-time parameter"),
+            std::string::npos);
   ScopedTempDir dir;
   Autotuner tuner(dir.path(), "test-device");
   HostBuffer b(4096);
