@@ -63,6 +63,18 @@ inline void batchedKernel(Ptr out, Ptr x, Ptr y, int S, int BM, int BN, int BK) 
   store(out + s(_, None, None) * (BM * BN) + m(None, _, None) * BN + n(None, None, _), prod);
 }
 
+// Chained: out = cast(x y / 8, dtype) z, x [BM, BK], y [BK, BN], z [BN, BN2], one program. The
+// first product's result is the second's a: on wgmma it reaches the instruction in registers,
+// in the accumulator's fragment layout (KeepDotOperandsInRegisters.cpp), as attention's P does.
+inline void chainedKernel(Ptr out, Ptr x, Ptr y, Ptr z, int BM, int BK, int BN, int BN2) {
+  auto m = arange(0, BM), k = arange(0, BK), n = arange(0, BN), n2 = arange(0, BN2);
+  auto xs = load(x + m(_, None) * BK + k(None, _));
+  auto ys = load(y + k(_, None) * BN + n(None, _));
+  auto zs = load(z + n(_, None) * BN2 + n2(None, _));
+  auto p = cast(dot(xs, ys) * 0.125, x.dtype());
+  store(out + m(_, None) * BN2 + n2(None, _), dot(p, zs));
+}
+
 // --- host side ----------------------------------------------------------------------------------
 
 // Host values of a dtype: the bytes and the value they hold.
@@ -345,6 +357,59 @@ void checkBatched(CUstream stream, const std::function<void()> &sync, int S, int
       }
   EXPECT_EQ(bad, 0u) << "batched dot " << S << "x" << BM << "x" << BN << "x" << BK << " warps "
                      << warps;
+}
+
+// chainedKernel against double precision: p is rounded to the operand type as the kernel
+// rounds it, so the bound covers one rounding of p (and of x y's fp32 sum) per term.
+template <typename Buffer>
+void checkChained(CUstream stream, const std::function<void()> &sync, ir::ScalarKind in, int BM,
+                  int BK, int BN, int BN2, int warps, const std::string &arch) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  Encoded x = encode(in, randomValues(in, size_t(BM * BK), rng));
+  Encoded y = encode(in, randomValues(in, size_t(BK * BN), rng));
+  Encoded z = encode(in, randomValues(in, size_t(BN * BN2), rng));
+  Buffer dx = uploadBytes<Buffer>(x.raw), dy = uploadBytes<Buffer>(y.raw),
+         dz = uploadBytes<Buffer>(z.raw);
+  Buffer out = poisonedBytes<Buffer>(size_t(BM * BN2) * 4);
+  auto k = kernel("chained_dot", chainedKernel,
+                  {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
+  std::string t = "*" + ir::dtypeName(in);
+  Specialization spec{.signature = {"*fp32", t, t, t}, .constexprs = {BM, BK, BN, BN2},
+                      .numWarps = warps};
+  spec.arch = arch;
+  CompiledKernel &ck = k.compile(spec);
+  ck.launch(1, stream, {out, dx, dy, dz});
+  sync();
+  std::vector<unsigned char> raw(size_t(BM * BN2) * 4);
+  out.download(raw.data(), raw.size());
+  std::vector<double> got = decode(ir::ScalarKind::F32, raw);
+  // Unit roundoff of p's type (bf16 8 bits, fp16 11), with slack for fp32's sums.
+  double u = in == ir::ScalarKind::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  size_t bad = 0;
+  for (int m = 0; m < BM; ++m) {
+    std::vector<double> p(static_cast<size_t>(BN), 0.0);
+    for (int n = 0; n < BN; ++n) {
+      double s = 0;
+      for (int kk = 0; kk < BK; ++kk)
+        s += x.values[size_t(m * BK + kk)] * y.values[size_t(kk * BN + n)];
+      p[size_t(n)] = s * 0.125;
+    }
+    for (int n2 = 0; n2 < BN2; ++n2) {
+      double want = 0, mag = 0;
+      for (int n = 0; n < BN; ++n) {
+        want += p[size_t(n)] * z.values[size_t(n * BN2 + n2)];
+        mag += std::fabs(p[size_t(n)] * z.values[size_t(n * BN2 + n2)]);
+      }
+      double g = got[size_t(m * BN2 + n2)];
+      double tol = 2 * u * mag + 1e-6;
+      if (!(std::fabs(g - want) <= tol) && bad++ < 5)
+        ADD_FAILURE() << "chained dot [" << m << ", " << n2 << "] got " << g << ", want " << want
+                      << " (tolerance " << tol << ", seed " << seed << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "chained dot " << ir::dtypeName(in) << " " << BM << "x" << BK << "x"
+                     << BN << "x" << BN2 << " warps " << warps << " " << arch;
 }
 
 } // namespace tritium::testing::tensorcores

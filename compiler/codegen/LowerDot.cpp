@@ -106,7 +106,8 @@ public:
     // wgmma reads 8- and 32-bit b K-major only: from the ring tile under a trans, or staged
     // transposed.
     bKMajor_ = op.hasAttr("b_k_major") || (wgmma_ && bytes_ != 2);
-    for (int i = 0; i < 2; ++i) {
+    aRegs_ = op.hasAttr("a_regs"); // a's fragments are in registers (KeepDotOperandsInRegisters)
+    for (int i = aRegs_ ? 1 : 0; i < 2; ++i) {
       const char *staging = i == 0 ? "smem_offset" : "smem_b";
       llvm::Value *&base = i == 0 ? aBase_ : bBase_;
       // b K-major: the ring holds the [N, K] tile under the trans (FeedDotsFromRings.cpp).
@@ -156,11 +157,11 @@ private:
   }
 
   void stageOperands() {
-    if (fromRing_[0] && fromRing_[1])
+    if ((fromRing_[0] || aRegs_) && fromRing_[1])
       return;
     l_.barrier(); // the previous dot's reads of these buffers (in a loop) are done
     for (int which = 0; which < 2; ++which) {
-      if (fromRing_[which])
+      if (fromRing_[which] || (which == 0 && aRegs_))
         continue;
       const ir::Value *v = op_.operand(unsigned(which));
       const Elements &vals = l_.get(v);
@@ -439,15 +440,23 @@ private:
 
   // One wgmma.mma_async of the warp group: the accumulator registers `regs` (in the
   // instruction's order) += a (descriptor) x b (descriptor), m64 n k(32 bytes).
+  // With a from registers, `aFragment` holds its four 32-bit registers and descA is unused.
   void wgmmaInstruction(Elements &acc, const std::vector<int64_t> &regs, llvm::Value *descA,
-                        llvm::Value *descB, int64_t n) {
+                        llvm::Value *descB, int64_t n,
+                        const std::vector<llvm::Value *> &aFragment = {}) {
     ScalarKind ka = op_.operand(0)->type().kind(), kb = op_.operand(1)->type().kind();
     bool integer = op_.result()->type().kind() == ScalarKind::I32;
     size_t count = regs.size();
     llvm::Type *accTy = integer ? b_.getInt32Ty() : b_.getFloatTy();
     std::vector<llvm::Type *> outs(count, accTy);
     auto *ret = llvm::StructType::get(l_.ctx, outs);
-    std::vector<llvm::Type *> ins = {b_.getInt64Ty(), b_.getInt64Ty()};
+    bool regA = !aFragment.empty();
+    std::vector<llvm::Type *> ins;
+    if (regA)
+      ins.assign(aFragment.size(), b_.getInt32Ty());
+    ins.push_back(b_.getInt64Ty());
+    if (!regA)
+      ins.push_back(b_.getInt64Ty());
     ins.insert(ins.end(), count, accTy);
     std::string text = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
                        std::to_string(32 / bytes_) + (integer ? ".s32." : ".f32.") +
@@ -457,17 +466,36 @@ private:
       text += (i ? ", $" : "$") + std::to_string(i);
       constraints += integer ? "=r," : "=f,";
     }
-    // scale-d 1 (accumulate); floats: a and b not negated; 16-bit: a K-major, b N-major
-    // (transposed) or K-major (other types are K-major only and take no transpose operands).
-    text += "}, $" + std::to_string(count) + ", $" + std::to_string(count + 1) + ", 1";
+    // scale-d 1 (accumulate); floats: a and b not negated; 16-bit: a K-major (a from
+    // registers takes no major order), b N-major (transposed) or K-major (other types are
+    // K-major only and take no transpose operands).
+    size_t next = count; // the first input operand's number
+    if (regA) {
+      text += "}, {";
+      for (size_t i = 0; i < aFragment.size(); ++i) {
+        text += (i ? ", $" : "$") + std::to_string(next++);
+        constraints += "r,";
+      }
+      text += "}";
+    } else {
+      text += "}, $" + std::to_string(next++);
+      constraints += "l,";
+    }
+    text += ", $" + std::to_string(next++) + ", 1";
+    constraints += "l";
     if (!integer)
       text += ", 1, 1";
-    text += bytes_ != 2 ? ";" : bKMajor_ ? ", 0, 0;" : ", 0, 1;";
-    constraints += "l,l";
+    text += bytes_ != 2 ? ";" : regA ? (bKMajor_ ? ", 0;" : ", 1;")
+                      : bKMajor_ ? ", 0, 0;" : ", 0, 1;";
     for (size_t i = 0; i < count; ++i)
       constraints += "," + std::to_string(i);
     constraints += ",~{memory}"; // it reads the tiles in shared memory
-    std::vector<llvm::Value *> args = {descA, descB};
+    std::vector<llvm::Value *> args;
+    if (regA)
+      args = aFragment;
+    else
+      args.push_back(descA);
+    args.push_back(descB);
     for (int64_t r : regs)
       args.push_back(acc[size_t(r)]);
     auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(ret, ins, false), text,
@@ -475,6 +503,30 @@ private:
     llvm::Value *d = b_.CreateCall(asmFn, args);
     for (size_t i = 0; i < count; ++i)
       acc[size_t(regs[i])] = b_.CreateExtractValue(d, unsigned(i));
+  }
+
+  // a's fragment from registers for the 16 columns of K at `kk` of the slice whose rows are
+  // the accumulator's register rows rowKey, rowKey + 1 (a has the accumulator's layout over
+  // [M, K], so the same register rows): wgmma's a0..a3 hold, as pairs of 16-bit values, row
+  // g at columns 2c, 2c + 1; row g + 8 at those; row g at 2c + 8, 2c + 9; row g + 8 at those.
+  // Column tile t (8 columns) of a's layout holds its pair in registers 2t, 2t + 1 along K.
+  std::vector<llvm::Value *> registerFragment(int64_t rowKey, int64_t kk) {
+    const ir::Value *a = op_.operand(0);
+    ir::LayoutMap map(*a->layout(), a->type().shape());
+    const Elements &vals = l_.get(a);
+    llvm::Type *half = vals.front()->getType();
+    auto *pairTy = llvm::FixedVectorType::get(half, 2);
+    std::vector<llvm::Value *> out;
+    for (int64_t t = kk / 8; t < kk / 8 + 2; ++t)
+      for (int64_t h = 0; h < 2; ++h) {
+        llvm::Value *pair = llvm::PoisonValue::get(pairTy);
+        for (int64_t j = 0; j < 2; ++j) {
+          int64_t r = map.registerNumber({rowKey + h, 2 * t + j});
+          pair = b_.CreateInsertElement(pair, vals[size_t(r)], b_.getInt32(int32_t(j)));
+        }
+        out.push_back(b_.CreateBitCast(pair, b_.getInt32Ty()));
+      }
+    return out;
   }
 
   // The warp group's product from shared memory: per K step of 32 bytes, per 64-row slice of
@@ -500,7 +552,10 @@ private:
         llvm::Value *first = b_.CreateAnd(row.front()->rows[0], b_.getInt32(~63));
         llvm::Value *aOff = b_.CreateAdd(b_.getInt32(int32_t((kb / 128) * M_ * 128 + kb % 128)),
                                          b_.CreateShl(first, b_.getInt32(7)));
-        llvm::Value *descA = descriptor(aBase_, aOff, 16, 1024);
+        llvm::Value *descA = aRegs_ ? nullptr : descriptor(aBase_, aOff, 16, 1024);
+        std::vector<llvm::Value *> aFragment;
+        if (aRegs_)
+          aFragment = registerFragment(rowKey, kk);
         for (int64_t c = 0; c < N_ / n; ++c) {
           // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
           llvm::Value *descB =
@@ -516,7 +571,7 @@ private:
             const Tile *t = row.at(size_t(c * n / 8 + j));
             regs.insert(regs.end(), t->regs, t->regs + 4);
           }
-          wgmmaInstruction(acc, regs, descA, descB, n);
+          wgmmaInstruction(acc, regs, descA, descB, n, aFragment);
         }
       }
     }
@@ -586,6 +641,7 @@ private:
   std::string precision_;
   llvm::Value *aBase_ = nullptr, *bBase_ = nullptr;
   bool fromRing_[2] = {false, false};
+  bool aRegs_ = false; // a from registers, wgmma's register form ({a_regs})
   bool wgmma_ = false;
   bool swizzled_ = false; // operands staged as swizzled tiles (dotStagesSwizzled)
   bool bKMajor_ = false;  // b read K-major: [N][K], from a ring under a trans or staged so

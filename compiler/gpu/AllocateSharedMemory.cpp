@@ -154,8 +154,9 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
       // a as [M][K], b as [N][K], swizzled alike; mma.sync's other types: a as
       // [batch][M][row], b transposed as [batch][N][row] (dotStagedRow; LowerDot.cpp).
       // Operands that a ring of the dot's loop will likely bring in are read from the ring and
-      // get no buffer here (feedDotsFromRings adds one if the ring does not come about).
-      for (unsigned i = 0; i < 2; ++i)
+      // get no buffer here (feedDotsFromRings adds one if the ring does not come about); nor
+      // does an a that the instruction takes from registers ({a_regs}).
+      for (unsigned i = op.hasAttr("a_regs") ? 1 : 0; i < 2; ++i)
         if (!dotOperandMayComeFromRing(op, i))
           offset = allocateDotStaging(op, i, offset);
       return;

@@ -120,7 +120,7 @@ void feedDotsFromRings(ir::Function &fn) {
     }
     if (op.kind() != ir::OpKind::Dot)
       return;
-    if (!op.hasAttr("ring_a") && !op.hasAttr("smem_offset"))
+    if (!op.hasAttr("ring_a") && !op.hasAttr("smem_offset") && !op.hasAttr("a_regs"))
       end = allocateDotStaging(op, 0, end);
     if (!op.hasAttr("ring_b") && !op.hasAttr("smem_b"))
       end = allocateDotStaging(op, 1, end);

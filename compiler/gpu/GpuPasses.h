@@ -60,6 +60,13 @@ int64_t stagedElements(const ir::Type &t);
 // to change.
 void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes = 0);
 
+// Marks each wgmma dot whose 16-bit a operand already sits in registers as the instruction's
+// register form wants it (the layout of a wgmma accumulator of its shape: attention's P) with
+// {a_regs} (KeepDotOperandsInRegisters.cpp): a then needs no staging buffer. Runs after
+// assignLayouts, before allocateSharedMemory.
+void keepDotOperandsInRegisters(ir::Function &fn, int numWarps);
+bool dotTakesRegisterA(const ir::Op &dot, int numWarps);
+
 // Moves pure ops whose operands come from outside the body of a pipelined `for` (num_stages
 // >= 2) out of it, to before the loop (HoistLoopInvariants.cpp): invariant layout conversions
 // run once, not every iteration, and stay out of the loads' slices.

@@ -113,6 +113,22 @@ TEST_F(DotGpuTest, WarpGroupMma) {
                              .arch = "sm_90a"});
 }
 
+// A product of a product: the first's result, cast to 16 bits, is the second's a, which wgmma
+// takes from registers in its accumulator fragments (one and two 64-row slices per warp, K of
+// one and several register fragments), as attention's P; mma.sync stages it.
+TEST_F(DotGpuTest, ChainedProducts) {
+  SKIP_WITHOUT_GPU();
+  bool hopper = rt::Context::current().props().arch() == "sm_90";
+  for (ScalarKind in : {ScalarKind::BF16, ScalarKind::F16}) {
+    if (hopper) {
+      checkChained<DeviceBuffer>(stream().get(), sync, in, 64, 64, 64, 64, 4, "sm_90a");
+      checkChained<DeviceBuffer>(stream().get(), sync, in, 128, 64, 128, 128, 8, "sm_90a");
+      checkChained<DeviceBuffer>(stream().get(), sync, in, 128, 128, 64, 256, 4, "sm_90a");
+    }
+    checkChained<DeviceBuffer>(stream().get(), sync, in, 64, 64, 64, 64, 4, "sm_90");
+  }
+}
+
 // fp8, 8-bit integers and tf32 on wgmma (sm_90a), 32 bytes of K per instruction: b stored
 // [N, K] and read K-major from its ring, or stored [K, N] and staged transposed; edges masked;
 // fp8 into bf16 as torch._scaled_mm gives it.

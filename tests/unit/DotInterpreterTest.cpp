@@ -48,6 +48,11 @@ TEST_F(DotInterpreterTest, TransposedOperandAndBatches) {
   checkBatched<HostBuffer>(nullptr, sync, 2, 16, 32, 16, 4);
 }
 
+TEST_F(DotInterpreterTest, ChainedProducts) {
+  checkChained<HostBuffer>(nullptr, sync, ScalarKind::BF16, 64, 64, 64, 64, 4, "sm_90a");
+  checkChained<HostBuffer>(nullptr, sync, ScalarKind::F16, 32, 32, 64, 32, 4, "sm_90");
+}
+
 // The wgmma lowering (sm_90a) compiles each of these to PTX on the way: a ring-fed dot, a
 // staged b read transposed, and a dot outside any ring.
 TEST_F(DotInterpreterTest, WarpGroupTiles) {

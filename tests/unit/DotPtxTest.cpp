@@ -137,4 +137,28 @@ TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
   }
 }
 
+// A product of a product on wgmma: the second takes the first's result in registers (the
+// register form of a, four 32-bit registers a K step), with no staging buffer for it, and
+// ptxas keeps every wgmma in its pipeline.
+TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
+  auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
+  Specialization spec{.signature = {"*fp32:16", "*bf16:16", "*bf16:16", "*bf16:16"},
+                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
+  spec.arch = "sm_90a";
+  Artifacts a = k.compileTo(spec, Stage::PTX);
+  EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+  // 128 / 16 K steps of the second product, each with a from four registers.
+  EXPECT_EQ(count(a.ptx, "}, {%r"), 8u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+  // A staging buffer for z (smem_b) and none for p (smem_offset).
+  std::string dot = a.gir.substr(a.gir.find("a_regs = 1"));
+  dot = dot.substr(0, dot.find('\n'));
+  EXPECT_NE(dot.find("smem_b"), std::string::npos) << dot;
+  EXPECT_EQ(dot.find("smem_offset"), std::string::npos) << dot;
+  // sm_90 (mma.sync) stages it as before.
+  spec.arch = "sm_90";
+  Artifacts m = k.compileTo(spec, Stage::PTX);
+  EXPECT_EQ(count(m.gir, "a_regs"), 0u);
+}
+
 } // namespace
