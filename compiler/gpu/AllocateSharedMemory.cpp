@@ -56,12 +56,16 @@ int64_t dotStagingBytes(const ir::Op &dot, unsigned i) {
   return batches * (i == 0 ? a.shape()[size_t(r - 2)] : b.shape()[size_t(r - 1)]) * row;
 }
 
-int64_t allocateStagedBlock(ir::Op &op, int64_t offset) {
+int64_t stagedBlockBytes(const ir::Op &op) {
   const ir::Type &t = op.result()->type();
   int64_t bytes = t.isPtr() ? 8 : std::max(1, ir::bitWidth(t.kind()) / 8);
+  return bytes * stagedElements(t);
+}
+
+int64_t allocateStagedBlock(ir::Op &op, int64_t offset) {
   offset = (offset + 15) / 16 * 16;
   op.setAttr("smem_offset", offset);
-  return offset + bytes * stagedElements(t);
+  return offset + stagedBlockBytes(op);
 }
 
 int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset) {
@@ -245,10 +249,42 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
     if (offset - before > largestBytes)
       largestBytes = offset - before, largest = &op;
   };
+  // Inside a top-level op's regions (a loop's body), the staging buffers of layout changes and
+  // of dots share one pool: each such op writes its buffer after a barrier, reads it back
+  // before the next barrier and is done with it when it ends (LowerShapes.cpp, LowerDot.cpp:
+  // a staged dot waits for its wgmma), so the pool needs only the largest of them. The other
+  // buffers (reductions and scans alternate their banks without a barrier between
+  // consecutive ops) come first, each its own. The pool is recorded on the op ({smem_pool},
+  // {smem_pool_end}) for the staging that feedDotsFromRings adds later.
+  auto pooled = [](const ir::Op &op) {
+    return op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
+           op.kind() == ir::OpKind::Trans || op.kind() == ir::OpKind::Dot;
+  };
   for (auto &top : fn.body().ops()) {
     allocateAndTrack(*top);
-    for (unsigned r = 0; r < top->numRegions(); ++r)
-      ir::walk(*top->region(r), allocateAndTrack);
+    if (top->numRegions()) {
+      for (unsigned r = 0; r < top->numRegions(); ++r)
+        ir::walk(*top->region(r), [&](ir::Op &op) {
+          if (!pooled(op))
+            allocateAndTrack(op);
+        });
+      int64_t pool = (offset + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment;
+      int64_t poolEnd = offset;
+      for (unsigned r = 0; r < top->numRegions(); ++r)
+        ir::walk(*top->region(r), [&](ir::Op &op) {
+          if (!pooled(op))
+            return;
+          offset = pool;
+          allocateAndTrack(op);
+          if (offset != pool)
+            poolEnd = std::max(poolEnd, offset);
+        });
+      offset = poolEnd;
+      if (poolEnd > pool) {
+        top->setAttr("smem_pool", pool);
+        top->setAttr("smem_pool_end", poolEnd);
+      }
+    }
     if (dots && top->kind() == ir::OpKind::For)
       top->setAttr("smem_live", offset);
   }

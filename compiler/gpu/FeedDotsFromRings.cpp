@@ -110,20 +110,53 @@ void feedDotsFromRings(ir::Function &fn) {
     op.setAttr("in_flight", int64_t(1));
     loop->setAttr("wgmma_in_flight", int64_t(1));
   });
-  // Operands that allocateSharedMemory expected from a ring and that no ring brings in.
+  // Operands that allocateSharedMemory expected from a ring and that no ring brings in: in the
+  // staging pool of the loop they run in where they fit beside the op's other buffer (the
+  // pool's buffers live only while their op runs), else after everything.
   int64_t end = fn.intAttr("shared_bytes").value_or(0), start = end;
+  auto place = [&](ir::Op &op, auto allocate) {
+    const ir::Op *top = &op;
+    while (top->parentBlock() && top->parentBlock()->parentOp())
+      top = top->parentBlock()->parentOp();
+    if (top != &op && top->hasAttr("smem_pool")) {
+      int64_t at = top->intAttr("smem_pool");
+      for (const char *other : {"smem_offset", "smem_b"}) // the dot's buffer already there
+        if (op.hasAttr(other) && op.intAttr(other) >= at &&
+            op.intAttr(other) < top->intAttr("smem_pool_end"))
+          at = std::max(at, op.intAttr(other) + (op.kind() == ir::OpKind::Dot
+                                                     ? dotStagingBytes(op, other[5] == 'b')
+                                                     : 0));
+      if (allocate(at, /*dryRun=*/true) <= top->intAttr("smem_pool_end")) {
+        allocate(at, false);
+        return;
+      }
+    }
+    end = allocate(end, false);
+  };
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() == ir::OpKind::Trans && !op.hasAttr("dot_only") &&
         !op.hasAttr("smem_offset")) { // expected to feed a dot from a ring, and did not
-      end = allocateStagedBlock(op, end);
+      place(op, [&](int64_t at, bool dryRun) {
+        if (dryRun)
+          return (at + 15) / 16 * 16 + stagedBlockBytes(op);
+        return allocateStagedBlock(op, at);
+      });
       return;
     }
     if (op.kind() != ir::OpKind::Dot)
       return;
-    if (!op.hasAttr("ring_a") && !op.hasAttr("smem_offset") && !op.hasAttr("a_regs"))
-      end = allocateDotStaging(op, 0, end);
-    if (!op.hasAttr("ring_b") && !op.hasAttr("smem_b"))
-      end = allocateDotStaging(op, 1, end);
+    for (unsigned i = 0; i < 2; ++i) {
+      bool wanted = i == 0 ? !op.hasAttr("ring_a") && !op.hasAttr("smem_offset") &&
+                                 !op.hasAttr("a_regs")
+                           : !op.hasAttr("ring_b") && !op.hasAttr("smem_b");
+      if (wanted)
+        place(op, [&, i](int64_t at, bool dryRun) {
+          if (dryRun)
+            return (at + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment +
+                   dotStagingBytes(op, i);
+          return allocateDotStaging(op, i, at);
+        });
+    }
   });
   if (end != start)
     fn.setAttr("shared_bytes", end);

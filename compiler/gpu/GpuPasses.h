@@ -109,6 +109,10 @@ int64_t allocateDotStaging(ir::Op &dot, unsigned i, int64_t offset);
 // Gives a convert_layout, reshape or trans its staging buffer ({smem_offset}, stagedElements of
 // its result) at the first 16-byte boundary from `offset`; returns the buffer's end.
 int64_t allocateStagedBlock(ir::Op &op, int64_t offset);
+// The bytes of those buffers: a dot's operand `i`, and a convert_layout's, reshape's or trans's
+// block.
+int64_t dotStagingBytes(const ir::Op &dot, unsigned i);
+int64_t stagedBlockBytes(const ir::Op &op);
 
 // Where dot staging buffers and the rings that dots read start: a multiple of 1024 bytes, the
 // span of one SWIZZLE_128B pattern, which wgmma applies to the address bits themselves.

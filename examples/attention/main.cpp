@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,14 +25,15 @@ using namespace tritium;
 
 namespace {
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [Z H S D]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
-  FLOPs; its results are checked by the tests, not here.
+  FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
+  on BM query rows and BN keys a step, W warps and S stages instead of planAttention's.
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's.
@@ -44,6 +46,7 @@ struct Options {
   bool decode = false;
   int64_t page = 0;
   bool backward = false;
+  std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
 };
 
 Options parse(int argc, char **argv) {
@@ -62,6 +65,12 @@ Options parse(int argc, char **argv) {
       o.decode = true;
     } else if (a == "--backward") {
       o.backward = true;
+    } else if (a.rfind("--plan=", 0) == 0) {
+      long long bm = 0, bn = 0, w = 0, st = 0;
+      if (std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld", &bm, &bn, &w, &st) != 4)
+        throw std::runtime_error("--plan takes BMxBNxWxS, got " + a.substr(7));
+      o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
+                                      .numStages = int(st)};
     } else if (a.rfind("--page=", 0) == 0) {
       o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {
@@ -149,7 +158,8 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
                               .seqQ = o.S, .headDim = o.D, .causal = o.causal,
                               .dtype = o.dtype == "bf16" ? kernels::Dtype::bf16
                                                          : kernels::Dtype::fp16};
-  kernels::attentionForward(args, stream);
+  const kernels::AttentionPlan *plan = o.plan ? &*o.plan : nullptr;
+  kernels::attentionForward(args, stream, plan);
   sync();
   std::vector<unsigned char> raw(q.raw.size());
   dout.download(raw.data(), raw.size());
@@ -194,7 +204,7 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
               o.dtype.c_str(), (long long)o.Z, (long long)o.H, (long long)o.S, (long long)o.D,
               o.causal ? " causal" : "", (long long)bad, (long long)checked);
   if (time) {
-    double t = medianMs(stream, [&] { kernels::attentionForward(args, stream); });
+    double t = medianMs(stream, [&] { kernels::attentionForward(args, stream, plan); });
     double flops = 4.0 * double(o.Z * o.H) * double(o.S) * double(o.S) * double(o.D) /
                    (o.causal ? 2 : 1);
     std::printf("  %.3f ms, %.1f TFLOP/s\n", t, flops / (t * 1e9));
