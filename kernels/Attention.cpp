@@ -132,7 +132,11 @@ Kernel &attentionForwardKernel() {
   return k;
 }
 
-AttentionPlan planAttention(int64_t headDim, Dtype dtype) {
+AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
+  // Without wgmma (mma.sync stages both operands of every product), 128 x 64 tiles at
+  // head_dim 256 need 272 KB of shared memory on sm_90; 64 x 64 on one warp group fit.
+  if (headDim > 128 && !warpGroups)
+    return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
   // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes).
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
@@ -225,7 +229,10 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   if (a.seqQ == 0)
     return;
-  AttentionPlan plan = given ? *given : planAttention(D, a.dtype);
+  bool gpu = !tritium::interpreting();
+  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
+  std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  AttentionPlan plan = given ? *given : planAttention(D, a.dtype, arch == "sm_90a");
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
@@ -240,9 +247,6 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
       a.batch * kvHeads * seqKV, left, right};
-  bool gpu = !tritium::interpreting();
-  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
-  std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   attentionForwardKernel()
       .compile(attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs))

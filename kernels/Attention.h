@@ -61,7 +61,9 @@ struct AttentionArgs {
 struct AttentionPlan {
   int blockM = 128, blockN = 64, numWarps = 8, numStages = 3;
 };
-AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16);
+// `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
+// get smaller tiles at head_dim 256.
+AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16, bool warpGroups = true);
 
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);
