@@ -63,7 +63,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
   // the loop.
   auto shift = seqKV - seqQ;
-  Operand lo = 0;
+  Operand lo = 0, before = -BN; // the first step, and the step before it
   Value hi = seqKV;
   if (CAUSAL)
     hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
@@ -71,26 +71,17 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // loop starts at the BN-aligned step holding the first row's first key and ends after the
   // last row's last.
   if (WINDOW) {
-    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
+    Value first = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
+    lo = first;
+    before = first - BN;
     hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
   }
   if (VARLEN) // programs past a shorter sequence's rows walk no keys
     hi = where(pid_m * BM < seqQ, hi, 0);
-  for (auto start : range(lo, hi, BN, STAGES)) {
-    // The query tile, loaded in the loop that does not change it: copied once into shared
-    // memory before the loop, where both products read it in place, instead of held in
-    // registers across the loop.
-    auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
-    auto rn = start + rn0;
-    Value k_tile, v_tile;
-    if (KV_DESC) {
-      k_tile = k_desc->load({kv_row0 + start, 0});
-      v_tile = v_desc->load({kv_row0 + start, 0});
-    } else {
-      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
-      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
-    }
-    auto s = dot(q_tile, trans(k_tile)) * qk_scale;
+  // One step of the online softmax over the scores `s` (unscaled) of keys rn, with their
+  // values v_tile.
+  auto step = [&](Value s, Value rn, Value v_tile) {
+    s = s * qk_scale;
     auto valid = rn(None, _) < seqKV;
     if (CAUSAL)
       valid = valid & (rn(None, _) <= rm(_, None) + shift);
@@ -106,6 +97,41 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     l_i = l_i * alpha + sum(p, 1);
     acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
     m_i = m_new;
+  };
+  if (KV_DESC && q.dtype() != "fp8e4m3") {
+    // The scores are computed one step ahead: the step at `start` issues the product for the
+    // keys at start + BN and, while the tensor cores work on it, runs the softmax of the
+    // scores the previous step issued (the product's wait comes at its first use, the loop's
+    // end). The first step has no scores yet (-inf: no weight, no value read counts) and the
+    // last one's product reads past the range (zeros, or the next head's rows) unused. (fp8
+    // keeps the plain loop: the second block of scores took ptxas from 12 to 100 bytes of
+    // spills at head_dim 128.)
+    auto s_next = full({BM, BN}, -INFINITY, float32);
+    for (auto start : range(before, hi, BN, STAGES)) {
+      // The query tile, loaded in the loop that does not change it: copied once into shared
+      // memory before the loop, where both products read it in place, instead of held in
+      // registers across the loop.
+      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto k_tile = k_desc->load({kv_row0 + start + BN, 0});
+      auto v_tile = v_desc->load({kv_row0 + start, 0});
+      auto s = s_next;
+      s_next = dot(q_tile, trans(k_tile));
+      step(s, start + rn0, v_tile);
+    }
+  } else {
+    for (auto start : range(lo, hi, BN, STAGES)) {
+      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto rn = start + rn0;
+      Value k_tile, v_tile;
+      if (KV_DESC) {
+        k_tile = k_desc->load({kv_row0 + start, 0});
+        v_tile = v_desc->load({kv_row0 + start, 0});
+      } else {
+        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
+        v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
+      }
+      step(dot(q_tile, trans(k_tile)), rn, v_tile);
+    }
   }
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
@@ -142,6 +168,11 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
   if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
     return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
+  // 16-bit head_dim 128: 128 keys a step halve the steps' fixed costs (326 against 276
+  // TFLOP/s at 4 x 32 x 4096 on an H200, docs/notes/attention.md); 2 stages leave shared
+  // memory for them (3 took all 232,448 bytes and spilled when causal).
+  if (dtype != Dtype::fp8e4m3)
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 

@@ -579,8 +579,12 @@ private:
     // In flight ({in_flight}): only the next iteration's wgmma reads the result, so this waits
     // for the previous iteration's group alone, and the loop's end for the last
     // (LowerToLLVM.cpp).
+    // Deferred ({deferred_wait}): the work after it that does not read it runs under it; the
+    // block's lowering waits before the first op that reads it (waitForPendingWgmma).
     if (op_.hasAttr("in_flight"))
       l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_wait_group_sync_aligned, {}, {b_.getInt64(1)});
+    else if (op_.hasAttr("deferred_wait"))
+      l_.pendingWgmma.push_back(op_.result());
     else
       acc = wgmmaWait(l_, acc);
     l_.set(op_.result(), std::move(acc));
@@ -667,6 +671,24 @@ Elements wgmmaWait(Lowering &l, const Elements &acc) {
   for (size_t i = 0; i < acc.size(); ++i)
     out.push_back(b.CreateExtractValue(d, unsigned(i)));
   return out;
+}
+
+void waitForPendingWgmma(Lowering &l) {
+  if (l.pendingWgmma.empty())
+    return;
+  Elements all;
+  for (const ir::Value *v : l.pendingWgmma) {
+    const Elements &e = l.get(v);
+    all.insert(all.end(), e.begin(), e.end());
+  }
+  Elements waited = wgmmaWait(l, all);
+  size_t at = 0;
+  for (const ir::Value *v : l.pendingWgmma) {
+    size_t n = l.get(v).size();
+    l.set(v, Elements(waited.begin() + long(at), waited.begin() + long(at + n)));
+    at += n;
+  }
+  l.pendingWgmma.clear();
 }
 
 bool lowerDot(Lowering &l, const ir::Op &op) {

@@ -11,6 +11,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <bit>
 
 namespace tritium::codegen {
@@ -133,6 +134,8 @@ private:
       const auto &op = *it;
       if (l_.unlowered.count(op.get()))
         continue;
+      if (!l_.pendingWgmma.empty() && readsPendingWgmma(*op))
+        waitForPendingWgmma(l_);
       if (isClusterExchange(*op)) {
         lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end(), isClusterExchange));
         continue;
@@ -156,6 +159,18 @@ private:
                !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
     }
+    waitForPendingWgmma(l_); // nothing leaves the block in flight
+  }
+
+  // Whether `op` must see the pending wgmma dots' results: it reads one, holds a region (whose
+  // ops might), or ends the block.
+  bool readsPendingWgmma(const ir::Op &op) const {
+    if (op.numRegions() || op.kind() == ir::OpKind::Yield)
+      return true;
+    for (const ir::Value *v : op.operands())
+      if (std::find(l_.pendingWgmma.begin(), l_.pendingWgmma.end(), v) != l_.pendingWgmma.end())
+        return true;
+    return false;
   }
 
   // The cluster exchange at `it` and the ones of its kind (`isKind`) right after it that use

@@ -107,6 +107,10 @@ struct Lowering {
   // Ops not lowered: their values feed only what TMA copies do not read
   // (opsOnlyTensorCopiesFeed, Pipelining.h).
   std::unordered_set<const ir::Op *> unlowered;
+  // Results of wgmma dots committed and not yet waited for ({deferred_wait}): the block's
+  // lowering waits for them before the first op that reads one, or holds a region, or ends
+  // the block (waitForPendingWgmma).
+  std::vector<const ir::Value *> pendingWgmma;
 };
 
 // The swizzled byte offset of a tile's element in shared memory (FeedDotsFromRings.cpp): the
@@ -141,6 +145,8 @@ bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor co
 // wgmma.wait_group 0 with the accumulators passing through it (LowerDot.cpp): the values it
 // returns are the ones to read, so that no read of them moves above the wait.
 Elements wgmmaWait(Lowering &l, const Elements &acc);
+// One wgmma.wait_group 0 for every pending dot's group, their accumulators passing through it.
+void waitForPendingWgmma(Lowering &l);
 // shfl.sync of any element type (Shuffle.cpp): from the lane `laneOrDelta` away by xor, below,
 // above, or from lane `laneOrDelta` itself; lanes whose source would leave the warp keep their
 // own value (up and down).
