@@ -63,7 +63,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
   // the loop.
   auto shift = seqKV - seqQ;
-  Operand lo = 0, before = -BN; // the first step, and the step before it
+  Operand lo = 0;
   Value hi = seqKV;
   if (CAUSAL)
     hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
@@ -71,9 +71,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // loop starts at the BN-aligned step holding the first row's first key and ends after the
   // last row's last.
   if (WINDOW) {
-    Value first = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
-    lo = first;
-    before = first - BN;
+    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
     hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
   }
   if (VARLEN) // programs past a shorter sequence's rows walk no keys
@@ -98,40 +96,23 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
     m_i = m_new;
   };
-  if (KV_DESC && q.dtype() != "fp8e4m3") {
-    // The scores are computed one step ahead: the step at `start` issues the product for the
-    // keys at start + BN and, while the tensor cores work on it, runs the softmax of the
-    // scores the previous step issued (the product's wait comes at its first use, the loop's
-    // end). The first step has no scores yet (-inf: no weight, no value read counts) and the
-    // last one's product reads past the range (zeros, or the next head's rows) unused. (fp8
-    // keeps the plain loop: the second block of scores took ptxas from 12 to 100 bytes of
-    // spills at head_dim 128.)
-    auto s_next = full({BM, BN}, -INFINITY, float32);
-    for (auto start : range(before, hi, BN, STAGES)) {
-      // The query tile, loaded in the loop that does not change it: copied once into shared
-      // memory before the loop, where both products read it in place, instead of held in
-      // registers across the loop.
-      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
-      auto k_tile = k_desc->load({kv_row0 + start + BN, 0});
-      auto v_tile = v_desc->load({kv_row0 + start, 0});
-      auto s = s_next;
-      s_next = dot(q_tile, trans(k_tile));
-      step(s, start + rn0, v_tile);
+  // (Computing each step's scores one step ahead, so that the softmax ran while the tensor
+  // cores worked on the next scores, measured slower: notes/attention.md, "Forward".)
+  for (auto start : range(lo, hi, BN, STAGES)) {
+    // The query tile, loaded in the loop that does not change it: copied once into shared
+    // memory before the loop, where both products read it in place, instead of held in
+    // registers across the loop.
+    auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+    auto rn = start + rn0;
+    Value k_tile, v_tile;
+    if (KV_DESC) {
+      k_tile = k_desc->load({kv_row0 + start, 0});
+      v_tile = v_desc->load({kv_row0 + start, 0});
+    } else {
+      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
+      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
     }
-  } else {
-    for (auto start : range(lo, hi, BN, STAGES)) {
-      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
-      auto rn = start + rn0;
-      Value k_tile, v_tile;
-      if (KV_DESC) {
-        k_tile = k_desc->load({kv_row0 + start, 0});
-        v_tile = v_desc->load({kv_row0 + start, 0});
-      } else {
-        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
-        v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
-      }
-      step(dot(q_tile, trans(k_tile)), rn, v_tile);
-    }
+    step(dot(q_tile, trans(k_tile)), rn, v_tile);
   }
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);

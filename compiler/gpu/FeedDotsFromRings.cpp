@@ -111,10 +111,10 @@ void feedDotsFromRings(ir::Function &fn) {
     loop->setAttr("wgmma_in_flight", int64_t(1));
   });
   // Any other wgmma dot that stages nothing (its tiles in rings, a in registers) is waited for
-  // at its result's first use, not at once ({deferred_wait}, codegen/LowerToLLVM.cpp): the ops
-  // between run while the tensor cores work (attention computes one step's softmax while the
-  // next step's scores are in flight). A staged operand's buffer lies in the loop's staging
-  // pool, which the next staging op may overwrite, so such dots wait at once.
+  // at its result's first use, not at once ({deferred_wait}, codegen/LowerToLLVM.cpp): the
+  // ops between run while the tensor cores work, and independent products go out together
+  // under one wait. A staged operand's buffer lies in the loop's staging pool, which the next
+  // staging op may overwrite, so such dots wait at once.
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() == ir::OpKind::Dot && op.hasAttr("wgmma") && !op.hasAttr("in_flight") &&
         (op.hasAttr("ring_a") || op.hasAttr("a_regs")) && op.hasAttr("ring_b"))

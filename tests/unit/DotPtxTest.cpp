@@ -161,4 +161,37 @@ TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
   EXPECT_EQ(count(m.gir, "a_regs"), 0u);
 }
 
+// Two products of one loop step, both read from rings: each is waited for at its result's
+// first use ({deferred_wait}), so the second is issued while the first is in flight and one
+// wait covers both; the sum of the two then meets the carried total.
+inline void twoProductsKernel(Ptr out, Ptr a, Ptr b, Ptr c, Int n) {
+  auto r = arange(0, 64), k = arange(0, 64);
+  auto total = zeros({64, 64}, float32);
+  for (auto i : range(0, n, 1, 3)) {
+    auto rows = i * 64 + r;
+    auto at = load(a + rows(_, None) * 64 + k(None, _));
+    auto bt = load(b + rows(_, None) * 64 + k(None, _));
+    auto ct = load(c + rows(_, None) * 64 + k(None, _));
+    auto s1 = dot(at, bt);
+    auto s2 = dot(at, ct);
+    total = total + s1 * s2;
+  }
+  store(out + r(_, None) * 64 + k(None, _), total);
+}
+
+TEST_F(DotPtxTest, ProductsThatStageNothingAreWaitedForAtTheirFirstUse) {
+  auto k = kernel("two_products", twoProductsKernel, {"out", "a", "b", "c", "n"});
+  Specialization spec{.signature = {"*fp32:16", "*bf16:16", "*bf16:16", "*bf16:16", "i32"},
+                      .numWarps = 4};
+  spec.arch = "sm_90a";
+  Artifacts x = k.compileTo(spec, Stage::PTX);
+  EXPECT_EQ(count(x.gir, "deferred_wait = 1"), 2u) << x.gir;
+  size_t first = x.ptx.find("wgmma.commit_group");
+  size_t second = x.ptx.find("wgmma.commit_group", first + 1);
+  ASSERT_NE(second, std::string::npos) << x.ptx;
+  EXPECT_LT(second, x.ptx.find("wgmma.wait_group", first)) << x.ptx;
+  EXPECT_EQ(count(x.ptx, "wgmma.wait_group"), 1u) << x.ptx;
+  expectAssembles(x, "sm_90a");
+}
+
 } // namespace
