@@ -32,7 +32,9 @@ enum Flags : int {
   kAlpha = 64,
 };
 
-// ACT: 0 none, 1 GELU (tanh), 2 SiLU. PRECISION: fp32 operands' Precision.
+// ACT: 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU (a second product with B's columns N + n: the
+// gate's and the up projection's tiles share each A tile). PRECISION: fp32 operands'
+// Precision.
 void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
                    Float alpha, Int M, Int N, Int K, Int lda, Int ldb, Int ldc, Int ldr, int BM,
                    int BN, int BK, int GROUP_M, int STAGES, int FLAGS, int ACT, int PRECISION) {
@@ -43,27 +45,41 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
   auto rn = pidN * BN + arange(0, BN);
   bool integer = a.dtype() == "i8";
   DotOptions options{.input_precision = PRECISION == 0 ? "tf32" : PRECISION == 1 ? "tf32x3" : "ieee"};
+  bool two = ACT == 3;
   auto acc = zeros({BM, BN}, integer ? int32 : float32);
+  auto acc_up = zeros({BM, BN}, float32); // SwiGLU's second product (unused otherwise)
   if (FLAGS & kDescriptors) {
+    Value columns = N;
+    if (two)
+      columns = 2 * N;
     auto a_desc = make_tensor_descriptor(a, {M, K}, {lda, 1}, {BM, BK});
-    auto b_desc = FLAGS & kBNK ? make_tensor_descriptor(b, {N, K}, {ldb, 1}, {BN, BK})
-                               : make_tensor_descriptor(b, {K, N}, {ldb, 1}, {BK, BN});
+    auto b_desc = FLAGS & kBNK ? make_tensor_descriptor(b, {columns, K}, {ldb, 1}, {BN, BK})
+                               : make_tensor_descriptor(b, {K, columns}, {ldb, 1}, {BK, BN});
+    auto b_tile = [&](Value k, Value n) {
+      return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
+    };
     for (auto k : range(0, K, BK, STAGES)) {
-      auto y = FLAGS & kBNK ? trans(b_desc.load({pidN * BN, k})) : b_desc.load({k, pidN * BN});
-      acc = dot(a_desc.load({pidM * BM, k}), y, acc, options);
+      auto y = b_tile(k, pidN * BN);
+      auto x = a_desc.load({pidM * BM, k});
+      acc = dot(x, y, acc, options);
+      if (two)
+        acc_up = dot(x, b_tile(k, N + pidN * BN), acc_up, options);
     }
   } else {
     auto rk = arange(0, BK);
+    auto b_tile = [&](Value kk, Value cols) {
+      if (FLAGS & kBNK)
+        return trans(load(b + cols(_, None) * ldb + kk(None, _),
+                          (rn(_, None) < N) & (kk(None, _) < K), 0));
+      return load(b + kk(_, None) * ldb + cols(None, _), (kk(_, None) < K) & (rn(None, _) < N),
+                  0);
+    };
     for (auto k : range(0, cdiv(K, BK), 1, STAGES)) {
       auto kk = k * BK + rk;
       auto x = load(a + rm(_, None) * lda + kk(None, _), (rm(_, None) < M) & (kk(None, _) < K), 0);
-      Value y;
-      if (FLAGS & kBNK)
-        y = trans(load(b + rn(_, None) * ldb + kk(None, _),
-                       (rn(_, None) < N) & (kk(None, _) < K), 0));
-      else
-        y = load(b + kk(_, None) * ldb + rn(None, _), (kk(_, None) < K) & (rn(None, _) < N), 0);
-      acc = dot(x, y, acc, options);
+      acc = dot(x, b_tile(kk, rn), acc, options);
+      if (two)
+        acc_up = dot(x, b_tile(kk, N + rn), acc_up, options);
     }
   }
   auto inM = rm < M, inN = rn < N;
@@ -72,19 +88,26 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     store(c + rm(_, None) * ldc + rn(None, _), acc, inC);
     return;
   }
-  Value r = integer ? cast(acc, float32) : acc;
-  if (FLAGS & kAlpha)
-    r = r * alpha;
-  if (FLAGS & kScaleA)
-    r = r * load(scale_a + rm, inM, 0)(_, None);
-  if (FLAGS & kScaleB)
-    r = r * load(scale_b + rn, inN, 0)(None, _);
-  if (FLAGS & kBias)
-    r = r + cast(load(bias + rn, inN, 0), float32)(None, _);
+  // The epilogue's inputs of the product of B's columns `cols`.
+  auto scaled = [&](Value x, Value cols) {
+    Value r = integer ? cast(x, float32) : x;
+    if (FLAGS & kAlpha)
+      r = r * alpha;
+    if (FLAGS & kScaleA)
+      r = r * load(scale_a + rm, inM, 0)(_, None);
+    if (FLAGS & kScaleB)
+      r = r * load(scale_b + cols, inN, 0)(None, _);
+    if (FLAGS & kBias)
+      r = r + cast(load(bias + cols, inN, 0), float32)(None, _);
+    return r;
+  };
+  Value r = scaled(acc, rn);
   if (ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
     r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
   else if (ACT == 2)
     r = r * sigmoid(r);
+  else if (two) // silu(gate) x up
+    r = r * sigmoid(r) * scaled(acc_up, N + rn);
   if (FLAGS & kResidual)
     r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
   store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
@@ -126,9 +149,11 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   args.atLeast("N", m.N, 0);
   args.atLeast("K", m.K, 1);
   int64_t lda = m.lda ? m.lda : m.K, ldc = m.ldc ? m.ldc : m.N, ldr = m.ldr ? m.ldr : m.N;
-  int64_t ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : m.N);
+  bool swiglu = m.activation == Activation::SwiGlu;
+  int64_t columnsB = swiglu ? 2 * m.N : m.N; // SwiGLU: gate and up columns
+  int64_t ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : columnsB);
   args.rowStride("lda", lda, m.K);
-  args.rowStride("ldb", ldb, m.bTransposed ? m.K : m.N);
+  args.rowStride("ldb", ldb, m.bTransposed ? m.K : columnsB);
   args.rowStride("ldc", ldc, m.N);
   if (m.residual)
     args.rowStride("ldr", ldr, m.N);
@@ -147,7 +172,7 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
                   std::to_string(given->blockM) + " x " + std::to_string(given->blockN) + " x " +
                   std::to_string(given->blockK));
   // 64-bit offsets once a row offset can pass 2^31 - 1.
-  int64_t rowsB = m.bTransposed ? m.N : m.K;
+  int64_t rowsB = m.bTransposed ? columnsB : m.K;
   bool wide = std::max({m.M * lda, rowsB * ldb, m.M * ldc, m.residual ? m.M * ldr : 0}) >
               int64_t(std::numeric_limits<int32_t>::max());
   auto intArg = [&](int64_t v) { return wide ? KernelArg(v) : KernelArg(int32_t(v)); };
@@ -157,7 +182,8 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   // through pointers whatever the plan says.
   bool descriptorsUsable = on16ByteBoundaries({m.a, m.b}) && lda * bytesIn % 16 == 0 &&
                            ldb * bytesIn % 16 == 0;
-  MatmulTypes types{.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32};
+  MatmulTypes types{.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32,
+                    .twoProducts = swiglu};
   bool gpu = !tritium::interpreting();
   const rt::DeviceProps *props = gpu ? &rt::Context::current().props() : nullptr;
   int smCount = props ? props->smCount : 132;
@@ -187,20 +213,21 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   bool rerunSafe =
       !anyOverlap({{m.c, m.M * ldc * bytesOut}},
                   {{m.a, m.M * lda * bytesIn}, {m.b, rowsB * ldb * bytesIn},
-                   {m.bias, m.bias ? m.N * bytesOut : 0},
+                   {m.bias, m.bias ? columnsB * bytesOut : 0},
                    {m.residual, m.residual ? m.M * ldr * bytesOut : 0},
-                   {m.scaleA, m.scaleA ? m.M * 4 : 0}, {m.scaleB, m.scaleB ? m.N * 4 : 0}});
+                   {m.scaleA, m.scaleA ? m.M * 4 : 0}, {m.scaleB, m.scaleB ? columnsB * 4 : 0}});
   launch(choosePlan<MatmulPlan>(
       given,
       {"matmul",
        {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, lda, ldb, ldc,
         on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, descriptorsUsable ? 1 : 0,
-        int64_t(m.precision)},
+        int64_t(m.precision), swiglu ? 1 : 0},
        rerunSafe},
       [&] {
         return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K) +
                (descriptorsUsable ? "" : "-pointers") +
-               (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "");
+               (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "") +
+               (swiglu ? "-swiglu" : "");
       },
       stream, [&] { return planMatmul(m.M, m.N, m.K, smCount, types); },
       [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, descriptorsUsable); },

@@ -3,6 +3,12 @@
 //
 //   C = act(alpha * scaleA[m] * scaleB[n] * (A x B) + bias[n]) + residual[m, n]
 //
+// or, with Activation::SwiGlu (LLaMA's gated MLP, gate and up projections in one B of 2N
+// columns, gate first): with G[m, n] and U[m, n] the epilogue's inputs above for columns n and
+// N + n of A x B (scaleB and bias then have 2N entries),
+//
+//   C = silu(G) * U + residual[m, n]   (C is [M, N])
+//
 // A is [M, K] row-major; B is [K, N] row-major or, with bTransposed, [N, K] row-major (the
 // layout of nn.Linear's weights, read in place: y = x W^T). Operands (`in`): fp16 or bf16; fp8
 // e4m3 or e5m2 (scaleA / scaleB / alpha dequantize them, as torch._scaled_mm's per-tensor and
@@ -24,7 +30,7 @@
 
 namespace tritium::kernels {
 
-enum class Activation { None, Gelu, Silu };
+enum class Activation { None, Gelu, Silu, SwiGlu };
 // How fp32 operands are multiplied: one tf32 product (Triton's default), three (about fp32's
 // accuracy) or plain fp32 fmas.
 enum class Precision { tf32, tf32x3, ieee };
@@ -33,10 +39,12 @@ struct MatmulArgs {
   void *c = nullptr;            // [M, N], row stride ldc, in `out`
   const void *a = nullptr;      // [M, K], row stride lda, in `in`
   const void *b = nullptr;      // [K, N] (row stride ldb), or [N, K] when bTransposed, in `in`
-  const void *bias = nullptr;   // may be null; else [N] in `out`, added before the activation
+                                // (N is 2N for SwiGlu: gate columns, then up)
+  const void *bias = nullptr;   // may be null; else [N] (SwiGlu: 2N) in `out`, added before the
+                                // activation
   const void *residual = nullptr; // may be null; else [M, N], row stride ldr, in `out`, added last
   const float *scaleA = nullptr;  // may be null; else [M]: row m of the product times scaleA[m]
-  const float *scaleB = nullptr;  // may be null; else [N]: column n times scaleB[n]
+  const float *scaleB = nullptr;  // may be null; else [N] (SwiGlu: 2N): column n times scaleB[n]
   float alpha = 1;                // the product times alpha (per-tensor scales)
   int64_t M = 0, N = 0, K = 0;
   int64_t lda = 0, ldb = 0, ldc = 0, ldr = 0; // 0: dense rows

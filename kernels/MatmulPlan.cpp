@@ -11,8 +11,22 @@ namespace {
 int kOf(int bytes, MatmulTypes t) { return bytes / int(dtypeBytes(t.in)); }
 } // namespace
 
+namespace {
+// Two accumulators per tile hold twice the registers: halve the columns of the wide tiles.
+MatmulPlan forProducts(MatmulPlan p, MatmulTypes t) {
+  if (t.twoProducts && p.blockM * p.blockN > 128 * 128)
+    p.blockN /= 2;
+  return p;
+}
+} // namespace
+
 MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes t) {
   (void)K;
+  if (t.twoProducts) {
+    MatmulTypes one = t;
+    one.twoProducts = false;
+    return forProducts(planMatmul(M, 2 * N, K, smCount, one), t);
+  }
   if (M <= 32)
     return {16, 64, kOf(512, t), 4, 3, false};
   if (t.exactFp32)
@@ -35,6 +49,8 @@ std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int sm
            {128, 128, k, 8, 4, true},  {128, 128, k, 4, 3, false}, {64, 128, k, 4, 4, false},
            {64, 128, k, 4, 4, true},   {64, 64, k, 4, 4, false}};
   }
+  for (MatmulPlan &p : all)
+    p = forProducts(p, t);
   MatmulPlan planned = planMatmul(M, N, K, smCount, t);
   std::vector<MatmulPlan> out = {planned};
   for (const MatmulPlan &p : all)

@@ -34,6 +34,9 @@ struct MatmulPlan {
 struct MatmulTypes {
   Dtype in = Dtype::bf16;
   bool exactFp32 = false;
+  // Two products per tile (SwiGLU's gate and up): two accumulators, so tiles of half the
+  // columns.
+  bool twoProducts = false;
 };
 
 // 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors (1.10 and

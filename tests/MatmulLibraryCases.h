@@ -32,9 +32,10 @@ struct LibraryMatmulCase {
     std::ostringstream s;
     s << kernels::dtypeName(in) << "->" << kernels::dtypeName(out) << " " << M << "x" << N << "x"
       << K << (bTransposed ? " b[N,K]" : " b[K,N]") << (bias ? " +bias" : "")
-      << (activation == kernels::Activation::Gelu   ? " gelu"
-          : activation == kernels::Activation::Silu ? " silu"
-                                                    : "")
+      << (activation == kernels::Activation::Gelu     ? " gelu"
+          : activation == kernels::Activation::Silu   ? " silu"
+          : activation == kernels::Activation::SwiGlu ? " swiglu"
+                                                      : "")
       << (residual ? " +residual" : "") << (scaleA ? " *scaleA" : "")
       << (scaleB ? " *scaleB" : "") << (alpha != 1 ? " *alpha" : "")
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
@@ -98,15 +99,18 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   std::mt19937 rng(seed);
   ir::ScalarKind in = scalarKind(c.in), out = scalarKind(c.out);
   int64_t lda = c.lda ? c.lda : c.K, ldc = c.ldc ? c.ldc : c.N, ldr = c.ldr ? c.ldr : c.N;
-  int64_t ldb = c.ldb ? c.ldb : (c.bTransposed ? c.K : c.N);
-  int64_t rowsB = c.bTransposed ? c.N : c.K;
+  // SwiGLU: B holds 2N columns (gate, then up), and so do bias and scaleB.
+  bool swiglu = c.activation == kernels::Activation::SwiGlu;
+  int64_t columnsB = swiglu ? 2 * c.N : c.N;
+  int64_t ldb = c.ldb ? c.ldb : (c.bTransposed ? c.K : columnsB);
+  int64_t rowsB = c.bTransposed ? columnsB : c.K;
   Encoded a = encode(in, randomValues(in, size_t(c.M * lda), rng));
   Encoded b = encode(in, randomValues(in, size_t(rowsB * ldb), rng));
   ir::ScalarKind epilogue = c.out == kernels::Dtype::int32 ? ir::ScalarKind::F32 : out;
-  Encoded bias = encode(epilogue, randomValues(epilogue, size_t(c.N), rng));
+  Encoded bias = encode(epilogue, randomValues(epilogue, size_t(columnsB), rng));
   Encoded residual = encode(epilogue, randomValues(epilogue, size_t(c.M * ldr), rng));
   std::uniform_real_distribution<double> scales(0.25, 2.0);
-  std::vector<double> sa(size_t(c.M)), sb(size_t(c.N));
+  std::vector<double> sa(static_cast<size_t>(c.M)), sb(static_cast<size_t>(columnsB));
   for (double &v : sa)
     v = scales(rng);
   for (double &v : sb)
@@ -144,24 +148,42 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
           first << "  padding [" << m << ", " << n << "] was written\n";
         continue;
       }
-      double want = 0, magnitude = 0;
-      for (int64_t k = 0; k < c.K; ++k) {
-        double p = a.values[size_t(m * lda + k)] *
-                   b.values[size_t(c.bTransposed ? n * ldb + k : k * ldb + n)];
-        want += p;
-        magnitude += std::fabs(p);
-      }
-      double scale = double(c.alpha) * (c.scaleA ? sa[size_t(m)] : 1) * (c.scaleB ? sb[size_t(n)] : 1);
-      want *= scale;
-      if (c.bias)
-        want += bias.values[size_t(n)];
+      // The epilogue's input of B's column j (before the activation), with its bound.
+      auto column = [&](int64_t j, double &tol) {
+        double x = 0, magnitude = 0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          double p = a.values[size_t(m * lda + k)] *
+                     b.values[size_t(c.bTransposed ? j * ldb + k : k * ldb + j)];
+          x += p;
+          magnitude += std::fabs(p);
+        }
+        double scale =
+            double(c.alpha) * (c.scaleA ? sa[size_t(m)] : 1) * (c.scaleB ? sb[size_t(j)] : 1);
+        x *= scale;
+        if (c.bias)
+          x += bias.values[size_t(j)];
+        tol = libraryMatmulTolerance(c, magnitude, std::fabs(scale), x);
+        return x;
+      };
+      double tol = 0;
+      double want = column(n, tol);
       if (c.activation == kernels::Activation::Gelu)
         want = 0.5 * want * (1 + std::tanh(0.7978845608028654 * (want + 0.044715 * want * want * want)));
       else if (c.activation == kernels::Activation::Silu)
         want = want / (1 + std::exp(-want));
+      else if (swiglu) {
+        // silu(g) u: an error e in g moves it by at most 1.1 |u| e (|silu'| < 1.1), one in u
+        // by |silu(g)| times it.
+        double tolUp = 0, up = column(c.N + n, tolUp);
+        double gate = want / (1 + std::exp(-want));
+        want = gate * up;
+        tol = 1.1 * std::fabs(up) * tol + std::fabs(gate) * tolUp;
+      }
       if (c.residual)
         want += residual.values[size_t(m * ldr + n)];
-      double tol = libraryMatmulTolerance(c, magnitude, std::fabs(scale), want);
+      double rel = c.out == kernels::Dtype::bf16 ? 1.0 / 128 : c.out == kernels::Dtype::fp16 ? 1.0 / 1024 : 1e-5;
+      if (swiglu || c.residual)
+        tol += rel * std::fabs(want);
       bool ok = std::isfinite(g) && std::fabs(g - want) <= tol;
       if (!ok && bad++ < 5)
         first << "  [" << m << ", " << n << "] got " << g << ", want " << want << "\n";

@@ -79,9 +79,9 @@ int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, co
                          int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
                          int activation, int precision, void *stream) {
   return guarded([&] {
-    if (activation < 0 || activation > 2)
+    if (activation < 0 || activation > 3)
       throw std::invalid_argument("activation is " + std::to_string(activation) +
-                                  ", but must be 0 (none), 1 (GELU) or 2 (SiLU)");
+                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
     if (precision < 0 || precision > 2)
       throw std::invalid_argument("precision is " + std::to_string(precision) +
                                   ", but must be 0 (tf32), 1 (tf32x3) or 2 (ieee)");

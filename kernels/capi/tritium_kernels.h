@@ -66,7 +66,9 @@ int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const vo
 
 /* The same with the whole epilogue: C = act(alpha * scale_a[m] * scale_b[n] * (A x B) +
  * bias[n]) + residual[m, n]. residual ([M, N], row stride ldr, in out_dtype), scale_a ([M]) and
- * scale_b ([N], fp32) may each be NULL; precision (fp32 operands) 0 tf32, 1 tf32x3, 2 ieee. */
+ * scale_b ([N], fp32) may each be NULL; precision (fp32 operands) 0 tf32, 1 tf32x3, 2 ieee.
+ * activation 3 is SwiGLU: B has 2N columns (gate, then up; bias and scale_b 2N entries) and
+ * C = silu(gate) * up + residual. */
 int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
                          const void *bias, const void *residual, const float *scale_a,
                          const float *scale_b, float alpha, int64_t M, int64_t N, int64_t K,

@@ -212,6 +212,11 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
        .residual = true, .alpha = 0.25f},
       {.M = 900, .N = 1100, .K = 640, .ldr = 1200, .residual = true},
       {.M = 1, .N = 300, .K = 16, .bTransposed = true},
+      // SwiGLU of two halves (B of 2N columns): descriptors (the wide plan) and pointers.
+      {.M = 1000, .N = 1408, .K = 1024, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu},
+      {.M = 300, .N = 520, .K = 200, .lda = 201, .activation = Activation::SwiGlu,
+       .residual = true},
   };
   for (LibraryMatmulCase c : cases) {
     c.onWgmma = true; // Hopper: the bounds of wgmma's fp8 sums and tf32 truncation

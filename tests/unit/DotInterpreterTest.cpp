@@ -114,6 +114,14 @@ TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 50, .N = 40, .K = 80, .bTransposed = true,
                                   .residual = true, .plan = withDescriptors});
+  // SwiGLU: B of 2N columns (gate, then up), both layouts, both forms of the tiles.
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 40, .N = 24, .K = 48, .bias = true,
+                                  .activation = Activation::SwiGlu, .residual = true,
+                                  .scaleB = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 40, .K = 80, .bTransposed = true,
+                                  .activation = Activation::SwiGlu, .plan = withDescriptors});
   withDescriptors.blockK = 64;
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.in = Dtype::fp8e4m3, .out = Dtype::fp32, .M = 40, .N = 33,
