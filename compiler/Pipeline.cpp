@@ -203,14 +203,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     // The rings and the staging added for operands no ring brought in come after
     // allocateSharedMemory's own check: the whole must fit too.
-    int64_t maxShared =
-        options.maxSharedBytes ? options.maxSharedBytes : maxSharedBytesFor(options.arch);
-    if (int64_t total = fn.intAttr("shared_bytes").value_or(0); total > maxShared)
-      userError("kernel '" + fn.name() + "' needs " + std::to_string(total) +
-                    " bytes of shared memory with its pipelined loads' buffers and staged dot "
-                    "operands, more than the " + std::to_string(maxShared) +
-                    " a CTA may have: use fewer stages (num_stages) or smaller tiles",
-                fn.loc());
+    checkSharedMemoryFits(fn, options.maxSharedBytes ? options.maxSharedBytes
+                                                     : maxSharedBytesFor(options.arch));
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     out.waitsOnPriorKernel = waitsOnPriorKernel(fn, options.arch);

@@ -307,4 +307,50 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
   fn.setAttr("shared_bytes", total);
 }
 
+void checkSharedMemoryFits(ir::Function &fn, int64_t maxSharedBytes) {
+  int64_t total = fn.intAttr("shared_bytes").value_or(0);
+  if (maxSharedBytes <= 0 || total <= maxSharedBytes)
+    return;
+  // The first op (in program order) with a buffer past the limit: a staged dot operand or
+  // block that no ring brought in (feedDotsFromRings adds those after the rings), else the
+  // loop whose ring or mbarriers end past it.
+  const ir::Op *culprit = nullptr;
+  std::string what;
+  ir::walk(fn.body(), [&](ir::Op &op) {
+    if (culprit)
+      return;
+    auto past = [&](const char *attr, int64_t bytes) {
+      return op.hasAttr(attr) && op.intAttr(attr) + bytes > maxSharedBytes;
+    };
+    if (op.kind() == ir::OpKind::Dot) {
+      for (unsigned i = 0; i < 2 && !culprit; ++i)
+        if (past(i == 0 ? "smem_offset" : "smem_b", dotStagingBytes(op, i))) {
+          culprit = &op;
+          what = std::string("the staging of its operand ") + (i == 0 ? "a" : "b") + " (" +
+                 std::to_string(dotStagingBytes(op, i)) + " bytes)";
+        }
+    } else if ((op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
+                op.kind() == ir::OpKind::Trans) &&
+               past("smem_offset", stagedBlockBytes(op))) {
+      culprit = &op;
+      what = "its staging buffer (" + std::to_string(stagedBlockBytes(op)) + " bytes)";
+    } else if (op.hasAttr("pipeline_stages") &&
+               (past("tensor_barriers", 0) || past("bulk_barriers", 0))) {
+      culprit = &op;
+      what = "the mbarriers of its pipelined loads' ring";
+    }
+  });
+  std::string head = "kernel '" + fn.name() + "' needs " + std::to_string(total) +
+                     " bytes of shared memory with its pipelined loads' rings, more than the " +
+                     std::to_string(maxSharedBytes) + " a CTA may have";
+  if (!culprit)
+    userError(head + ": use fewer stages (num_stages) or smaller tiles", fn.loc());
+  userError(head + "; " + what + " of this " + culprit->name() + " lies past the limit: " +
+                sharedMemoryAdvice(*culprit) +
+                (culprit->kind() == ir::OpKind::Dot || culprit->hasAttr("pipeline_stages")
+                     ? ", or fewer stages (num_stages)"
+                     : ""),
+            culprit->loc());
+}
+
 } // namespace tritium

@@ -59,6 +59,10 @@ int64_t stagedElements(const ir::Type &t);
 // `maxSharedBytes` (when not 0) is a UserError at the op with the largest buffer, saying what
 // to change.
 void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes = 0);
+// After the rings and the staging that feedDotsFromRings adds: a kernel past
+// `maxSharedBytes` is a UserError at the first op whose buffer lies past the limit, saying
+// what to change.
+void checkSharedMemoryFits(ir::Function &fn, int64_t maxSharedBytes);
 
 // Marks each wgmma dot whose 16-bit a operand already sits in registers as the instruction's
 // register form wants it (the layout of a wgmma accumulator of its shape: attention's P) with

@@ -160,3 +160,28 @@ TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
 }
 
 } // namespace
+
+// A plan whose staging does not fit: mma.sync (sm_90) stages both operands of every product,
+// and 128 x 64 tiles at head_dim 256 need 272 KB. The error names the op whose buffer lies
+// past the limit, at its line in the kernel, and what to change.
+TEST_F(AttentionPtxTest, APlanPastSharedMemoryIsRefusedAtTheOp) {
+  kernels::AttentionArgs a{.batch = 1, .heads = 2, .seqQ = 70, .headDim = 256};
+  Specialization spec = kernels::attentionForwardSpecialization(
+      a, kernels::AttentionPlan{128, 64, 8, 2}, "sm_90");
+  try {
+    kernels::attentionForwardKernel().compileTo(spec, Stage::PTX);
+    FAIL() << "a kernel past shared memory compiled";
+  } catch (const UserError &e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("Attention.cpp:"), std::string::npos) << m;
+    EXPECT_NE(m.find("more than the 232448 a CTA may have"), std::string::npos) << m;
+    EXPECT_NE(m.find("lies past the limit"), std::string::npos) << m;
+  }
+  // The planner's plan for that target fits.
+  Artifacts ok = kernels::attentionForwardKernel().compileTo(
+      kernels::attentionForwardSpecialization(a, kernels::planAttention(256, kernels::Dtype::bf16,
+                                                                        false),
+                                              "sm_90"),
+      Stage::PTX);
+  EXPECT_LE(ok.sharedBytes, 232448);
+}
