@@ -30,14 +30,18 @@ enum Flags : int {
   kScaleA = 16,
   kScaleB = 32,
   kAlpha = 64,
+  kAmax = 128, // amax[0] = max(amax[0], max |C| before out_scale)
 };
 
 // ACT: 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU (a second product with B's columns N + n: the
 // gate's and the up projection's tiles share each A tile). PRECISION: fp32 operands'
 // Precision.
+// An fp8 C is quantized: the result times out_scale, saturated to the type's largest finite
+// value (its bias and residual are bf16).
 void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
-                   Float alpha, Int M, Int N, Int K, Int lda, Int ldb, Int ldc, Int ldr, int BM,
-                   int BN, int BK, int GROUP_M, int STAGES, int FLAGS, int ACT, int PRECISION) {
+                   Ptr amax, Float alpha, Float out_scale, Int M, Int N, Int K, Int lda, Int ldb,
+                   Int ldc, Int ldr, int BM, int BN, int BK, int GROUP_M, int STAGES, int FLAGS,
+                   int ACT, int PRECISION) {
   auto pid = program_id(0);
   auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
   auto [pidM, pidN] = swizzle2d(pid / pidsN, pid % pidsN, pidsM, pidsN, GROUP_M);
@@ -110,14 +114,19 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     r = r * sigmoid(r) * scaled(acc_up, N + rn);
   if (FLAGS & kResidual)
     r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
+  if (FLAGS & kAmax) // the tile's largest magnitude, one atomic per program
+    atomic_max(amax, max(max(where(inC, abs(r), 0.0), 1), 0));
+  bool fp8 = c.dtype() == "fp8e4m3" || c.dtype() == "fp8e5m2";
+  if (fp8)
+    r = r * out_scale;
   store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
 }
 
 Kernel &matmulKernel() {
   static auto k = kernel("matmul", matmul_kernel,
-                         {"c", "a", "b", "bias", "residual", "scale_a", "scale_b", "alpha", "M",
-                          "N", "K", "lda", "ldb", "ldc", "ldr", "BM", "BN", "BK", "GROUP_M",
-                          "STAGES", "FLAGS", "ACT", "PRECISION"});
+                         {"c", "a", "b", "bias", "residual", "scale_a", "scale_b", "amax",
+                          "alpha", "out_scale", "M", "N", "K", "lda", "ldb", "ldc", "ldr", "BM",
+                          "BN", "BK", "GROUP_M", "STAGES", "FLAGS", "ACT", "PRECISION"});
   return k;
 }
 
@@ -130,12 +139,15 @@ void checkDtypes(const Arguments &args, const MatmulArgs &m) {
     if (m.in != Dtype::int8)
       args.fail("out is i32, which only i8 operands give (in is " + name(m.in) + ")");
     if (m.bias || m.residual || m.scaleA || m.scaleB || m.alpha != 1 ||
-        m.activation != Activation::None)
+        m.activation != Activation::None || m.amax)
       args.fail("out is i32: the exact int8 product takes no epilogue (bias, residual, scales, "
-                "alpha, activation); a float out dequantizes it");
-  } else if (!isFloatStorage(m.out)) {
-    args.fail("out must be fp32, fp16 or bf16 (or i32 for i8 operands), got " + name(m.out));
+                "alpha, activation, amax); a float out dequantizes it");
+  } else if (!isFloatStorage(m.out) && !isFp8(m.out)) {
+    args.fail("out must be fp32, fp16, bf16, fp8e4m3 or fp8e5m2 (or i32 for i8 operands), got " +
+              name(m.out));
   }
+  if (m.outScale != 1 && !isFp8(m.out))
+    args.fail("outScale quantizes an fp8 out only (out is " + name(m.out) + ")");
   if (m.in != Dtype::fp32 && m.precision != Precision::tf32)
     args.fail("precision applies to fp32 operands only (in is " + name(m.in) + ")");
 }
@@ -163,6 +175,7 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   KernelArg residual = m.residual ? args.pointer("residual", m.residual) : c;
   KernelArg scaleA = m.scaleA ? args.pointer("scaleA", m.scaleA) : c;
   KernelArg scaleB = m.scaleB ? args.pointer("scaleB", m.scaleB) : c;
+  KernelArg amax = m.amax ? args.pointer("amax", m.amax) : c;
   if (m.M == 0 || m.N == 0)
     return;
   if (given)
@@ -177,7 +190,11 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
               int64_t(std::numeric_limits<int32_t>::max());
   auto intArg = [&](int64_t v) { return wide ? KernelArg(v) : KernelArg(int32_t(v)); };
   std::string idx = wide ? "i64" : "i32", in = "*" + dtypeName(m.in), out = "*" + dtypeName(m.out);
-  int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out);
+  // An fp8 C's bias and residual are bf16.
+  Dtype epilogue = isFp8(m.out) ? Dtype::bf16 : m.out;
+  std::string extra = "*" + dtypeName(epilogue);
+  int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out),
+          bytesExtra = dtypeBytes(epilogue);
   // TMA takes a tensor whose base and row strides lie on 16 bytes; other tensors are read
   // through pointers whatever the plan says.
   bool descriptorsUsable = on16ByteBoundaries({m.a, m.b}) && lda * bytesIn % 16 == 0 &&
@@ -189,15 +206,15 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   int smCount = props ? props->smCount : 132;
   auto launch = [&](const MatmulPlan &plan) {
     std::initializer_list<KernelArg> launchArgs = {
-        c, a, b, bias, residual, scaleA, scaleB, m.alpha, intArg(m.M), intArg(m.N), intArg(m.K),
-        intArg(lda), intArg(ldb), intArg(ldc), intArg(ldr)};
+        c, a, b, bias, residual, scaleA, scaleB, amax, m.alpha, m.outScale, intArg(m.M),
+        intArg(m.N), intArg(m.K), intArg(lda), intArg(ldb), intArg(ldc), intArg(ldr)};
     int flags = (m.bTransposed ? kBNK : 0) |
                 (plan.descriptors && descriptorsUsable ? kDescriptors : 0) |
                 (m.bias ? kBias : 0) | (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) |
-                (m.scaleB ? kScaleB : 0) | (m.alpha != 1 ? kAlpha : 0);
+                (m.scaleB ? kScaleB : 0) | (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
     Specialization spec{
-        .signature = {out, in, in, out, out, "*fp32", "*fp32", "fp32", idx, idx, idx, idx, idx,
-                      idx, idx},
+        .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32", idx,
+                      idx, idx, idx, idx, idx, idx},
         .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages, flags,
                        int64_t(m.activation), int64_t(m.precision)},
         .numWarps = plan.numWarps,
@@ -213,8 +230,9 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   bool rerunSafe =
       !anyOverlap({{m.c, m.M * ldc * bytesOut}},
                   {{m.a, m.M * lda * bytesIn}, {m.b, rowsB * ldb * bytesIn},
-                   {m.bias, m.bias ? columnsB * bytesOut : 0},
-                   {m.residual, m.residual ? m.M * ldr * bytesOut : 0},
+                   {m.bias, m.bias ? columnsB * bytesExtra : 0},
+                   {m.residual, m.residual ? m.M * ldr * bytesExtra : 0},
+                   {m.amax, m.amax ? 4 : 0},
                    {m.scaleA, m.scaleA ? m.M * 4 : 0}, {m.scaleB, m.scaleB ? columnsB * 4 : 0}});
   launch(choosePlan<MatmulPlan>(
       given,

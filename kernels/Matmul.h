@@ -14,11 +14,11 @@
 // e4m3 or e5m2 (scaleA / scaleB / alpha dequantize them, as torch._scaled_mm's per-tensor and
 // row-wise scales); int8, into int32 (exact, no epilogue) or dequantized into a float C; fp32
 // through tf32 (`precision`). Products accumulate in fp32 (int32 for int8); the epilogue runs
-// in fp32 and C (`out`) is fp32, fp16 or bf16, or int32 for int8 operands. Tiles are read
-// through tensor descriptors (TMA on Hopper) where the tensors allow it (bases and row
-// strides on 16 bytes), else through pointers; the results are the same. Pointers are device
-// addresses (host addresses under TRITIUM_INTERPRET=1); every call is asynchronous on
-// `stream`.
+// in fp32 and C (`out`) is fp32, fp16 or bf16, fp8 (quantized: outScale, amax), or int32
+// for int8 operands. Tiles are read through tensor descriptors (TMA on Hopper) where the
+// tensors allow it (bases and row strides on 16 bytes), else through pointers; the results are
+// the same. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1); every
+// call is asynchronous on `stream`.
 #pragma once
 
 #include "kernels/Dtype.h"
@@ -46,6 +46,11 @@ struct MatmulArgs {
   const float *scaleA = nullptr;  // may be null; else [M]: row m of the product times scaleA[m]
   const float *scaleB = nullptr;  // may be null; else [N] (SwiGlu: 2N): column n times scaleB[n]
   float alpha = 1;                // the product times alpha (per-tensor scales)
+  // fp8 C (out fp8e4m3 / fp8e5m2, FP8 training's delayed scaling): C = saturate(result x
+  // outScale), and bias and residual are bf16. amax, when given (one fp32, the caller's to
+  // zero), becomes max(amax, max |result|) over C's elements, before outScale; any C may ask.
+  float outScale = 1;
+  float *amax = nullptr;
   int64_t M = 0, N = 0, K = 0;
   int64_t lda = 0, ldb = 0, ldc = 0, ldr = 0; // 0: dense rows
   bool bTransposed = false;

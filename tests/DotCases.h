@@ -157,6 +157,10 @@ inline std::vector<double> decode(ir::ScalarKind k, const std::vector<unsigned c
       int32_t v;
       std::memcpy(&v, p, 4);
       out[i] = v;
+    } else if (k == ir::ScalarKind::F8E4M3 || k == ir::ScalarKind::F8E5M2) {
+      out[i] = ir::fromFp8(p[0], k);
+    } else {
+      ADD_FAILURE() << "no host decoding for " << ir::dtypeName(k);
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #include "kernels/Matmul.h"
 #include "runtime/Memory.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace tritium::testing::tensorcores {
@@ -24,6 +25,8 @@ struct LibraryMatmulCase {
   kernels::Activation activation = kernels::Activation::None;
   bool residual = false, scaleA = false, scaleB = false;
   float alpha = 1;
+  float outScale = 1; // fp8 out: C = saturate(result x outScale)
+  bool amax = false;  // ask for max |result|
   kernels::Precision precision = kernels::Precision::tf32;
   bool onWgmma = false; // sm_90a: fp8 sums and tf32 operands lose a few more bits
   std::optional<kernels::MatmulPlan> plan; // else the planner's (or the autotuner's)
@@ -38,6 +41,7 @@ struct LibraryMatmulCase {
                                                       : "")
       << (residual ? " +residual" : "") << (scaleA ? " *scaleA" : "")
       << (scaleB ? " *scaleB" : "") << (alpha != 1 ? " *alpha" : "")
+      << (outScale != 1 ? " *outScale" : "") << (amax ? " amax" : "")
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
       << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " ldr " << ldr
       << (plan ? " plan " + kernels::describe(plan->fields()) : "");
@@ -106,7 +110,10 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   int64_t rowsB = c.bTransposed ? columnsB : c.K;
   Encoded a = encode(in, randomValues(in, size_t(c.M * lda), rng));
   Encoded b = encode(in, randomValues(in, size_t(rowsB * ldb), rng));
-  ir::ScalarKind epilogue = c.out == kernels::Dtype::int32 ? ir::ScalarKind::F32 : out;
+  // Bias and residual come in C's dtype; bf16 for an fp8 C.
+  ir::ScalarKind epilogue = c.out == kernels::Dtype::int32 ? ir::ScalarKind::F32
+                            : kernels::isFp8(c.out)         ? ir::ScalarKind::BF16
+                                                            : out;
   Encoded bias = encode(epilogue, randomValues(epilogue, size_t(columnsB), rng));
   Encoded residual = encode(epilogue, randomValues(epilogue, size_t(c.M * ldr), rng));
   std::uniform_real_distribution<double> scales(0.25, 2.0);
@@ -121,13 +128,16 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   Buffer dbias = uploadBytes<Buffer>(bias.raw), dres = uploadBytes<Buffer>(residual.raw);
   Buffer dsa = uploadBytes<Buffer>(scaleA.raw), dsb = uploadBytes<Buffer>(scaleB.raw);
   Buffer dc = poisonedBytes<Buffer>(size_t(c.M * ldc * outBytes));
+  Buffer damax = uploadBytes<Buffer>(std::vector<unsigned char>(4, 0)); // 0.0f
   kernels::MatmulArgs args{
       .c = addressOf(dc), .a = addressOf(da), .b = addressOf(db),
       .bias = c.bias ? addressOf(dbias) : nullptr,
       .residual = c.residual ? addressOf(dres) : nullptr,
       .scaleA = c.scaleA ? static_cast<const float *>(addressOf(dsa)) : nullptr,
       .scaleB = c.scaleB ? static_cast<const float *>(addressOf(dsb)) : nullptr,
-      .alpha = c.alpha, .M = c.M, .N = c.N, .K = c.K, .lda = c.lda, .ldb = c.ldb, .ldc = c.ldc,
+      .alpha = c.alpha, .outScale = c.outScale,
+      .amax = c.amax ? static_cast<float *>(addressOf(damax)) : nullptr,
+      .M = c.M, .N = c.N, .K = c.K, .lda = c.lda, .ldb = c.ldb, .ldc = c.ldc,
       .ldr = c.ldr, .bTransposed = c.bTransposed, .activation = c.activation, .in = c.in,
       .out = c.out, .precision = c.precision};
   kernels::matmul(args, stream, c.plan ? &*c.plan : nullptr);
@@ -137,6 +147,7 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   std::vector<double> got = decode(out, raw);
   size_t bad = 0;
   std::ostringstream first;
+  double wantAmax = 0, amaxTol = 0; // max |result| before quantization, and its bound
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < ldc; ++n) {
       double g = got[size_t(m * ldc + n)];
@@ -184,6 +195,18 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
       double rel = c.out == kernels::Dtype::bf16 ? 1.0 / 128 : c.out == kernels::Dtype::fp16 ? 1.0 / 1024 : 1e-5;
       if (swiglu || c.residual)
         tol += rel * std::fabs(want);
+      if (std::fabs(want) + tol > wantAmax)
+        amaxTol = std::max(amaxTol, tol);
+      wantAmax = std::max(wantAmax, std::fabs(want));
+      if (kernels::isFp8(c.out)) {
+        // Quantized: times outScale, saturated to the largest finite value, rounded to 3 (e4m3)
+        // or 2 (e5m2) mantissa bits.
+        double top = c.out == kernels::Dtype::fp8e4m3 ? 448 : 57344;
+        double q = std::clamp(want * c.outScale, -top, top);
+        tol = tol * c.outScale + (c.out == kernels::Dtype::fp8e4m3 ? 1.0 / 16 : 1.0 / 8) * std::fabs(q) +
+              std::ldexp(1.0, c.out == kernels::Dtype::fp8e4m3 ? -9 : -16); // subnormal steps
+        want = q;
+      }
       bool ok = std::isfinite(g) && std::fabs(g - want) <= tol;
       if (!ok && bad++ < 5)
         first << "  [" << m << ", " << n << "] got " << g << ", want " << want << "\n";
@@ -191,6 +214,14 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   EXPECT_EQ(bad, 0u) << "library matmul " << c.str() << ": " << bad << " wrong (seed " << seed
                      << "):\n"
                      << first.str();
+  if (c.amax) {
+    std::vector<unsigned char> rawAmax(4);
+    damax.download(rawAmax.data(), 4);
+    double gotAmax = decode(ir::ScalarKind::F32, rawAmax)[0];
+    EXPECT_LE(std::fabs(gotAmax - wantAmax), amaxTol)
+        << "library matmul " << c.str() << ": amax " << gotAmax << ", want " << wantAmax
+        << " (seed " << seed << ")";
+  }
 }
 
 } // namespace tritium::testing::tensorcores

@@ -212,6 +212,11 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
        .residual = true, .alpha = 0.25f},
       {.M = 900, .N = 1100, .K = 640, .ldr = 1200, .residual = true},
       {.M = 1, .N = 300, .K = 16, .bTransposed = true},
+      // fp8 out, quantized, with amax (one atomic per tile).
+      {.in = Dtype::fp8e4m3, .out = Dtype::fp8e4m3, .M = 1000, .N = 1536, .K = 1024,
+       .bTransposed = true, .scaleA = true, .scaleB = true, .outScale = 0.25f, .amax = true},
+      {.out = Dtype::fp8e5m2, .M = 300, .N = 520, .K = 200, .bias = true, .residual = true,
+       .amax = true},
       // SwiGLU of two halves (B of 2N columns): descriptors (the wide plan) and pointers.
       {.M = 1000, .N = 1408, .K = 1024, .bTransposed = true, .bias = true,
        .activation = Activation::SwiGlu},

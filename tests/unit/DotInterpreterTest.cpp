@@ -114,6 +114,20 @@ TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 50, .N = 40, .K = 80, .bTransposed = true,
                                   .residual = true, .plan = withDescriptors});
+  // fp8 out, quantized (saturating past the type's range with a large outScale), and amax.
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::fp8e4m3, .M = 40, .N = 48,
+                                  .K = 64, .bTransposed = true, .scaleA = true, .outScale = 0.5f,
+                                  .amax = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.out = Dtype::fp8e5m2, .M = 33, .N = 40, .K = 48, .bias = true,
+                                  .residual = true, .amax = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.out = Dtype::fp8e4m3, .M = 20, .N = 24, .K = 32,
+                                  .outScale = 100.0f});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 30, .K = 64, .activation = Activation::Gelu,
+                                  .amax = true});
   // SwiGLU: B of 2N columns (gate, then up), both layouts, both forms of the tiles.
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 40, .N = 24, .K = 48, .bias = true,
@@ -155,8 +169,11 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   a.in = kernels::Dtype::int32;
   refuses(a, "in must be fp16, bf16, fp8e4m3, fp8e5m2, i8 or fp32, got i32");
   a = ok;
-  a.out = kernels::Dtype::fp8e4m3;
-  refuses(a, "out must be fp32, fp16 or bf16 (or i32 for i8 operands), got fp8e4m3");
+  a.out = kernels::Dtype::int8;
+  refuses(a, "out must be fp32, fp16, bf16, fp8e4m3 or fp8e5m2 (or i32 for i8 operands), got i8");
+  a = ok;
+  a.outScale = 2;
+  refuses(a, "outScale quantizes an fp8 out only (out is bf16)");
   a = ok;
   a.precision = kernels::Precision::ieee;
   refuses(a, "precision applies to fp32 operands only (in is bf16)");
