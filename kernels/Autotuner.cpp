@@ -269,8 +269,10 @@ void prepareCandidates(size_t count, const std::function<void(size_t)> &prepare)
                   .count());
 }
 
-double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions) {
-  launch(); // compiles, loads and warms up
+double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions,
+                    int warmups) {
+  for (int w = 0; w < warmups; ++w)
+    launch(); // the first compiles and loads
   std::vector<double> ms;
   rt::Event start, end;
   for (int r = 0; r < repetitions; ++r) {

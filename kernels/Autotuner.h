@@ -79,8 +79,10 @@ void setAutotune(bool on);
 void resetAutotune(); // back to following TRITIUM_AUTOTUNE
 
 // Median time in milliseconds of `launch` on `stream` (CUDA events, L2 flushed before each of
-// `repetitions` runs, after one warm-up run that also compiles and loads).
-double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions = 9);
+// `repetitions` runs, after `warmups` untimed runs, the first of which also compiles and
+// loads). The autotuner's trials and the examples' and benchmarks' timings.
+double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions = 9,
+                    int warmups = 1);
 
 // Runs prepare(0 .. count-1) on up to 8 threads, each with the caller's CUDA context current
 // and launches there only loading their kernels (PrepareOnlyScope): the candidates' compiles

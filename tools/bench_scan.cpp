@@ -7,6 +7,7 @@
 //
 // usage: bench_scan [M N BM ...]   (default: 65536 2048 16, then 16384 8192 4)
 #include "frontend/Tritium.h"
+#include "kernels/Autotuner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,19 +31,9 @@ void cumsum_rows(Ptr out, Ptr x, Int M, int N, int BM) {
   store(out + offs, cumsum(load(x + offs, inside, 0), 1), inside);
 }
 
+// Median ms of `f` over 30 repetitions after 5 warm-ups, L2 flushed before each.
 double medianMs(CUstream stream, const std::function<void()> &f) {
-  std::vector<float> ms;
-  for (int i = 0; i < 35; ++i) {
-    rt::l2Flush(stream);
-    rt::Event start, stop;
-    start.record(stream);
-    f();
-    stop.record(stream);
-    if (i >= 5)
-      ms.push_back(stop.msSince(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-  return ms[ms.size() / 2];
+  return kernels::timeLaunches(stream, f, 30, 5);
 }
 
 bool run(CUstream stream, const std::string &dtype, int64_t M, int N, int BM) {

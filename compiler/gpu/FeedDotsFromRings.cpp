@@ -24,6 +24,7 @@
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 namespace tritium {
@@ -124,33 +125,28 @@ void feedDotsFromRings(ir::Function &fn) {
   // staging pool of the loop they run in where they fit beside the op's other buffer (the
   // pool's buffers live only while their op runs), else after everything.
   int64_t end = fn.intAttr("shared_bytes").value_or(0), start = end;
-  auto place = [&](ir::Op &op, auto allocate) {
+  // `allocate(at)` gives the op its buffer at the first aligned offset from `at` and returns
+  // the buffer's end; a placement past the pool is made again after everything.
+  auto place = [&](ir::Op &op, const std::function<int64_t(int64_t)> &allocate) {
     const ir::Op *top = &op;
     while (top->parentBlock() && top->parentBlock()->parentOp())
       top = top->parentBlock()->parentOp();
     if (top != &op && top->hasAttr("smem_pool")) {
-      int64_t at = top->intAttr("smem_pool");
-      for (const char *other : {"smem_offset", "smem_b"}) // the dot's buffer already there
-        if (op.hasAttr(other) && op.intAttr(other) >= at &&
-            op.intAttr(other) < top->intAttr("smem_pool_end"))
-          at = std::max(at, op.intAttr(other) + (op.kind() == ir::OpKind::Dot
-                                                     ? dotStagingBytes(op, other[5] == 'b')
-                                                     : 0));
-      if (allocate(at, /*dryRun=*/true) <= top->intAttr("smem_pool_end")) {
-        allocate(at, false);
+      int64_t at = top->intAttr("smem_pool"), poolEnd = top->intAttr("smem_pool_end");
+      if (op.kind() == ir::OpKind::Dot) // after the dot's other buffer, if it is there
+        for (unsigned i = 0; i < 2; ++i)
+          if (const char *attr = i == 0 ? "smem_offset" : "smem_b";
+              op.hasAttr(attr) && op.intAttr(attr) >= at && op.intAttr(attr) < poolEnd)
+            at = std::max(at, op.intAttr(attr) + dotStagingBytes(op, i));
+      if (allocate(at) <= poolEnd)
         return;
-      }
     }
-    end = allocate(end, false);
+    end = allocate(end);
   };
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() == ir::OpKind::Trans && !op.hasAttr("dot_only") &&
         !op.hasAttr("smem_offset")) { // expected to feed a dot from a ring, and did not
-      place(op, [&](int64_t at, bool dryRun) {
-        if (dryRun)
-          return (at + 15) / 16 * 16 + stagedBlockBytes(op);
-        return allocateStagedBlock(op, at);
-      });
+      place(op, [&](int64_t at) { return allocateStagedBlock(op, at); });
       return;
     }
     if (op.kind() != ir::OpKind::Dot)
@@ -160,12 +156,7 @@ void feedDotsFromRings(ir::Function &fn) {
                                  !op.hasAttr("a_regs")
                            : !op.hasAttr("ring_b") && !op.hasAttr("smem_b");
       if (wanted)
-        place(op, [&, i](int64_t at, bool dryRun) {
-          if (dryRun)
-            return (at + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment +
-                   dotStagingBytes(op, i);
-          return allocateDotStaging(op, i, at);
-        });
+        place(op, [&, i](int64_t at) { return allocateDotStaging(op, i, at); });
     }
   });
   if (end != start)

@@ -69,7 +69,6 @@ void checkSharedMemoryFits(ir::Function &fn, int64_t maxSharedBytes);
 // {a_regs} (KeepDotOperandsInRegisters.cpp): a then needs no staging buffer. Runs after
 // assignLayouts, before allocateSharedMemory.
 void keepDotOperandsInRegisters(ir::Function &fn, int numWarps);
-bool dotTakesRegisterA(const ir::Op &dot, int numWarps);
 
 // Moves pure ops whose operands come from outside the body of a pipelined `for` (num_stages
 // >= 2) out of it, to before the loop (HoistLoopInvariants.cpp): invariant layout conversions

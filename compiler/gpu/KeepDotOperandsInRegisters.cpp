@@ -13,7 +13,7 @@
 
 namespace tritium {
 
-bool dotTakesRegisterA(const ir::Op &dot, int numWarps) {
+static bool dotTakesRegisterA(const ir::Op &dot, int numWarps) {
   if (dot.kind() != ir::OpKind::Dot || !dot.hasAttr("wgmma"))
     return false;
   const ir::Value *a = dot.operand(0);

@@ -10,6 +10,7 @@
 #include "kernels/Attention.h"
 #include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
+#include "kernels/Autotuner.h"
 #include "kernels/HostDtype.h"
 
 #include <algorithm>
@@ -24,6 +25,9 @@
 using namespace tritium;
 
 namespace {
+
+// Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
+constexpr int kTimed = 25, kWarmups = 5;
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
@@ -124,22 +128,6 @@ Tensor randomFast(int64_t n, const std::string &dtype, uint64_t seed) {
   return t;
 }
 
-// The median of 25 timed runs of `f` after 5, each after an L2 flush.
-double medianMs(CUstream stream, const std::function<void()> &f) {
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    rt::l2Flush(stream);
-    rt::Event start, stop;
-    start.record(stream);
-    f();
-    stop.record(stream);
-    if (i >= 5)
-      ms.push_back(stop.msSince(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-  return ms[ms.size() / 2];
-}
-
 template <typename Buffer>
 bool run(const Options &o, CUstream stream, const std::function<void()> &sync, bool time) {
   std::mt19937 rng(std::random_device{}());
@@ -204,7 +192,8 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
               o.dtype.c_str(), (long long)o.Z, (long long)o.H, (long long)o.S, (long long)o.D,
               o.causal ? " causal" : "", (long long)bad, (long long)checked);
   if (time) {
-    double t = medianMs(stream, [&] { kernels::attentionForward(args, stream, plan); });
+    double t = kernels::timeLaunches(
+        stream, [&] { kernels::attentionForward(args, stream, plan); }, kTimed, kWarmups);
     double flops = 4.0 * double(o.Z * o.H) * double(o.S) * double(o.S) * double(o.D) /
                    (o.causal ? 2 : 1);
     std::printf("  %.3f ms, %.1f TFLOP/s\n", t, flops / (t * 1e9));
@@ -221,7 +210,8 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
           .causal = o.causal, .dtype = args.dtype};
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
-      double bt = medianMs(stream, [&] { kernels::attentionBackward(b, stream); });
+      double bt = kernels::timeLaunches(
+          stream, [&] { kernels::attentionBackward(b, stream); }, kTimed, kWarmups);
       std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));
     }
   }
@@ -301,13 +291,14 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
               (long long)o.D, o.page ? (" pages of " + std::to_string(o.page)).c_str() : "",
               (long long)bad, (long long)checked);
   if (time) {
-    double t = medianMs(stream, [&] { kernels::attentionDecode(args, stream); });
+    double t = kernels::timeLaunches(
+        stream, [&] { kernels::attentionDecode(args, stream); }, kTimed, kWarmups);
     // The cache the decode reads (its used positions), and a copy of as many bytes.
     size_t bytes = size_t(2 * o.Z * o.S * G * o.D * 2);
     Buffer from(bytes), to(bytes);
-    double c = medianMs(stream, [&] {
+    double c = kernels::timeLaunches(stream, [&] {
       TRITIUM_CU(cuMemcpyDtoDAsync(to.ptr(), from.ptr(), bytes, stream));
-    });
+    }, kTimed, kWarmups);
     double rate = double(bytes) / (t * 1e6), copyRate = 2.0 * double(bytes) / (c * 1e6);
     std::printf("  %.4f ms, %.0f GB/s, copy %.0f GB/s, %.2f of copy\n", t, rate, copyRate,
                 rate / copyRate);

@@ -5,6 +5,7 @@
 // the fused backward on its output; `--dtype` picks fp32, fp16 or bf16 storage (fp32 math).
 // Without a GPU (or with TRITIUM_INTERPRET=1) the same kernels run in tritium's CPU interpreter
 // on smaller shapes and are checked the same way.
+#include "kernels/Autotuner.h"
 #include "kernels/HostDtype.h"
 #include "kernels/SoftmaxPlan.h"
 #include "kernels/SoftmaxReference.h"
@@ -160,18 +161,7 @@ bool runShape(const Options &o, const kernels::SoftmaxShape &s, std::mt19937 &rn
 
 // Median ms of `fn` over 50 repetitions after 5 warm-ups, L2 flushed before each.
 double medianMs(CUstream stream, const std::function<void()> &fn) {
-  std::vector<float> ms;
-  for (int i = 0; i < 55; ++i) {
-    rt::l2Flush(stream);
-    rt::Event start, stop;
-    start.record(stream);
-    fn();
-    stop.record(stream);
-    if (i >= 5)
-      ms.push_back(stop.msSince(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return kernels::timeLaunches(stream, fn, 50, 5);
 }
 
 Options parseOptions(int argc, char **argv) {

@@ -15,6 +15,7 @@
 #include "interpreter/Philox.h"
 #include "kernels/CrossEntropy.h"
 #include "kernels/Elementwise.h"
+#include "kernels/Autotuner.h"
 #include "kernels/HostDtype.h"
 #include "kernels/Norms.h"
 
@@ -352,19 +353,10 @@ bool run(const Problem &p, CUstream stream, const std::function<void()> &sync,
   return bad == 0 && lossOk;
 }
 
+// Median ms of `fn` over 21 repetitions after a warm-up (and autotuning on the first call of
+// each shape), L2 flushed before each.
 double medianMs(CUstream stream, const std::function<void()> &fn) {
-  fn(); // warm-up (and autotuning on the first call of each shape)
-  std::vector<double> ms;
-  rt::Event start, end;
-  for (int r = 0; r < 21; ++r) {
-    rt::l2Flush(stream);
-    start.record(stream);
-    fn();
-    end.record(stream);
-    ms.push_back(end.msSince(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + 10, ms.end());
-  return ms[10];
+  return kernels::timeLaunches(stream, fn, 21, 1);
 }
 
 } // namespace
