@@ -67,18 +67,18 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       auto do_tile = load(dout + q_at, in_q, 0);
       auto l = load(lse + bh * seq_q + rm, rm < seq_q, 0);
       auto dl = load(delta + bh * seq_q + rm, rm < seq_q, 0);
-      // The scores as the forward has them (queries x keys), so that the per-query lse and
-      // delta broadcast along rows; P and dS are transposed as the products' operands.
-      auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
-      auto valid = (rm(_, None) < seq_q) & (rn(None, _) < seq_kv);
+      // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
+      // layout, which the dV and dK products take from registers.
+      auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
+      auto valid = (rm(None, _) < seq_q) & (rn(_, None) < seq_kv);
       if (CAUSAL)
-        valid = valid & (rn(None, _) <= rm(_, None) + shift);
+        valid = valid & (rn(_, None) <= rm(None, _) + shift);
       // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
-      auto p = where(valid, exp2(s - (l * kLog2e)(_, None)), 0.0);
-      dv_acc = dot(trans(cast(p, q.dtype())), do_tile, dv_acc);
-      auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
-      auto ds = p * (dp - dl(_, None));
-      dk_acc = dot(trans(cast(ds, q.dtype())), q_tile, dk_acc);
+      auto pt = where(valid, exp2(st - (l * kLog2e)(None, _)), 0.0);
+      dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
+      auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
+      auto dst = pt * (dpt - dl(None, _));
+      dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
     }
   }
   store(dk + kv_at, cast(dk_acc * scale, dk.dtype()), in_kv);
@@ -147,25 +147,24 @@ Kernel &attentionBackwardDqKernel() {
   return k;
 }
 
-namespace {
-// 64 x 64 tiles on one warp group: every product is a wgmma of 64 rows. ptxas spills 216-2764
-// bytes there; 128 own rows on two warp groups needed 258-300 KB of shared memory for the
-// layout conversions of the score tiles (docs/notes/attention.md, "Backward").
-constexpr int kOwnRows = 64, kWarps = 4, kStages = 2;
-int stepRows(int64_t) { return 64; }
-} // namespace
+// 128 own rows on two warp groups (each a wgmma of 64 rows), 64 rows a step, two stages. With
+// the scores transposed in dK/dV, P^T and dS^T feed their products from registers; ptxas
+// spills 0 bytes at head_dim 64 and 408-436 in dK/dV at 128, in 149-165 KB of shared memory.
+// 64 x 64 on one warp group spilled 0-468 (docs/notes/attention.md, "Backward").
+AttentionBackwardPlan planAttentionBackward(int64_t) { return AttentionBackwardPlan{}; }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
+                                               const AttentionBackwardPlan &plan,
                                                const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
   // Lengths and head counts in 32 bits (the masks compare them with the tiles' rows); the
   // offsets are computed in 64.
   Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "fp32", "fp32", "i32", "i32",
                                  "i32", "i32"},
-                   .constexprs = {dkdv ? stepRows(a.headDim) : kOwnRows,
-                                  dkdv ? kOwnRows : stepRows(a.headDim), a.headDim, kStages,
-                                  a.causal ? 1 : 0},
-                   .numWarps = kWarps,
+                   .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
+                                  dkdv ? plan.ownRows : plan.stepRows, a.headDim,
+                                  plan.numStages, a.causal ? 1 : 0},
+                   .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv)
     s.signature.insert(s.signature.begin(), t); // dk and dv
@@ -178,7 +177,8 @@ int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &a) {
   return a.batch * a.heads * a.seqQ * 4;
 }
 
-void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
+void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
+                       const AttentionBackwardPlan *givenPlan) {
   Arguments args("attentionBackward");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
@@ -198,6 +198,14 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
             delta = args.pointer("workspace", a.workspace);
   if (a.batch * a.heads > 65535)
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
+  AttentionBackwardPlan plan = givenPlan ? *givenPlan : planAttentionBackward(a.headDim);
+  for (int rows : {plan.ownRows, plan.stepRows})
+    if (rows < 16 || (rows & (rows - 1)) != 0)
+      args.fail("plan: rows must be powers of two of at least 16, got " + std::to_string(rows));
+  if (plan.numWarps < 4 || (plan.numWarps & (plan.numWarps - 1)) != 0 || plan.numStages < 1)
+    args.fail("plan: warps must be a power of two of at least 4 and stages at least 1, got " +
+              std::to_string(plan.numWarps) + " warps, " + std::to_string(plan.numStages) +
+              " stages");
   if (a.seqQ == 0)
     return;
   int64_t D = a.headDim;
@@ -221,8 +229,8 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
         dk, dv, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
         int32_t(a.heads), int32_t(a.heads / kvHeads)};
     attentionBackwardDkDvKernel()
-        .compile(attentionBackwardSpecialization(a, true, arch).specializedFor(launchArgs))
-        .launch(Grid3{(seqKV + kOwnRows - 1) / kOwnRows, a.batch * kvHeads, 1}, stream,
+        .compile(attentionBackwardSpecialization(a, true, plan, arch).specializedFor(launchArgs))
+        .launch(Grid3{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1}, stream,
                 launchArgs);
   }
   {
@@ -230,8 +238,8 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream) {
         dq, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
         int32_t(a.heads), int32_t(a.heads / kvHeads)};
     attentionBackwardDqKernel()
-        .compile(attentionBackwardSpecialization(a, false, arch).specializedFor(launchArgs))
-        .launch(Grid3{(a.seqQ + kOwnRows - 1) / kOwnRows, a.batch * a.heads, 1}, stream,
+        .compile(attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))
+        .launch(Grid3{(a.seqQ + plan.ownRows - 1) / plan.ownRows, a.batch * a.heads, 1}, stream,
                 launchArgs);
   }
 }

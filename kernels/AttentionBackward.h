@@ -36,7 +36,15 @@ struct AttentionBackwardArgs {
 // The workspace the backward needs: delta, one fp32 per query row and head.
 int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &args);
 
-void attentionBackward(const AttentionBackwardArgs &args, CUstream stream);
+// How the dK/dV and dQ kernels run: the rows each program owns (keys for dK/dV, queries for
+// dQ), the rows it walks a step, warps and pipeline stages.
+struct AttentionBackwardPlan {
+  int ownRows = 128, stepRows = 64, numWarps = 8, numStages = 2;
+};
+AttentionBackwardPlan planAttentionBackward(int64_t headDim);
+
+void attentionBackward(const AttentionBackwardArgs &args, CUstream stream,
+                       const AttentionBackwardPlan *plan = nullptr);
 
 // The kernels of the dK/dV and the dQ steps and the specialization a call with `args`
 // compiles for each (for `arch`; "" keeps the default), for tools and tests that compile them
@@ -44,6 +52,7 @@ void attentionBackward(const AttentionBackwardArgs &args, CUstream stream);
 Kernel &attentionBackwardDkDvKernel();
 Kernel &attentionBackwardDqKernel();
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &args, bool dkdv,
+                                               const AttentionBackwardPlan &plan,
                                                const std::string &arch = "");
 
 } // namespace tritium::kernels

@@ -14,7 +14,9 @@
 //    operands (a reduction: the slice of its input's; expand_dims: the parent of its input's
 //    slice), else the one it wants, else the default for its shape; an operand whose layout
 //    differs from what the op needs is converted (convert_layout, through shared memory), or,
-//    when it is made from scalars alone (arange, constant, splat), made again in that layout.
+//    when it is cheap to make (index math over arange, constant, splat; a broadcast, whose
+//    smaller source moves instead), made again in that layout. An elementwise op with no
+//    wanted layout takes the layout of an operand that is dear to convert.
 //    A reshape that can leave every element in its register takes the layout that does so.
 // 4. A convert_layout or reshape between two layouts of one placement is marked in_place.
 //
@@ -388,62 +390,86 @@ private:
     return defaultLayout(v->type(), loc);
   }
 
-  // Operand i of `op` as a value of layout `l`: itself, or a convert_layout inserted before op.
+  // Operand i of `op` as a value of layout `l`.
   void require(ir::Op &op, unsigned i, const ir::Layout &l) {
-    ir::Value *v = op.operand(i);
+    op.setOperand(i, relayout(op.operand(i), l, op));
+  }
+
+  // `v` in layout `l` at `op`: itself, a conversion made earlier that is visible there, `v`
+  // made again in `l` when that is cheap, else a convert_layout inserted before op.
+  ir::Value *relayout(ir::Value *v, const ir::Layout &l, const ir::Op &op) {
     if (!v->type().isBlock() || *v->layout() == l)
-      return;
+      return v;
     auto key = std::make_pair(v, l.str());
     auto found = converted_.find(key);
     // A conversion made earlier in this block (or an enclosing one) is reused.
-    if (found != converted_.end() && dominates(found->second, op)) {
-      op.setOperand(i, found->second);
-      return;
-    }
+    if (found != converted_.end() && dominates(found->second, op))
+      return found->second;
     ir::Block *block = op.parentBlock();
-    // Values made from nothing but scalars (arange, constants, splats, and a few elementwise
-    // ops over those: a tile's k offsets, k * BK + arange(0, BK)) are made again in the new
-    // layout: cheaper than a trip through shared memory, and a pipelined load's addresses stay
-    // computable ahead of the loop's iteration.
-    ir::Value *out = remakeable(v, kRemakeDepth) ? remake(v, l, block, op)
-                                                 : insertBefore(block, op, ir::OpKind::ConvertLayout,
-                                                                {v}, v->type(), l, op.loc(), {});
+    ir::Value *out = cheapToMakeAgain(v, kRemakeDepth)
+                         ? remake(v, l, op)
+                         : insertBefore(block, op, ir::OpKind::ConvertLayout, {v}, v->type(), l,
+                                        op.loc(), {});
     converted_[key] = out;
-    op.setOperand(i, out);
+    return out;
   }
 
-  static constexpr int kRemakeDepth = 4;
+  static constexpr int kRemakeDepth = 6;
 
-  static bool remakeable(const ir::Value *v, int depth) {
+  // Values cheaper to make again in another layout than to move through shared memory:
+  // - made from scalars alone (arange, constants, splats) by integer or boolean ops: a tile's
+  //   k offsets, k * BK + arange(0, BK), stay computable ahead of a pipelined loop's step;
+  // - broadcasts, whose source (fewer elements) is made again or converted instead: a
+  //   per-row statistic broadcast across an attention tile's columns moves its 64 values,
+  //   not the 64 x 64 tile;
+  // - integer and boolean ops over those: a causal mask compares two broadcast index vectors.
+  // A float op is never made twice: its math would run twice.
+  static bool cheapToMakeAgain(const ir::Value *v, int depth) {
     const ir::Op *def = v->definingOp();
     if (!def)
       return false;
-    if (def->kind() == ir::OpKind::Arange || def->kind() == ir::OpKind::Splat ||
-        def->kind() == ir::OpKind::Constant)
+    switch (def->kind()) {
+    case ir::OpKind::Arange: case ir::OpKind::Splat: case ir::OpKind::Constant:
+    case ir::OpKind::Broadcast:
       return true;
-    // Integer index arithmetic only: a float op made twice would cost its math twice.
+    case ir::OpKind::ExpandDims:
+      return depth > 0 && cheapToMakeAgain(def->operand(0), depth - 1);
+    default:
+      break;
+    }
     bool indexMath = def->kind() == ir::OpKind::Add || def->kind() == ir::OpKind::Sub ||
                      def->kind() == ir::OpKind::Mul || def->kind() == ir::OpKind::And ||
                      def->kind() == ir::OpKind::Or || def->kind() == ir::OpKind::Xor ||
                      def->kind() == ir::OpKind::Shl || def->kind() == ir::OpKind::Shr ||
-                     (def->kind() == ir::OpKind::Cast && def->operand(0)->type().isInt());
-    if (depth == 0 || !indexMath || !v->type().isInt())
+                     def->kind() == ir::OpKind::Not || def->kind() == ir::OpKind::Cmp ||
+                     def->kind() == ir::OpKind::Select ||
+                     (def->kind() == ir::OpKind::Cast && !def->operand(0)->type().isFloat());
+    bool integral = v->type().isInt() || v->type().kind() == ir::ScalarKind::I1;
+    if (depth == 0 || !indexMath || !integral)
       return false;
     for (const ir::Value *o : def->operands())
       if (o->type().isBlock() &&
-          (o->type().shape() != v->type().shape() || !remakeable(o, depth - 1)))
+          (o->type().shape() != v->type().shape() || !cheapToMakeAgain(o, depth - 1)))
         return false;
     return true;
   }
 
-  // `v`'s defining op (and its block operands', recursively) made again in layout `l`, before
-  // `op`.
-  ir::Value *remake(ir::Value *v, const ir::Layout &l, ir::Block *block, const ir::Op &op) {
+  // `v`'s defining op made again in layout `l`, before `op`, with its block operands in the
+  // layouts it then needs (a broadcast's source in `l`, an expand_dims' in the slice of `l`).
+  ir::Value *remake(ir::Value *v, const ir::Layout &l, const ir::Op &op) {
     const ir::Op *def = v->definingOp();
     std::vector<ir::Value *> operands;
-    for (ir::Value *o : def->operands())
-      operands.push_back(o->type().isBlock() ? remake(o, l, block, op) : o);
-    return insertBefore(block, op, def->kind(), operands, v->type(), l, def->loc(),
+    for (ir::Value *o : def->operands()) {
+      if (!o->type().isBlock()) {
+        operands.push_back(o);
+        continue;
+      }
+      ir::Layout want = def->kind() == ir::OpKind::ExpandDims
+                            ? ir::Layout::slice(l, int(def->intAttr("axis")))
+                            : l;
+      operands.push_back(relayout(o, want, op));
+    }
+    return insertBefore(op.parentBlock(), op, def->kind(), operands, v->type(), l, def->loc(),
                         def->attrs());
   }
 
@@ -653,18 +679,20 @@ private:
       return;
     }
     // Elementwise ops and sources: the wanted layout if an operand already has it, else the
-    // first block operand's, else the wanted or default one.
+    // layout of the first block operand that would be dear to convert (not a broadcast nor
+    // index math the others can be made again as), else the first block operand's, else the
+    // wanted or default one. An attention tile's P = exp2(S - lse(None, _)) masked by
+    // compares of broadcast indices keeps S's accumulator layout that way.
     std::optional<ir::Layout> chosen;
     auto w = wants_.find(op.result());
     for (ir::Value *v : op.operands())
       if (v->type().isBlock() && w != wants_.end() && *v->layout() == w->second)
         chosen = w->second;
-    if (!chosen)
+    for (bool dearOnly : {true, false})
       for (ir::Value *v : op.operands())
-        if (v->type().isBlock() && v->type().shape() == op.result()->type().shape()) {
+        if (!chosen && v->type().isBlock() && v->type().shape() == op.result()->type().shape() &&
+            !(dearOnly && cheapToMakeAgain(v, kRemakeDepth)))
           chosen = *v->layout();
-          break;
-        }
     if (!chosen)
       chosen = preferred(op.result(), loc);
     for (unsigned i = 0; i < op.numOperands(); ++i)

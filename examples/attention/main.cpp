@@ -29,7 +29,8 @@ namespace {
 // Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
 constexpr int kTimed = 25, kWarmups = 5;
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS] [Z H S D]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS]
+                 [--backward-plan=OWNxSTEPxWxS] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
@@ -37,7 +38,9 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-he
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
   FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
-  on BM query rows and BN keys a step, W warps and S stages instead of planAttention's.
+  on BM query rows and BN keys a step, W warps and S stages instead of planAttention's;
+  --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
+  queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's.
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's.
@@ -51,6 +54,7 @@ struct Options {
   int64_t page = 0;
   bool backward = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
+  std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
 };
 
 Options parse(int argc, char **argv) {
@@ -75,6 +79,13 @@ Options parse(int argc, char **argv) {
         throw std::runtime_error("--plan takes BMxBNxWxS, got " + a.substr(7));
       o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
                                       .numStages = int(st)};
+    } else if (a.rfind("--backward-plan=", 0) == 0) {
+      long long own = 0, step = 0, w = 0, st = 0;
+      if (std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld", &own, &step, &w, &st) != 4)
+        throw std::runtime_error("--backward-plan takes OWNxSTEPxWxS, got " + a.substr(16));
+      o.backward = true;
+      o.backwardPlan = kernels::AttentionBackwardPlan{
+          .ownRows = int(own), .stepRows = int(step), .numWarps = int(w), .numStages = int(st)};
     } else if (a.rfind("--page=", 0) == 0) {
       o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {
@@ -210,8 +221,9 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
           .causal = o.causal, .dtype = args.dtype};
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
+      const kernels::AttentionBackwardPlan *bplan = o.backwardPlan ? &*o.backwardPlan : nullptr;
       double bt = kernels::timeLaunches(
-          stream, [&] { kernels::attentionBackward(b, stream); }, kTimed, kWarmups);
+          stream, [&] { kernels::attentionBackward(b, stream, bplan); }, kTimed, kWarmups);
       std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));
     }
   }

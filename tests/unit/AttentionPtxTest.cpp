@@ -109,8 +109,8 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
 
 // The backward's dK/dV and dQ kernels for 4 x 32 x 4096 dense bf16 tensors (GQA 4:1), as a
 // launch specializes them: the products on wgmma (not serialized) in shared memory that fits.
-// Today they spill (216-2764 bytes of stores at 255 registers: notes/attention.md); the bound
-// below keeps that from growing unnoticed.
+// dK/dV at head_dim 128 spills 464-468 bytes of stores at 255 registers, the rest 0-12
+// (notes/attention.md); the bound below keeps that from growing unnoticed.
 TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096;
   KernelArg p = KernelArg::pointer(0x10000);
@@ -120,20 +120,22 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
       kernels::AttentionBackwardArgs a{.batch = B, .heads = H, .kvHeads = KH, .seqQ = S,
                                        .headDim = D, .causal = causal};
       Artifacts dkdv = kernels::attentionBackwardDkDvKernel().compileTo(
-          kernels::attentionBackwardSpecialization(a, true, "sm_90a")
+          kernels::attentionBackwardSpecialization(a, true, kernels::planAttentionBackward(D),
+                                                   "sm_90a")
               .specializedFor({p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
                                int32_t(H), int32_t(H / KH)}),
           Stage::PTX);
       Artifacts dq = kernels::attentionBackwardDqKernel().compileTo(
-          kernels::attentionBackwardSpecialization(a, false, "sm_90a")
+          kernels::attentionBackwardSpecialization(a, false, kernels::planAttentionBackward(D),
+                                                   "sm_90a")
               .specializedFor({p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
                                int32_t(H), int32_t(H / KH)}),
           Stage::PTX);
       for (const Artifacts *x : {&dkdv, &dq}) {
         EXPECT_NE(x->ptx.find("wgmma.mma_async"), std::string::npos);
-        // The layout changes and staged operands in the loop share one pool (132 KB for dK/dV
-        // at head_dim 128, where one buffer each took 235 KB, more than a CTA may have).
-        EXPECT_LE(x->sharedBytes, 140 * 1024) << x->gir;
+        // The layout changes and staged operands in the loop share one pool (165 KB for dK/dV
+        // at head_dim 128 on two warp groups).
+        EXPECT_LE(x->sharedBytes, 170 * 1024) << x->gir;
         if (tritium::testing::ptxasPath().empty())
           GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
         tritium::testing::PtxasResult r = tritium::testing::runPtxas(x->ptx, "sm_90a");
@@ -142,7 +144,9 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
         std::smatch m;
         ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes spill stores")))
             << r.output;
-        EXPECT_LE(std::stoi(m[1]), 3072) << r.output;
+        std::printf("head_dim %lld%s, %s: %s bytes of spill stores\n", (long long)D,
+                    causal ? " causal" : "", x == &dkdv ? "dK/dV" : "dQ", m[1].str().c_str());
+        EXPECT_LE(std::stoi(m[1]), 1024) << r.output;
       }
     }
 }
