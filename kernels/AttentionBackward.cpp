@@ -147,11 +147,16 @@ Kernel &attentionBackwardDqKernel() {
   return k;
 }
 
-// 128 own rows on two warp groups (each a wgmma of 64 rows), 64 rows a step, two stages. With
-// the scores transposed in dK/dV, P^T and dS^T feed their products from registers; ptxas
-// spills 0 bytes at head_dim 64 and 408-436 in dK/dV at 128, in 149-165 KB of shared memory.
-// 64 x 64 on one warp group spilled 0-468 (docs/notes/attention.md, "Backward").
-AttentionBackwardPlan planAttentionBackward(int64_t) { return AttentionBackwardPlan{}; }
+// With the scores transposed in dK/dV, P^T and dS^T feed their products from registers. On the
+// H200 (4 x 32 x 4096, bf16; docs/notes/attention.md, "Backward"): at head_dim 128, 128 own
+// rows on two warp groups (each a wgmma of 64 rows) and 64 rows a step, 206.8 TFLOP/s against
+// 130.0 for 64 x 64 on one warp group; at head_dim 64 the reverse, 207.3 against 182.2 (the
+// smaller tile leaves room for two CTAs a SM).
+AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
+  if (headDim <= 64)
+    return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
+  return AttentionBackwardPlan{.ownRows = 128, .stepRows = 64, .numWarps = 8, .numStages = 2};
+}
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
                                                const AttentionBackwardPlan &plan,

@@ -2,7 +2,7 @@
 // The ring keeps the cp.async ring's stages and schedule (LowerPipelinedLoop.cpp): S buffers,
 // a stage refilled at the top of the iteration after the one that read it, a CTA barrier once
 // the stage has landed; a ring of TMA tiles alone, with no wgmma in flight across iterations,
-// replaces that barrier by the stage's "empty" mbarrier, on which every thread arrives at the
+// replaces that barrier by the stage's "empty" mbarrier, on which every warp arrives at the
 // end of its iteration and thread 0 waits before the refill. The copy itself: thread 0 announces the stage's bytes on the
 // stage's mbarrier (expect_tx) and issues one cp.async.bulk.tensor per tile, or per 128-byte
 // panel of a swizzled tile, which the hardware completes on that mbarrier; every thread waits
@@ -107,9 +107,9 @@ void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
     for (int s = 0; s < plan.stages; ++s) {
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
-      if (plan.releasedByMbarriers()) // every thread arrives once it has read the stage
+      if (plan.releasedByMbarriers()) // every warp arrives once it has read the stage
         emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
-                {barrierAddress(l, plan, l.b.getInt32(s), true), l.b.getInt32(l.threads())});
+                {barrierAddress(l, plan, l.b.getInt32(s), true), l.b.getInt32(l.numWarps)});
     }
     emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
   });
@@ -187,10 +187,16 @@ void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *sta
 }
 
 void releaseTensorStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
-  // Release semantics (the default): this thread's reads of the stage, and the wgmma reads it
-  // waited for, come before the arrival.
-  emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-          {barrierAddress(l, plan, stage, true)});
+  // One arrival per warp, by lane 0 once the whole warp is past its reads (bar.warp.sync
+  // orders the lanes' reads before it); release semantics (the default) carry them, and the
+  // wgmma reads the warp waited for, before the arrival. (An arrival from each of 256 threads
+  // is 256 atomics on one word per step.)
+  auto &b = l.b;
+  emitAsm(l, "bar.warp.sync -1;", "", {});
+  l.ifThen(b.CreateICmpEQ(b.CreateAnd(l.tid, b.getInt32(31)), b.getInt32(0)), "tma.release", [&] {
+    emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+            {barrierAddress(l, plan, stage, true)});
+  });
 }
 
 void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {

@@ -35,7 +35,7 @@ struct PipelinePlan {
   bool tensorCopies() const { return tensorBarriers >= 0; }
   // Whether some load of the ring is copied per thread (cp.async), each stage a commit group.
   bool threadCopies() const;
-  // A ring whose every tile TMA copies, with no wgmma in flight across iterations: each thread
+  // A ring whose every tile TMA copies, with no wgmma in flight across iterations: each warp
   // arrives on the stage's "empty" mbarrier when its iteration ends, and thread 0 waits there
   // before refilling the stage, in place of a CTA barrier in every iteration. Warp groups
   // then run up to a stage apart, so one's softmax can overlap another's products.
@@ -62,7 +62,7 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
 // rather than in every iteration (its resident loads).
 void enterRing(Lowering &l, const PipelinePlan &plan);
 // At the end of every iteration, when every read of buffer `stage` is done (a ring released by
-// mbarriers: each thread arrives on its "empty" mbarrier).
+// mbarriers: each warp arrives on its "empty" mbarrier).
 void leaveStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage);
 // Waits until this iteration's data (buffer `stage`) has landed.
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,

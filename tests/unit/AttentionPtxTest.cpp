@@ -69,7 +69,7 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
       EXPECT_EQ(count(a.gir, "deferred_wait = 1"), 2u) << a.gir;
       // The K/V ring is released by mbarriers, not a CTA barrier per step: from the first
       // product to the ring's retirement the only bar.sync is the one before it, and every
-      // thread arrives on the stage's "empty" mbarrier.
+      // warp arrives on the stage's "empty" mbarrier.
       size_t first = a.ptx.find("wgmma.mma_async"), retired = a.ptx.find("mbarrier.inval");
       ASSERT_NE(retired, std::string::npos);
       std::string loop = a.ptx.substr(first, retired - first);
@@ -117,7 +117,7 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
 
 // The backward's dK/dV and dQ kernels for 4 x 32 x 4096 dense bf16 tensors (GQA 4:1), as a
 // launch specializes them: the products on wgmma (not serialized) in shared memory that fits.
-// dK/dV at head_dim 128 spills 464-468 bytes of stores at 255 registers, the rest 0-12
+// dK/dV at head_dim 128 spills 408-436 bytes of stores at 255 registers, the rest 0-12
 // (notes/attention.md); the bound below keeps that from growing unnoticed.
 TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096;
