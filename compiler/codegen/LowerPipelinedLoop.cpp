@@ -254,33 +254,12 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
     if (plan.threadCopies())
       issueThreadCopies(l, plan.loads, inRange, stage);
     if (plan.tensorCopies())
-      issueTensorCopies(l, plan, inRange, stage, readBy);
+      issueTensorCopies(l, plan, inRange, stage);
   });
-}
-
-void enterRing(Lowering &l, const PipelinePlan &plan) {
-  if (!plan.releasedByMbarriers() || plan.residents.empty())
-    return;
-  // The resident tiles (cp.async, every thread a part) are read by every warp: landed, fenced
-  // for the tensor cores' async proxy, and made visible by one barrier before the loop.
-  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-  if (std::any_of(plan.residents.begin(), plan.residents.end(),
-                  [](const ir::Op *load) { return load->hasAttr("async_proxy"); }))
-    emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
-  l.barrier();
-}
-
-void leaveStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
-  if (plan.releasedByMbarriers())
-    releaseTensorStage(l, plan, stage);
 }
 
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration) {
-  if (plan.releasedByMbarriers()) {
-    waitForTensorCopies(l, plan, stage, iteration);
-    return;
-  }
   if (plan.bulk()) {
     waitForBulkStage(l, plan, stage, iteration);
     if (!plan.residents.empty()) // the residents' group, the only cp.async one

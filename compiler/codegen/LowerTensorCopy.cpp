@@ -1,9 +1,7 @@
 // TMA copies of tensor-descriptor tiles in a pipelined loop's ring (gpu/ChooseTensorMaps.cpp).
 // The ring keeps the cp.async ring's stages and schedule (LowerPipelinedLoop.cpp): S buffers,
 // a stage refilled at the top of the iteration after the one that read it, a CTA barrier once
-// the stage has landed; a ring of TMA tiles alone, with no wgmma in flight across iterations,
-// replaces that barrier by the stage's "empty" mbarrier, on which every warp arrives at the
-// end of its iteration and thread 0 waits before the refill. The copy itself: thread 0 announces the stage's bytes on the
+// the stage has landed. Only the copy changes: thread 0 announces the stage's bytes on the
 // stage's mbarrier (expect_tx) and issues one cp.async.bulk.tensor per tile, or per 128-byte
 // panel of a swizzled tile, which the hardware completes on that mbarrier; every thread waits
 // for the phase of the iteration it reads (stage s is filled for the (i / S)-th time in
@@ -19,18 +17,10 @@ namespace tritium::codegen {
 
 namespace {
 
-// Stage s's "full" mbarrier at barriers + 8 s, its "empty" one at barriers + 8 (S + s).
-llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
-                            bool empty = false) {
+llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
   auto &b = l.b;
-  llvm::Value *index = empty ? b.CreateAdd(stage, b.getInt32(plan.stages)) : stage;
   return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(plan.tensorBarriers)),
-                                      b.CreateMul(index, b.getInt32(8))));
-}
-
-// The parity of the phase a stage's mbarrier completes for iteration `i` (its (i / S)-th use).
-llvm::Value *phaseParity(Lowering &l, const PipelinePlan &plan, llvm::Value *i) {
-  return l.b.CreateAnd(l.b.CreateUDiv(i, l.b.getInt32(plan.stages)), l.b.getInt32(1));
+                                      b.CreateMul(stage, b.getInt32(8))));
 }
 
 template <typename F> void onThreadZero(Lowering &l, llvm::Value *cond, F body) {
@@ -104,20 +94,16 @@ void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
   l.barrier();
   onThreadZero(l, nullptr, [&] {
-    for (int s = 0; s < plan.stages; ++s) {
+    for (int s = 0; s < plan.stages; ++s)
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
-      if (plan.releasedByMbarriers()) // every warp arrives once it has read the stage
-        emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
-                {barrierAddress(l, plan, l.b.getInt32(s), true), l.b.getInt32(l.numWarps)});
-    }
     emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
   });
   l.barrier();
 }
 
 void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
-                       llvm::Value *stage, llvm::Value *readBy) {
+                       llvm::Value *stage) {
   auto &b = l.b;
   // The tiles' offsets are uniform scalars: every thread has them; thread 0 uses them.
   struct Copy {
@@ -154,10 +140,6 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
     }
   }
   onThreadZero(l, inRange, [&] {
-    if (plan.releasedByMbarriers() && readBy) // every thread has left the stage
-      l.ifThen(b.CreateICmpSGE(readBy, b.getInt32(0)), "tma.empty", [&] {
-        waitParity(l, barrierAddress(l, plan, stage, true), phaseParity(l, plan, readBy));
-      });
     llvm::Value *full = barrierAddress(l, plan, stage);
     emitAsm(l, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
             {full, b.getInt32(int32_t(total))});
@@ -183,20 +165,10 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
 
 void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                          llvm::Value *iteration) {
-  waitParity(l, barrierAddress(l, plan, stage), phaseParity(l, plan, iteration));
-}
-
-void releaseTensorStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
-  // One arrival per warp, by lane 0 once the whole warp is past its reads (bar.warp.sync
-  // orders the lanes' reads before it); release semantics (the default) carry them, and the
-  // wgmma reads the warp waited for, before the arrival. (An arrival from each of 256 threads
-  // is 256 atomics on one word per step.)
   auto &b = l.b;
-  emitAsm(l, "bar.warp.sync -1;", "", {});
-  l.ifThen(b.CreateICmpEQ(b.CreateAnd(l.tid, b.getInt32(31)), b.getInt32(0)), "tma.release", [&] {
-    emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-            {barrierAddress(l, plan, stage, true)});
-  });
+  llvm::Value *parity =
+      b.CreateAnd(b.CreateUDiv(iteration, b.getInt32(plan.stages)), b.getInt32(1));
+  waitParity(l, barrierAddress(l, plan, stage), parity);
 }
 
 void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
@@ -204,13 +176,9 @@ void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // wait on an mbarrier that thread 0 invalidates.
   l.barrier();
   onThreadZero(l, nullptr, [&] {
-    for (int s = 0; s < plan.stages; ++s) {
+    for (int s = 0; s < plan.stages; ++s)
       emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
-      if (plan.releasedByMbarriers())
-        emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
-                {barrierAddress(l, plan, l.b.getInt32(s), true)});
-    }
   });
 }
 

@@ -212,8 +212,6 @@ private:
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
                                                                   lb->getType(), s))),
                    ub, b.getInt32(s), nullptr);
-    if (plan)
-      enterRing(l_, *plan);
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
     auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
@@ -258,20 +256,14 @@ private:
       // cp.async refills the stage the previous iteration read (the one before it while a
       // wgmma is in flight: Pipelining.h); a bulk ring refills this
       // iteration's stage once it has been read (lowerPipelinedLoad).
-      // (A ring released by mbarriers waits until every thread has left that stage: the
-      // previous iteration, if any, read it.)
       if (!plan->bulk())
-        issueStage(l_, *plan, op, aheadIv, ub, writeStage,
-                   plan->releasedByMbarriers() ? b.CreateSub(iteration, b.getInt32(1))
-                                               : nullptr);
+        issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr);
       l_.rings[&op] = {readStage, iteration, aheadIv, ub};
     }
     yields_.push_back(nullptr);
     lowerBlock(body);
     const ir::Op *yield = yields_.back();
     yields_.pop_back();
-    if (plan)
-      leaveStage(l_, *plan, readStage);
     llvm::BasicBlock *latch = b.GetInsertBlock();
     iv->addIncoming(b.CreateAdd(iv, step, "iv.next"), latch);
     if (plan) {

@@ -24,8 +24,7 @@ struct PipelinePlan {
   std::vector<const ir::Op *> residentSlice; // body ops the residents' operands need
   int64_t bulkBarriers = -1; // bulk copies: the mbarriers' shared-memory offset
   // Tiles copied by TMA ({tensor_map} loads, LowerTensorCopy.cpp): their mbarriers' offset,
-  // a "full" one per stage, then an "empty" one per stage. The ring's other loads stay
-  // cp.async copies.
+  // one per stage. The ring's other loads stay cp.async copies.
   int64_t tensorBarriers = -1;
   // A wgmma left in flight across iterations ({wgmma_in_flight} on the loop,
   // FeedDotsFromRings.cpp) still reads the previous iteration's stage: the ring then refills
@@ -35,11 +34,6 @@ struct PipelinePlan {
   bool tensorCopies() const { return tensorBarriers >= 0; }
   // Whether some load of the ring is copied per thread (cp.async), each stage a commit group.
   bool threadCopies() const;
-  // A ring whose every tile TMA copies, with no wgmma in flight across iterations: each warp
-  // arrives on the stage's "empty" mbarrier when its iteration ends, and thread 0 waits there
-  // before refilling the stage, in place of a CTA barrier in every iteration. Warp groups
-  // then run up to a stage apart, so one's softmax can overlap another's products.
-  bool releasedByMbarriers() const { return tensorCopies() && !threadCopies() && !wgmmaInFlight; }
   int buffers() const { return bulk() ? stages - 1 : stages; }
   // Iterations whose copies are in flight ahead of the one computing.
   int lookahead() const { return stages - 1 - (wgmmaInFlight ? 1 : 0); }
@@ -58,12 +52,6 @@ void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, l
 // until every thread has), or null in the prologue and for cp.async.
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
                 llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy);
-// After the prologue, before the loop: what a ring released by mbarriers waits for once
-// rather than in every iteration (its resident loads).
-void enterRing(Lowering &l, const PipelinePlan &plan);
-// At the end of every iteration, when every read of buffer `stage` is done (a ring released by
-// mbarriers: each warp arrives on its "empty" mbarrier).
-void leaveStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage);
 // Waits until this iteration's data (buffer `stage`) has landed.
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration);
@@ -85,11 +73,8 @@ void invalidateBulkBarriers(Lowering &l, const PipelinePlan &plan);
 
 // TMA copies of tensor-descriptor tiles (LowerTensorCopy.cpp).
 void initTensorBarriers(Lowering &l, const PipelinePlan &plan);
-// `readBy`: the iteration that last read `stage` (negative: none), or null; a ring released
-// by mbarriers waits until every thread has left it.
 void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
-                       llvm::Value *stage, llvm::Value *readBy);
-void releaseTensorStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage);
+                       llvm::Value *stage);
 void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                          llvm::Value *iteration);
 void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan);

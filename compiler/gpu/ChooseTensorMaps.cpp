@@ -3,8 +3,7 @@
 // cp.async.bulk.tensor per stage, issued by one thread and completing on the stage's
 // mbarrier, where TMA can take the descriptor:
 //   load {tensor_map = i}                 the kernel's i-th CUtensorMap, in {tensor_maps}
-//   for  {tensor_barriers = O}            two mbarriers per stage from byte O: "full" (the
-//                                         copy landed), then "empty" (every thread read it)
+//   for  {tensor_barriers = O}            one mbarrier per stage, from byte O
 // The CUtensorMap is encoded by the launch from the kernel's arguments (TensorMapRecipe), so
 // the base must be a pointer argument specialized as 16-byte aligned, the shape's and the row
 // stride's numbers arguments or constants, and the row stride a multiple of 16 bytes (an
@@ -152,7 +151,7 @@ void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes) {
     int64_t barriers = alignTo(end, 8);
     if (chosen.empty())
       return;
-    if (barriers + 16 * stages > maxSharedBytes) // the tiles stay cp.async copies
+    if (barriers + 8 * stages > maxSharedBytes) // the tiles stay cp.async copies
       return;
     for (auto &[load, recipe] : chosen) {
       auto it = std::find(maps.begin(), maps.end(), recipe);
@@ -161,7 +160,7 @@ void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes) {
       load->setAttr("tensor_map", int64_t(it - maps.begin()));
     }
     loop.setAttr("tensor_barriers", barriers);
-    end = barriers + 16 * stages;
+    end = barriers + 8 * stages;
   });
   if (maps.empty())
     return;

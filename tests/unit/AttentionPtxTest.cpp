@@ -67,14 +67,6 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
       // waited for at its result's first use.
       EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
       EXPECT_EQ(count(a.gir, "deferred_wait = 1"), 2u) << a.gir;
-      // The K/V ring is released by mbarriers, not a CTA barrier per step: from the first
-      // product to the ring's retirement the only bar.sync is the one before it, and every
-      // warp arrives on the stage's "empty" mbarrier.
-      size_t first = a.ptx.find("wgmma.mma_async"), retired = a.ptx.find("mbarrier.inval");
-      ASSERT_NE(retired, std::string::npos);
-      std::string loop = a.ptx.substr(first, retired - first);
-      EXPECT_EQ(count(loop, "bar.sync"), 1u) << loop;
-      EXPECT_EQ(count(loop, "mbarrier.arrive.shared::cta.b64 _,"), 1u) << loop;
     }
   // A sliding window's loop starts past the keys no row of the program sees: the same
   // products and copies.
