@@ -23,56 +23,82 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-// delta[r] = sum_d dO[r, d] O[r, d] over the rows r of every (batch, head).
-void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, int BM, int D) {
+// delta[r] = sum_d dO[r, d] O[r, d] over the rows r = (b x heads + h) x seq_q + s of every
+// (batch, head); O and dO share their strides.
+void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, Int heads, Int seq_q, Int sob,
+                         Int soh, Int sos, int BM, int D) {
   auto r = cast(program_id(0), int64) * BM + arange(0, BM);
   auto d = arange(0, D);
   auto in = r(_, None) < rows;
-  auto at = r(_, None) * D + d(None, _);
+  auto s = r % seq_q, bh = r / seq_q;
+  auto at = (bh / heads * sob + bh % heads * soh + s * sos)(_, None) + d(None, _);
   auto x = cast(load(o + at, in, 0), float32) * cast(load(dout + at, in, 0), float32);
   store(delta + r, sum(x, 1), r < rows);
 }
 
+// Whether query rows rm (1-D) see keys rn (1-D), as a [rows of `rowsFirst` ? rm : rn, ...]
+// mask: keys past seq_kv and queries past seq_q never; CAUSAL: key j <= i + shift; WINDOW:
+// i + shift - win_left <= j <= i + shift + win_right.
+Value visible(Value rm, Value rn, bool rowsFirst, Value seq_q, Value seq_kv, Value shift,
+              Value win_left, Value win_right, int CAUSAL, int WINDOW) {
+  Value i = rowsFirst ? rm(_, None) : rm(None, _);
+  Value j = rowsFirst ? rn(None, _) : rn(_, None);
+  Value valid = (i < seq_q) & (j < seq_kv);
+  if (CAUSAL)
+    valid = valid & (j <= i + shift);
+  if (WINDOW)
+    valid = valid & (j >= i + (shift - win_left)) & (j <= i + (shift + win_right));
+  return valid;
+}
+
 // One program: BN keys of one (batch, K/V head); every query block of every query head of
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
-// products of the tiles as they are.
+// products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
 void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
                         Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads, Int groups,
-                        int BM, int BN, int D, int STAGES, int CAUSAL) {
+                        Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb, Int svh,
+                        Int svs, Int sob, Int soh, Int sos, Int win_left, Int win_right, int BM,
+                        int BN, int D, int STAGES, int CAUSAL, int WINDOW) {
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
   auto b = bkh / kv_heads, kvh = bkh % kv_heads;
   auto rn = pid_n * BN + arange(0, BN);
   auto rd = arange(0, D), rm0 = arange(0, BM);
-  auto kv_at = (cast(bkh, int64) * seq_kv + rn(_, None)) * D + rd(None, _);
+  auto k_at = b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
+  auto v_at = b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
   auto in_kv = rn(_, None) < seq_kv;
   auto dk_acc = zeros({BN, D}, float32);
   auto dv_acc = zeros({BN, D}, float32);
   auto shift = seq_kv - seq_q;
-  // Causal: query i sees key j when j <= i + shift; the block's first key bounds the queries.
+  // The queries that see a key of this block: causal, from the block's first key on; a
+  // window, from its first key's leftmost viewer to its last key's rightmost.
   Operand lo = 0;
+  Value hi = seq_q;
   if (CAUSAL)
     lo = maximum(pid_n * BN - shift, 0) / BM * BM;
+  if (WINDOW) {
+    lo = maximum(pid_n * BN - shift - win_right, 0) / BM * BM;
+    hi = maximum(minimum(seq_q, (pid_n + 1) * BN - shift + win_left), 0);
+  }
   for (auto g : range(0, groups)) {
-    auto bh = cast(b * heads + kvh * groups + g, int64);
-    for (auto start : range(lo, seq_q, BM, STAGES)) {
+    auto h = kvh * groups + g;
+    auto bh = cast(b * heads + h, int64);
+    for (auto start : range(lo, hi, BM, STAGES)) {
       // K and V, loaded in the loop that does not change them: copied once into shared
       // memory, where the products read them, instead of held in registers across the loop.
-      auto k_tile = load(k + kv_at, in_kv, 0);
-      auto v_tile = load(v + kv_at, in_kv, 0);
+      auto k_tile = load(k + k_at, in_kv, 0);
+      auto v_tile = load(v + v_at, in_kv, 0);
       auto rm = start + rm0;
       auto in_q = rm(_, None) < seq_q;
-      auto q_at = (bh * seq_q + rm(_, None)) * D + rd(None, _);
-      auto q_tile = load(q + q_at, in_q, 0);
-      auto do_tile = load(dout + q_at, in_q, 0);
+      auto q_tile = load(q + (b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _)), in_q, 0);
+      auto do_tile = load(dout + (b * sob + h * soh + rm(_, None) * sos + rd(None, _)), in_q, 0);
       auto l = load(lse + bh * seq_q + rm, rm < seq_q, 0);
       auto dl = load(delta + bh * seq_q + rm, rm < seq_q, 0);
       // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
       // layout, which the dV and dK products take from registers.
       auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
-      auto valid = (rm(None, _) < seq_q) & (rn(_, None) < seq_kv);
-      if (CAUSAL)
-        valid = valid & (rn(_, None) <= rm(None, _) + shift);
+      auto valid = visible(rm, rn, false, seq_q, seq_kv, shift, win_left, win_right, CAUSAL,
+                           WINDOW);
       // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
       auto pt = where(valid, exp2(st - (l * kLog2e)(None, _)), 0.0);
       dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
@@ -81,42 +107,49 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
     }
   }
-  store(dk + kv_at, cast(dk_acc * scale, dk.dtype()), in_kv);
-  store(dv + kv_at, cast(dv_acc, dv.dtype()), in_kv);
+  store(dk + k_at, cast(dk_acc * scale, dk.dtype()), in_kv);
+  store(dv + v_at, cast(dv_acc, dv.dtype()), in_kv);
 }
 
-// One program: BM queries of one (batch, head), every key block they see.
+// One program: BM queries of one (batch, head), every key block they see. dQ is laid out as Q.
 void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta, Float qk_scale,
-                      Float scale, Int seq_q, Int seq_kv, Int heads, Int groups, int BM, int BN,
-                      int D, int STAGES, int CAUSAL) {
+                      Float scale, Int seq_q, Int seq_kv, Int heads, Int groups, Int sqb, Int sqh,
+                      Int sqs, Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
+                      Int soh, Int sos, Int win_left, Int win_right, int BM, int BN, int D,
+                      int STAGES, int CAUSAL, int WINDOW) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
-  auto bkh = cast(b * (heads / groups) + h / groups, int64);
+  auto kvh = h / groups;
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D), rn0 = arange(0, BN);
   auto in_q = rm(_, None) < seq_q;
-  auto q_at = (cast(bh, int64) * seq_q + rm(_, None)) * D + rd(None, _);
+  auto q_at = b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+  auto do_at = b * sob + h * soh + rm(_, None) * sos + rd(None, _);
   auto l = load(lse + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
   auto dl = load(delta + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
   auto dq_acc = zeros({BM, D}, float32);
   auto shift = seq_kv - seq_q;
+  // The keys this block's queries see (as the forward walks them).
+  Operand lo = 0;
   Value hi = seq_kv;
   if (CAUSAL)
     hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
-  for (auto start : range(0, hi, BN, STAGES)) {
+  if (WINDOW) {
+    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
+    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift + win_right), 0);
+  }
+  for (auto start : range(lo, hi, BN, STAGES)) {
     // Q and dO, loaded in the loop that does not change them: read in place from shared
     // memory by the products.
     auto q_tile = load(q + q_at, in_q, 0);
-    auto do_tile = load(dout + q_at, in_q, 0);
+    auto do_tile = load(dout + do_at, in_q, 0);
     auto rn = start + rn0;
-    auto kv_at = (bkh * seq_kv + rn(_, None)) * D + rd(None, _);
     auto in_kv = rn(_, None) < seq_kv;
-    auto k_tile = load(k + kv_at, in_kv, 0);
-    auto v_tile = load(v + kv_at, in_kv, 0);
+    auto k_tile = load(k + (b * skb + kvh * skh + rn(_, None) * sks + rd(None, _)), in_kv, 0);
+    auto v_tile = load(v + (b * svb + kvh * svh + rn(_, None) * svs + rd(None, _)), in_kv, 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
-    auto valid = (rn(None, _) < seq_kv) & (rm(_, None) < seq_q);
-    if (CAUSAL)
-      valid = valid & (rn(None, _) <= rm(_, None) + shift);
+    auto valid =
+        visible(rm, rn, true, seq_q, seq_kv, shift, win_left, win_right, CAUSAL, WINDOW);
     auto p = where(valid, exp2(s - (l * kLog2e)(_, None)), 0.0);
     auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
     auto ds = p * (dp - dl(_, None));
@@ -127,7 +160,8 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
 
 Kernel &deltaKernel() {
   static auto k = kernel("attention_bwd_delta", attention_bwd_delta,
-                         {"delta", "o", "dout", "rows", "BM", "D"});
+                         {"delta", "o", "dout", "rows", "heads", "seq_q", "sob", "soh", "sos",
+                          "BM", "D"});
   return k;
 }
 } // namespace
@@ -135,15 +169,17 @@ Kernel &deltaKernel() {
 Kernel &attentionBackwardDkDvKernel() {
   static auto k = kernel("attention_bwd_dkdv", attention_bwd_dkdv,
                          {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
-                          "seq_q", "seq_kv", "heads", "groups", "BM", "BN", "D", "STAGES",
-                          "CAUSAL"});
+                          "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh", "sqs", "skb",
+                          "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos", "win_left",
+                          "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
   static auto k = kernel("attention_bwd_dq", attention_bwd_dq,
                          {"dq", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
-                          "seq_q", "seq_kv", "heads", "groups", "BM", "BN", "D", "STAGES",
-                          "CAUSAL"});
+                          "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh", "sqs", "skb",
+                          "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos", "win_left",
+                          "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW"});
   return k;
 }
 
@@ -164,11 +200,14 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   std::string t = "*" + dtypeName(a.dtype);
   // Lengths and head counts in 32 bits (the masks compare them with the tiles' rows); the
   // offsets are computed in 64.
+  // Strides in 64 bits; the window's reach in 32, as the lengths.
+  bool window = a.windowLeft >= 0 || a.windowRight >= 0;
   Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "fp32", "fp32", "i32", "i32",
-                                 "i32", "i32"},
+                                 "i32", "i32", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                                 "i64", "i64", "i64", "i64", "i64", "i32", "i32"},
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, a.headDim,
-                                  plan.numStages, a.causal ? 1 : 0},
+                                  plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv)
@@ -194,8 +233,26 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   args.atLeast("seq_q", a.seqQ, 0);
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   args.atLeast("seq_kv", seqKV, 0);
-  if (std::max(a.seqQ, seqKV) > std::numeric_limits<int32_t>::max())
-    args.fail("sequences must be shorter than 2^31");
+  if (a.seqQ + seqKV > std::numeric_limits<int32_t>::max())
+    args.fail("seq_q + seq_kv must be below 2^31, got " + std::to_string(a.seqQ + seqKV));
+  args.atLeast("window_left", a.windowLeft, -1);
+  args.atLeast("window_right", a.windowRight, -1);
+  int64_t D = a.headDim;
+  // Dense [batch, heads, seq, head_dim] where no strides are given; the gradients are laid out
+  // as their inputs (dQ as Q, dK as K, dV as V) and dO as O.
+  auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
+    AttentionStrides d = s;
+    if (!d.batch && !d.head && !d.seq)
+      d = AttentionStrides{h * seq * D, seq * D, D};
+    if (d.seq < D && seq > 1)
+      args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
+                " is less than head_dim " + std::to_string(D));
+    return d;
+  };
+  AttentionStrides qs = strides(a.qStrides, a.heads, a.seqQ, "q"),
+                   ks = strides(a.kStrides, kvHeads, seqKV, "k"),
+                   vs = strides(a.vStrides, kvHeads, seqKV, "v"),
+                   os = strides(a.oStrides, a.heads, a.seqQ, "o");
   KernelArg dq = args.pointer("dq", a.dq), dk = args.pointer("dk", a.dk),
             dv = args.pointer("dv", a.dv), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
             v = args.pointer("v", a.v), o = args.pointer("o", a.o),
@@ -213,7 +270,6 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
               " stages");
   if (a.seqQ == 0)
     return;
-  int64_t D = a.headDim;
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
   float qkScale = scale * float(kLog2e);
   std::string t = "*" + dtypeName(a.dtype);
@@ -222,17 +278,27 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
   int64_t rows = a.batch * a.heads * a.seqQ;
   {
-    std::initializer_list<KernelArg> launchArgs = {delta, o, dout, rows};
-    Specialization s{.signature = {"*fp32", t, t, "i64"}, .constexprs = {64, D}, .numWarps = 4,
-                     .awaitPreviousKernel = true};
+    std::initializer_list<KernelArg> launchArgs = {delta,           o,       dout,   rows,
+                                                   int32_t(a.heads), int32_t(a.seqQ), os.batch,
+                                                   os.head,         os.seq};
+    Specialization s{.signature = {"*fp32", t, t, "i64", "i32", "i32", "i64", "i64", "i64"},
+                     .constexprs = {64, D}, .numWarps = 4, .awaitPreviousKernel = true};
     if (!arch.empty())
       s.arch = arch;
     deltaKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream, launchArgs);
   }
+  // The window's reach in keys; -1 (unbounded) becomes the whole sequence, and causal
+  // attention reaches no key to the right (as the forward's).
+  int32_t left = int32_t(a.windowLeft < 0 ? a.seqQ + seqKV : std::min(a.windowLeft, a.seqQ + seqKV));
+  int32_t right = int32_t(a.causal ? 0
+                          : a.windowRight < 0 ? a.seqQ + seqKV
+                                              : std::min(a.windowRight, a.seqQ + seqKV));
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
-        dk, dv, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
-        int32_t(a.heads), int32_t(a.heads / kvHeads)};
+        dk,       dv,      q,      k,        v,       dout,   lse,      delta,   qkScale,
+        scale,    int32_t(a.seqQ), int32_t(seqKV),    int32_t(a.heads), int32_t(a.heads / kvHeads),
+        qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
+        os.batch, os.head, os.seq, left,     right};
     attentionBackwardDkDvKernel()
         .compile(attentionBackwardSpecialization(a, true, plan, arch).specializedFor(launchArgs))
         .launch(Grid3{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1}, stream,
@@ -240,8 +306,10 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   }
   {
     std::initializer_list<KernelArg> launchArgs = {
-        dq, q, k, v, dout, lse, delta, qkScale, scale, int32_t(a.seqQ), int32_t(seqKV),
-        int32_t(a.heads), int32_t(a.heads / kvHeads)};
+        dq,       q,       k,      v,        dout,    lse,    delta,    qkScale, scale,
+        int32_t(a.seqQ), int32_t(seqKV),     int32_t(a.heads), int32_t(a.heads / kvHeads),
+        qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
+        os.batch, os.head, os.seq, left,     right};
     attentionBackwardDqKernel()
         .compile(attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))
         .launch(Grid3{(a.seqQ + plan.ownRows - 1) / plan.ownRows, a.batch * a.heads, 1}, stream,

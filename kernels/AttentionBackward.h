@@ -4,13 +4,16 @@
 // block of keys walks every query block of every query head that reads its K/V head (grouped
 // queries: the sum over the group stays in one program, so dK and dV are deterministic) and
 // accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
-// Dense [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads); causal masks
-// aligned bottom-right, as the forward's; fp16 or bf16, head_dim 64 or 128. Pointers are
+// [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads) through strides,
+// so [batch, seq, heads, head_dim] too; causal masks aligned bottom-right and sliding windows,
+// as the forward's; fp16 or bf16, head_dim 64 or 128. The log-sum-exp and the workspace are
+// dense [batch, heads, seq_q]. dQ, dK and dV are written, not accumulated into. Pointers are
 // device addresses (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on
 // `stream`.
 #pragma once
 
 #include "frontend/Kernel.h"
+#include "kernels/Attention.h"
 #include "kernels/Dtype.h"
 
 #include <cuda.h>
@@ -31,6 +34,11 @@ struct AttentionBackwardArgs {
   bool causal = false;
   float scale = 0; // 0: 1 / sqrt(head_dim); the forward's
   Dtype dtype = Dtype::bf16;
+  // The forward's sliding window (AttentionArgs::windowLeft, windowRight): -1 unbounded.
+  int64_t windowLeft = -1, windowRight = -1;
+  // Element strides (all 0: dense [batch, heads, seq, head_dim]). dQ, dK and dV are laid out as
+  // Q, K and V; dO as O.
+  AttentionStrides qStrides, kStrides, vStrides, oStrides;
 };
 
 // The workspace the backward needs: delta, one fp32 per query row and head.

@@ -233,8 +233,8 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
                      << first.str();
 }
 
-// The backward (kernels/AttentionBackward.h) after the library's forward, against gradients
-// in double precision from the same inputs: P from the exact scores, dV = P^T dO, dP = dO V^T,
+// The backward (kernels/AttentionBackward.h) after the library's forward, in the case's layout
+// and window, against gradients in double precision from the same inputs: P from the exact scores, dV = P^T dO, dP = dO V^T,
 // dS = P (dP - rowsum(dO O)), dQ = scale dS K, dK = scale dS^T Q, summed over a K/V head's
 // query heads. The kernels read the forward's rounded O and its fp32 log-sum-exp: each element
 // is bounded by tol (|want| + the tensor's root mean square) plus twice its rounding bound.
@@ -260,18 +260,31 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   Buffer gk = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
   Buffer gv = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
+  // Element (b, h, s, d) of a tensor with `heads` heads and `seq` positions in the case's
+  // layout; the gradients are laid out as their inputs. O and dO take the other layout, so
+  // that mixing up their strides with Q's shows.
+  auto strides = [&](int64_t heads, int64_t seq, bool seqMajor) {
+    return seqMajor ? kernels::AttentionStrides{seq * heads * D, D, heads * D}
+                    : kernels::AttentionStrides{heads * seq * D, seq * D, D};
+  };
+  kernels::AttentionStrides qs = strides(H, SQ, c.seqMajor), ks = strides(KH, SK, c.seqMajor),
+                            os = strides(H, SQ, !c.seqMajor);
   kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),
                              .q = address(dq_), .k = address(dk_), .v = address(dv_),
                              .batch = c.batch, .heads = H, .kvHeads = KH, .seqQ = SQ,
-                             .seqKV = SK, .headDim = D, .causal = c.causal, .scale = c.scale,
-                             .dtype = c.dtype},
+                             .seqKV = SK, .headDim = D, .qStrides = qs, .kStrides = ks,
+                             .vStrides = ks, .oStrides = os, .causal = c.causal,
+                             .windowLeft = c.windowLeft, .windowRight = c.windowRight,
+                             .scale = c.scale, .dtype = c.dtype},
                             stream);
   kernels::AttentionBackwardArgs bargs{
       .dq = address(gq), .dk = address(gk), .dv = address(gv), .q = address(dq_),
       .k = address(dk_), .v = address(dv_), .o = address(dout), .dout = address(ddo),
       .lse = static_cast<const float *>(address(dlse)), .batch = c.batch, .heads = H,
       .kvHeads = KH, .seqQ = SQ, .seqKV = SK, .headDim = D, .causal = c.causal,
-      .scale = c.scale, .dtype = c.dtype};
+      .scale = c.scale, .dtype = c.dtype, .windowLeft = c.windowLeft,
+      .windowRight = c.windowRight, .qStrides = qs, .kStrides = ks, .vStrides = ks,
+      .oStrides = os};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
   kernels::attentionBackward(bargs, stream);
@@ -293,7 +306,11 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
   int64_t group = H / KH, shift = SK - SQ;
   auto at = [&](int64_t heads, int64_t seq, int64_t b, int64_t h, int64_t s, int64_t d) {
-    return size_t(((b * heads + h) * seq + s) * D + d);
+    kernels::AttentionStrides st = heads == H && seq == SQ ? qs : ks;
+    return size_t(b * st.batch + h * st.head + s * st.seq + d);
+  };
+  auto atO = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
+    return size_t(b * os.batch + h * os.head + s * os.seq + d);
   };
   std::vector<double> p(static_cast<size_t>(SK)), dp(static_cast<size_t>(SK));
   for (int64_t b = 0; b < c.batch; ++b)
@@ -304,6 +321,9 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
         for (int64_t j = 0; j < SK; ++j) {
           p[size_t(j)] = -INFINITY;
           if (c.causal && j > i + shift)
+            continue;
+          if ((c.windowLeft >= 0 && j < i + shift - c.windowLeft) ||
+              (c.windowRight >= 0 && j > i + shift + c.windowRight))
             continue;
           double s = 0;
           for (int64_t d = 0; d < D; ++d)
@@ -322,20 +342,20 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
           double o = 0;
           for (int64_t j = 0; j < SK; ++j)
             o += p[size_t(j)] * v.values[at(KH, SK, b, kh, j, d)];
-          delta += dO.values[at(H, SQ, b, h, i, d)] * o;
-          deltaErr += u * std::fabs(dO.values[at(H, SQ, b, h, i, d)] * o);
+          delta += dO.values[atO(b, h, i, d)] * o;
+          deltaErr += u * std::fabs(dO.values[atO(b, h, i, d)] * o);
         }
         for (int64_t j = 0; j < SK; ++j) {
           double x = 0;
           for (int64_t d = 0; d < D; ++d)
-            x += dO.values[at(H, SQ, b, h, i, d)] * v.values[at(KH, SK, b, kh, j, d)];
+            x += dO.values[atO(b, h, i, d)] * v.values[at(KH, SK, b, kh, j, d)];
           dp[size_t(j)] = p[size_t(j)] * (x - delta); // dS
           dsErr[size_t(j)] = p[size_t(j)] * (deltaErr + 1e-6 * std::fabs(x)) +
                              u * std::fabs(dp[size_t(j)]);
         }
         for (int64_t j = 0; j < SK; ++j)
           for (int64_t d = 0; d < D; ++d) {
-            double dov = dO.values[at(H, SQ, b, h, i, d)], qv = q.values[at(H, SQ, b, h, i, d)],
+            double dov = dO.values[atO(b, h, i, d)], qv = q.values[at(H, SQ, b, h, i, d)],
                    kv = k.values[at(KH, SK, b, kh, j, d)];
             wantV[at(KH, SK, b, kh, j, d)] += p[size_t(j)] * dov;
             wantK[at(KH, SK, b, kh, j, d)] += scale * dp[size_t(j)] * qv;

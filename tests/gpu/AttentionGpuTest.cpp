@@ -63,6 +63,21 @@ TEST_F(AttentionGpuTest, Backward) {
                                         .headDim = 128, .causal = true});
 }
 
+// Sliding windows and the [batch, seq, heads, head_dim] layout, at both head dims.
+TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128}) {
+    checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                         {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 4,
+                                          .kvHeads = 2, .seqQ = 300, .seqKV = 333, .headDim = d,
+                                          .windowLeft = 100, .windowRight = 30,
+                                          .seqMajor = true});
+    checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                         {.heads = 2, .kvHeads = 1, .seqQ = 257, .seqKV = 257,
+                                          .headDim = d, .causal = true, .windowLeft = 64});
+  }
+}
+
 // fp8 e4m3 operands with descales into bf16, both head dims, causal and not, GQA.
 TEST_F(AttentionGpuTest, Fp8Forward) {
   SKIP_WITHOUT_GPU();

@@ -92,6 +92,18 @@ TEST_F(AttentionInterpreterTest, Backward) {
                                       .headDim = 128, .causal = true});
 }
 
+// Sliding windows (one bounded on both sides, one causal with a left reach) and the
+// [batch, seq, heads, head_dim] layout through strides.
+TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
+                                      .seqQ = 70, .seqKV = 90, .windowLeft = 20,
+                                      .windowRight = 5, .seqMajor = true});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 1, .seqQ = 100, .seqKV = 100,
+                                      .causal = true, .windowLeft = 17});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};
