@@ -3,6 +3,7 @@
 #include "kernels/capi/tritium_kernels.h"
 
 #include "kernels/Attention.h"
+#include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
 #include "kernels/Autotuner.h"
 #include "kernels/CrossEntropy.h"
@@ -94,6 +95,26 @@ int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, co
   });
 }
 
+int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                             const void *bias, const void *residual, const float *scale_a,
+                             const float *scale_b, float alpha, float out_scale, float *amax,
+                             int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                             int64_t ldc, int64_t ldr, int b_transposed, int activation,
+                             void *stream) {
+  return guarded([&] {
+    if (activation < 0 || activation > 3)
+      throw std::invalid_argument("activation is " + std::to_string(activation) +
+                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
+    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
+            .scaleB = scale_b, .alpha = alpha, .outScale = out_scale, .amax = amax, .M = M,
+            .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr,
+            .bTransposed = b_transposed != 0, .activation = Activation(activation),
+            .in = toMatmulDtype("in_dtype", in_dtype),
+            .out = toMatmulDtype("out_dtype", out_dtype)},
+           toStream(stream));
+  });
+}
+
 int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, const void *k,
                               const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
@@ -146,6 +167,41 @@ int tritium_attention_forward_window(int dtype, void *o, float *lse, const void 
                       .headDim = head_dim, .causal = causal != 0, .windowLeft = window_left,
                       .windowRight = window_right, .scale = scale, .dtype = toDtype(dtype)},
                      toStream(stream));
+  });
+}
+
+int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q) {
+  return attentionBackwardWorkspaceBytes({.batch = batch, .heads = heads, .seqQ = seq_q});
+}
+
+int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const void *q,
+                               const void *k, const void *v, const void *o, const void *dout,
+                               const float *lse, int64_t batch, int64_t heads, int64_t kv_heads,
+                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                               const int64_t q_strides[3], const int64_t k_strides[3],
+                               const int64_t v_strides[3], const int64_t o_strides[3],
+                               int causal, int64_t window_left, int64_t window_right,
+                               float scale, void *workspace, int64_t workspace_bytes,
+                               void *stream) {
+  return guarded([&] {
+    auto strides = [](const int64_t *s) {
+      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
+    };
+    AttentionBackwardArgs a{.dq = dq, .dk = dk, .dv = dv, .q = q, .k = k, .v = v, .o = o,
+                            .dout = dout, .lse = lse,
+                            .workspace = static_cast<float *>(workspace), .batch = batch,
+                            .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q,
+                            .seqKV = seq_kv, .headDim = head_dim, .causal = causal != 0,
+                            .scale = scale, .dtype = toDtype(dtype),
+                            .windowLeft = window_left, .windowRight = window_right,
+                            .qStrides = strides(q_strides), .kStrides = strides(k_strides),
+                            .vStrides = strides(v_strides), .oStrides = strides(o_strides)};
+    int64_t need = attentionBackwardWorkspaceBytes(a);
+    if (workspace_bytes < need)
+      throw std::invalid_argument("attentionBackward: workspace_bytes is " +
+                                  std::to_string(workspace_bytes) + ", but this call needs " +
+                                  std::to_string(need));
+    attentionBackward(a, toStream(stream));
   });
 }
 

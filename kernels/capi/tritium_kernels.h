@@ -75,6 +75,17 @@ int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, co
                          int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
                          int activation, int precision, void *stream);
 
+/* The fused matmul into an fp8 C (out_dtype 3 fp8e4m3 or 4 fp8e5m2): C = saturate(result *
+ * out_scale), bias and residual then bf16; or any float C. amax, when not NULL (one fp32 in
+ * device memory, zeroed by the caller), receives the largest |result| before out_scale: FP8
+ * training's delayed scaling. The other arguments as tritium_matmul_fused's. */
+int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                             const void *bias, const void *residual, const float *scale_a,
+                             const float *scale_b, float alpha, float out_scale, float *amax,
+                             int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                             int64_t ldc, int64_t ldr, int b_transposed, int activation,
+                             void *stream);
+
 /* Attention forward (kernels/Attention.h): softmax(scale Q K^T) V. q and o are [batch, heads,
  * seq_q, head_dim], k and v [batch, kv_heads, seq_kv, head_dim], each through its strides
  * (elements, {batch, head, seq}; all three 0: dense); lse may be NULL, else fp32 [batch, heads,
@@ -106,6 +117,23 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
                                      int64_t max_seq_kv, int64_t head_dim, int causal,
                                      int64_t window_left, int64_t window_right, float scale,
                                      void *stream);
+
+/* Attention backward (kernels/AttentionBackward.h): dq, dk, dv from the forward's o and lse
+ * (fp32 [batch, heads, seq_q], dense) and dout. q, dq, o and dout are [batch, heads, seq_q,
+ * head_dim] and k, dk, v, dv [batch, kv_heads, seq_kv, head_dim], through strides (elements,
+ * {batch, head, seq}; NULL: dense): dq as q, dk as k, dv as v, dout as o. A window as the
+ * forward's (-1 unbounded); scale 0 means 1 / sqrt(head_dim); dtype 1 (fp16) or 2 (bf16);
+ * workspace of tritium_attention_backward_workspace() bytes of device memory. */
+int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q);
+int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const void *q,
+                               const void *k, const void *v, const void *o, const void *dout,
+                               const float *lse, int64_t batch, int64_t heads, int64_t kv_heads,
+                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                               const int64_t q_strides[3], const int64_t k_strides[3],
+                               const int64_t v_strides[3], const int64_t o_strides[3],
+                               int causal, int64_t window_left, int64_t window_right,
+                               float scale, void *workspace, int64_t workspace_bytes,
+                               void *stream);
 
 /* Decode attention (kernels/AttentionDecode.h, flash-decoding): q and o [batch, seq_q, heads,
  * head_dim] through {batch, head, seq} strides; the K and V caches through {page, seq, head}

@@ -1,6 +1,7 @@
 /* A C program against the kernel library's C interface (tritium::kernels_c, installed as
    libtritium_kernels_c.so): a null output or input is refused with a message, before anything
-   runs, for the elementwise, matmul and attention entries. */
+   runs, for the elementwise, matmul (the fused and quantized ones too) and attention (forward,
+   varlen, backward, decode) entries. */
 #include <tritium/kernels/capi/tritium_kernels.h>
 
 #include <stdio.h>
@@ -42,5 +43,20 @@ int main(void) {
   int decodeOk = rc != 0 && strstr(error, "head_dim must be 64 or 128, got 96") != NULL;
   printf("%s: tritium_attention_decode with head_dim 96 returns %d: %s\n",
          decodeOk ? "ok" : "FAILED", rc, error);
-  return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk ? 0 : 1;
+  rc = tritium_matmul_quantized(2, 3, NULL, &b, &b, NULL, NULL, NULL, NULL, 1.f, 448.f, &b, 8,
+                                8, 8, 0, 0, 0, 0, 0, 0, NULL);
+  error = tritium_last_error();
+  int quantizedOk = rc != 0 && strstr(error, "matmul: c is null") != NULL;
+  printf("%s: tritium_matmul_quantized without c returns %d: %s\n", quantizedOk ? "ok" : "FAILED",
+         rc, error);
+  rc = tritium_attention_backward(2, &b, &b, &b, &b, &b, &b, &b, &b, &b, 1, 2, 2, 16, 16, 64,
+                                  NULL, NULL, NULL, NULL, 1, -1, -1, 0.f, &b, 4, NULL);
+  error = tritium_last_error();
+  int backwardOk = rc != 0 && strstr(error, "workspace_bytes is 4, but this call needs 128") != NULL;
+  printf("%s: tritium_attention_backward with a 4-byte workspace returns %d: %s\n",
+         backwardOk ? "ok" : "FAILED", rc, error);
+  return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk && quantizedOk &&
+                 backwardOk
+             ? 0
+             : 1;
 }
