@@ -54,32 +54,47 @@ Value visible(Value rm, Value rn, bool rowsFirst, Value seq_q, Value seq_kv, Val
 // One program: BN keys of one (batch, K/V head); every query block of every query head of
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
 // products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
+// VARLEN: sequences packed one after another, cu_q / cu_kv ([batch + 1] i32) give where each
+// starts; seq_q is the total of the query rows (the LSE's and delta's stride).
 void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
-                        Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads, Int groups,
-                        Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb, Int svh,
-                        Int svs, Int sob, Int soh, Int sos, Int win_left, Int win_right, int BM,
-                        int BN, int D, int STAGES, int CAUSAL, int WINDOW) {
+                        Ptr cu_q, Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv,
+                        Int heads, Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh,
+                        Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
+                        Int win_left, Int win_right, int BM, int BN, int D, int STAGES,
+                        int CAUSAL, int WINDOW, int VARLEN) {
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
   auto b = bkh / kv_heads, kvh = bkh % kv_heads;
   auto rn = pid_n * BN + arange(0, BN);
   auto rd = arange(0, D), rm0 = arange(0, BM);
-  auto k_at = b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
-  auto v_at = b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
-  auto in_kv = rn(_, None) < seq_kv;
+  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
+  if (VARLEN) { // this sequence's rows
+    q0 = cast(load(cu_q + b), int64);
+    kv0 = cast(load(cu_kv + b), int64);
+    seqQ = cast(load(cu_q + b + 1), int64) - q0;
+    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
+  }
+  // (Each form written whole, so that the fixed-length one compiles as it always has.)
+  auto k_at = VARLEN ? kvh * skh + (kv0 + rn(_, None)) * sks + rd(None, _)
+                     : b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
+  auto v_at = VARLEN ? kvh * svh + (kv0 + rn(_, None)) * svs + rd(None, _)
+                     : b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
+  auto in_kv = rn(_, None) < seqKV;
   auto dk_acc = zeros({BN, D}, float32);
   auto dv_acc = zeros({BN, D}, float32);
-  auto shift = seq_kv - seq_q;
+  auto shift = seqKV - seqQ;
   // The queries that see a key of this block: causal, from the block's first key on; a
   // window, from its first key's leftmost viewer to its last key's rightmost.
   Operand lo = 0;
-  Value hi = seq_q;
+  Value hi = seqQ;
   if (CAUSAL)
     lo = maximum(pid_n * BN - shift, 0) / BM * BM;
   if (WINDOW) {
     lo = maximum(pid_n * BN - shift - win_right, 0) / BM * BM;
-    hi = maximum(minimum(seq_q, (pid_n + 1) * BN - shift + win_left), 0);
+    hi = maximum(minimum(seqQ, (pid_n + 1) * BN - shift + win_left), 0);
   }
+  if (VARLEN) // programs past a shorter sequence's keys walk no queries
+    hi = where(pid_n * BN < seqKV, hi, 0);
   for (auto g : range(0, groups)) {
     auto h = kvh * groups + g;
     auto bh = cast(b * heads + h, int64);
@@ -89,15 +104,20 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       auto k_tile = load(k + k_at, in_kv, 0);
       auto v_tile = load(v + v_at, in_kv, 0);
       auto rm = start + rm0;
-      auto in_q = rm(_, None) < seq_q;
-      auto q_tile = load(q + (b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _)), in_q, 0);
-      auto do_tile = load(dout + (b * sob + h * soh + rm(_, None) * sos + rd(None, _)), in_q, 0);
-      auto l = load(lse + bh * seq_q + rm, rm < seq_q, 0);
-      auto dl = load(delta + bh * seq_q + rm, rm < seq_q, 0);
+      auto in_q = rm(_, None) < seqQ;
+      auto q_at = VARLEN ? h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
+                         : b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+      auto do_at = VARLEN ? h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
+                          : b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+      auto q_tile = load(q + q_at, in_q, 0);
+      auto do_tile = load(dout + do_at, in_q, 0);
+      auto row = VARLEN ? h * seq_q + q0 + rm : bh * seq_q + rm;
+      auto l = load(lse + row, rm < seqQ, 0);
+      auto dl = load(delta + row, rm < seqQ, 0);
       // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
       // layout, which the dV and dK products take from registers.
       auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
-      auto valid = visible(rm, rn, false, seq_q, seq_kv, shift, win_left, win_right, CAUSAL,
+      auto valid = visible(rm, rn, false, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
                            WINDOW);
       // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
       auto pt = where(valid, exp2(st - (l * kLog2e)(None, _)), 0.0);
@@ -112,44 +132,61 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
 }
 
 // One program: BM queries of one (batch, head), every key block they see. dQ is laid out as Q.
-void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta, Float qk_scale,
-                      Float scale, Int seq_q, Int seq_kv, Int heads, Int groups, Int sqb, Int sqh,
-                      Int sqs, Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
-                      Int soh, Int sos, Int win_left, Int win_right, int BM, int BN, int D,
-                      int STAGES, int CAUSAL, int WINDOW) {
+// VARLEN as attention_bwd_dkdv's.
+void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta, Ptr cu_q,
+                      Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads,
+                      Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb,
+                      Int svh, Int svs, Int sob, Int soh, Int sos, Int win_left, Int win_right,
+                      int BM, int BN, int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
   auto kvh = h / groups;
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D), rn0 = arange(0, BN);
-  auto in_q = rm(_, None) < seq_q;
-  auto q_at = b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
-  auto do_at = b * sob + h * soh + rm(_, None) * sos + rd(None, _);
-  auto l = load(lse + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
-  auto dl = load(delta + cast(bh, int64) * seq_q + rm, rm < seq_q, 0);
+  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
+  if (VARLEN) { // this sequence's rows
+    q0 = cast(load(cu_q + b), int64);
+    kv0 = cast(load(cu_kv + b), int64);
+    seqQ = cast(load(cu_q + b + 1), int64) - q0;
+    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
+  }
+  auto in_q = rm(_, None) < seqQ;
+  auto q_at = VARLEN ? h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
+                     : b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+  auto do_at = VARLEN ? h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
+                      : b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+  auto row = VARLEN ? h * seq_q + q0 + rm : cast(bh, int64) * seq_q + rm;
+  auto l = load(lse + row, rm < seqQ, 0);
+  auto dl = load(delta + row, rm < seqQ, 0);
   auto dq_acc = zeros({BM, D}, float32);
-  auto shift = seq_kv - seq_q;
+  auto shift = seqKV - seqQ;
   // The keys this block's queries see (as the forward walks them).
   Operand lo = 0;
-  Value hi = seq_kv;
+  Value hi = seqKV;
   if (CAUSAL)
-    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift), 0);
+    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
   if (WINDOW) {
     lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
-    hi = maximum(minimum(seq_kv, (pid_m + 1) * BM + shift + win_right), 0);
+    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
   }
+  if (VARLEN) // programs past a shorter sequence's queries walk no keys
+    hi = where(pid_m * BM < seqQ, hi, 0);
   for (auto start : range(lo, hi, BN, STAGES)) {
     // Q and dO, loaded in the loop that does not change them: read in place from shared
     // memory by the products.
     auto q_tile = load(q + q_at, in_q, 0);
     auto do_tile = load(dout + do_at, in_q, 0);
     auto rn = start + rn0;
-    auto in_kv = rn(_, None) < seq_kv;
-    auto k_tile = load(k + (b * skb + kvh * skh + rn(_, None) * sks + rd(None, _)), in_kv, 0);
-    auto v_tile = load(v + (b * svb + kvh * svh + rn(_, None) * svs + rd(None, _)), in_kv, 0);
+    auto in_kv = rn(_, None) < seqKV;
+    auto k_at = VARLEN ? kvh * skh + (kv0 + rn(_, None)) * sks + rd(None, _)
+                       : b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
+    auto v_at = VARLEN ? kvh * svh + (kv0 + rn(_, None)) * svs + rd(None, _)
+                       : b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
+    auto k_tile = load(k + k_at, in_kv, 0);
+    auto v_tile = load(v + v_at, in_kv, 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
     auto valid =
-        visible(rm, rn, true, seq_q, seq_kv, shift, win_left, win_right, CAUSAL, WINDOW);
+        visible(rm, rn, true, seqQ, seqKV, shift, win_left, win_right, CAUSAL, WINDOW);
     auto p = where(valid, exp2(s - (l * kLog2e)(_, None)), 0.0);
     auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
     auto ds = p * (dp - dl(_, None));
@@ -168,18 +205,20 @@ Kernel &deltaKernel() {
 
 Kernel &attentionBackwardDkDvKernel() {
   static auto k = kernel("attention_bwd_dkdv", attention_bwd_dkdv,
-                         {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
-                          "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh", "sqs", "skb",
-                          "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos", "win_left",
-                          "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW"});
+                         {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
+                          "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
+                          "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
+                          "win_left", "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW",
+                          "VARLEN"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
   static auto k = kernel("attention_bwd_dq", attention_bwd_dq,
-                         {"dq", "q", "k", "v", "dout", "lse", "delta", "qk_scale", "scale",
-                          "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh", "sqs", "skb",
-                          "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos", "win_left",
-                          "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW"});
+                         {"dq", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
+                          "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
+                          "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
+                          "win_left", "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW",
+                          "VARLEN"});
   return k;
 }
 
@@ -202,12 +241,14 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   // offsets are computed in 64.
   // Strides in 64 bits; the window's reach in 32, as the lengths.
   bool window = a.windowLeft >= 0 || a.windowRight >= 0;
-  Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "fp32", "fp32", "i32", "i32",
-                                 "i32", "i32", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                 "i64", "i64", "i64", "i64", "i64", "i32", "i32"},
+  bool varlen = a.cuSeqlensQ != nullptr;
+  Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "*i32", "*i32", "fp32", "fp32",
+                                 "i32", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64",
+                                 "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i32", "i32"},
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, a.headDim,
-                                  plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0},
+                                  plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
+                                  varlen ? 1 : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv)
@@ -218,7 +259,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
 }
 
 int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &a) {
-  return a.batch * a.heads * a.seqQ * 4;
+  return (a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads * 4;
 }
 
 void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
@@ -238,12 +279,23 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   args.atLeast("window_left", a.windowLeft, -1);
   args.atLeast("window_right", a.windowRight, -1);
   int64_t D = a.headDim;
-  // Dense [batch, heads, seq, head_dim] where no strides are given; the gradients are laid out
+  bool varlen = a.cuSeqlensQ != nullptr;
+  if (varlen != (a.cuSeqlensKV != nullptr))
+    args.fail("cuSeqlensQ and cuSeqlensKV are given together (varlen) or not at all");
+  if (varlen && a.totalQ < a.seqQ)
+    args.fail("totalQ (" + std::to_string(a.totalQ) + ", the packed query rows) must be at "
+              "least seq_q (" + std::to_string(a.seqQ) + ", the longest sequence)");
+  if (varlen && a.totalQ > std::numeric_limits<int32_t>::max())
+    args.fail("totalQ must be below 2^31, got " + std::to_string(a.totalQ));
+  // Dense [batch, heads, seq, head_dim] where no strides are given; packed [total, heads,
+  // head_dim] for varlen batches, whose batch strides are unused. The gradients are laid out
   // as their inputs (dQ as Q, dK as K, dV as V) and dO as O.
   auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
     AttentionStrides d = s;
     if (!d.batch && !d.head && !d.seq)
-      d = AttentionStrides{h * seq * D, seq * D, D};
+      d = varlen ? AttentionStrides{0, D, h * D} : AttentionStrides{h * seq * D, seq * D, D};
+    if (varlen)
+      d.batch = 0;
     if (d.seq < D && seq > 1)
       args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
                 " is less than head_dim " + std::to_string(D));
@@ -258,6 +310,8 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
             v = args.pointer("v", a.v), o = args.pointer("o", a.o),
             dout = args.pointer("dout", a.dout), lse = args.pointer("lse", a.lse),
             delta = args.pointer("workspace", a.workspace);
+  KernelArg cuQ = varlen ? args.pointer("cuSeqlensQ", a.cuSeqlensQ) : o,
+            cuKV = varlen ? args.pointer("cuSeqlensKV", a.cuSeqlensKV) : o;
   if (a.batch * a.heads > 65535)
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   AttentionBackwardPlan plan = givenPlan ? *givenPlan : planAttentionBackward(a.headDim);
@@ -276,10 +330,13 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   bool gpu = !tritium::interpreting();
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
-  int64_t rows = a.batch * a.heads * a.seqQ;
+  // The LSE's and delta's rows: [batch, heads, seq_q], or [heads, total_q] for varlen batches
+  // (as one batch of total_q rows).
+  int32_t lseStride = int32_t(varlen ? a.totalQ : a.seqQ);
+  int64_t rows = (varlen ? 1 : a.batch) * a.heads * lseStride;
   {
-    std::initializer_list<KernelArg> launchArgs = {delta,           o,       dout,   rows,
-                                                   int32_t(a.heads), int32_t(a.seqQ), os.batch,
+    std::initializer_list<KernelArg> launchArgs = {delta,           o,         dout,   rows,
+                                                   int32_t(a.heads), lseStride, os.batch,
                                                    os.head,         os.seq};
     Specialization s{.signature = {"*fp32", t, t, "i64", "i32", "i32", "i64", "i64", "i64"},
                      .constexprs = {64, D}, .numWarps = 4, .awaitPreviousKernel = true};
@@ -295,8 +352,9 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
                                               : std::min(a.windowRight, a.seqQ + seqKV));
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
-        dk,       dv,      q,      k,        v,       dout,   lse,      delta,   qkScale,
-        scale,    int32_t(a.seqQ), int32_t(seqKV),    int32_t(a.heads), int32_t(a.heads / kvHeads),
+        dk,       dv,      q,      k,        v,       dout,   lse,      delta,   cuQ,
+        cuKV,     qkScale, scale,  lseStride, int32_t(seqKV), int32_t(a.heads),
+        int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
         os.batch, os.head, os.seq, left,     right};
     attentionBackwardDkDvKernel()
@@ -306,8 +364,9 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   }
   {
     std::initializer_list<KernelArg> launchArgs = {
-        dq,       q,       k,      v,        dout,    lse,    delta,    qkScale, scale,
-        int32_t(a.seqQ), int32_t(seqKV),     int32_t(a.heads), int32_t(a.heads / kvHeads),
+        dq,       q,       k,      v,        dout,    lse,    delta,    cuQ,     cuKV,
+        qkScale,  scale,   lseStride, int32_t(seqKV),   int32_t(a.heads),
+        int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
         os.batch, os.head, os.seq, left,     right};
     attentionBackwardDqKernel()

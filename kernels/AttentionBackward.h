@@ -39,6 +39,13 @@ struct AttentionBackwardArgs {
   // Element strides (all 0: dense [batch, heads, seq, head_dim]). dQ, dK and dV are laid out as
   // Q, K and V; dO as O.
   AttentionStrides qStrides, kStrides, vStrides, oStrides;
+  // Varlen batches, as the forward's (AttentionArgs::cuSeqlensQ): batch sequences packed one
+  // after another, q, o, dq and dout [total_q, heads, head_dim] and k, v, dk, dv [total_kv,
+  // kv_heads, head_dim] (through strides whose batch entries are unused); seqQ and seqKV the
+  // longest sequences, totalQ the packed query rows; the LSE (and the workspace) [heads,
+  // total_q], as the varlen forward writes it.
+  const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
+  int64_t totalQ = 0;
 };
 
 // The workspace the backward needs: delta, one fp32 per query row and head.

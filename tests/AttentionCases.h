@@ -22,11 +22,23 @@ struct AttentionCase {
   bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
   float scale = 0;
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
+  // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
+  std::vector<int64_t> varlenQ, varlenKV;
 
   std::string str() const {
     std::ostringstream s;
-    s << kernels::dtypeName(dtype) << " b" << batch << " h" << heads << "/" << kvHeads << " q"
-      << seqQ << " kv" << seqKV << " d" << headDim << (causal ? " causal" : "")
+    s << kernels::dtypeName(dtype) << " h" << heads << "/" << kvHeads;
+    if (varlenQ.empty()) {
+      s << " b" << batch << " q" << seqQ << " kv" << seqKV;
+    } else {
+      s << " varlen q";
+      for (size_t i = 0; i < varlenQ.size(); ++i)
+        s << (i ? "," : "") << varlenQ[i];
+      s << " kv";
+      for (size_t i = 0; i < varlenKV.size(); ++i)
+        s << (i ? "," : "") << varlenKV[i];
+    }
+    s << " d" << headDim << (causal ? " causal" : "")
       << (windowLeft >= 0 || windowRight >= 0
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
               : "")
@@ -234,10 +246,11 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
 }
 
 // The backward (kernels/AttentionBackward.h) after the library's forward, in the case's layout
-// and window, against gradients in double precision from the same inputs: P from the exact scores, dV = P^T dO, dP = dO V^T,
-// dS = P (dP - rowsum(dO O)), dQ = scale dS K, dK = scale dS^T Q, summed over a K/V head's
-// query heads. The kernels read the forward's rounded O and its fp32 log-sum-exp: each element
-// is bounded by tol (|want| + the tensor's root mean square) plus twice its rounding bound.
+// and window (or packed varlen sequences), against gradients in double precision from the same
+// inputs: P from the exact scores, dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)),
+// dQ = scale dS K, dK = scale dS^T Q, summed over a K/V head's query heads. The kernels read the
+// forward's rounded O and its fp32 log-sum-exp: each element is bounded by tol (|want| + the
+// tensor's root mean square) plus twice its rounding bound.
 template <typename Buffer>
 void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
                             const AttentionCase &c) {
@@ -245,46 +258,74 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
   ir::ScalarKind kind = scalarKind(c.dtype);
-  int64_t D = c.headDim, H = c.heads, KH = c.kvHeads, SQ = c.seqQ, SK = c.seqKV;
-  auto count = [&](int64_t h, int64_t s) { return size_t(c.batch * h * s * D); };
-  Encoded q = encode(kind, randomValues(kind, count(H, SQ), rng));
-  Encoded k = encode(kind, randomValues(kind, count(KH, SK), rng));
-  Encoded v = encode(kind, randomValues(kind, count(KH, SK), rng));
-  Encoded dO = encode(kind, randomValues(kind, count(H, SQ), rng));
+  int64_t D = c.headDim, H = c.heads, KH = c.kvHeads;
+  // Each sequence's lengths and first packed row (varlen), or the batch's.
+  bool varlen = !c.varlenQ.empty();
+  int64_t B = varlen ? int64_t(c.varlenQ.size()) : c.batch;
+  std::vector<int64_t> lq(size_t(B), c.seqQ), lk(size_t(B), c.seqKV), offQ(size_t(B), 0),
+      offK(size_t(B), 0);
+  std::vector<int32_t> cuQ{0}, cuKV{0};
+  if (varlen)
+    for (int64_t b = 0; b < B; ++b) {
+      lq[size_t(b)] = c.varlenQ[size_t(b)], lk[size_t(b)] = c.varlenKV[size_t(b)];
+      offQ[size_t(b)] = cuQ.back(), offK[size_t(b)] = cuKV.back();
+      cuQ.push_back(cuQ.back() + int32_t(lq[size_t(b)]));
+      cuKV.push_back(cuKV.back() + int32_t(lk[size_t(b)]));
+    }
+  int64_t SQ = *std::max_element(lq.begin(), lq.end()), SK = *std::max_element(lk.begin(), lk.end());
+  int64_t rowsQ = varlen ? cuQ.back() : B * SQ, rowsK = varlen ? cuKV.back() : B * SK;
+  size_t countQ = size_t(rowsQ * H * D), countK = size_t(rowsK * KH * D);
+  Encoded q = encode(kind, randomValues(kind, countQ, rng));
+  Encoded k = encode(kind, randomValues(kind, countK, rng));
+  Encoded v = encode(kind, randomValues(kind, countK, rng));
+  Encoded dO = encode(kind, randomValues(kind, countQ, rng));
+  auto bytesOf = [](const std::vector<int32_t> &x) {
+    std::vector<unsigned char> raw(x.size() * 4);
+    std::memcpy(raw.data(), x.data(), raw.size());
+    return raw;
+  };
   int bytes = ir::bitWidth(kind) / 8;
   Buffer dq_ = uploadBytes<Buffer>(q.raw), dk_ = uploadBytes<Buffer>(k.raw),
-         dv_ = uploadBytes<Buffer>(v.raw), ddo = uploadBytes<Buffer>(dO.raw);
-  Buffer dout = poisonedBytes<Buffer>(count(H, SQ) * size_t(bytes));
-  Buffer dlse = poisonedBytes<Buffer>(size_t(c.batch * H * SQ) * 4);
-  Buffer gq = poisonedBytes<Buffer>(count(H, SQ) * size_t(bytes));
-  Buffer gk = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
-  Buffer gv = poisonedBytes<Buffer>(count(KH, SK) * size_t(bytes));
+         dv_ = uploadBytes<Buffer>(v.raw), ddo = uploadBytes<Buffer>(dO.raw),
+         dcq = uploadBytes<Buffer>(bytesOf(cuQ)), dckv = uploadBytes<Buffer>(bytesOf(cuKV));
+  Buffer dout = poisonedBytes<Buffer>(countQ * size_t(bytes));
+  Buffer dlse = poisonedBytes<Buffer>(size_t(H * rowsQ) * 4);
+  Buffer gq = poisonedBytes<Buffer>(countQ * size_t(bytes));
+  Buffer gk = poisonedBytes<Buffer>(countK * size_t(bytes));
+  Buffer gv = poisonedBytes<Buffer>(countK * size_t(bytes));
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
   // Element (b, h, s, d) of a tensor with `heads` heads and `seq` positions in the case's
   // layout; the gradients are laid out as their inputs. O and dO take the other layout, so
-  // that mixing up their strides with Q's shows.
+  // that mixing up their strides with Q's shows. Varlen sequences are packed [total, heads,
+  // head_dim].
   auto strides = [&](int64_t heads, int64_t seq, bool seqMajor) {
+    if (varlen)
+      return kernels::AttentionStrides{0, D, heads * D};
     return seqMajor ? kernels::AttentionStrides{seq * heads * D, D, heads * D}
                     : kernels::AttentionStrides{heads * seq * D, seq * D, D};
   };
   kernels::AttentionStrides qs = strides(H, SQ, c.seqMajor), ks = strides(KH, SK, c.seqMajor),
                             os = strides(H, SQ, !c.seqMajor);
+  const int32_t *cuQArg = varlen ? static_cast<const int32_t *>(address(dcq)) : nullptr;
+  const int32_t *cuKVArg = varlen ? static_cast<const int32_t *>(address(dckv)) : nullptr;
   kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),
                              .q = address(dq_), .k = address(dk_), .v = address(dv_),
-                             .batch = c.batch, .heads = H, .kvHeads = KH, .seqQ = SQ,
-                             .seqKV = SK, .headDim = D, .qStrides = qs, .kStrides = ks,
-                             .vStrides = ks, .oStrides = os, .causal = c.causal,
-                             .windowLeft = c.windowLeft, .windowRight = c.windowRight,
+                             .batch = B, .heads = H, .kvHeads = KH, .seqQ = SQ, .seqKV = SK,
+                             .headDim = D, .qStrides = qs, .kStrides = ks, .vStrides = ks,
+                             .oStrides = os, .causal = c.causal, .windowLeft = c.windowLeft,
+                             .windowRight = c.windowRight, .cuSeqlensQ = cuQArg,
+                             .cuSeqlensKV = cuKVArg, .totalQ = varlen ? rowsQ : 0,
                              .scale = c.scale, .dtype = c.dtype},
                             stream);
   kernels::AttentionBackwardArgs bargs{
       .dq = address(gq), .dk = address(gk), .dv = address(gv), .q = address(dq_),
       .k = address(dk_), .v = address(dv_), .o = address(dout), .dout = address(ddo),
-      .lse = static_cast<const float *>(address(dlse)), .batch = c.batch, .heads = H,
+      .lse = static_cast<const float *>(address(dlse)), .batch = B, .heads = H,
       .kvHeads = KH, .seqQ = SQ, .seqKV = SK, .headDim = D, .causal = c.causal,
       .scale = c.scale, .dtype = c.dtype, .windowLeft = c.windowLeft,
       .windowRight = c.windowRight, .qStrides = qs, .kStrides = ks, .vStrides = ks,
-      .oStrides = os};
+      .oStrides = os, .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
+      .totalQ = varlen ? rowsQ : 0};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
   kernels::attentionBackward(bargs, stream);
@@ -294,31 +335,31 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
     buf.download(raw.data(), raw.size());
     return decode(kind, raw);
   };
-  std::vector<double> gotQ = fetch(gq, count(H, SQ)), gotK = fetch(gk, count(KH, SK)),
-                      gotV = fetch(gv, count(KH, SK));
-  std::vector<double> wantQ(count(H, SQ)), wantK(count(KH, SK)), wantV(count(KH, SK));
+  std::vector<double> gotQ = fetch(gq, countQ), gotK = fetch(gk, countK), gotV = fetch(gv, countK);
+  std::vector<double> wantQ(countQ), wantK(countK), wantV(countK);
   // Each gradient's rounding bound, accumulated beside it: O is read rounded to the dtype (u:
   // half its ulp), so delta is off by up to u sum |dO O|, which dP - delta does not cancel;
   // dP is rounded once in fp32, P and dS once to the dtype before their products.
   double u = c.dtype == kernels::Dtype::bf16 ? 1.0 / 256 : 1.0 / 2048;
-  std::vector<double> errQ(wantQ.size()), errK(wantK.size()), errV(wantV.size()),
-      dsErr(static_cast<size_t>(SK));
+  std::vector<double> errQ(countQ), errK(countK), errV(countK), dsErr(static_cast<size_t>(SK));
   double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
-  int64_t group = H / KH, shift = SK - SQ;
-  auto at = [&](int64_t heads, int64_t seq, int64_t b, int64_t h, int64_t s, int64_t d) {
-    kernels::AttentionStrides st = heads == H && seq == SQ ? qs : ks;
-    return size_t(b * st.batch + h * st.head + s * st.seq + d);
+  int64_t group = H / KH;
+  auto atQ = [&](int64_t b, int64_t h, int64_t i, int64_t d) {
+    return size_t(b * qs.batch + h * qs.head + (offQ[size_t(b)] + i) * qs.seq + d);
   };
-  auto atO = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
-    return size_t(b * os.batch + h * os.head + s * os.seq + d);
+  auto atO = [&](int64_t b, int64_t h, int64_t i, int64_t d) {
+    return size_t(b * os.batch + h * os.head + (offQ[size_t(b)] + i) * os.seq + d);
+  };
+  auto atK = [&](int64_t b, int64_t h, int64_t j, int64_t d) {
+    return size_t(b * ks.batch + h * ks.head + (offK[size_t(b)] + j) * ks.seq + d);
   };
   std::vector<double> p(static_cast<size_t>(SK)), dp(static_cast<size_t>(SK));
-  for (int64_t b = 0; b < c.batch; ++b)
+  for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < SQ; ++i) {
-        int64_t kh = h / group;
+      for (int64_t i = 0; i < lq[size_t(b)]; ++i) {
+        int64_t kh = h / group, nk = lk[size_t(b)], shift = nk - lq[size_t(b)];
         double mx = -INFINITY;
-        for (int64_t j = 0; j < SK; ++j) {
+        for (int64_t j = 0; j < nk; ++j) {
           p[size_t(j)] = -INFINITY;
           if (c.causal && j > i + shift)
             continue;
@@ -327,42 +368,42 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
             continue;
           double s = 0;
           for (int64_t d = 0; d < D; ++d)
-            s += q.values[at(H, SQ, b, h, i, d)] * k.values[at(KH, SK, b, kh, j, d)];
+            s += q.values[atQ(b, h, i, d)] * k.values[atK(b, kh, j, d)];
           p[size_t(j)] = s * scale;
           mx = std::max(mx, p[size_t(j)]);
         }
         double sum = 0;
-        for (int64_t j = 0; j < SK; ++j)
+        for (int64_t j = 0; j < nk; ++j)
           sum += mx == -INFINITY ? 0.0 : std::exp(p[size_t(j)] - mx);
-        for (int64_t j = 0; j < SK; ++j)
+        for (int64_t j = 0; j < nk; ++j)
           p[size_t(j)] = sum > 0 ? std::exp(p[size_t(j)] - mx) / sum : 0.0;
         // delta = rowsum(dO O), O = P V
         double delta = 0, deltaErr = 0;
         for (int64_t d = 0; d < D; ++d) {
           double o = 0;
-          for (int64_t j = 0; j < SK; ++j)
-            o += p[size_t(j)] * v.values[at(KH, SK, b, kh, j, d)];
+          for (int64_t j = 0; j < nk; ++j)
+            o += p[size_t(j)] * v.values[atK(b, kh, j, d)];
           delta += dO.values[atO(b, h, i, d)] * o;
           deltaErr += u * std::fabs(dO.values[atO(b, h, i, d)] * o);
         }
-        for (int64_t j = 0; j < SK; ++j) {
+        for (int64_t j = 0; j < nk; ++j) {
           double x = 0;
           for (int64_t d = 0; d < D; ++d)
-            x += dO.values[atO(b, h, i, d)] * v.values[at(KH, SK, b, kh, j, d)];
+            x += dO.values[atO(b, h, i, d)] * v.values[atK(b, kh, j, d)];
           dp[size_t(j)] = p[size_t(j)] * (x - delta); // dS
           dsErr[size_t(j)] = p[size_t(j)] * (deltaErr + 1e-6 * std::fabs(x)) +
                              u * std::fabs(dp[size_t(j)]);
         }
-        for (int64_t j = 0; j < SK; ++j)
+        for (int64_t j = 0; j < nk; ++j)
           for (int64_t d = 0; d < D; ++d) {
-            double dov = dO.values[atO(b, h, i, d)], qv = q.values[at(H, SQ, b, h, i, d)],
-                   kv = k.values[at(KH, SK, b, kh, j, d)];
-            wantV[at(KH, SK, b, kh, j, d)] += p[size_t(j)] * dov;
-            wantK[at(KH, SK, b, kh, j, d)] += scale * dp[size_t(j)] * qv;
-            wantQ[at(H, SQ, b, h, i, d)] += scale * dp[size_t(j)] * kv;
-            errV[at(KH, SK, b, kh, j, d)] += u * p[size_t(j)] * std::fabs(dov);
-            errK[at(KH, SK, b, kh, j, d)] += scale * dsErr[size_t(j)] * std::fabs(qv);
-            errQ[at(H, SQ, b, h, i, d)] += scale * dsErr[size_t(j)] * std::fabs(kv);
+            double dov = dO.values[atO(b, h, i, d)], qv = q.values[atQ(b, h, i, d)],
+                   kv = k.values[atK(b, kh, j, d)];
+            wantV[atK(b, kh, j, d)] += p[size_t(j)] * dov;
+            wantK[atK(b, kh, j, d)] += scale * dp[size_t(j)] * qv;
+            wantQ[atQ(b, h, i, d)] += scale * dp[size_t(j)] * kv;
+            errV[atK(b, kh, j, d)] += u * p[size_t(j)] * std::fabs(dov);
+            errK[atK(b, kh, j, d)] += scale * dsErr[size_t(j)] * std::fabs(qv);
+            errQ[atQ(b, h, i, d)] += scale * dsErr[size_t(j)] * std::fabs(kv);
           }
       }
   double tol = c.dtype == kernels::Dtype::bf16 ? 3e-2 : 6e-3;

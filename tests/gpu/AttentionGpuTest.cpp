@@ -78,6 +78,19 @@ TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   }
 }
 
+// Varlen batches (an empty sequence, a single token, more keys than queries), both head dims,
+// causal and not, GQA 4:1.
+TEST_F(AttentionGpuTest, BackwardVarlen) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                           {.dtype = kernels::Dtype::fp16, .heads = 4,
+                                            .kvHeads = 1, .headDim = d, .causal = causal,
+                                            .varlenQ = {300, 0, 1, 129},
+                                            .varlenKV = {333, 0, 7, 129}});
+}
+
 // fp8 e4m3 operands with descales into bf16, both head dims, causal and not, GQA.
 TEST_F(AttentionGpuTest, Fp8Forward) {
   SKIP_WITHOUT_GPU();

@@ -104,6 +104,20 @@ TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {
                                       .causal = true, .windowLeft = 17});
 }
 
+// Varlen batches: an empty sequence, one of a single token, more keys than queries, GQA 2:1;
+// causal aligned per sequence; a causal window.
+TEST_F(AttentionInterpreterTest, BackwardVarlen) {
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
+                                      .varlenQ = {37, 0, 1, 100}, .varlenKV = {37, 0, 5, 130}});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 1, .causal = true,
+                                      .varlenQ = {17, 60}, .varlenKV = {50, 60}});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.causal = true, .windowLeft = 20, .varlenQ = {90, 9},
+                                      .varlenKV = {90, 30}});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};
