@@ -170,19 +170,24 @@ int tritium_attention_forward_window(int dtype, void *o, float *lse, const void 
   });
 }
 
-int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q) {
-  return attentionBackwardWorkspaceBytes({.batch = batch, .heads = heads, .seqQ = seq_q});
+int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q,
+                                             int64_t total_q) {
+  static const int32_t packed = 0; // any address: only its presence says varlen
+  return attentionBackwardWorkspaceBytes({.batch = batch, .heads = heads, .seqQ = seq_q,
+                                          .cuSeqlensQ = total_q > 0 ? &packed : nullptr,
+                                          .totalQ = total_q});
 }
 
 int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const void *q,
                                const void *k, const void *v, const void *o, const void *dout,
-                               const float *lse, int64_t batch, int64_t heads, int64_t kv_heads,
-                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
-                               const int64_t q_strides[3], const int64_t k_strides[3],
-                               const int64_t v_strides[3], const int64_t o_strides[3],
-                               int causal, int64_t window_left, int64_t window_right,
-                               float scale, void *workspace, int64_t workspace_bytes,
-                               void *stream) {
+                               const float *lse, const int32_t *cu_seqlens_q,
+                               const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,
+                               int64_t kv_heads, int64_t seq_q, int64_t seq_kv, int64_t total_q,
+                               int64_t head_dim, const int64_t q_strides[3],
+                               const int64_t k_strides[3], const int64_t v_strides[3],
+                               const int64_t o_strides[3], int causal, int64_t window_left,
+                               int64_t window_right, float scale, void *workspace,
+                               int64_t workspace_bytes, void *stream) {
   return guarded([&] {
     auto strides = [](const int64_t *s) {
       return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
@@ -195,7 +200,9 @@ int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const vo
                             .scale = scale, .dtype = toDtype(dtype),
                             .windowLeft = window_left, .windowRight = window_right,
                             .qStrides = strides(q_strides), .kStrides = strides(k_strides),
-                            .vStrides = strides(v_strides), .oStrides = strides(o_strides)};
+                            .vStrides = strides(v_strides), .oStrides = strides(o_strides),
+                            .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
+                            .totalQ = total_q};
     int64_t need = attentionBackwardWorkspaceBytes(a);
     if (workspace_bytes < need)
       throw std::invalid_argument("attentionBackward: workspace_bytes is " +

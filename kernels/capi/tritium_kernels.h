@@ -121,19 +121,24 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
 /* Attention backward (kernels/AttentionBackward.h): dq, dk, dv from the forward's o and lse
  * (fp32 [batch, heads, seq_q], dense) and dout. q, dq, o and dout are [batch, heads, seq_q,
  * head_dim] and k, dk, v, dv [batch, kv_heads, seq_kv, head_dim], through strides (elements,
- * {batch, head, seq}; NULL: dense): dq as q, dk as k, dv as v, dout as o. A window as the
- * forward's (-1 unbounded); scale 0 means 1 / sqrt(head_dim); dtype 1 (fp16) or 2 (bf16);
- * workspace of tritium_attention_backward_workspace() bytes of device memory. */
-int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q);
+ * {batch, head, seq}; NULL: dense): dq as q, dk as k, dv as v, dout as o. Varlen batches:
+ * cu_seqlens_q / cu_seqlens_kv int32 [batch + 1] in device memory (both NULL otherwise), the
+ * tensors packed [total, heads, head_dim], seq_q and seq_kv the longest sequences, total_q the
+ * packed query rows and lse [heads, total_q], as tritium_attention_forward_varlen writes it. A
+ * window as the forward's (-1 unbounded); scale 0 means 1 / sqrt(head_dim); dtype 1 (fp16) or
+ * 2 (bf16); workspace of tritium_attention_backward_workspace() bytes of device memory. */
+int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q,
+                                             int64_t total_q);
 int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const void *q,
                                const void *k, const void *v, const void *o, const void *dout,
-                               const float *lse, int64_t batch, int64_t heads, int64_t kv_heads,
-                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
-                               const int64_t q_strides[3], const int64_t k_strides[3],
-                               const int64_t v_strides[3], const int64_t o_strides[3],
-                               int causal, int64_t window_left, int64_t window_right,
-                               float scale, void *workspace, int64_t workspace_bytes,
-                               void *stream);
+                               const float *lse, const int32_t *cu_seqlens_q,
+                               const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,
+                               int64_t kv_heads, int64_t seq_q, int64_t seq_kv, int64_t total_q,
+                               int64_t head_dim, const int64_t q_strides[3],
+                               const int64_t k_strides[3], const int64_t v_strides[3],
+                               const int64_t o_strides[3], int causal, int64_t window_left,
+                               int64_t window_right, float scale, void *workspace,
+                               int64_t workspace_bytes, void *stream);
 
 /* Decode attention (kernels/AttentionDecode.h, flash-decoding): q and o [batch, seq_q, heads,
  * head_dim] through {batch, head, seq} strides; the K and V caches through {page, seq, head}

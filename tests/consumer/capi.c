@@ -49,8 +49,8 @@ int main(void) {
   int quantizedOk = rc != 0 && strstr(error, "matmul: c is null") != NULL;
   printf("%s: tritium_matmul_quantized without c returns %d: %s\n", quantizedOk ? "ok" : "FAILED",
          rc, error);
-  rc = tritium_attention_backward(2, &b, &b, &b, &b, &b, &b, &b, &b, &b, 1, 2, 2, 16, 16, 64,
-                                  NULL, NULL, NULL, NULL, 1, -1, -1, 0.f, &b, 4, NULL);
+  rc = tritium_attention_backward(2, &b, &b, &b, &b, &b, &b, &b, &b, &b, NULL, NULL, 1, 2, 2, 16,
+                                  16, 0, 64, NULL, NULL, NULL, NULL, 1, -1, -1, 0.f, &b, 4, NULL);
   error = tritium_last_error();
   int backwardOk = rc != 0 && strstr(error, "workspace_bytes is 4, but this call needs 128") != NULL;
   printf("%s: tritium_attention_backward with a 4-byte workspace returns %d: %s\n",
