@@ -5,11 +5,11 @@
 // queries: the sum over the group stays in one program, so dK and dV are deterministic) and
 // accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
 // [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads) through strides,
-// so [batch, seq, heads, head_dim] too; causal masks aligned bottom-right and sliding windows,
-// as the forward's; fp16 or bf16, head_dim 64 or 128. The log-sum-exp and the workspace are
-// dense [batch, heads, seq_q]. dQ, dK and dV are written, not accumulated into. Pointers are
-// device addresses (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on
-// `stream`.
+// so [batch, seq, heads, head_dim] too, or varlen batches packed one after another; causal
+// masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim 64
+// or 128. The log-sum-exp and the workspace are dense [batch, heads, seq_q] ([heads, total_q]
+// for varlen). dQ, dK and dV are written, not accumulated into. Pointers are device addresses
+// (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on `stream`.
 #pragma once
 
 #include "frontend/Kernel.h"
