@@ -245,48 +245,67 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
                      << first.str();
 }
 
-// The backward (kernels/AttentionBackward.h) after the library's forward, in the case's layout
-// and window (or packed varlen sequences), against gradients in double precision from the same
-// inputs: P from the exact scores, dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)),
-// dQ = scale dS K, dK = scale dS^T Q, summed over a K/V head's query heads. The kernels read the
-// forward's rounded O and its fp32 log-sum-exp: each element is bounded by tol (|want| + the
-// tensor's root mean square) plus twice its rounding bound.
+// The library's forward then its backward (kernels/AttentionBackward.h) on fresh random
+// inputs in the case's layout and window (or packed varlen sequences), outputs poisoned first:
+// the inputs, their layout and the three gradients.
+struct BackwardRun {
+  tensorcores::Encoded q, k, v, dO;
+  int64_t B = 0, SQ = 0, SK = 0;
+  std::vector<int64_t> lq, lk, offQ, offK; // each sequence's lengths and first packed row
+  kernels::AttentionStrides qs, ks, os;
+  std::vector<double> gotQ, gotK, gotV;
+  // Element (b, h, i, d) of Q (and dQ), O (and dO), K (and dK, V, dV).
+  size_t atQ(int64_t b, int64_t h, int64_t i, int64_t d) const {
+    return size_t(b * qs.batch + h * qs.head + (offQ[size_t(b)] + i) * qs.seq + d);
+  }
+  size_t atO(int64_t b, int64_t h, int64_t i, int64_t d) const {
+    return size_t(b * os.batch + h * os.head + (offQ[size_t(b)] + i) * os.seq + d);
+  }
+  size_t atK(int64_t b, int64_t h, int64_t j, int64_t d) const {
+    return size_t(b * ks.batch + h * ks.head + (offK[size_t(b)] + j) * ks.seq + d);
+  }
+  // Whether query i of sequence b sees key j under the case's mask and window.
+  static bool sees(const AttentionCase &c, int64_t i, int64_t j, int64_t shift) {
+    return !(c.causal && j > i + shift) && !(c.windowLeft >= 0 && j < i + shift - c.windowLeft) &&
+           !(c.windowRight >= 0 && j > i + shift + c.windowRight);
+  }
+};
+
 template <typename Buffer>
-void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
-                            const AttentionCase &c) {
+BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &sync,
+                                 const AttentionCase &c, std::mt19937 &rng) {
   using namespace tensorcores;
-  uint32_t seed = freshSeed();
-  std::mt19937 rng(seed);
+  BackwardRun r;
   ir::ScalarKind kind = scalarKind(c.dtype);
   int64_t D = c.headDim, H = c.heads, KH = c.kvHeads;
-  // Each sequence's lengths and first packed row (varlen), or the batch's.
   bool varlen = !c.varlenQ.empty();
-  int64_t B = varlen ? int64_t(c.varlenQ.size()) : c.batch;
-  std::vector<int64_t> lq(size_t(B), c.seqQ), lk(size_t(B), c.seqKV), offQ(size_t(B), 0),
-      offK(size_t(B), 0);
+  int64_t B = r.B = varlen ? int64_t(c.varlenQ.size()) : c.batch;
+  r.lq.assign(size_t(B), c.seqQ), r.lk.assign(size_t(B), c.seqKV);
+  r.offQ.assign(size_t(B), 0), r.offK.assign(size_t(B), 0);
   std::vector<int32_t> cuQ{0}, cuKV{0};
   if (varlen)
     for (int64_t b = 0; b < B; ++b) {
-      lq[size_t(b)] = c.varlenQ[size_t(b)], lk[size_t(b)] = c.varlenKV[size_t(b)];
-      offQ[size_t(b)] = cuQ.back(), offK[size_t(b)] = cuKV.back();
-      cuQ.push_back(cuQ.back() + int32_t(lq[size_t(b)]));
-      cuKV.push_back(cuKV.back() + int32_t(lk[size_t(b)]));
+      r.lq[size_t(b)] = c.varlenQ[size_t(b)], r.lk[size_t(b)] = c.varlenKV[size_t(b)];
+      r.offQ[size_t(b)] = cuQ.back(), r.offK[size_t(b)] = cuKV.back();
+      cuQ.push_back(cuQ.back() + int32_t(r.lq[size_t(b)]));
+      cuKV.push_back(cuKV.back() + int32_t(r.lk[size_t(b)]));
     }
-  int64_t SQ = *std::max_element(lq.begin(), lq.end()), SK = *std::max_element(lk.begin(), lk.end());
+  int64_t SQ = r.SQ = *std::max_element(r.lq.begin(), r.lq.end());
+  int64_t SK = r.SK = *std::max_element(r.lk.begin(), r.lk.end());
   int64_t rowsQ = varlen ? cuQ.back() : B * SQ, rowsK = varlen ? cuKV.back() : B * SK;
   size_t countQ = size_t(rowsQ * H * D), countK = size_t(rowsK * KH * D);
-  Encoded q = encode(kind, randomValues(kind, countQ, rng));
-  Encoded k = encode(kind, randomValues(kind, countK, rng));
-  Encoded v = encode(kind, randomValues(kind, countK, rng));
-  Encoded dO = encode(kind, randomValues(kind, countQ, rng));
+  r.q = encode(kind, randomValues(kind, countQ, rng));
+  r.k = encode(kind, randomValues(kind, countK, rng));
+  r.v = encode(kind, randomValues(kind, countK, rng));
+  r.dO = encode(kind, randomValues(kind, countQ, rng));
   auto bytesOf = [](const std::vector<int32_t> &x) {
     std::vector<unsigned char> raw(x.size() * 4);
     std::memcpy(raw.data(), x.data(), raw.size());
     return raw;
   };
   int bytes = ir::bitWidth(kind) / 8;
-  Buffer dq_ = uploadBytes<Buffer>(q.raw), dk_ = uploadBytes<Buffer>(k.raw),
-         dv_ = uploadBytes<Buffer>(v.raw), ddo = uploadBytes<Buffer>(dO.raw),
+  Buffer dq_ = uploadBytes<Buffer>(r.q.raw), dk_ = uploadBytes<Buffer>(r.k.raw),
+         dv_ = uploadBytes<Buffer>(r.v.raw), ddo = uploadBytes<Buffer>(r.dO.raw),
          dcq = uploadBytes<Buffer>(bytesOf(cuQ)), dckv = uploadBytes<Buffer>(bytesOf(cuKV));
   Buffer dout = poisonedBytes<Buffer>(countQ * size_t(bytes));
   Buffer dlse = poisonedBytes<Buffer>(size_t(H * rowsQ) * 4);
@@ -294,28 +313,27 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   Buffer gk = poisonedBytes<Buffer>(countK * size_t(bytes));
   Buffer gv = poisonedBytes<Buffer>(countK * size_t(bytes));
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
-  // Element (b, h, s, d) of a tensor with `heads` heads and `seq` positions in the case's
-  // layout; the gradients are laid out as their inputs. O and dO take the other layout, so
-  // that mixing up their strides with Q's shows. Varlen sequences are packed [total, heads,
-  // head_dim].
+  // The case's layout; the gradients are laid out as their inputs. O and dO take the other
+  // layout, so that mixing up their strides with Q's shows. Varlen sequences are packed
+  // [total, heads, head_dim].
   auto strides = [&](int64_t heads, int64_t seq, bool seqMajor) {
     if (varlen)
       return kernels::AttentionStrides{0, D, heads * D};
     return seqMajor ? kernels::AttentionStrides{seq * heads * D, D, heads * D}
                     : kernels::AttentionStrides{heads * seq * D, seq * D, D};
   };
-  kernels::AttentionStrides qs = strides(H, SQ, c.seqMajor), ks = strides(KH, SK, c.seqMajor),
-                            os = strides(H, SQ, !c.seqMajor);
+  r.qs = strides(H, SQ, c.seqMajor), r.ks = strides(KH, SK, c.seqMajor),
+  r.os = strides(H, SQ, !c.seqMajor);
   const int32_t *cuQArg = varlen ? static_cast<const int32_t *>(address(dcq)) : nullptr;
   const int32_t *cuKVArg = varlen ? static_cast<const int32_t *>(address(dckv)) : nullptr;
   kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),
                              .q = address(dq_), .k = address(dk_), .v = address(dv_),
                              .batch = B, .heads = H, .kvHeads = KH, .seqQ = SQ, .seqKV = SK,
-                             .headDim = D, .qStrides = qs, .kStrides = ks, .vStrides = ks,
-                             .oStrides = os, .causal = c.causal, .windowLeft = c.windowLeft,
-                             .windowRight = c.windowRight, .cuSeqlensQ = cuQArg,
-                             .cuSeqlensKV = cuKVArg, .totalQ = varlen ? rowsQ : 0,
-                             .scale = c.scale, .dtype = c.dtype},
+                             .headDim = D, .qStrides = r.qs, .kStrides = r.ks,
+                             .vStrides = r.ks, .oStrides = r.os, .causal = c.causal,
+                             .windowLeft = c.windowLeft, .windowRight = c.windowRight,
+                             .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
+                             .totalQ = varlen ? rowsQ : 0, .scale = c.scale, .dtype = c.dtype},
                             stream);
   kernels::AttentionBackwardArgs bargs{
       .dq = address(gq), .dk = address(gk), .dv = address(gv), .q = address(dq_),
@@ -323,8 +341,8 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
       .lse = static_cast<const float *>(address(dlse)), .batch = B, .heads = H,
       .kvHeads = KH, .seqQ = SQ, .seqKV = SK, .headDim = D, .causal = c.causal,
       .scale = c.scale, .dtype = c.dtype, .windowLeft = c.windowLeft,
-      .windowRight = c.windowRight, .qStrides = qs, .kStrides = ks, .vStrides = ks,
-      .oStrides = os, .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
+      .windowRight = c.windowRight, .qStrides = r.qs, .kStrides = r.ks, .vStrides = r.ks,
+      .oStrides = r.os, .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
       .totalQ = varlen ? rowsQ : 0};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
@@ -335,7 +353,25 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
     buf.download(raw.data(), raw.size());
     return decode(kind, raw);
   };
-  std::vector<double> gotQ = fetch(gq, countQ), gotK = fetch(gk, countK), gotV = fetch(gv, countK);
+  r.gotQ = fetch(gq, countQ), r.gotK = fetch(gk, countK), r.gotV = fetch(gv, countK);
+  return r;
+}
+
+// Each gradient against gradients in double precision from the same inputs: P from the exact
+// scores, dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)), dQ = scale dS K, dK = scale
+// dS^T Q, summed over a K/V head's query heads. The kernels read the forward's rounded O and
+// its fp32 log-sum-exp: each element is bounded by tol (|want| + the tensor's root mean
+// square) plus twice its rounding bound.
+template <typename Buffer>
+void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
+                            const AttentionCase &c) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  BackwardRun r = runAttentionBackward<Buffer>(stream, sync, c, rng);
+  const std::vector<double> &gotQ = r.gotQ, &gotK = r.gotK, &gotV = r.gotV;
+  const tensorcores::Encoded &q = r.q, &k = r.k, &v = r.v, &dO = r.dO;
+  int64_t D = c.headDim, H = c.heads, KH = c.kvHeads, B = r.B, SK = r.SK;
+  size_t countQ = gotQ.size(), countK = gotK.size();
   std::vector<double> wantQ(countQ), wantK(countK), wantV(countK);
   // Each gradient's rounding bound, accumulated beside it: O is read rounded to the dtype (u:
   // half its ulp), so delta is off by up to u sum |dO O|, which dP - delta does not cancel;
@@ -344,15 +380,10 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   std::vector<double> errQ(countQ), errK(countK), errV(countK), dsErr(static_cast<size_t>(SK));
   double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
   int64_t group = H / KH;
-  auto atQ = [&](int64_t b, int64_t h, int64_t i, int64_t d) {
-    return size_t(b * qs.batch + h * qs.head + (offQ[size_t(b)] + i) * qs.seq + d);
-  };
-  auto atO = [&](int64_t b, int64_t h, int64_t i, int64_t d) {
-    return size_t(b * os.batch + h * os.head + (offQ[size_t(b)] + i) * os.seq + d);
-  };
-  auto atK = [&](int64_t b, int64_t h, int64_t j, int64_t d) {
-    return size_t(b * ks.batch + h * ks.head + (offK[size_t(b)] + j) * ks.seq + d);
-  };
+  auto atQ = [&](int64_t b, int64_t h, int64_t i, int64_t d) { return r.atQ(b, h, i, d); };
+  auto atO = [&](int64_t b, int64_t h, int64_t i, int64_t d) { return r.atO(b, h, i, d); };
+  auto atK = [&](int64_t b, int64_t h, int64_t j, int64_t d) { return r.atK(b, h, j, d); };
+  const std::vector<int64_t> &lq = r.lq, &lk = r.lk;
   std::vector<double> p(static_cast<size_t>(SK)), dp(static_cast<size_t>(SK));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
@@ -361,10 +392,7 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
         double mx = -INFINITY;
         for (int64_t j = 0; j < nk; ++j) {
           p[size_t(j)] = -INFINITY;
-          if (c.causal && j > i + shift)
-            continue;
-          if ((c.windowLeft >= 0 && j < i + shift - c.windowLeft) ||
-              (c.windowRight >= 0 && j > i + shift + c.windowRight))
+          if (!BackwardRun::sees(c, i, j, shift))
             continue;
           double s = 0;
           for (int64_t d = 0; d < D; ++d)
@@ -427,6 +455,82 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   compare("dq", gotQ, wantQ, errQ);
   compare("dk", gotK, wantK, errK);
   compare("dv", gotV, wantV, errV);
+}
+
+// The backward against the finite differences of the forward: with L = sum(dO * O) and O the
+// exact forward of the same inputs (doubles), (L(x + e) - L(x - e)) / 2e at sampled elements
+// of Q, K and V, which no hand-derived formula enters. Each sampled element is bounded by tol
+// (|difference| + the kernel's gradient's root mean square).
+template <typename Buffer>
+void checkAttentionBackwardByFiniteDifferences(CUstream stream,
+                                               const std::function<void()> &sync,
+                                               const AttentionCase &c) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  BackwardRun r = runAttentionBackward<Buffer>(stream, sync, c, rng);
+  int64_t D = c.headDim, H = c.heads, group = c.heads / c.kvHeads;
+  double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
+  std::vector<double> Q = r.q.values, K = r.k.values, V = r.v.values;
+  auto loss = [&] {
+    double L = 0;
+    std::vector<double> p(static_cast<size_t>(r.SK));
+    for (int64_t b = 0; b < r.B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < r.lq[size_t(b)]; ++i) {
+          int64_t nk = r.lk[size_t(b)], shift = nk - r.lq[size_t(b)], kh = h / group;
+          double mx = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < nk; ++j) {
+            p[size_t(j)] = -INFINITY;
+            if (!BackwardRun::sees(c, i, j, shift))
+              continue;
+            double s = 0;
+            for (int64_t d = 0; d < D; ++d)
+              s += Q[r.atQ(b, h, i, d)] * K[r.atK(b, kh, j, d)];
+            p[size_t(j)] = s * scale;
+            mx = std::max(mx, p[size_t(j)]);
+          }
+          for (int64_t j = 0; j < nk && mx > -INFINITY; ++j)
+            sum += std::exp(p[size_t(j)] - mx);
+          for (int64_t d = 0; d < D && sum > 0; ++d) {
+            double o = 0;
+            for (int64_t j = 0; j < nk; ++j)
+              o += std::exp(p[size_t(j)] - mx) / sum * V[r.atK(b, kh, j, d)];
+            L += r.dO.values[r.atO(b, h, i, d)] * o;
+          }
+        }
+    return L;
+  };
+  double tol = c.dtype == kernels::Dtype::bf16 ? 4e-2 : 1e-2;
+  auto check = [&](const char *name, std::vector<double> &x, const std::vector<double> &got) {
+    double rms = 0;
+    for (double g : got)
+      rms += g * g;
+    rms = std::sqrt(rms / double(std::max<size_t>(got.size(), 1)));
+    std::uniform_int_distribution<size_t> pick(0, x.size() - 1);
+    size_t bad = 0;
+    std::ostringstream first;
+    for (int n = 0; n < 24; ++n) {
+      size_t e = pick(rng);
+      double keep = x[e], step = 1e-3;
+      x[e] = keep + step;
+      double up = loss();
+      x[e] = keep - step;
+      double down = loss();
+      x[e] = keep;
+      double fd = (up - down) / (2 * step);
+      if (!(std::isfinite(got[e]) && std::fabs(got[e] - fd) <= tol * (std::fabs(fd) + rms)) &&
+          bad++ < 5)
+        first << "  " << name << "[" << e << "] got " << got[e] << ", finite difference " << fd
+              << "\n";
+    }
+    EXPECT_EQ(bad, 0u) << "attention backward by finite differences " << c.str() << ": "
+                       << name << " " << bad << " of 24 wrong (seed " << seed << ", rms " << rms
+                       << "):\n"
+                       << first.str();
+  };
+  check("dq", Q, r.gotQ);
+  check("dk", K, r.gotK);
+  check("dv", V, r.gotV);
 }
 
 } // namespace tritium::testing::attention

@@ -91,6 +91,16 @@ TEST_F(AttentionGpuTest, BackwardVarlen) {
                                             .varlenKV = {333, 0, 7, 129}});
 }
 
+// Against the forward's finite differences, at both head dims.
+TEST_F(AttentionGpuTest, BackwardByFiniteDifferences) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    checkAttentionBackwardByFiniteDifferences<DeviceBuffer>(
+        stream().get(), sync,
+        {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2, .seqQ = 70, .seqKV = 90,
+         .headDim = d, .causal = true});
+}
+
 // fp8 e4m3 operands with descales into bf16, both head dims, causal and not, GQA.
 TEST_F(AttentionGpuTest, Fp8Forward) {
   SKIP_WITHOUT_GPU();

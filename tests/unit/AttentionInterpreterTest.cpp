@@ -118,6 +118,24 @@ TEST_F(AttentionInterpreterTest, BackwardVarlen) {
                                       .varlenKV = {90, 30}});
 }
 
+// Small shapes against the forward's finite differences: GQA 2:1, causal with more keys than
+// queries, a window in the other layout, a varlen pair.
+TEST_F(AttentionInterpreterTest, BackwardByFiniteDifferences) {
+  checkAttentionBackwardByFiniteDifferences<HostBuffer>(
+      nullptr, sync,
+      {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2, .seqQ = 19, .seqKV = 23});
+  checkAttentionBackwardByFiniteDifferences<HostBuffer>(
+      nullptr, sync, {.dtype = kernels::Dtype::fp16, .seqQ = 13, .seqKV = 29, .causal = true});
+  checkAttentionBackwardByFiniteDifferences<HostBuffer>(
+      nullptr, sync,
+      {.heads = 2, .kvHeads = 1, .seqQ = 40, .seqKV = 40, .headDim = 128, .windowLeft = 9,
+       .windowRight = 3, .seqMajor = true});
+  checkAttentionBackwardByFiniteDifferences<HostBuffer>(
+      nullptr, sync,
+      {.dtype = kernels::Dtype::fp16, .causal = true, .varlenQ = {11, 0, 20},
+       .varlenKV = {17, 3, 20}});
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};
