@@ -136,6 +136,43 @@ TEST_F(AttentionInterpreterTest, BackwardByFiniteDifferences) {
        .varlenKV = {17, 3, 20}});
 }
 
+// Each bad argument of the backward is refused before anything runs, by name.
+TEST_F(AttentionInterpreterTest, BackwardRefusesBadArguments) {
+  float x = 0;
+  const kernels::AttentionBackwardArgs good{
+      .dq = &x, .dk = &x, .dv = &x, .q = &x, .k = &x, .v = &x, .o = &x, .dout = &x, .lse = &x,
+      .workspace = &x, .heads = 4, .kvHeads = 2, .seqQ = 16, .headDim = 64};
+  auto refuses = [&](const char *what, const std::function<void(kernels::AttentionBackwardArgs &)> &
+                                           change,
+                     const kernels::AttentionBackwardPlan *plan = nullptr) {
+    kernels::AttentionBackwardArgs a = good;
+    change(a);
+    try {
+      kernels::attentionBackward(a, nullptr, plan);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refuses("attentionBackward: dq is null", [](auto &a) { a.dq = nullptr; });
+  refuses("attentionBackward: workspace is null", [](auto &a) { a.workspace = nullptr; });
+  refuses("dtype must be fp16 or bf16, got fp32", [](auto &a) { a.dtype = kernels::Dtype::fp32; });
+  refuses("head_dim must be 64 or 128, got 96", [](auto &a) { a.headDim = 96; });
+  refuses("heads (4) must be a multiple of kv_heads (3)", [](auto &a) { a.kvHeads = 3; });
+  refuses("window_left", [](auto &a) { a.windowLeft = -2; });
+  refuses("o's sequence stride 32 is less than head_dim 64",
+          [](auto &a) { a.oStrides = {4096, 32, 32}; });
+  refuses("cuSeqlensQ and cuSeqlensKV are given together",
+          [&](auto &a) { a.cuSeqlensQ = reinterpret_cast<const int32_t *>(&x); });
+  refuses("totalQ (8, the packed query rows) must be at least seq_q (16",
+          [&](auto &a) {
+            a.cuSeqlensQ = a.cuSeqlensKV = reinterpret_cast<const int32_t *>(&x);
+            a.totalQ = 8;
+          });
+  kernels::AttentionBackwardPlan plan{.ownRows = 48};
+  refuses("plan: rows must be powers of two of at least 16, got 48", [](auto &) {}, &plan);
+}
+
 TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   kernels::AttentionArgs a{.o = this, .q = this, .k = this, .v = this, .heads = 6, .kvHeads = 4,
                            .seqQ = 8, .headDim = 64};
