@@ -10,6 +10,8 @@
 #pragma once
 
 #include "BlockCases.h"
+#include "MatmulLibraryCases.h"
+#include "kernels/Cumsum.h"
 #include "kernels/HostDtype.h"
 
 #include <cstring>
@@ -275,6 +277,71 @@ void checkWideCumsums(CUstream stream, const std::function<void()> &sync) {
                  "fp32 cumsum, " + what);
   expectEqualInts(downloadInts(counts, n), scanLines(k, BM, BN, false, 1, false, wrapAdd),
                   "i32 cumsum, " + what);
+}
+
+// The library's long 1-D cumsum (kernels/Cumsum.h) of n fresh random elements, into a poisoned
+// output or in place, against a running sum in double precision: floats within 2^-20 of the
+// running sum of |x| (fp32 partial sums over blocks of 4096) plus the dtype's rounding of the
+// result; int32 exactly, wrapping.
+template <typename Buffer>
+void checkLongCumsum(CUstream stream, const std::function<void()> &sync, kernels::Dtype dtype,
+                     int64_t n, bool inPlace) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  bool exact = dtype == kernels::Dtype::int32;
+  ir::ScalarKind kind = tensorcores::scalarKind(dtype);
+  size_t bytes = size_t(n) * size_t(kernels::dtypeBytes(dtype));
+  std::vector<double> values;
+  std::vector<unsigned char> raw;
+  if (exact) { // large enough to wrap 32 bits over a long array
+    std::uniform_int_distribution<int32_t> pick(-(1 << 30), 1 << 30);
+    std::vector<int32_t> ints(static_cast<size_t>(n));
+    for (int32_t &x : ints)
+      x = pick(rng);
+    raw.resize(bytes);
+    std::memcpy(raw.data(), ints.data(), bytes);
+    values.assign(ints.begin(), ints.end());
+  } else {
+    tensorcores::Encoded x =
+        tensorcores::encode(kind, tensorcores::randomValues(kind, static_cast<size_t>(n), rng));
+    raw = x.raw, values = x.values;
+  }
+  Buffer in = tensorcores::uploadBytes<Buffer>(raw),
+         separate = tensorcores::poisonedBytes<Buffer>(bytes);
+  Buffer &out = inPlace ? in : separate;
+  int64_t wsBytes = kernels::cumsumWorkspaceBytes(n);
+  Buffer ws = tensorcores::poisonedBytes<Buffer>(size_t(wsBytes));
+  auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
+  kernels::cumsum(dtype, address(out), address(in), n, address(ws), wsBytes, stream);
+  sync();
+  std::vector<unsigned char> got(bytes);
+  out.download(got.data(), got.size());
+  std::vector<double> y = tensorcores::decode(kind, got);
+  double u = dtype == kernels::Dtype::bf16   ? 1.0 / 256
+             : dtype == kernels::Dtype::fp16 ? 1.0 / 2048
+                                             : 0;
+  double want = 0, absSum = 0;
+  int64_t wrapped = 0;
+  size_t bad = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < n; ++i) {
+    bool ok;
+    if (exact) {
+      wrapped = int64_t(int32_t(uint32_t(uint64_t(wrapped) + uint64_t(int64_t(values[size_t(i)])))));
+      want = double(wrapped);
+      ok = y[size_t(i)] == want;
+    } else {
+      want += values[size_t(i)];
+      absSum += std::fabs(values[size_t(i)]);
+      ok = std::fabs(y[size_t(i)] - want) <= absSum / (1 << 20) + u * std::fabs(want) + 1e-30;
+    }
+    if (!ok && bad++ < 5)
+      first << "  out[" << i << "] got " << y[size_t(i)] << ", want " << want << "\n";
+  }
+  EXPECT_EQ(bad, 0u) << "cumsum " << kernels::dtypeName(dtype) << " n " << n
+                     << (inPlace ? " in place" : "") << ": " << bad << " wrong (seed " << seed
+                     << "):\n"
+                     << first.str();
 }
 
 } // namespace tritium::testing::scans

@@ -7,6 +7,7 @@
 #include "kernels/AttentionDecode.h"
 #include "kernels/Autotuner.h"
 #include "kernels/CrossEntropy.h"
+#include "kernels/Cumsum.h"
 #include "kernels/Elementwise.h"
 #include "kernels/Matmul.h"
 #include "kernels/Norms.h"
@@ -111,6 +112,16 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
             .bTransposed = b_transposed != 0, .activation = Activation(activation),
             .in = toMatmulDtype("in_dtype", in_dtype),
             .out = toMatmulDtype("out_dtype", out_dtype)},
+           toStream(stream));
+  });
+}
+
+int64_t tritium_cumsum_workspace(int64_t n) { return cumsumWorkspaceBytes(n); }
+
+int tritium_cumsum(int dtype, void *out, const void *x, int64_t n, void *workspace,
+                   int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    cumsum(toMatmulDtype("dtype", dtype), out, x, n, workspace, workspace_bytes,
            toStream(stream));
   });
 }

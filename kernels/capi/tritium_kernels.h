@@ -86,6 +86,13 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
                              int64_t ldc, int64_t ldr, int b_transposed, int activation,
                              void *stream);
 
+/* The inclusive prefix sum of n elements (kernels/Cumsum.h): dtype 0 (fp32), 1 (fp16), 2 (bf16),
+ * summed in fp32, or 6 (int32), exact; out may equal x; workspace of
+ * tritium_cumsum_workspace(n) bytes of device memory. */
+int64_t tritium_cumsum_workspace(int64_t n);
+int tritium_cumsum(int dtype, void *out, const void *x, int64_t n, void *workspace,
+                   int64_t workspace_bytes, void *stream);
+
 /* Attention forward (kernels/Attention.h): softmax(scale Q K^T) V. q and o are [batch, heads,
  * seq_q, head_dim], k and v [batch, kv_heads, seq_kv, head_dim], each through its strides
  * (elements, {batch, head, seq}; all three 0: dense); lse may be NULL, else fp32 [batch, heads,

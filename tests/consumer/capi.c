@@ -1,7 +1,7 @@
 /* A C program against the kernel library's C interface (tritium::kernels_c, installed as
    libtritium_kernels_c.so): a null output or input is refused with a message, before anything
    runs, for the elementwise, matmul (the fused and quantized ones too) and attention (forward,
-   varlen, backward, decode) entries. */
+   varlen, backward, decode) and cumsum entries. */
 #include <tritium/kernels/capi/tritium_kernels.h>
 
 #include <stdio.h>
@@ -55,8 +55,12 @@ int main(void) {
   int backwardOk = rc != 0 && strstr(error, "workspace_bytes is 4, but this call needs 128") != NULL;
   printf("%s: tritium_attention_backward with a 4-byte workspace returns %d: %s\n",
          backwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_cumsum(5, &b, &b, 1, &b, 4, NULL);
+  error = tritium_last_error();
+  int cumsumOk = rc != 0 && strstr(error, "cumsum: dtype must be fp32, fp16, bf16 or int32") != NULL;
+  printf("%s: tritium_cumsum of int8 returns %d: %s\n", cumsumOk ? "ok" : "FAILED", rc, error);
   return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk && quantizedOk &&
-                 backwardOk
+                 backwardOk && cumsumOk
              ? 0
              : 1;
 }

@@ -45,4 +45,12 @@ TEST_F(ScanGpuTest, WideRowCumsumsOfFloatsAndIntegers) {
   checkWideCumsums<DeviceBuffer>(stream().get(), sync);
 }
 
+TEST_F(ScanGpuTest, LongCumsumAcrossPrograms) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t n : {int64_t(1), int64_t(4097), int64_t(1) << 24, (int64_t(1) << 24) + 4099})
+    for (kernels::Dtype d : {kernels::Dtype::fp32, kernels::Dtype::int32})
+      checkLongCumsum<DeviceBuffer>(stream().get(), sync, d, n, false);
+  checkLongCumsum<DeviceBuffer>(stream().get(), sync, kernels::Dtype::bf16, 1 << 20, true);
+}
+
 } // namespace

@@ -42,4 +42,34 @@ TEST_F(ScanInterpreterTest, WideRowCumsumsOfFloatsAndIntegers) {
   checkWideCumsums<HostBuffer>(nullptr, sync);
 }
 
+// The library's cumsum of a long 1-D array: one element, lengths around the 4096-element
+// block, and more blocks than the sums' scan takes in one step (1024); in place too.
+TEST_F(ScanInterpreterTest, LongCumsumAcrossPrograms) {
+  for (int64_t n : {1, 4095, 4097, 4096 * 1030 + 5})
+    checkLongCumsum<HostBuffer>(nullptr, sync, kernels::Dtype::fp32, n, false);
+  checkLongCumsum<HostBuffer>(nullptr, sync, kernels::Dtype::int32, 4096 * 1030 + 5, false);
+  checkLongCumsum<HostBuffer>(nullptr, sync, kernels::Dtype::bf16, 10000, true);
+  checkLongCumsum<HostBuffer>(nullptr, sync, kernels::Dtype::fp16, 9000, false);
+}
+
+TEST_F(ScanInterpreterTest, LongCumsumRefusesBadArguments) {
+  float x[4] = {};
+  auto refuses = [&](const char *what, kernels::Dtype d, void *out, int64_t n, void *ws,
+                     int64_t wsBytes) {
+    try {
+      kernels::cumsum(d, out, x, n, ws, wsBytes, nullptr);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refuses("cumsum: dtype must be fp32, fp16, bf16 or int32, got i8", kernels::Dtype::int8, x, 4,
+          x, 16);
+  refuses("cumsum: out is null", kernels::Dtype::fp32, nullptr, 4, x, 16);
+  refuses("cumsum: n is -1, but must be at least 0", kernels::Dtype::fp32, x, -1, x, 16);
+  refuses("cumsum: workspace is null", kernels::Dtype::fp32, x, 4, nullptr, 16);
+  refuses("cumsum: workspaceBytes is 4, but this call needs 8", kernels::Dtype::fp32, x, 4097, x,
+          4);
+}
+
 } // namespace
