@@ -6,6 +6,7 @@
 #include "kernels/Attention.h"
 
 #include <regex>
+#include <sstream>
 #include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
 
@@ -137,6 +138,19 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
                                int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd, D, kb, sd, D, qb,
                                sd, D, left, right}),
           Stage::PTX);
+      // P^T and dS^T (dK/dV) and dS (dQ) reach their products in registers, and inside the
+      // loops only per-row statistics (a row or a column of the tile) change layout, never a
+      // 2-D tile (layout assignment moves a broadcast's source, not the broadcast).
+      EXPECT_EQ(count(dkdv.gir, "a_regs = 1"), 2u) << dkdv.gir;
+      EXPECT_EQ(count(dq.gir, "a_regs = 1"), 1u) << dq.gir;
+      for (const Artifacts *x : {&dkdv, &dq}) {
+        std::istringstream lines(x->gir);
+        std::smatch m;
+        for (std::string line; std::getline(lines, line);)
+          if (line.rfind("    ", 0) == 0 && line.find("convert_layout") != std::string::npos &&
+              std::regex_search(line, m, std::regex(R"(block<(\d+)x(\d+)x)")))
+            EXPECT_TRUE(m[1] == "1" || m[2] == "1") << line;
+      }
       for (const Artifacts *x : {&dkdv, &dq}) {
         EXPECT_NE(x->ptx.find("wgmma.mma_async"), std::string::npos);
         // The layout changes and staged operands in the loop share one pool (165 KB for dK/dV
