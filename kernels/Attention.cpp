@@ -7,6 +7,7 @@
 #include "frontend/Kernel.h"
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
+#include "kernels/AttentionArguments.h"
 #include "runtime/Device.h"
 
 #include <cmath>
@@ -209,29 +210,11 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
-  bool varlen = a.cuSeqlensQ != nullptr;
-  if (varlen != (a.cuSeqlensKV != nullptr))
-    args.fail("cuSeqlensQ and cuSeqlensKV are given together (varlen) or not at all");
-  if (varlen && a.totalQ < a.seqQ)
-    args.fail("totalQ (" + std::to_string(a.totalQ) + ", the packed query rows) must be at "
-              "least seq_q (" + std::to_string(a.seqQ) + ", the longest sequence)");
-  // Dense [batch, heads, seq, head_dim] where no strides are given; packed [total, heads,
-  // head_dim] for varlen batches, whose batch strides are unused.
-  auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
-    AttentionStrides d = s;
-    if (!d.batch && !d.head && !d.seq)
-      d = varlen ? AttentionStrides{0, D, h * D} : AttentionStrides{h * seq * D, seq * D, D};
-    if (varlen)
-      d.batch = 0;
-    if (d.seq < D && seq > 1)
-      args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
-                " is less than head_dim " + std::to_string(D));
-    return d;
-  };
-  AttentionStrides qs = strides(a.qStrides, a.heads, a.seqQ, "q"),
-                   ks = strides(a.kStrides, kvHeads, seqKV, "k"),
-                   vs = strides(a.vStrides, kvHeads, seqKV, "v"),
-                   os = strides(a.oStrides, a.heads, a.seqQ, "o");
+  bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
+  AttentionStrides qs = attentionStrides(args, a.qStrides, a.heads, a.seqQ, D, varlen, "q"),
+                   ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, D, varlen, "k"),
+                   vs = attentionStrides(args, a.vStrides, kvHeads, seqKV, D, varlen, "v"),
+                   os = attentionStrides(args, a.oStrides, a.heads, a.seqQ, D, varlen, "o");
   KernelArg o = args.pointer("o", a.o), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
             v = args.pointer("v", a.v);
   KernelArg lse = a.lse ? args.pointer("lse", a.lse) : o;
@@ -248,17 +231,14 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
-  // The window's reach in keys; -1 (unbounded) becomes the whole sequence, and causal
-  // attention reaches no key to the right.
-  int64_t left = a.windowLeft < 0 ? a.seqQ + seqKV : a.windowLeft;
-  int64_t right = a.causal ? 0 : a.windowRight < 0 ? a.seqQ + seqKV : a.windowRight;
+  WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        cuQ,      cuKV,
       scale * a.descaleQ * a.descaleK * 1.4426950408889634f, a.descaleV,
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      a.batch * kvHeads * seqKV, left, right};
+      a.batch * kvHeads * seqKV, window.left, window.right};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   attentionForwardKernel()
       .compile(attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs))

@@ -8,6 +8,7 @@
 #include "frontend/Kernel.h"
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
+#include "kernels/AttentionArguments.h"
 #include "runtime/Device.h"
 
 #include <algorithm>
@@ -51,6 +52,30 @@ Value visible(Value rm, Value rn, bool rowsFirst, Value seq_q, Value seq_kv, Val
   return valid;
 }
 
+// Sequence b's lengths and, for VARLEN batches (cu_q / cu_kv, [batch + 1] i32, where each
+// packed sequence starts), its first query and key rows; else the batch's lengths.
+struct Sequence {
+  Value seqQ, seqKV, q0, kv0;
+};
+Sequence sequenceOf(Ptr cu_q, Ptr cu_kv, Value b, Value seq_q, Value seq_kv, int VARLEN) {
+  if (!VARLEN)
+    return {seq_q, seq_kv, Value(), Value()};
+  Sequence s;
+  s.q0 = cast(load(cu_q + b), int64);
+  s.kv0 = cast(load(cu_kv + b), int64);
+  s.seqQ = cast(load(cu_q + b + 1), int64) - s.q0;
+  s.seqKV = cast(load(cu_kv + b + 1), int64) - s.kv0;
+  return s;
+}
+
+// The element offsets of rows r (1-D) of head h, batch b, in a tensor of strides (sb, sh, ss)
+// with head_dim columns rd: [rows, head_dim]; VARLEN rows count from the sequence's `first`.
+Value rowsAt(Value b, Value h, Value r, Value first, Value sb, Value sh, Value ss, Value rd,
+             int VARLEN) {
+  return VARLEN ? h * sh + (first + r(_, None)) * ss + rd(None, _)
+                : b * sb + h * sh + r(_, None) * ss + rd(None, _);
+}
+
 // One program: BN keys of one (batch, K/V head); every query block of every query head of
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
 // products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
@@ -67,18 +92,9 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   auto b = bkh / kv_heads, kvh = bkh % kv_heads;
   auto rn = pid_n * BN + arange(0, BN);
   auto rd = arange(0, D), rm0 = arange(0, BM);
-  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
-  if (VARLEN) { // this sequence's rows
-    q0 = cast(load(cu_q + b), int64);
-    kv0 = cast(load(cu_kv + b), int64);
-    seqQ = cast(load(cu_q + b + 1), int64) - q0;
-    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
-  }
-  // (Each form written whole, so that the fixed-length one compiles as it always has.)
-  auto k_at = VARLEN ? kvh * skh + (kv0 + rn(_, None)) * sks + rd(None, _)
-                     : b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
-  auto v_at = VARLEN ? kvh * svh + (kv0 + rn(_, None)) * svs + rd(None, _)
-                     : b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
+  auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
+  auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
+  auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
   auto in_kv = rn(_, None) < seqKV;
   auto dk_acc = zeros({BN, D}, float32);
   auto dv_acc = zeros({BN, D}, float32);
@@ -105,10 +121,8 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       auto v_tile = load(v + v_at, in_kv, 0);
       auto rm = start + rm0;
       auto in_q = rm(_, None) < seqQ;
-      auto q_at = VARLEN ? h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
-                         : b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
-      auto do_at = VARLEN ? h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
-                          : b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+      auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
+      auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
       auto q_tile = load(q + q_at, in_q, 0);
       auto do_tile = load(dout + do_at, in_q, 0);
       auto row = VARLEN ? h * seq_q + q0 + rm : bh * seq_q + rm;
@@ -143,18 +157,10 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   auto kvh = h / groups;
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D), rn0 = arange(0, BN);
-  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
-  if (VARLEN) { // this sequence's rows
-    q0 = cast(load(cu_q + b), int64);
-    kv0 = cast(load(cu_kv + b), int64);
-    seqQ = cast(load(cu_q + b + 1), int64) - q0;
-    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
-  }
+  auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
   auto in_q = rm(_, None) < seqQ;
-  auto q_at = VARLEN ? h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
-                     : b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
-  auto do_at = VARLEN ? h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
-                      : b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+  auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
+  auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
   auto row = VARLEN ? h * seq_q + q0 + rm : cast(bh, int64) * seq_q + rm;
   auto l = load(lse + row, rm < seqQ, 0);
   auto dl = load(delta + row, rm < seqQ, 0);
@@ -178,10 +184,8 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto do_tile = load(dout + do_at, in_q, 0);
     auto rn = start + rn0;
     auto in_kv = rn(_, None) < seqKV;
-    auto k_at = VARLEN ? kvh * skh + (kv0 + rn(_, None)) * sks + rd(None, _)
-                       : b * skb + kvh * skh + rn(_, None) * sks + rd(None, _);
-    auto v_at = VARLEN ? kvh * svh + (kv0 + rn(_, None)) * svs + rd(None, _)
-                       : b * svb + kvh * svh + rn(_, None) * svs + rd(None, _);
+    auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
+    auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
     auto k_tile = load(k + k_at, in_kv, 0);
     auto v_tile = load(v + v_at, in_kv, 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
@@ -279,32 +283,14 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   args.atLeast("window_left", a.windowLeft, -1);
   args.atLeast("window_right", a.windowRight, -1);
   int64_t D = a.headDim;
-  bool varlen = a.cuSeqlensQ != nullptr;
-  if (varlen != (a.cuSeqlensKV != nullptr))
-    args.fail("cuSeqlensQ and cuSeqlensKV are given together (varlen) or not at all");
-  if (varlen && a.totalQ < a.seqQ)
-    args.fail("totalQ (" + std::to_string(a.totalQ) + ", the packed query rows) must be at "
-              "least seq_q (" + std::to_string(a.seqQ) + ", the longest sequence)");
+  bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
   if (varlen && a.totalQ > std::numeric_limits<int32_t>::max())
     args.fail("totalQ must be below 2^31, got " + std::to_string(a.totalQ));
-  // Dense [batch, heads, seq, head_dim] where no strides are given; packed [total, heads,
-  // head_dim] for varlen batches, whose batch strides are unused. The gradients are laid out
-  // as their inputs (dQ as Q, dK as K, dV as V) and dO as O.
-  auto strides = [&](const AttentionStrides &s, int64_t h, int64_t seq, const char *name) {
-    AttentionStrides d = s;
-    if (!d.batch && !d.head && !d.seq)
-      d = varlen ? AttentionStrides{0, D, h * D} : AttentionStrides{h * seq * D, seq * D, D};
-    if (varlen)
-      d.batch = 0;
-    if (d.seq < D && seq > 1)
-      args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
-                " is less than head_dim " + std::to_string(D));
-    return d;
-  };
-  AttentionStrides qs = strides(a.qStrides, a.heads, a.seqQ, "q"),
-                   ks = strides(a.kStrides, kvHeads, seqKV, "k"),
-                   vs = strides(a.vStrides, kvHeads, seqKV, "v"),
-                   os = strides(a.oStrides, a.heads, a.seqQ, "o");
+  // The gradients are laid out as their inputs (dQ as Q, dK as K, dV as V) and dO as O.
+  AttentionStrides qs = attentionStrides(args, a.qStrides, a.heads, a.seqQ, D, varlen, "q"),
+                   ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, D, varlen, "k"),
+                   vs = attentionStrides(args, a.vStrides, kvHeads, seqKV, D, varlen, "v"),
+                   os = attentionStrides(args, a.oStrides, a.heads, a.seqQ, D, varlen, "o");
   KernelArg dq = args.pointer("dq", a.dq), dk = args.pointer("dk", a.dk),
             dv = args.pointer("dv", a.dv), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
             v = args.pointer("v", a.v), o = args.pointer("o", a.o),
@@ -344,12 +330,9 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
       s.arch = arch;
     deltaKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream, launchArgs);
   }
-  // The window's reach in keys; -1 (unbounded) becomes the whole sequence, and causal
-  // attention reaches no key to the right (as the forward's).
-  int32_t left = int32_t(a.windowLeft < 0 ? a.seqQ + seqKV : std::min(a.windowLeft, a.seqQ + seqKV));
-  int32_t right = int32_t(a.causal ? 0
-                          : a.windowRight < 0 ? a.seqQ + seqKV
-                                              : std::min(a.windowRight, a.seqQ + seqKV));
+  // Below 2^31 with the lengths (checked above): 32-bit arguments.
+  WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
+  int32_t left = int32_t(window.left), right = int32_t(window.right);
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
         dk,       dv,      q,      k,        v,       dout,   lse,      delta,   cuQ,

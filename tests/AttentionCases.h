@@ -269,6 +269,29 @@ struct BackwardRun {
     return !(c.causal && j > i + shift) && !(c.windowLeft >= 0 && j < i + shift - c.windowLeft) &&
            !(c.windowRight >= 0 && j > i + shift + c.windowRight);
   }
+  // The exact softmax row of query i of head h in sequence b, from Q and K in double:
+  // p[0 .. lk[b]), zeros for the keys it does not see (all zeros when it sees none).
+  void probabilities(const AttentionCase &c, const std::vector<double> &Q,
+                     const std::vector<double> &K, int64_t b, int64_t h, int64_t i,
+                     std::vector<double> &p) const {
+    int64_t nk = lk[size_t(b)], shift = nk - lq[size_t(b)], kh = h / (c.heads / c.kvHeads);
+    double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(c.headDim));
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < nk; ++j) {
+      p[size_t(j)] = -INFINITY;
+      if (!sees(c, i, j, shift))
+        continue;
+      double s = 0;
+      for (int64_t d = 0; d < c.headDim; ++d)
+        s += Q[atQ(b, h, i, d)] * K[atK(b, kh, j, d)];
+      p[size_t(j)] = s * scale;
+      mx = std::max(mx, p[size_t(j)]);
+    }
+    for (int64_t j = 0; j < nk; ++j)
+      sum += mx == -INFINITY ? 0.0 : std::exp(p[size_t(j)] - mx);
+    for (int64_t j = 0; j < nk; ++j)
+      p[size_t(j)] = sum > 0 ? std::exp(p[size_t(j)] - mx) / sum : 0.0;
+  }
 };
 
 template <typename Buffer>
@@ -388,23 +411,8 @@ void checkAttentionBackward(CUstream stream, const std::function<void()> &sync,
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < lq[size_t(b)]; ++i) {
-        int64_t kh = h / group, nk = lk[size_t(b)], shift = nk - lq[size_t(b)];
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < nk; ++j) {
-          p[size_t(j)] = -INFINITY;
-          if (!BackwardRun::sees(c, i, j, shift))
-            continue;
-          double s = 0;
-          for (int64_t d = 0; d < D; ++d)
-            s += q.values[atQ(b, h, i, d)] * k.values[atK(b, kh, j, d)];
-          p[size_t(j)] = s * scale;
-          mx = std::max(mx, p[size_t(j)]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < nk; ++j)
-          sum += mx == -INFINITY ? 0.0 : std::exp(p[size_t(j)] - mx);
-        for (int64_t j = 0; j < nk; ++j)
-          p[size_t(j)] = sum > 0 ? std::exp(p[size_t(j)] - mx) / sum : 0.0;
+        int64_t kh = h / group, nk = lk[size_t(b)];
+        r.probabilities(c, q.values, k.values, b, h, i, p);
         // delta = rowsum(dO O), O = P V
         double delta = 0, deltaErr = 0;
         for (int64_t d = 0; d < D; ++d) {
@@ -469,7 +477,6 @@ void checkAttentionBackwardByFiniteDifferences(CUstream stream,
   std::mt19937 rng(seed);
   BackwardRun r = runAttentionBackward<Buffer>(stream, sync, c, rng);
   int64_t D = c.headDim, H = c.heads, group = c.heads / c.kvHeads;
-  double scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(D));
   std::vector<double> Q = r.q.values, K = r.k.values, V = r.v.values;
   auto loss = [&] {
     double L = 0;
@@ -477,24 +484,11 @@ void checkAttentionBackwardByFiniteDifferences(CUstream stream,
     for (int64_t b = 0; b < r.B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < r.lq[size_t(b)]; ++i) {
-          int64_t nk = r.lk[size_t(b)], shift = nk - r.lq[size_t(b)], kh = h / group;
-          double mx = -INFINITY, sum = 0;
-          for (int64_t j = 0; j < nk; ++j) {
-            p[size_t(j)] = -INFINITY;
-            if (!BackwardRun::sees(c, i, j, shift))
-              continue;
-            double s = 0;
-            for (int64_t d = 0; d < D; ++d)
-              s += Q[r.atQ(b, h, i, d)] * K[r.atK(b, kh, j, d)];
-            p[size_t(j)] = s * scale;
-            mx = std::max(mx, p[size_t(j)]);
-          }
-          for (int64_t j = 0; j < nk && mx > -INFINITY; ++j)
-            sum += std::exp(p[size_t(j)] - mx);
-          for (int64_t d = 0; d < D && sum > 0; ++d) {
+          r.probabilities(c, Q, K, b, h, i, p);
+          for (int64_t d = 0; d < D; ++d) {
             double o = 0;
-            for (int64_t j = 0; j < nk; ++j)
-              o += std::exp(p[size_t(j)] - mx) / sum * V[r.atK(b, kh, j, d)];
+            for (int64_t j = 0; j < r.lk[size_t(b)]; ++j)
+              o += p[size_t(j)] * V[r.atK(b, h / group, j, d)];
             L += r.dO.values[r.atO(b, h, i, d)] * o;
           }
         }

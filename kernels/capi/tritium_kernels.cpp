@@ -183,10 +183,10 @@ int tritium_attention_forward_window(int dtype, void *o, float *lse, const void 
 
 int64_t tritium_attention_backward_workspace(int64_t batch, int64_t heads, int64_t seq_q,
                                              int64_t total_q) {
-  static const int32_t packed = 0; // any address: only its presence says varlen
-  return attentionBackwardWorkspaceBytes({.batch = batch, .heads = heads, .seqQ = seq_q,
-                                          .cuSeqlensQ = total_q > 0 ? &packed : nullptr,
-                                          .totalQ = total_q});
+  // Varlen batches' rows are total_q rows of one packed batch.
+  bool varlen = total_q > 0;
+  return attentionBackwardWorkspaceBytes(
+      {.batch = varlen ? 1 : batch, .heads = heads, .seqQ = varlen ? total_q : seq_q});
 }
 
 int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const void *q,

@@ -1,0 +1,40 @@
+// See AttentionArguments.h.
+#include "kernels/AttentionArguments.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tritium::kernels {
+
+AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides &given,
+                                  int64_t heads, int64_t seq, int64_t headDim, bool varlen,
+                                  const char *name) {
+  AttentionStrides d = given;
+  if (!d.batch && !d.head && !d.seq)
+    d = varlen ? AttentionStrides{0, headDim, heads * headDim}
+               : AttentionStrides{heads * seq * headDim, seq * headDim, headDim};
+  if (varlen)
+    d.batch = 0;
+  if (d.seq < headDim && seq > 1)
+    args.fail(std::string(name) + "'s sequence stride " + std::to_string(d.seq) +
+              " is less than head_dim " + std::to_string(headDim));
+  return d;
+}
+
+bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
+                 int64_t totalQ, int64_t seqQ) {
+  bool varlen = cuSeqlensQ != nullptr;
+  if (varlen != (cuSeqlensKV != nullptr))
+    args.fail("cuSeqlensQ and cuSeqlensKV are given together (varlen) or not at all");
+  if (varlen && totalQ < seqQ)
+    args.fail("totalQ (" + std::to_string(totalQ) + ", the packed query rows) must be at "
+              "least seq_q (" + std::to_string(seqQ) + ", the longest sequence)");
+  return varlen;
+}
+
+WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, int64_t unbounded) {
+  auto reach = [&](int64_t w) { return w < 0 ? unbounded : std::min(w, unbounded); };
+  return {reach(windowLeft), causal ? 0 : reach(windowRight)};
+}
+
+} // namespace tritium::kernels

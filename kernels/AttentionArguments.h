@@ -1,0 +1,31 @@
+// Launch-argument rules the attention kernels share (Attention.cpp, AttentionBackward.cpp): the
+// tensors' strides, varlen batches and the sliding window's reach.
+#pragma once
+
+#include "kernels/Arguments.h"
+#include "kernels/Attention.h"
+
+#include <cstdint>
+
+namespace tritium::kernels {
+
+// `given`, or where it is all 0 the dense strides of [batch, heads, seq, head_dim] (packed
+// [total, heads, head_dim] for varlen batches, whose batch stride is then unused). A sequence
+// stride below head_dim is an error naming the tensor.
+AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides &given,
+                                  int64_t heads, int64_t seq, int64_t headDim, bool varlen,
+                                  const char *name);
+
+// Whether the call is varlen (cu_seqlens given, both or neither), with `totalQ`, the packed
+// query rows, at least `seqQ`, the longest sequence.
+bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
+                 int64_t totalQ, int64_t seqQ);
+
+// The keys a query sees on either side: -1 (unbounded) and anything wider become `unbounded`;
+// causal attention sees none to the right.
+struct WindowReach {
+  int64_t left, right;
+};
+WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, int64_t unbounded);
+
+} // namespace tritium::kernels
