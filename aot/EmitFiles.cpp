@@ -90,7 +90,9 @@ std::string provenance(const CompiledVariant &v, const std::string &prefix) {
     << prefix << "  target          " << s.arch << " cubin; PTX ISA " << s.ptxVersion / 10 << "."
     << s.ptxVersion % 10 << " fallback\n"
     << prefix << "  launch          " << v.threads << " threads (" << s.numWarps << " warps x "
-    << s.programsPerCTA << " programs per CTA), cluster " << s.clusterSize << ", " << v.sharedBytes
+    << s.programsPerCTA << " programs per CTA"
+    << (int64_t(v.threads) > 32 * int64_t(s.numWarps) * s.programsPerCTA ? ", a producer warp" : "")
+    << "), cluster " << s.clusterSize << ", " << v.sharedBytes
     << " bytes of dynamic shared memory, grid rule " << gridRuleName(v.variant.grid)
     << (v.waitsOnPriorKernel ? ", overlapping the previous kernel (griddep_wait)" : "")
     << (v.syncsGrid ? ", cooperative (grid_sync)" : "") << "\n"

@@ -33,7 +33,7 @@ struct Image {
   const char *arch;
   const unsigned char *cubin;
   const char *ptx;
-  unsigned threads;      // 32 x num_warps x programs per CTA
+  unsigned threads;      // 32 x num_warps x programs per CTA, plus a producer warp's 32
   unsigned sharedBytes;  // dynamic shared memory per CTA
   int clusterSize;       // compiled into the kernel (.reqnctapercluster)
   int programsPerCTA;
@@ -208,8 +208,7 @@ CUresult residentCTAs(const Image &img, Loaded &k, int64_t *out) {
       (r = functionAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.function, img,
                              "SHARED_SIZE_BYTES")))
     return r;
-  int64_t threads = int64_t(warpSize > 0 ? warpSize : 32) *
-                    std::max(img.numWarps * img.programsPerCTA, 1);
+  int64_t threads = std::max<int64_t>(img.threads, 32);
   int64_t byRegisters = regsPerSM / (std::max(regs, 1) * threads);
   int64_t shared = int64_t(img.sharedBytes) + staticShared;
   int64_t byShared = shared <= 0 ? INT32_MAX : sharedPerSM / shared;

@@ -200,6 +200,9 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     chooseTensorMaps(fn, bulkCopiesAllowed(options),
                      options.maxSharedBytes ? options.maxSharedBytes
                                             : maxSharedBytesFor(options.arch));
+    specializeWarps(fn, options.arch, options.numWarps,
+                    options.maxSharedBytes ? options.maxSharedBytes
+                                           : maxSharedBytesFor(options.arch));
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     // The rings and the staging added for operands no ring brought in come after
     // allocateSharedMemory's own check: the whole must fit too.
@@ -208,6 +211,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     out.gir = ir::print(fn, print);
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     out.waitsOnPriorKernel = waitsOnPriorKernel(fn, options.arch);
+    out.producerWarps = int(fn.intAttr("producer_warps").value_or(0));
     out.tensorMaps = ir::printTensorMaps(ir::tensorMapsOf(fn));
     dump(fn.name(), "gir", out.gir);
     // Programs that share a CTA would share its shared memory and barriers too. With one

@@ -52,6 +52,9 @@ struct Artifacts {
   // The kernel calls grid_sync: launch it cooperatively (every program resident at once), which
   // also gives it the driver's grid-barrier word.
   bool syncsGrid = false;
+  // Warps the CTA runs past num_warps x programs: a producer warp that issues a
+  // warp-specialized loop's copies (gpu/SpecializeWarps.cpp).
+  int producerWarps = 0;
   // The CUtensorMaps the launch encodes from the arguments and passes after them, as
   // ir::printTensorMaps writes them ("" when none: gpu/ChooseTensorMaps.cpp).
   std::string tensorMaps;

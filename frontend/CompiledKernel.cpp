@@ -160,7 +160,7 @@ int64_t CompiledKernel::persistentGrid(int64_t rows) {
     return std::max<int64_t>(1, std::min(clusters, rows)) * cluster;
   }
   const rt::DeviceProps &d = here.kernel.context()->props(); // this context's device
-  rt::Occupancy o = rt::occupancy(d, i.numRegs, meta_.options.numWarps * int(programs),
+  rt::Occupancy o = rt::occupancy(d, i.numRegs, numThreads() / 32,
                                   int(meta_.sharedBytes) + i.staticSharedBytes);
   return rt::persistentGridSize(d, o, ctasFor(rows));
 }

@@ -579,6 +579,21 @@ public:
     return std::move(*this);
   }
 
+  // Triton's `tl.range(..., warp_specialize=True)`: one more warp issues the loop's tile
+  // copies (TMA), running ahead of the compute warps, which then meet at no CTA barrier per
+  // iteration (gpu/SpecializeWarps.cpp). It applies where every tile of the loop's ring is
+  // copied by TMA and the loop sits at the kernel's top level after code that only computes
+  // and reads; elsewhere the loop keeps its plain ring, and the GIR dump says why
+  // ({warp_specialize_skipped}). A hint: the results are the same either way.
+  Range warp_specialize(bool on = true) &&;
+  // With warp specialization and two compute warp groups, the groups take turns at the loop's
+  // tensor-core products (FlashAttention-3's "ping-pong"): group g waits for its turn before
+  // the body's last product and hands it on after the first product of its next iteration,
+  // so that one group's softmax runs under the other's products. Asks for warp_specialize too;
+  // applies where the body runs two or more wgmma products and nothing in it meets at a CTA
+  // barrier (GIR: {ping_pong}, or {ping_pong_skipped = "reason"}).
+  Range ping_pong(bool on = true) &&;
+
   Iterator begin();
   Iterator end() { return Iterator(this); }
 
@@ -590,6 +605,7 @@ private:
   std::shared_ptr<const void> before_; // the live variables when the body opened (Carry.h)
   ir::Value *start_, *end_, *step_;
   int numStages_;
+  bool warpSpecialize_ = false, pingPong_ = false;
   SourceLoc loc_;
   ir::Op *loop_ = nullptr;
   ir::Block *outer_ = nullptr;

@@ -284,6 +284,7 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
     a.sharedBytes = *entry->metadata.getInteger("shared"); // checked by load
     a.waitsOnPriorKernel = entry->metadata.getBoolean("waits_on_prior_kernel").value_or(false);
     a.syncsGrid = entry->metadata.getBoolean("syncs_grid").value_or(false);
+    a.producerWarps = int(entry->metadata.getInteger("producer_warps").value_or(0));
     a.tensorMaps = entry->metadata.getString("tensor_maps").value_or("").str();
     std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
     // The device architecture the driver's JIT made the cubin for (a PTX for sm_80 may have
@@ -306,6 +307,8 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
     e.metadata["shared"] = a.sharedBytes;
     e.metadata["waits_on_prior_kernel"] = a.waitsOnPriorKernel;
     e.metadata["syncs_grid"] = a.syncsGrid;
+    if (a.producerWarps)
+      e.metadata["producer_warps"] = a.producerWarps;
     if (!a.tensorMaps.empty())
       e.metadata["tensor_maps"] = a.tensorMaps;
     cache.store(meta.cacheKey, e);

@@ -55,7 +55,8 @@ Range::Range(const Operand &start, const Operand &end, const Operand &step, int 
 Range::Range(Range &&o) noexcept
     : carried_(std::move(o.carried_)), before_(std::move(o.before_)), start_(o.start_),
       end_(o.end_), step_(o.step_),
-      numStages_(o.numStages_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
+      numStages_(o.numStages_), warpSpecialize_(o.warpSpecialize_),
+      pingPong_(o.pingPong_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
       done_(o.done_), uncaught_(o.uncaught_) {
   o.open_ = false; // the moved-from range owns no loop
 }
@@ -70,6 +71,21 @@ void Range::addCarried(Value *v) {
     if (c == v)
       userError("carry() names the same variable twice", loc_);
   carried_.push_back(v);
+}
+
+Range Range::warp_specialize(bool on) && {
+  if (open_ || done_)
+    userError("warp_specialize() must be asked before the loop starts", loc_);
+  warpSpecialize_ = on;
+  return std::move(*this);
+}
+
+Range Range::ping_pong(bool on) && {
+  if (open_ || done_)
+    userError("ping_pong() must be asked before the loop starts", loc_);
+  pingPong_ = on;
+  warpSpecialize_ = warpSpecialize_ || on;
+  return std::move(*this);
 }
 
 Range::Iterator Range::begin() {
@@ -87,6 +103,10 @@ Range::Iterator Range::begin() {
   loop_ = b.create(OpKind::For, operands, types, loc_);
   int64_t stages = numStages_ ? numStages_ : t.function().intAttr("num_stages").value_or(1);
   loop_->setAttr("num_stages", stages);
+  if (warpSpecialize_)
+    loop_->setAttr("warp_specialize", int64_t(1));
+  if (pingPong_)
+    loop_->setAttr("ping_pong_asked", int64_t(1));
   ir::Block *body = loop_->createBody();
   body->addArgument(start_->type());
   // Inside the body a carried variable is the value of the current iteration.

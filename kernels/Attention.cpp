@@ -31,7 +31,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
                                  Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
-                                 int WINDOW, int VARLEN) {
+                                 int WINDOW, int VARLEN, int WARP_SPECIALIZE,
+                                 int PING_PONG) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -99,7 +100,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   };
   // (Computing each step's scores one step ahead, so that the softmax ran while the tensor
   // cores worked on the next scores, measured slower: notes/attention.md, "Forward".)
-  for (auto start : range(lo, hi, BN, STAGES)) {
+  for (auto start : range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
     // The query tile, loaded in the loop that does not change it: copied once into shared
     // memory before the loop, where both products read it in place, instead of held in
     // registers across the loop.
@@ -136,7 +137,8 @@ Kernel &attentionForwardKernel() {
                           "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
                           "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
-                          "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN"});
+                          "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
+                          "WARP_SPECIALIZE", "PING_PONG"});
   return k;
 }
 
@@ -145,16 +147,22 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
   // head_dim 256 need 272 KB of shared memory on sm_90; 64 x 64 on one warp group fit.
   if (headDim > 128 && !warpGroups)
     return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
-  // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes).
+  // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes). A producer
+  // warp group for the K/V copies: 284 against 263 TFLOP/s at 4 x 32 x 4096, 208 against 188
+  // causal, on an H200 (docs/notes/attention.md, "Warp specialization").
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
-    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3};
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3,
+            .warpSpecialize = warpGroups};
   if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
     return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
   // 16-bit head_dim 128: 128 keys a step halve the steps' fixed costs (326 against 276
   // TFLOP/s at 4 x 32 x 4096 on an H200, docs/notes/attention.md); 2 stages leave shared
   // memory for them (3 took all 232,448 bytes and spilled when causal).
+  // A producer warp group and the compute groups' turns at the products: 332 against 326
+  // TFLOP/s, 267 against 252 causal (docs/notes/attention.md, "Warp specialization").
   if (dtype != Dtype::fp8e4m3)
-    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
+            .warpSpecialize = warpGroups, .pingPong = warpGroups};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
@@ -185,7 +193,9 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
                                      denseKV(a) && !varlen ? 1 : 0, windowed(a) ? 1 : 0,
-                                     varlen ? 1 : 0},
+                                     varlen ? 1 : 0,
+                                     plan.warpSpecialize && denseKV(a) && !varlen ? 1 : 0,
+                                     plan.pingPong && denseKV(a) && !varlen ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;

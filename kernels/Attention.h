@@ -60,6 +60,11 @@ struct AttentionArgs {
 // How one forward runs: query rows per program, keys per step, warps, pipeline stages.
 struct AttentionPlan {
   int blockM = 128, blockN = 64, numWarps = 8, numStages = 3;
+  // A producer warp issues the K/V tiles' TMA copies (range(...).warp_specialize(); dense K and
+  // V on sm_90 only, where TMA copies them).
+  bool warpSpecialize = false;
+  // With it, the two compute warp groups take turns at the products (range(...).ping_pong()).
+  bool pingPong = false;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
 // get smaller tiles at head_dim 256.

@@ -109,6 +109,8 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   if (loop.hasAttr("tensor_barriers"))
     plan.tensorBarriers = loop.intAttr("tensor_barriers");
   plan.wgmmaInFlight = loop.hasAttr("wgmma_in_flight");
+  if (loop.hasAttr("warp_specialized"))
+    plan.emptyBarriers = loop.intAttr("empty_barriers");
   const ir::Block &body = *loop.body();
   std::unordered_set<const ir::Op *> slice, residentSlice;
   for (const auto &op : body.ops())
@@ -260,6 +262,10 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
 
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration) {
+  if (plan.warpSpecialized()) { // the mbarrier alone: no refill waits on the other warps
+    waitForTensorCopies(l, plan, stage, iteration);
+    return;
+  }
   if (plan.bulk()) {
     waitForBulkStage(l, plan, stage, iteration);
     if (!plan.residents.empty()) // the residents' group, the only cp.async one

@@ -24,7 +24,7 @@ llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *
 }
 
 template <typename F> void onThreadZero(Lowering &l, llvm::Value *cond, F body) {
-  llvm::Value *first = l.b.CreateICmpEQ(l.tid, l.b.getInt32(0));
+  llvm::Value *first = l.isThreadZero();
   l.ifThen(cond ? l.b.CreateAnd(first, cond) : first, "tma.issue", body);
 }
 
@@ -94,9 +94,13 @@ void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
   l.barrier();
   onThreadZero(l, nullptr, [&] {
-    for (int s = 0; s < plan.stages; ++s)
+    for (int s = 0; s < plan.stages; ++s) {
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
+      if (plan.warpSpecialized()) // one arrival per compute warp
+        emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], " + std::to_string(l.numWarps) + ";",
+                "r", {emptyBarrierAddress(l, plan, l.b.getInt32(s))});
+    }
     emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
   });
   l.barrier();
@@ -176,9 +180,13 @@ void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // wait on an mbarrier that thread 0 invalidates.
   l.barrier();
   onThreadZero(l, nullptr, [&] {
-    for (int s = 0; s < plan.stages; ++s)
+    for (int s = 0; s < plan.stages; ++s) {
       emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
+      if (plan.warpSpecialized())
+        emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
+                {emptyBarrierAddress(l, plan, l.b.getInt32(s))});
+    }
   });
 }
 

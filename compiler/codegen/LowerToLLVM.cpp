@@ -52,8 +52,16 @@ llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types
 void Lowering::barrier() {
   if (programsPerCTA > 1) // each program is one warp (Pipeline.cpp checks): sync only it
     intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
+  else if (consumersOnly) // barrier 1: the compute warps, the producer warp gone
+    intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+              {b.getInt32(1), b.getInt32(ctaThreads())});
   else
     intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+}
+
+llvm::Value *Lowering::isThreadZero() {
+  llvm::Value *first = b.CreateICmpEQ(tid, b.getInt32(0));
+  return producer ? b.CreateAnd(first, b.CreateNot(producer)) : first;
 }
 
 namespace {
@@ -78,7 +86,8 @@ public:
                                    l_.mod);
     l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
     l_.programsPerCTA = int(l_.kernel.intAttr("programs_per_cta").value_or(1));
-    l_.fn->addFnAttr("nvvm.reqntid", std::to_string(l_.ctaThreads()));
+    l_.producerWarps = int(l_.kernel.intAttr("producer_warps").value_or(0));
+    l_.fn->addFnAttr("nvvm.reqntid", std::to_string(l_.ctaThreads() + 32 * l_.producerWarps));
     if (auto blocks = l_.kernel.intAttr("min_blocks_per_sm"))
       l_.fn->addFnAttr("nvvm.minctasm", std::to_string(*blocks)); // ptxas caps registers
     if (int64_t cluster = clusterSize(l_.kernel); cluster > 1)
@@ -114,6 +123,8 @@ public:
                                     "program.slot");
       l_.tid = b.CreateAnd(l_.tid, b.getInt32(l_.threads() - 1), "program.tid");
     }
+    if (l_.producerWarps)
+      enterWithProducerWarp(l_);
     for (size_t i = 0; i < tensorMaps; ++i) // generic addresses of the parameters
       l_.tensorMaps.push_back(
           b.CreatePtrToInt(l_.fn->getArg(unsigned(body.arguments().size() + i)), b.getInt64Ty()));
@@ -145,6 +156,10 @@ private:
                                    exchangeBatch(it, block.ops().end(), isClusterBlockExchange));
         continue;
       }
+      bool lastProduct = l_.pingPong && op.get() == l_.pingPong->lastDot;
+      bool firstProduct = l_.pingPong && op.get() == l_.pingPong->firstDot;
+      if (lastProduct)
+        awaitTurn(l_);
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
       else if (op->kind() == ir::OpKind::If)
@@ -158,6 +173,8 @@ private:
                !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
+      if (firstProduct) // issued (its wait deferred): the other group's products may queue
+        passTurn(l_);
     }
     waitForPendingWgmma(l_); // nothing leaves the block in flight
   }
@@ -205,9 +222,13 @@ private:
     // CTA-uniform scalars, so every thread reaches its barriers.
     if (plan) {
       startRing(l_, *plan);
+      if (plan->warpSpecialized())
+        splitOffProducer(l_, *plan, op, lb, ub, step);
       issueResidents(l_, *plan, op, lb, ub);
+      if (plan->warpSpecialized())
+        awaitResidents(l_, *plan);
     }
-    if (plan)
+    if (plan && !plan->warpSpecialized()) // (the producer warp issues every iteration)
       for (int s = 0; s < plan->lookahead(); ++s)
         issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
                                                                   lb->getType(), s))),
@@ -256,14 +277,18 @@ private:
       // cp.async refills the stage the previous iteration read (the one before it while a
       // wgmma is in flight: Pipelining.h); a bulk ring refills this
       // iteration's stage once it has been read (lowerPipelinedLoad).
-      if (!plan->bulk())
+      if (!plan->bulk() && !plan->warpSpecialized())
         issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr);
       l_.rings[&op] = {readStage, iteration, aheadIv, ub};
+      if (op.hasAttr("ping_pong"))
+        startPingPong(l_, op, iteration);
     }
     yields_.push_back(nullptr);
     lowerBlock(body);
     const ir::Op *yield = yields_.back();
     yields_.pop_back();
+    if (plan && plan->warpSpecialized())
+      releaseStage(l_, *plan, readStage, iteration);
     llvm::BasicBlock *latch = b.GetInsertBlock();
     iv->addIncoming(b.CreateAdd(iv, step, "iv.next"), latch);
     if (plan) {
@@ -292,6 +317,8 @@ private:
         out = wgmmaWait(l_, out);
       l_.set(op.result(i), std::move(out));
     }
+    if (l_.pingPong)
+      endPingPong(l_, iteration);
     if (plan)
       finishRing(l_, *plan);
     if (plan && op.hasAttr("ring_reuses_smem")) // ops after the loop write over the ring

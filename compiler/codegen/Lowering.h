@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -36,6 +37,21 @@ struct Lowering {
   llvm::Value *programSlot = nullptr; // which of the CTA's programs this thread runs (0 if one)
   llvm::Value *laneId = nullptr; // tid % 32
   llvm::Value *warpId = nullptr; // tid / 32
+  // A kernel with a producer warp (gpu/SpecializeWarps.cpp, LowerWarpSpecialization.cpp): the
+  // hardware's thread index; until the producer leaves for its loop, whether this thread is
+  // in it (tid then counts it as warp 0's double), null after that and in other kernels.
+  int producerWarps = 0;
+  llvm::Value *hardwareTid = nullptr;
+  llvm::Value *producer = nullptr;
+  // Once the producer has left, CTA barriers count the compute warps alone.
+  bool consumersOnly = false;
+  // A ping-pong loop being lowered ({ping_pong}, LowerWarpSpecialization.cpp): the body's first
+  // and last products, this thread's warp group and the loop's iteration count.
+  struct PingPong {
+    const ir::Op *firstDot = nullptr, *lastDot = nullptr;
+    llvm::Value *group = nullptr, *iteration = nullptr;
+  };
+  std::optional<PingPong> pingPong;
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
   llvm::Value *clusterBatch = nullptr;   // counts cluster exchange batches (LowerCluster.cpp)
   llvm::Value *reductionBank = nullptr;  // the same for the next cross-warp reduction
@@ -44,6 +60,8 @@ struct Lowering {
 
   int threads() const { return 32 * numWarps; } // per program
   int ctaThreads() const { return threads() * programsPerCTA; }
+  // Thread 0 of the compute warps (not the producer warp's double of it).
+  llvm::Value *isThreadZero();
 
   // LLVM type of one element (pointers are global-memory pointers).
   llvm::Type *elementType(const ir::Type &t);

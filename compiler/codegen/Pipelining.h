@@ -30,6 +30,10 @@ struct PipelinePlan {
   // FeedDotsFromRings.cpp) still reads the previous iteration's stage: the ring then refills
   // the stage read two iterations ago, and runs one iteration less ahead.
   bool wgmmaInFlight = false;
+  // A producer warp issues the ring's TMA copies ({warp_specialized}, gpu/SpecializeWarps.cpp):
+  // the offset of the stages' "empty" mbarriers, which the compute warps arrive on.
+  int64_t emptyBarriers = -1;
+  bool warpSpecialized() const { return emptyBarriers >= 0; }
   bool bulk() const { return bulkBarriers >= 0; }
   bool tensorCopies() const { return tensorBarriers >= 0; }
   // Whether some load of the ring is copied per thread (cp.async), each stage a commit group.
@@ -78,6 +82,33 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
 void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                          llvm::Value *iteration);
 void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan);
+
+// Warp-specialized rings (LowerWarpSpecialization.cpp).
+// At the kernel's entry: the producer warp, past the program's warps, runs the code before its
+// loop as a double of warp 0 (the loop's bounds and the tiles' offsets are its inputs too).
+void enterWithProducerWarp(Lowering &l);
+// At the loop, after startRing: the producer warp's first lane issues every iteration's
+// copies, each into its stage once the compute warps have released the stage's previous
+// contents, and leaves the kernel. The compute warps go on; their CTA barriers from here on
+// count them alone (Lowering::consumersOnly).
+void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
+                      llvm::Value *ub, llvm::Value *step);
+// After issueResidents: the compute warps wait for the resident copies once, before the loop.
+void awaitResidents(Lowering &l, const PipelinePlan &plan);
+// The "empty" mbarrier of `stage` (an i32 value), and the compute warps' arrival on it at the
+// end of an iteration: one per warp, once the warp is done with the stage (the previous
+// iteration's, while a wgmma is left in flight).
+llvm::Value *emptyBarrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *stage);
+void releaseStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                  llvm::Value *iteration);
+// Ping-pong ({ping_pong}): set up Lowering::pingPong for the body, then, around the body's
+// products, wait for this group's turn (before the last) and pass it on (after the first;
+// group 0 not in iteration 0); after the loop group 0 passes once more, so that every wait
+// has its pass.
+void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration);
+void awaitTurn(Lowering &l);
+void passTurn(Lowering &l);
+void endPingPong(Lowering &l, llvm::Value *iterations);
 // Whether the lowering of a TMA-copied load reads its operand `index`: the tile's offsets
 // always; the mask and `other` only where `other` is not the zero TMA fills with; never the
 // element pointers, the base, the shape or the strides (the launch encodes those).

@@ -102,6 +102,14 @@ void feedDotsFromRings(ir::Function &fn);
 // `maxSharedBytes`).
 void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes);
 
+// Gives a loop asking for warp specialization ({warp_specialize}, the DSL's
+// range(...).warp_specialize()) a producer warp group that issues its ring's TMA copies
+// (SpecializeWarps.cpp): {warp_specialized, empty_barriers} on the loop, {producer_warps}
+// and {producer_registers, compute_registers} (setmaxnreg, on `arch`s ending in "a") on the
+// kernel, within `maxSharedBytes`; or {warp_specialize_skipped = reason}.
+void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
+                     int64_t maxSharedBytes);
+
 // Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which
 // feedDotsFromRings will likely let the dot read in place: allocateSharedMemory then leaves
 // its staging buffer out.

@@ -29,7 +29,7 @@ namespace {
 // Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
 constexpr int kTimed = 25, kWarmups = 5;
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp]]
                  [--backward-plan=OWNxSTEPxWxS] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
@@ -38,7 +38,9 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-he
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
   FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
-  on BM query rows and BN keys a step, W warps and S stages instead of planAttention's;
+  on BM query rows and BN keys a step, W warps and S stages instead of planAttention's
+  (a trailing "ws" adds a producer warp group that issues the K/V copies, "pp" that and
+  the compute warp groups' turns at the products);
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's.
   --decode: one query token for each of Z sequences against a cache of S positions (default
@@ -75,10 +77,15 @@ Options parse(int argc, char **argv) {
       o.backward = true;
     } else if (a.rfind("--plan=", 0) == 0) {
       long long bm = 0, bn = 0, w = 0, st = 0;
-      if (std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld", &bm, &bn, &w, &st) != 4)
-        throw std::runtime_error("--plan takes BMxBNxWxS, got " + a.substr(7));
+      int used = 0;
+      if (std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld%n", &bm, &bn, &w, &st, &used) != 4 ||
+          (a.substr(7 + size_t(used)) != "" && a.substr(7 + size_t(used)) != "ws" &&
+           a.substr(7 + size_t(used)) != "pp"))
+        throw std::runtime_error("--plan takes BMxBNxWxS[ws|pp], got " + a.substr(7));
       o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
-                                      .numStages = int(st)};
+                                      .numStages = int(st),
+                                      .warpSpecialize = a.substr(7 + size_t(used)) != "",
+                                      .pingPong = a.substr(7 + size_t(used)) == "pp"};
     } else if (a.rfind("--backward-plan=", 0) == 0) {
       long long own = 0, step = 0, w = 0, st = 0;
       if (std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld", &own, &step, &w, &st) != 4)

@@ -1,0 +1,178 @@
+// A warp-specialized ring (gpu/SpecializeWarps.cpp): the CTA's last warp group is the producer.
+// Until the loop it runs the kernel's code as a double of warps 0-3 (that code only computes
+// and reads),
+// so that it has the loop's bounds and the tiles' offsets. At the loop it splits off, gives its
+// registers back (setmaxnreg.dec, where the kernel says how many), and its first lane walks the
+// iterations, waits on a stage's "empty" mbarrier until every compute warp has
+// released the stage's previous tiles, announces the bytes on the stage's "full" mbarrier and
+// issues the TMA copies; then it leaves the kernel. The compute warps take the registers
+// (setmaxnreg.inc) and wait on "full" for each
+// iteration's stage (parity: iteration / stages) and arrive on "empty" at the iteration's end,
+// one arrival per warp; they meet at no CTA barrier in the loop, and the barriers after it
+// name only them (barrier 1), the producer being gone.
+#include "compiler/codegen/Mbarrier.h"
+#include "compiler/codegen/Pipelining.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace tritium::codegen {
+
+void enterWithProducerWarp(Lowering &l) {
+  auto &b = l.b;
+  l.hardwareTid = l.tid;
+  l.producer = b.CreateICmpUGE(l.tid, b.getInt32(l.threads()), "producer");
+  llvm::Value *threads = b.getInt32(l.threads());
+  l.tid = b.CreateSelect(l.producer, b.CreateURem(b.CreateSub(l.tid, threads), threads), l.tid,
+                         "tid.as.compute");
+}
+
+llvm::Value *emptyBarrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *stage) {
+  auto &b = l.b;
+  return sharedAddress(l, b.CreateAdd(b.getInt32(int32_t(plan.emptyBarriers)),
+                                      b.CreateMul(stage, b.getInt32(8))));
+}
+
+namespace {
+
+// setmaxnreg for the whole warp group, where the kernel gives the count ({producer_registers},
+// {compute_registers}: sm_90a).
+void setMaxRegisters(Lowering &l, const char *action, const char *attr) {
+  if (std::optional<int64_t> n = l.kernel.intAttr(attr))
+    emitAsm(l, std::string("setmaxnreg.") + action + ".sync.aligned.u32 " + std::to_string(*n) + ";",
+            "", {});
+}
+
+} // namespace
+
+void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
+                      llvm::Value *ub, llvm::Value *step) {
+  auto &b = l.b;
+  if (!l.producer)
+    internalError("a warp-specialized loop in a kernel without a producer warp");
+  auto *producerBB = llvm::BasicBlock::Create(l.ctx, "producer", l.fn);
+  auto *header = llvm::BasicBlock::Create(l.ctx, "producer.header", l.fn);
+  auto *body = llvm::BasicBlock::Create(l.ctx, "producer.body", l.fn);
+  auto *leave = llvm::BasicBlock::Create(l.ctx, "producer.exit", l.fn);
+  auto *compute = llvm::BasicBlock::Create(l.ctx, "compute", l.fn);
+  b.CreateCondBr(l.producer, producerBB, compute);
+
+  // One lane issues; the group's others leave at once.
+  b.SetInsertPoint(producerBB);
+  setMaxRegisters(l, "dec", "producer_registers");
+  b.CreateCondBr(b.CreateICmpEQ(l.hardwareTid, b.getInt32(l.threads())), header, leave);
+  b.SetInsertPoint(header);
+  llvm::PHINode *iv = b.CreatePHI(lb->getType(), 2, "producer.iv");
+  iv->addIncoming(lb, producerBB);
+  llvm::PHINode *stage = b.CreatePHI(b.getInt32Ty(), 2, "producer.stage");
+  stage->addIncoming(b.getInt32(0), producerBB);
+  llvm::PHINode *n = b.CreatePHI(b.getInt32Ty(), 2, "producer.iteration");
+  n->addIncoming(b.getInt32(0), producerBB);
+  bool isUnsigned = loop.operand(0)->type().isUnsigned();
+  b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, leave);
+
+  b.SetInsertPoint(body);
+  // Iteration n reuses the stage of iteration n - stages: the (n / stages - 1)-th release of
+  // that stage's "empty" mbarrier.
+  llvm::Value *S = b.getInt32(plan.stages);
+  l.ifThen(b.CreateICmpUGE(n, S), "producer.wait", [&] {
+    llvm::Value *parity = b.CreateAnd(b.CreateSub(b.CreateUDiv(n, S), b.getInt32(1)), b.getInt32(1));
+    waitParity(l, emptyBarrierAddress(l, plan, stage), parity);
+  });
+  // The copies: issued by "thread 0", which this lane is here.
+  llvm::Value *tid = l.tid, *producer = l.producer;
+  l.tid = b.getInt32(0);
+  l.producer = nullptr;
+  issueStage(l, plan, loop, iv, ub, stage, nullptr);
+  l.tid = tid;
+  l.producer = producer;
+  llvm::Value *next = b.CreateAdd(stage, b.getInt32(1));
+  stage->addIncoming(b.CreateSelect(b.CreateICmpEQ(next, S), b.getInt32(0), next),
+                     b.GetInsertBlock());
+  n->addIncoming(b.CreateAdd(n, b.getInt32(1)), b.GetInsertBlock());
+  iv->addIncoming(b.CreateAdd(iv, step), b.GetInsertBlock());
+  b.CreateBr(header);
+
+  b.SetInsertPoint(leave);
+  b.CreateRetVoid();
+
+  // The compute warps: tid is the hardware's again, and barriers count them alone.
+  b.SetInsertPoint(compute);
+  setMaxRegisters(l, "inc", "compute_registers");
+  l.tid = l.hardwareTid;
+  l.producer = nullptr;
+  l.consumersOnly = true;
+}
+
+void awaitResidents(Lowering &l, const PipelinePlan &plan) {
+  if (plan.residents.empty())
+    return;
+  // Each thread copied its own elements; a dot reads all of them, through the async proxy.
+  l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+  if (std::any_of(plan.residents.begin(), plan.residents.end(),
+                  [](const ir::Op *load) { return load->hasAttr("async_proxy"); }))
+    emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
+  l.barrier();
+}
+
+void releaseStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
+                  llvm::Value *iteration) {
+  auto &b = l.b;
+  llvm::Value *cond = b.CreateICmpEQ(l.laneId, b.getInt32(0));
+  if (plan.wgmmaInFlight) { // this iteration's wgmma still reads its stage: free the previous
+    stage = b.CreateSelect(b.CreateICmpEQ(stage, b.getInt32(0)), b.getInt32(plan.stages - 1),
+                           b.CreateSub(stage, b.getInt32(1)));
+    cond = b.CreateAnd(cond, b.CreateICmpUGT(iteration, b.getInt32(0)));
+  }
+  // Every lane's reads of the stage come before its first lane's arrival.
+  l.intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
+  l.ifThen(cond, "release", [&] {
+    emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+            {emptyBarrierAddress(l, plan, stage)});
+  });
+}
+
+void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration) {
+  Lowering::PingPong p;
+  for (const auto &op : loop.body()->ops())
+    if (op->kind() == ir::OpKind::Dot) {
+      p.firstDot = p.firstDot ? p.firstDot : op.get();
+      p.lastDot = op.get();
+    }
+  p.group = l.b.CreateLShr(l.hardwareTid, l.b.getInt32(7), "warp.group");
+  p.iteration = iteration;
+  l.pingPong = p;
+}
+
+// Group g's turn is named barrier 2 + g, of both groups' 256 threads: g syncs on it, the other
+// group arrives.
+void awaitTurn(Lowering &l) {
+  auto &b = l.b;
+  emitAsm(l, "bar.sync $0, 256;", "r", {b.CreateAdd(l.pingPong->group, b.getInt32(2))});
+}
+
+void passTurn(Lowering &l) {
+  auto &b = l.b;
+  llvm::Value *group = l.pingPong->group;
+  // Group 1 waited for group 0's first products in iteration 0; group 0 goes first.
+  llvm::Value *pass = b.CreateOr(b.CreateICmpEQ(group, b.getInt32(1)),
+                                 b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0)));
+  l.ifThen(pass, "pass.turn", [&] {
+    emitAsm(l, "bar.arrive $0, 256;", "r", {b.CreateSub(b.getInt32(3), group)});
+  });
+}
+
+void endPingPong(Lowering &l, llvm::Value *iterations) {
+  auto &b = l.b;
+  // (The body's own value does not dominate the loop's exit.)
+  llvm::Value *group0 = b.CreateICmpULT(l.hardwareTid, b.getInt32(128));
+  l.ifThen(b.CreateAnd(group0, b.CreateICmpUGT(iterations, b.getInt32(0))), "pass.last", [&] {
+    emitAsm(l, "bar.arrive 3, 256;", "", {});
+  });
+  l.pingPong.reset();
+}
+
+} // namespace tritium::codegen

@@ -1,0 +1,127 @@
+// Warp specialization (GIR, after ChooseTensorMaps): a loop written `range(...)
+// .warp_specialize()` whose ring is copied by TMA alone gets a producer warp of its own. The
+// CTA gains one warp past num_warps; that warp issues the ring's copies, running ahead of the
+// compute warps by as many stages as the ring holds, and waits for a stage to be released before
+// it refills it. The compute warps ("consumers") then neither issue copies nor meet at a CTA
+// barrier each iteration: each waits for its stage's "full" mbarrier and, once done with the
+// stage, arrives on its "empty" mbarrier (one arrival per warp), so that warp groups drift
+// apart and one's softmax or epilogue overlaps another's tensor-core work. The producer is a
+// whole warp group (4 warps, one of whose lanes issues): on sm_90a `setmaxnreg` then hands its
+// registers to the compute warps, which a CTA of 8 + 1 warps could not do (ptxas allots
+// registers to 9 warps as to 12: 168 a thread, where the forward attention needs ~210).
+// Recorded as
+//   kernel {producer_warps = 4, producer_registers = 24, compute_registers = 240}
+//   for    {warp_specialized = 1, empty_barriers = O}   (one mbarrier per stage, from byte O)
+// Asked with range(...).ping_pong() ({ping_pong_asked}), two compute warp groups whose loop body
+// runs two or more wgmma products (attention's S = Q K^T and O += P V) take turns at the tensor
+// cores ("ping-pong", as FlashAttention-3 schedules them): group g waits for its turn before the body's last product and hands the turn over
+// after the first product of its next iteration, so that one group's softmax runs while the
+// other's products do. Named barriers 2 and 3 carry the turns; the body must then need no CTA
+// barrier of its own (no op in it holds shared memory besides the ring's tiles):
+//   for    {ping_pong = 1}    or    {ping_pong_skipped = "reason"}
+// Where a loop asks and cannot have it, the loop keeps its plain ring and says why:
+//   for    {warp_specialize_skipped = "reason"}
+// The producer runs the kernel's code before the loop as a double of warp 0 (it needs the
+// loop's bounds and the tiles' offsets), so that code may only compute and read: the loop must
+// be at the kernel's top level with no store, atomic, print, ring or other loop before it.
+#include "compiler/gpu/GpuPasses.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tritium {
+
+namespace {
+
+constexpr int64_t kProducerWarps = 4, kProducerRegisters = 24;
+
+int64_t alignTo(int64_t bytes, int64_t align) { return (bytes + align - 1) / align * align; }
+
+// Why `loop` (asking for warp specialization) cannot have it, or "" where it can.
+std::string refusal(const ir::Function &fn, const ir::Op &loop, bool claimed) {
+  if (claimed)
+    return "another loop of the kernel has the producer warp";
+  if (loop.parentBlock() != &fn.body())
+    return "only a loop at the kernel's top level is warp-specialized";
+  if (fn.intAttr("programs_per_cta").value_or(1) > 1 || fn.intAttr("cluster_size").value_or(1) > 1)
+    return "programs per CTA and clusters keep every warp computing";
+  if (!loop.hasAttr("tensor_barriers"))
+    return "the loop's tiles are not copied by TMA (tensor descriptors on sm_90)";
+  for (const auto &op : loop.body()->ops())
+    if (op->hasAttr("pipelined") && !op->hasAttr("resident") && !op->hasAttr("tensor_map"))
+      return "a load of the ring is copied per thread (cp.async), not by TMA";
+  for (const auto &op : fn.body().ops()) {
+    if (op.get() == &loop)
+      break;
+    bool harmless = ir::trait(*op) != ir::OpTrait::Effect ||
+                    op->kind() == ir::OpKind::Assume || op->kind() == ir::OpKind::GridDepWait;
+    if (!harmless || op->numRegions() > 0)
+      return std::string("'") + op->name() +
+             "' before the loop: the producer warp runs that code too, so it may only compute "
+             "and read";
+  }
+  return "";
+}
+
+// Why the compute warp groups of `loop` cannot take turns at its products (see above), or "".
+std::string noPingPong(const ir::Op &loop, int numWarps) {
+  if (numWarps != 8)
+    return "ping-pong takes two compute warp groups (num_warps 8)";
+  int products = 0;
+  for (const auto &op : loop.body()->ops()) {
+    if (op->numRegions() > 0)
+      return "the loop's body holds a nested region";
+    if (op->kind() == ir::OpKind::Dot) {
+      if (!op->hasAttr("wgmma"))
+        return "a product of the body does not run on wgmma";
+      ++products;
+    }
+    // Staging or exchanges through shared memory meet at CTA barriers, which the groups, half
+    // an iteration apart, would reach out of turn.
+    if ((op->hasAttr("smem_offset") && !op->hasAttr("pipelined")) || op->hasAttr("smem_b"))
+      return std::string("'") + op->name() + "' in the body goes through shared memory";
+  }
+  return products >= 2 ? "" : "the body runs fewer than two products";
+}
+
+} // namespace
+
+void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
+                     int64_t maxSharedBytes) {
+  bool claimed = false;
+  ir::walk(fn.body(), [&](ir::Op &loop) {
+    if (loop.kind() != ir::OpKind::For || !loop.hasAttr("warp_specialize") ||
+        !loop.hasAttr("pipeline_stages"))
+      return;
+    std::string why = refusal(fn, loop, claimed);
+    int64_t stages = loop.intAttr("pipeline_stages");
+    int64_t at = alignTo(fn.intAttr("shared_bytes").value_or(0), 8);
+    if (why.empty() && at + 8 * stages > maxSharedBytes)
+      why = "no shared memory is left for the stages' empty mbarriers";
+    if (!why.empty()) {
+      loop.setAttr("warp_specialize_skipped", why);
+      return;
+    }
+    claimed = true;
+    loop.setAttr("warp_specialized", int64_t(1));
+    loop.setAttr("empty_barriers", at);
+    if (loop.hasAttr("ping_pong_asked")) {
+      std::string no = noPingPong(loop, numWarps);
+      if (no.empty())
+        loop.setAttr("ping_pong", int64_t(1));
+      else
+        loop.setAttr("ping_pong_skipped", no);
+    }
+    fn.setAttr("shared_bytes", at + 8 * stages);
+    fn.setAttr("producer_warps", int64_t(kProducerWarps));
+    if (arch.size() > 1 && arch.back() == 'a') { // setmaxnreg: sm_90a and its kin
+      // The register file's 64K, less the producer's, shared by the compute warps, in
+      // steps of 8 and at most 240 (what FlashAttention-3 gives its two consumer groups).
+      int64_t compute = (65536 - 32 * kProducerWarps * kProducerRegisters) / (32 * numWarps);
+      fn.setAttr("producer_registers", kProducerRegisters);
+      fn.setAttr("compute_registers", std::min<int64_t>(240, compute / 8 * 8));
+    }
+  });
+}
+
+} // namespace tritium
