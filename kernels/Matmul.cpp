@@ -31,6 +31,7 @@ enum Flags : int {
   kScaleB = 32,
   kAlpha = 64,
   kAmax = 128, // amax[0] = max(amax[0], max |C| before out_scale)
+  kWarpSpecialize = 256, // with kDescriptors: a producer warp group issues the TMA copies
 };
 
 // ACT: 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU (a second product with B's columns N + n: the
@@ -62,7 +63,7 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     auto b_tile = [&](Value k, Value n) {
       return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
     };
-    for (auto k : range(0, K, BK, STAGES)) {
+    for (auto k : range(0, K, BK, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
       auto y = b_tile(k, pidN * BN);
       auto x = a_desc.load({pidM * BM, k});
       acc = dot(x, y, acc, options);
@@ -210,6 +211,8 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
         intArg(m.N), intArg(m.K), intArg(lda), intArg(ldb), intArg(ldc), intArg(ldr)};
     int flags = (m.bTransposed ? kBNK : 0) |
                 (plan.descriptors && descriptorsUsable ? kDescriptors : 0) |
+                (plan.warpSpecialize && plan.descriptors && descriptorsUsable ? kWarpSpecialize
+                                                                             : 0) |
                 (m.bias ? kBias : 0) | (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) |
                 (m.scaleB ? kScaleB : 0) | (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
     Specialization spec{

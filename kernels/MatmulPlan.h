@@ -19,9 +19,14 @@ struct MatmulPlan {
   // Tiles through tensor descriptors (TMA copies on Hopper) where the tensors allow it; else,
   // and with false, through pointers (cp.async copies).
   bool descriptors = true;
+  // With descriptors: a producer warp group issues the TMA copies (range(...).warp_specialize()).
+  bool warpSpecialize = false;
   PlanFields fields() const {
-    return {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
-            {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
+    PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
+                    {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
+    if (warpSpecialize) // (only where set, so that the records of other plans stay as they are)
+      f.emplace_back("warp_specialize", 1);
+    return f;
   }
   int64_t grid(int64_t M, int64_t N) const {
     return ((M + blockM - 1) / blockM) * ((N + blockN - 1) / blockN);

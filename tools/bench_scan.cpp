@@ -5,9 +5,15 @@
 // result is checked against a host scan first (fp32 in double, within 1e-4 relative to the
 // row's sum of magnitudes; i32 exactly, wrapping).
 //
+// With --long N ..., the library's long 1-D cumsum (kernels/Cumsum.h) of N fp32 elements
+// instead, rows "cumsum1d,fp32,N,tritium|copy,ms,GB/s", checked the same way at sampled
+// positions.
+//
 // usage: bench_scan [M N BM ...]   (default: 65536 2048 16, then 16384 8192 4)
+//        bench_scan --long N ...
 #include "frontend/Tritium.h"
 #include "kernels/Autotuner.h"
+#include "kernels/Cumsum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -103,10 +109,67 @@ bool run(CUstream stream, const std::string &dtype, int64_t M, int N, int BM) {
   return true;
 }
 
+// kernels::cumsum of n fp32 elements, then a copy of as many bytes.
+bool runLong(CUstream stream, int64_t n) {
+  std::mt19937 rng(static_cast<unsigned>(n));
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> host(static_cast<size_t>(n), 0.0f);
+  for (float &v : host)
+    v = dist(rng);
+  size_t bytes = size_t(n) * 4;
+  rt::DeviceBuffer x(bytes), out(bytes), ws(size_t(kernels::cumsumWorkspaceBytes(n)));
+  x.upload(host.data(), bytes);
+  auto call = [&] {
+    kernels::cumsum(kernels::Dtype::fp32, reinterpret_cast<void *>(uintptr_t(out.ptr())),
+                    reinterpret_cast<void *>(uintptr_t(x.ptr())), n,
+                    reinterpret_cast<void *>(uintptr_t(ws.ptr())),
+                    kernels::cumsumWorkspaceBytes(n), stream);
+  };
+  call();
+  TRITIUM_CU(cuStreamSynchronize(stream));
+  std::vector<float> got(static_cast<size_t>(n));
+  out.download(got.data(), bytes);
+  int64_t bad = 0;
+  double want = 0, magnitude = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    want += host[size_t(i)];
+    magnitude += std::fabs(host[size_t(i)]);
+    if ((i % 4099 == 0 || i == n - 1) &&
+        std::fabs(got[size_t(i)] - want) > 1e-5 * (1 + magnitude) && bad++ < 3)
+      std::fprintf(stderr, "  [%lld] wrong: %g, want %g\n", (long long)i, got[size_t(i)], want);
+  }
+  if (bad) {
+    std::printf("cumsum1d,fp32,%lld,tritium,FAILED,%lld wrong\n", (long long)n, (long long)bad);
+    return false;
+  }
+  double t = medianMs(stream, call);
+  rt::DeviceBuffer to(bytes);
+  double c = medianMs(stream, [&] {
+    TRITIUM_CU(cuMemcpyDtoDAsync(to.ptr(), x.ptr(), bytes, stream));
+  });
+  std::printf("cumsum1d,fp32,%lld,tritium,%.5f,%.1f\n", (long long)n, t,
+              2.0 * double(bytes) / (t * 1e6));
+  std::printf("cumsum1d,fp32,%lld,copy,%.5f,%.1f\n", (long long)n, c,
+              2.0 * double(bytes) / (c * 1e6));
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   try {
+    if (argc > 1 && std::string(argv[1]) == "--long") {
+      std::string why;
+      if (!rt::Driver::available(&why)) {
+        std::printf("no usable GPU (%s): nothing to time\n", why.c_str());
+        return 0;
+      }
+      rt::Stream stream;
+      bool ok = true;
+      for (int i = 2; i < argc; ++i)
+        ok = runLong(stream.get(), std::atoll(argv[i])) && ok;
+      return ok ? 0 : 1;
+    }
     std::vector<int64_t> shapes = {65536, 2048, 16, 16384, 8192, 4};
     if (argc > 1) {
       shapes.clear();

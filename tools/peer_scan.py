@@ -4,6 +4,7 @@ over BM x N tiles), timed as the shared peer script times its kernels
 kernel,dtype,MxN,system,ms,GB/s, for the same shapes as tools/bench_scan.cpp.
 
 usage: python3 tools/peer_scan.py [M N BM ...] > peers.csv
+       python3 tools/peer_scan.py --long N ... > peers.csv   (torch.cumsum of N flat fp32)
 """
 import sys
 
@@ -22,6 +23,14 @@ def cumsum_rows(out_ptr, x_ptr, M, N: tl.constexpr, BM: tl.constexpr):
 
 
 def main():
+    if sys.argv[1:2] == ["--long"]:  # torch.cumsum of a flat fp32 tensor (bench_scan --long)
+        for n in (int(a) for a in sys.argv[2:]):
+            x = torch.randn(n, device="cuda")
+            out = torch.empty_like(x)
+            ms = triton.testing.do_bench(lambda: torch.cumsum(x, 0, out=out), warmup=25, rep=200,
+                                         return_mode="median")
+            print(f"cumsum1d,fp32,{n},torch,{ms:.5f},{2 * n * 4 / ms / 1e6:.1f}", flush=True)
+        return
     args = [int(a) for a in sys.argv[1:]] or [65536, 2048, 16, 16384, 8192, 4]
     for i in range(0, len(args), 3):
         M, N, BM = args[i:i + 3]

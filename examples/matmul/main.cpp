@@ -24,14 +24,15 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors | --library] [M N K]
+              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
   tensor cores read 8-bit operands K-major only) and writes C in bf16. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
   the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
   without a GPU. --descriptors runs the same product written with tensor descriptors
-  (make_tensor_descriptor), whose tiles Hopper copies with TMA. --library runs the same
+  (make_tensor_descriptor), whose tiles Hopper copies with TMA; --warp-specialize adds a
+  producer warp group that issues those copies (range(...).warp_specialize()). --library runs the same
   product through the kernel library's matmul (kernels/Matmul.h) on its plan: the tile
   options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner).
 )";
@@ -77,7 +78,7 @@ void matmul_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int str
 // B_KMAJOR, b is stored [N, K].
 void matmul_descriptor_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int K, Int lda,
                               Int ldb, Int ldc, int BLOCK_M, int BLOCK_N, int BLOCK_K,
-                              int GROUP_M, int num_stages, int B_KMAJOR) {
+                              int GROUP_M, int num_stages, int B_KMAJOR, int WARP_SPECIALIZE) {
   auto [pid_m, pid_n] = swizzle2d(program_id(0) / cdiv(N, BLOCK_N), program_id(0) % cdiv(N, BLOCK_N),
                                   cdiv(M, BLOCK_M), cdiv(N, BLOCK_N), GROUP_M);
   auto a_desc = make_tensor_descriptor(a_ptr, {M, K}, {lda, 1}, {BLOCK_M, BLOCK_K});
@@ -85,7 +86,7 @@ void matmul_descriptor_kernel(Ptr c_ptr, Ptr a_ptr, Ptr b_ptr, Int M, Int N, Int
                         : make_tensor_descriptor(b_ptr, {K, N}, {ldb, 1}, {BLOCK_K, BLOCK_N});
   auto c_desc = make_tensor_descriptor(c_ptr, {M, N}, {ldc, 1}, {BLOCK_M, BLOCK_N});
   auto accumulator = zeros({BLOCK_M, BLOCK_N}, float32);
-  for (auto k : range(0, K, BLOCK_K, num_stages)) {
+  for (auto k : range(0, K, BLOCK_K, num_stages).warp_specialize(WARP_SPECIALIZE)) {
     auto b = B_KMAJOR ? trans(b_desc.load({pid_n * BLOCK_N, k})) : b_desc.load({k, pid_n * BLOCK_N});
     accumulator = dot(a_desc.load({pid_m * BLOCK_M, k}), b, accumulator);
   }
@@ -101,6 +102,7 @@ struct Options {
   bool userPlan = false;
   std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
   bool descriptors = false;
+  bool warpSpecialize = false; // --descriptors with a producer warp group for the TMA copies
   bool library = false; // kernels::matmul instead of the tutorial's kernel
 };
 
@@ -124,6 +126,8 @@ Options parseOptions(int argc, char **argv) {
       o.stages = std::atoi(a.c_str() + 9);
     } else if (a == "--descriptors") {
       o.descriptors = true;
+    } else if (a == "--warp-specialize") {
+      o.descriptors = o.warpSpecialize = true;
     } else if (a == "--library") {
       o.library = true;
     } else if (a.rfind("--arch=", 0) == 0) {
@@ -309,7 +313,7 @@ int main(int argc, char **argv) {
     auto withDescriptors =
         kernel("matmul_descriptor_kernel", matmul_descriptor_kernel,
                {"c_ptr", "a_ptr", "b_ptr", "M", "N", "K", "lda", "ldb", "ldc", "BLOCK_M",
-                "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "B_KMAJOR"});
+                "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "B_KMAJOR", "WARP_SPECIALIZE"});
     Kernel &mm = o.descriptors ? static_cast<Kernel &>(withDescriptors) : tutorial;
     // As Triton specializes its launch: 16-byte aligned pointers, integers divisible by 16
     // (":16") and unit strides (":1", so that the tiles' loads are 16-byte vectors).
@@ -323,9 +327,11 @@ int main(int argc, char **argv) {
                         .numWarps = o.warps};
     if (kMajor)
       spec.ptxVersion = 84; // fp8 on mma.sync (where wgmma does not take the tiles)
-    if (o.descriptors)
+    if (o.descriptors) {
+      spec.constexprs.push_back(o.warpSpecialize ? 1 : 0);
       spec.signature = {pc, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
                         div16(kMajor ? o.K : o.N), div16(o.N)};
+    }
     // Hopper's tensor cores are fastest through wgmma, which only the architecture-specific
     // target sm_90a has (its code runs on sm_90 alone).
     spec.arch = !o.arch.empty() ? o.arch

@@ -183,6 +183,29 @@ TEST_F(DotGpuTest, LibraryMatmul) {
   kernels::resetAutotune();
 }
 
+// The producer warp group's plans (the autotuner's candidates): TMA tiles issued by their own
+// warps, on shapes that are not multiples of any tile, b either way, with a bias, a residual
+// and SwiGLU's two products.
+TEST_F(DotGpuTest, LibraryMatmulWithAProducerWarpGroup) {
+  SKIP_WITHOUT_GPU();
+  using kernels::Activation;
+  using kernels::MatmulPlan;
+  for (MatmulPlan plan : {MatmulPlan{128, 256, 64, 8, 4, true, true},
+                          MatmulPlan{64, 128, 64, 4, 4, true, true}}) {
+    SCOPED_TRACE(kernels::describe(plan.fields()));
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                     {.M = 1000, .N = 1030, .K = 520, .bias = true,
+                                      .residual = true, .plan = plan});
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                     {.M = 272, .N = 384, .K = 4096, .bTransposed = true,
+                                      .plan = plan});
+  }
+  // (Two accumulators: the narrower tiles, as the planner halves them.)
+  checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                   {.M = 200, .N = 96, .K = 256, .activation = Activation::SwiGlu,
+                                    .plan = MatmulPlan{64, 128, 64, 4, 4, true, true}});
+}
+
 // Every operand dtype and the whole epilogue on the planner's plans: fp8 (both layouts of b,
 // row-wise scales), int8 exact into int32 and dequantized into bf16, fp32 at each precision,
 // a residual with alpha; tiles through descriptors (TMA) and, where a row stride is off 16
