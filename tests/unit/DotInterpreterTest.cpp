@@ -108,7 +108,8 @@ TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
                                  {.M = 50, .N = 30, .K = 64, .ldr = 40, .bias = true,
                                   .activation = Activation::Silu, .residual = true,
                                   .alpha = 0.25f});
-  // The planner gives these small products pointer tiles: descriptors by a given plan.
+  // Descriptors on a given plan of 32 x 32 tiles (the planner gives these small products 64 x
+  // 128 descriptor tiles with a producer warp group, which the interpreter runs as plain loops).
   kernels::MatmulPlan withDescriptors{.blockM = 32, .blockN = 32, .blockK = 32, .numWarps = 4,
                                       .numStages = 2, .descriptors = true};
   checkLibraryMatmul<HostBuffer>(nullptr, sync,

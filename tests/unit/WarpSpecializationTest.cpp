@@ -1,0 +1,130 @@
+// range(...).warp_specialize() and .ping_pong() without a GPU: where the pass gives a loop its
+// producer warp group, and where it refuses and says why in the GIR; the hint changes nothing
+// in the interpreter; asking after the loop started is an error at the user's line.
+#include "DotCases.h"
+#include "PtxChecks.h"
+
+#include "frontend/DSL.h"
+#include "frontend/Kernel.h"
+#include "interpreter/Interpreter.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace tritium;
+using namespace tritium::dsl;
+using tritium::testing::count;
+
+namespace {
+
+class WarpSpecializationTest : public tritium::testing::CompilerTest {};
+
+// out[64, 64] = the sum over row tiles of x [rows, 64] (fp16), tiles read through a descriptor
+// in a warp-specialized loop. NESTED: that loop inside another; STORE_FIRST: a store before it.
+void tileSum(Ptr out, Ptr x, Int rows, int NESTED, int STORE_FIRST, int PING_PONG) {
+  auto d = make_tensor_descriptor(x, {rows, 64}, {64, 1}, {64, 64});
+  auto r = arange(0, 64), c = arange(0, 64);
+  auto at = out + r(_, None) * 64 + c(None, _);
+  if (STORE_FIRST)
+    store(at, zeros({64, 64}, float32));
+  auto acc = zeros({64, 64}, float32);
+  auto walk = [&] {
+    for (auto i : range(0, rows, 64, 3).warp_specialize().ping_pong(PING_PONG))
+      acc = acc + cast(d.load({i, 0}), float32);
+  };
+  if (NESTED)
+    for (auto o : range(0, 2))
+      walk();
+  else
+    walk();
+  store(at, acc);
+}
+
+Kernel &tileSumKernel() {
+  static auto k = kernel("tile_sum", tileSum,
+                         {"out", "x", "rows", "NESTED", "STORE_FIRST", "PING_PONG"});
+  return k;
+}
+
+Artifacts gir(int nested, int storeFirst, int pingPong, const std::string &arch = "sm_90a") {
+  return tileSumKernel().compileTo({.signature = {"*fp32:16", "*fp16:16", "i32:16"},
+                                    .constexprs = {nested, storeFirst, pingPong},
+                                    .numWarps = 4,
+                                    .arch = arch},
+                                   Stage::GIR);
+}
+
+TEST_F(WarpSpecializationTest, TheProducerWarpGroupOrTheReasonWhyNot) {
+  Artifacts plain = gir(0, 0, 0);
+  EXPECT_EQ(count(plain.gir, "warp_specialized = 1"), 1u) << plain.gir;
+  EXPECT_EQ(count(plain.gir, "producer_warps = 4"), 1u);
+  EXPECT_EQ(plain.producerWarps, 4);
+  struct Case {
+    int nested, storeFirst, pingPong;
+    std::string arch, why;
+  };
+  for (const Case &c : {
+           Case{1, 0, 0, "sm_90a", "only a loop at the kernel's top level is warp-specialized"},
+           Case{0, 1, 0, "sm_90a", "'store' before the loop: the producer warp runs that code"},
+           Case{0, 0, 0, "sm_80", "the loop's tiles are not copied by TMA"},
+       }) {
+    SCOPED_TRACE(c.why);
+    Artifacts a = gir(c.nested, c.storeFirst, c.pingPong, c.arch);
+    EXPECT_EQ(a.producerWarps, 0);
+    EXPECT_EQ(count(a.gir, "warp_specialized"), 0u);
+    EXPECT_NE(a.gir.find("warp_specialize_skipped = \"" + c.why), std::string::npos) << a.gir;
+  }
+  // Ping-pong asks for two compute warp groups and two products.
+  Artifacts pp = gir(0, 0, 1);
+  EXPECT_EQ(count(pp.gir, "warp_specialized = 1"), 1u);
+  EXPECT_NE(pp.gir.find("ping_pong_skipped = \"ping-pong takes two compute warp groups"),
+            std::string::npos)
+      << pp.gir;
+}
+
+TEST_F(WarpSpecializationTest, TheInterpreterRunsTheLoopAsItIs) {
+  setInterpret(true);
+  const int rows = 200; // four tiles, the last one partly outside the tensor (zeros)
+  std::mt19937 rng(7);
+  tritium::testing::tensorcores::Encoded x = tritium::testing::tensorcores::encode(
+      ir::ScalarKind::F16,
+      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
+  std::vector<double> want(64 * 64, 0.0);
+  for (size_t e = 0; e < x.values.size(); ++e)
+    want[e % (64 * 64)] += x.values[e];
+  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.raw);
+  auto out = tritium::testing::tensorcores::poisonedBytes<interpreter::HostBuffer>(64 * 64 * 4);
+  tileSumKernel()
+      .compile({.signature = {"*fp32", "*fp16", "i32"}, .constexprs = {0, 0, 1}, .numWarps = 4})
+      .launch(1, nullptr, {KernelArg::pointer(out.ptr()), KernelArg::pointer(in.ptr()),
+                           int32_t(rows)});
+  std::vector<float> got(64 * 64);
+  out.download(got.data(), got.size() * 4);
+  resetInterpret();
+  for (size_t e = 0; e < got.size(); ++e)
+    ASSERT_NEAR(got[e], want[e], 1e-4) << "element " << e;
+}
+
+void lateAsk(Ptr out, Int n) {
+  auto loop = range(0, n);
+  for (auto i : loop)
+    store(out + i, 1.0f);
+  (void)std::move(loop).warp_specialize();
+}
+
+TEST_F(WarpSpecializationTest, AskingAfterTheLoopStartedIsAnError) {
+  auto k = kernel("late_ask", lateAsk, {"out", "n"});
+  try {
+    k.compileTo({.signature = {"*fp32", "i32"}}, Stage::TIR);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("warp_specialize() must be asked before the loop starts"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("WarpSpecializationTest.cpp:"), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
