@@ -1,15 +1,13 @@
 // A warp-specialized ring (gpu/SpecializeWarps.cpp): the CTA's last warp group is the producer.
 // Until the loop it runs the kernel's code as a double of warps 0-3 (that code only computes
-// and reads),
-// so that it has the loop's bounds and the tiles' offsets. At the loop it splits off, gives its
-// registers back (setmaxnreg.dec, where the kernel says how many), and its first lane walks the
-// iterations, waits on a stage's "empty" mbarrier until every compute warp has
+// and reads), so that it has the loop's bounds and the tiles' offsets. At the loop it splits
+// off and gives its registers back (setmaxnreg.dec, where the kernel says how many); its first
+// lane walks the iterations, waits on a stage's "empty" mbarrier until every compute warp has
 // released the stage's previous tiles, announces the bytes on the stage's "full" mbarrier and
 // issues the TMA copies; then it leaves the kernel. The compute warps take the registers
-// (setmaxnreg.inc) and wait on "full" for each
-// iteration's stage (parity: iteration / stages) and arrive on "empty" at the iteration's end,
-// one arrival per warp; they meet at no CTA barrier in the loop, and the barriers after it
-// name only them (barrier 1), the producer being gone.
+// (setmaxnreg.inc), wait on "full" for each iteration's stage (parity: iteration / stages) and
+// arrive on "empty" at the iteration's end, one arrival per warp; they meet at no CTA barrier
+// in the loop, and the barriers after it name only them (barrier 1), the producer being gone.
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 

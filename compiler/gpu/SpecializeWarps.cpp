@@ -1,27 +1,26 @@
 // Warp specialization (GIR, after ChooseTensorMaps): a loop written `range(...)
-// .warp_specialize()` whose ring is copied by TMA alone gets a producer warp of its own. The
-// CTA gains one warp past num_warps; that warp issues the ring's copies, running ahead of the
-// compute warps by as many stages as the ring holds, and waits for a stage to be released before
-// it refills it. The compute warps ("consumers") then neither issue copies nor meet at a CTA
-// barrier each iteration: each waits for its stage's "full" mbarrier and, once done with the
-// stage, arrives on its "empty" mbarrier (one arrival per warp), so that warp groups drift
-// apart and one's softmax or epilogue overlaps another's tensor-core work. The producer is a
-// whole warp group (4 warps, one of whose lanes issues): on sm_90a `setmaxnreg` then hands its
-// registers to the compute warps, which a CTA of 8 + 1 warps could not do (ptxas allots
-// registers to 9 warps as to 12: 168 a thread, where the forward attention needs ~210).
-// Recorded as
+// .warp_specialize()` whose ring is copied by TMA alone gets a producer warp group of its own.
+// The CTA gains 4 warps past num_warps; one lane of them issues the ring's copies, running ahead
+// of the compute warps by as many stages as the ring holds, and waits for a stage to be released
+// before it refills it. The compute warps then neither issue copies nor meet at a CTA barrier
+// each iteration: each waits for its stage's "full" mbarrier and, once done with the stage,
+// arrives on its "empty" mbarrier (one arrival per warp), so that warp groups may drift apart.
+// The producer is a whole warp group so that, on sm_90a, `setmaxnreg` can hand its registers
+// to the compute warps: with 8 + 1 warps ptxas gave the attention forward 168 registers a
+// thread and spilled, where it needs about 210 (docs/notes/tensor-cores.md). Recorded as
 //   kernel {producer_warps = 4, producer_registers = 24, compute_registers = 240}
 //   for    {warp_specialized = 1, empty_barriers = O}   (one mbarrier per stage, from byte O)
-// Asked with range(...).ping_pong() ({ping_pong_asked}), two compute warp groups whose loop body
-// runs two or more wgmma products (attention's S = Q K^T and O += P V) take turns at the tensor
-// cores ("ping-pong", as FlashAttention-3 schedules them): group g waits for its turn before the body's last product and hands the turn over
-// after the first product of its next iteration, so that one group's softmax runs while the
-// other's products do. Named barriers 2 and 3 carry the turns; the body must then need no CTA
-// barrier of its own (no op in it holds shared memory besides the ring's tiles):
+// Asked with range(...).ping_pong() ({ping_pong_asked}), two compute warp groups whose loop
+// body runs two or more wgmma products (attention's S = Q K^T and O += P V) take turns at the
+// tensor cores ("ping-pong", as FlashAttention-3 schedules them): group g waits for its turn
+// before the body's last product and hands the turn over after the first product of its next
+// iteration, so that one group's softmax runs while the other's products do. Named barriers 2
+// and 3 carry the turns; the body must then need no CTA barrier of its own (no op in it holds
+// shared memory besides the ring's tiles):
 //   for    {ping_pong = 1}    or    {ping_pong_skipped = "reason"}
 // Where a loop asks and cannot have it, the loop keeps its plain ring and says why:
 //   for    {warp_specialize_skipped = "reason"}
-// The producer runs the kernel's code before the loop as a double of warp 0 (it needs the
+// The producer runs the kernel's code before the loop as a double of warps 0-3 (it needs the
 // loop's bounds and the tiles' offsets), so that code may only compute and read: the loop must
 // be at the kernel's top level with no store, atomic, print, ring or other loop before it.
 #include "compiler/gpu/GpuPasses.h"
