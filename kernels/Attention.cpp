@@ -8,6 +8,7 @@
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
 #include "kernels/AttentionArguments.h"
+#include "kernels/AttentionKeyRange.h"
 #include "runtime/Device.h"
 
 #include <cmath>
@@ -62,22 +63,11 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto m_i = full({BM}, -INFINITY, float32);
   auto l_i = zeros({BM}, float32);
   auto acc = zeros({BM, D}, float32);
-  // Causal: query row i sees keys up to i + (seq_kv - seq_q); the program's last row bounds
-  // the loop.
+  // Causal: query row i sees keys up to i + (seq_kv - seq_q); a sliding window also bounds
+  // the first step (AttentionKeyRange.h).
   auto shift = seqKV - seqQ;
-  Operand lo = 0;
-  Value hi = seqKV;
-  if (CAUSAL)
-    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
-  // A sliding window: query row i sees keys i + shift - win_left .. i + shift + win_right; the
-  // loop starts at the BN-aligned step holding the first row's first key and ends after the
-  // last row's last.
-  if (WINDOW) {
-    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
-    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
-  }
-  if (VARLEN) // programs past a shorter sequence's rows walk no keys
-    hi = where(pid_m * BM < seqQ, hi, 0);
+  auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
+                           WINDOW, VARLEN);
   // One step of the online softmax over the scores `s` (unscaled) of keys rn, with their
   // values v_tile.
   auto step = [&](Value s, Value rn, Value v_tile) {
@@ -183,6 +173,7 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                               const std::string &arch) {
   std::string t = "*" + dtypeName(a.dtype);
   bool varlen = a.cuSeqlensQ != nullptr;
+  bool tma = denseKV(a) && !varlen; // K and V through descriptors: TMA copies on Hopper
   // fp8 e4m3 operands write a bf16 output.
   std::string out = a.dtype == Dtype::fp8e4m3 ? "*bf16" : t;
   Specialization spec{.signature = {out, "*fp32", t, t, t, "*i32", "*i32", "fp32", "fp32", "i64",
@@ -192,10 +183,9 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                     "i64", "i64", "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
-                                     denseKV(a) && !varlen ? 1 : 0, windowed(a) ? 1 : 0,
-                                     varlen ? 1 : 0,
-                                     plan.warpSpecialize && denseKV(a) && !varlen ? 1 : 0,
-                                     plan.pingPong && denseKV(a) && !varlen ? 1 : 0},
+                                     tma ? 1 : 0, windowed(a) ? 1 : 0, varlen ? 1 : 0,
+                                     plan.warpSpecialize && tma ? 1 : 0,
+                                     plan.pingPong && tma ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;

@@ -9,6 +9,7 @@
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
 #include "kernels/AttentionArguments.h"
+#include "kernels/AttentionKeyRange.h"
 #include "runtime/Device.h"
 
 #include <algorithm>
@@ -166,17 +167,9 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   auto dl = load(delta + row, rm < seqQ, 0);
   auto dq_acc = zeros({BM, D}, float32);
   auto shift = seqKV - seqQ;
-  // The keys this block's queries see (as the forward walks them).
-  Operand lo = 0;
-  Value hi = seqKV;
-  if (CAUSAL)
-    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift), 0);
-  if (WINDOW) {
-    lo = maximum(pid_m * BM + shift - win_left, 0) / BN * BN;
-    hi = maximum(minimum(seqKV, (pid_m + 1) * BM + shift + win_right), 0);
-  }
-  if (VARLEN) // programs past a shorter sequence's queries walk no keys
-    hi = where(pid_m * BM < seqQ, hi, 0);
+  // The keys this block's queries see, as the forward walks them.
+  auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
+                           WINDOW, VARLEN);
   for (auto start : range(lo, hi, BN, STAGES)) {
     // Q and dO, loaded in the loop that does not change them: read in place from shared
     // memory by the products.

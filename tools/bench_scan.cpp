@@ -158,26 +158,16 @@ bool runLong(CUstream stream, int64_t n) {
 
 int main(int argc, char **argv) {
   try {
-    if (argc > 1 && std::string(argv[1]) == "--long") {
-      std::string why;
-      if (!rt::Driver::available(&why)) {
-        std::printf("no usable GPU (%s): nothing to time\n", why.c_str());
-        return 0;
-      }
-      rt::Stream stream;
-      bool ok = true;
-      for (int i = 2; i < argc; ++i)
-        ok = runLong(stream.get(), std::atoll(argv[i])) && ok;
-      return ok ? 0 : 1;
+    bool flat = argc > 1 && std::string(argv[1]) == "--long";
+    std::vector<int64_t> sizes = flat ? std::vector<int64_t>{}
+                                      : std::vector<int64_t>{65536, 2048, 16, 16384, 8192, 4};
+    if (argc > (flat ? 2 : 1)) {
+      sizes.clear();
+      for (int i = flat ? 2 : 1; i < argc; ++i)
+        sizes.push_back(std::atoll(argv[i]));
     }
-    std::vector<int64_t> shapes = {65536, 2048, 16, 16384, 8192, 4};
-    if (argc > 1) {
-      shapes.clear();
-      for (int i = 1; i < argc; ++i)
-        shapes.push_back(std::atoll(argv[i]));
-      if (shapes.size() % 3 != 0)
-        throw std::runtime_error("give M N BM triples");
-    }
+    if (!flat && sizes.size() % 3 != 0)
+      throw std::runtime_error("give M N BM triples");
     std::string why;
     if (!rt::Driver::available(&why)) {
       std::printf("no usable GPU (%s): nothing to time\n", why.c_str());
@@ -185,9 +175,13 @@ int main(int argc, char **argv) {
     }
     rt::Stream stream;
     bool ok = true;
-    for (size_t i = 0; i + 2 < shapes.size(); i += 3)
-      for (const char *dtype : {"fp32", "i32"})
-        ok = run(stream.get(), dtype, shapes[i], int(shapes[i + 1]), int(shapes[i + 2])) && ok;
+    if (flat)
+      for (int64_t n : sizes)
+        ok = runLong(stream.get(), n) && ok;
+    else
+      for (size_t i = 0; i + 2 < sizes.size(); i += 3)
+        for (const char *dtype : {"fp32", "i32"})
+          ok = run(stream.get(), dtype, sizes[i], int(sizes[i + 1]), int(sizes[i + 2])) && ok;
     return ok ? 0 : 1;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s\n", e.what());

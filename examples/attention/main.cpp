@@ -78,14 +78,14 @@ Options parse(int argc, char **argv) {
     } else if (a.rfind("--plan=", 0) == 0) {
       long long bm = 0, bn = 0, w = 0, st = 0;
       int used = 0;
-      if (std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld%n", &bm, &bn, &w, &st, &used) != 4 ||
-          (a.substr(7 + size_t(used)) != "" && a.substr(7 + size_t(used)) != "ws" &&
-           a.substr(7 + size_t(used)) != "pp"))
+      bool parsed =
+          std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld%n", &bm, &bn, &w, &st, &used) == 4;
+      std::string suffix = parsed ? a.substr(7 + size_t(used)) : "";
+      if (!parsed || (suffix != "" && suffix != "ws" && suffix != "pp"))
         throw std::runtime_error("--plan takes BMxBNxWxS[ws|pp], got " + a.substr(7));
       o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
-                                      .numStages = int(st),
-                                      .warpSpecialize = a.substr(7 + size_t(used)) != "",
-                                      .pingPong = a.substr(7 + size_t(used)) == "pp"};
+                                      .numStages = int(st), .warpSpecialize = suffix != "",
+                                      .pingPong = suffix == "pp"};
     } else if (a.rfind("--backward-plan=", 0) == 0) {
       long long own = 0, step = 0, w = 0, st = 0;
       if (std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld", &own, &step, &w, &st) != 4)
