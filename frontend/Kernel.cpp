@@ -27,6 +27,8 @@ std::string Specialization::str() const {
     s += ";min_blocks=" + std::to_string(minBlocksPerSM);
   if (!bulkCopies)
     s += ";bulk=0";
+  if (!fpFusion)
+    s += ";fp_fusion=0";
   if (programsPerCTA != 1)
     s += ";programs_per_cta=" + std::to_string(programsPerCTA);
   if (awaitPreviousKernel)
@@ -135,6 +137,8 @@ std::unique_ptr<ir::Function> Kernel::trace(const Specialization &spec) const {
     fn->setAttr("cluster_size", int64_t(spec.clusterSize));
   if (spec.minBlocksPerSM != 1)
     fn->setAttr("min_blocks_per_sm", int64_t(spec.minBlocksPerSM));
+  if (!spec.fpFusion)
+    fn->setAttr("fp_fusion", int64_t(0));
   if (spec.programsPerCTA != 1) // compileTIR checks it against num_warps and the cluster
     fn->setAttr("programs_per_cta", int64_t(spec.programsPerCTA));
   std::vector<ir::Value *> runtime;
@@ -269,6 +273,7 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
   f["cluster_size"] = spec.clusterSize;
   f["min_blocks_per_sm"] = spec.minBlocksPerSM;
   f["bulk_copies"] = spec.bulkCopies;
+  f["fp_fusion"] = spec.fpFusion;
   f["await_previous_kernel"] = spec.awaitPreviousKernel;
   f["tritium_version"] = TRITIUM_VERSION;
   f["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;

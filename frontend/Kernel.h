@@ -52,6 +52,10 @@ struct Specialization {
   // Pipelined loads that read whole contiguous rows become one bulk copy (TMA) per stage on
   // sm_90; false keeps one 16-byte cp.async per thread and vector (CompileOptions::bulkCopies).
   bool bulkCopies = true;
+  // Triton's enable_fp_fusion: a floating-point multiply whose product feeds an add may become
+  // one fused multiply-add (one rounding instead of two). false keeps every multiply and add
+  // rounded on its own (the fp_fusion = 0 attribute of the kernel's TIR).
+  bool fpFusion = true;
   std::string arch = "sm_90";
   int ptxVersion = 81; // PTX ISA x 10; 8.1 (CUDA 12.1) has st.async, 80 still works
   // Triton's launch_pdl with gdc_wait() first: the kernel's first op is griddep_wait(), so it is

@@ -123,6 +123,7 @@ struct LaunchOptions {
   int numStages = 1;
   int clusterSize = 1;    // Triton's num_ctas
   int minBlocksPerSM = 1; // __launch_bounds__'s minimum
+  bool fpFusion = true;   // Triton's enable_fp_fusion (Specialization::fpFusion)
   std::string arch;       // "": the current device's (sm_90a on an sm_90 GPU)
 };
 

@@ -130,6 +130,7 @@ Specialization Kernel::specializationFor(std::span<const Arg> args,
   spec.numStages = options.numStages;
   spec.clusterSize = options.clusterSize;
   spec.minBlocksPerSM = options.minBlocksPerSM;
+  spec.fpFusion = options.fpFusion;
   if (!options.arch.empty())
     spec.arch = options.arch;
   else if (!interpreting()) // the GPU's own; Hopper's wgmma and TMA need sm_90a
@@ -150,7 +151,7 @@ CompiledKernel &Kernel::launch(Grid3 grid, CUstream stream, std::span<const Arg>
   // The key: each argument's code, each given constexpr (name hash, value), the options and
   // the device (whose architecture the compile targets).
   std::vector<int64_t> key;
-  key.reserve(args.size() + 2 * constexprs.size() + 6);
+  key.reserve(args.size() + 2 * constexprs.size() + 7);
   for (const Arg &a : args)
     key.push_back(argumentCode(a));
   for (const ConstexprArg &c : constexprs) {
@@ -161,6 +162,7 @@ CompiledKernel &Kernel::launch(Grid3 grid, CUstream stream, std::span<const Arg>
   key.push_back(options.numStages);
   key.push_back(options.clusterSize);
   key.push_back(options.minBlocksPerSM);
+  key.push_back(options.fpFusion);
   key.push_back(options.arch.empty()
                     ? (interpreting() ? -1 : int64_t(intptr_t(&rt::Context::current().props())))
                     : int64_t(std::hash<std::string>{}(options.arch)));

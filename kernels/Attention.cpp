@@ -26,6 +26,10 @@ using namespace tritium::dsl;
 // the mask of the scores keeps them out.
 // VARLEN: sequences packed one after another; cu_q / cu_kv ([batch + 1] i32) give where each
 // starts, seq_q is the total of the query rows (the LSE's stride) and seq_kv unused.
+// SCALE_IN_EXP: qk_scale is positive, so each score's scale and shift is one fused multiply-add
+// inside exp2. EVEN_KV: seq_kv is a multiple of BN (and not varlen), so no step reads past the
+// keys and only causal or window steps mask their scores. Together they halved the softmax's
+// instructions per score (notes/attention.md, "The softmax's instructions").
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, Ptr cu_kv,
                                  Float qk_scale, Float o_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
@@ -33,7 +37,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
-                                 int PING_PONG) {
+                                 int PING_PONG, int SCALE_IN_EXP, int EVEN_KV) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -71,18 +75,25 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   // One step of the online softmax over the scores `s` (unscaled) of keys rn, with their
   // values v_tile.
   auto step = [&](Value s, Value rn, Value v_tile) {
-    s = s * qk_scale;
-    auto valid = rn(None, _) < seqKV;
+    if (!SCALE_IN_EXP)
+      s = s * qk_scale;
+    std::optional<Value> valid;
+    auto both = [&](Value c) { valid = valid ? *valid & c : c; };
+    if (!EVEN_KV)
+      both(rn(None, _) < seqKV);
     if (CAUSAL)
-      valid = valid & (rn(None, _) <= rm(_, None) + shift);
+      both(rn(None, _) <= rm(_, None) + shift);
     if (WINDOW)
-      valid = valid & (rn(None, _) >= rm(_, None) + (shift - win_left)) &
-              (rn(None, _) <= rm(_, None) + (shift + win_right));
-    s = where(valid, s, -INFINITY);
-    auto m_new = maximum(m_i, max(s, 1));
+      both((rn(None, _) >= rm(_, None) + (shift - win_left)) &
+           (rn(None, _) <= rm(_, None) + (shift + win_right)));
+    if (valid)
+      s = where(*valid, s, -INFINITY);
+    // With a positive scale the row maximum of the raw scores, scaled, is that of the scaled
+    // ones, and each score's scale and shift is one fused multiply-add.
+    auto m_new = maximum(m_i, SCALE_IN_EXP ? max(s, 1) * qk_scale : max(s, 1));
     // A row that has seen no key yet keeps -inf: subtract 0 from it instead (no NaN).
     auto m_use = where(m_new == -INFINITY, 0.0, m_new);
-    auto p = exp2(s - m_use(_, None));
+    auto p = exp2((SCALE_IN_EXP ? s * qk_scale : s) - m_use(_, None));
     auto alpha = exp2(m_i - m_use);
     l_i = l_i * alpha + sum(p, 1);
     acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
@@ -128,7 +139,7 @@ Kernel &attentionForwardKernel() {
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
                           "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
-                          "WARP_SPECIALIZE", "PING_PONG"});
+                          "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV"});
   return k;
 }
 
@@ -138,21 +149,22 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
   if (headDim > 128 && !warpGroups)
     return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
   // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes). A producer
-  // warp group for the K/V copies: 284 against 263 TFLOP/s at 4 x 32 x 4096, 208 against 188
-  // causal, on an H200 (docs/notes/attention.md, "Warp specialization").
+  // warp group for the K/V copies, 2 stages: 380.6 TFLOP/s at 4 x 32 x 4096 on an H200,
+  // against 362.7 with 3 (docs/notes/attention.md, "The softmax's instructions").
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
-    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 3,
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
             .warpSpecialize = warpGroups};
   if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
     return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
   // 16-bit head_dim 128: 128 keys a step halve the steps' fixed costs (326 against 276
   // TFLOP/s at 4 x 32 x 4096 on an H200, docs/notes/attention.md); 2 stages leave shared
   // memory for them (3 took all 232,448 bytes and spilled when causal).
-  // A producer warp group and the compute groups' turns at the products: 332 against 326
-  // TFLOP/s, 267 against 252 causal (docs/notes/attention.md, "Warp specialization").
+  // A producer warp group: 517.9 TFLOP/s against 503.7 without; the compute groups' turns
+  // (ping-pong), which paid while the softmax was twice as long, now cost 29% (366.4)
+  // (docs/notes/attention.md, "The softmax's instructions").
   if (dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
-            .warpSpecialize = warpGroups, .pingPong = warpGroups};
+            .warpSpecialize = warpGroups};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
@@ -169,8 +181,16 @@ static bool denseKV(const AttentionArgs &a) {
 // A sliding window limits the keys on either side (causal attention with a left limit is one).
 static bool windowed(const AttentionArgs &a) { return a.windowLeft >= 0 || a.windowRight >= 0; }
 
+// The scores' scale in log2 units: softmax(s x scale) = 2^(s x scale x log2(e)) / sum.
+static float log2ScoreScale(const AttentionArgs &a) {
+  float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(a.headDim)));
+  return scale * a.descaleQ * a.descaleK * 1.4426950408889634f;
+}
+
 Specialization attentionForwardSpecialization(const AttentionArgs &a, const AttentionPlan &plan,
                                               const std::string &arch) {
+  bool scaleInExp = log2ScoreScale(a) > 0;
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   std::string t = "*" + dtypeName(a.dtype);
   bool varlen = a.cuSeqlensQ != nullptr;
   bool tma = denseKV(a) && !varlen; // K and V through descriptors: TMA copies on Hopper
@@ -185,7 +205,9 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
                                      tma ? 1 : 0, windowed(a) ? 1 : 0, varlen ? 1 : 0,
                                      plan.warpSpecialize && tma ? 1 : 0,
-                                     plan.pingPong && tma ? 1 : 0},
+                                     plan.pingPong && tma ? 1 : 0,
+                                     scaleInExp ? 1 : 0,
+                                     !varlen && seqKV % plan.blockN == 0 ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -230,11 +252,10 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   AttentionPlan plan = given ? *given : planAttention(D, a.dtype, arch == "sm_90a");
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
-  float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
   WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        cuQ,      cuKV,
-      scale * a.descaleQ * a.descaleK * 1.4426950408889634f, a.descaleV,
+      log2ScoreScale(a), a.descaleV,
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,

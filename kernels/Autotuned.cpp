@@ -17,6 +17,8 @@ PlanFields Config::fields() const {
   f.emplace_back("num_stages", options.numStages);
   f.emplace_back("cluster_size", options.clusterSize);
   f.emplace_back("min_blocks_per_sm", options.minBlocksPerSM);
+  if (!options.fpFusion)
+    f.emplace_back("fp_fusion", 0);
   return f;
 }
 

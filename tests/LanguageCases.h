@@ -300,7 +300,9 @@ void checkGridDependency(CUstream stream, const std::function<void()> &sync,
     for (int64_t i = 0; i < n; ++i)
       want[size_t(r * n + i)] =
           double(float(float(x[size_t(i)] * 3.0f) + float(r)) * 2.0f + w[size_t(i)]);
-  expectClose(download(out, want.size()), want, 1e-6,
+  // 1e-5: the kernel may fuse each multiply and add (Specialization::fpFusion); a consumer
+  // that read the previous round's values would be off by 2.
+  expectClose(download(out, want.size()), want, 1e-5,
               "griddep_wait consumers of " + std::to_string(rounds) + " producers, n=" +
                   std::to_string(n),
               seed);

@@ -544,7 +544,24 @@ private:
     for (const Tile &t : ts)
       slices[t.rowKey].push_back(&t);
     int64_t n = std::min<int64_t>(N_, 256);
-    l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
+    // a's register fragments are made before the fence, which takes them as operands so that
+    // none is computed between the products (ptxas would then fence each product itself).
+    std::map<std::pair<int64_t, int64_t>, std::vector<llvm::Value *>> fragments;
+    std::vector<llvm::Value *> fenced;
+    if (aRegs_)
+      for (int64_t kk = 0; kk < K_; kk += kStep)
+        for (auto &entry : slices) {
+          auto &f = fragments[{entry.first, kk}] = registerFragment(entry.first, kk);
+          fenced.insert(fenced.end(), f.begin(), f.end());
+        }
+    if (fenced.empty()) {
+      l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
+    } else {
+      std::string constraints;
+      for (size_t i = 0; i < fenced.size(); ++i)
+        constraints += i ? ",r" : "r";
+      emitAsm(l_, "wgmma.fence.sync.aligned;", constraints, fenced);
+    }
     for (int64_t kk = 0; kk < K_; kk += kStep) {
       int64_t kb = kk * bytes_; // the step's first byte along a row
       for (auto &[rowKey, row] : slices) {
@@ -555,7 +572,7 @@ private:
         llvm::Value *descA = aRegs_ ? nullptr : descriptor(aBase_, aOff, 16, 1024);
         std::vector<llvm::Value *> aFragment;
         if (aRegs_)
-          aFragment = registerFragment(rowKey, kk);
+          aFragment = fenced.empty() ? registerFragment(rowKey, kk) : fragments[{rowKey, kk}];
         for (int64_t c = 0; c < N_ / n; ++c) {
           // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
           llvm::Value *descB =

@@ -21,8 +21,9 @@ llvm::Value *libdevice(Lowering &l, const char *name, llvm::ArrayRef<llvm::Value
   return l.b.CreateCall(f, args);
 }
 
+// ex2.approx.ftz, as exp (LowerElementwise.cpp).
 llvm::Value *exp2(Lowering &l, llvm::Value *x) {
-  return l.intrinsic(llvm::Intrinsic::nvvm_ex2_approx, {l.b.getFloatTy()}, {x});
+  return l.intrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz, {l.b.getFloatTy()}, {x});
 }
 
 // f32 operands in, the f32 result out.

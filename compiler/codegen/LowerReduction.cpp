@@ -86,6 +86,7 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
   // copies of an element along the axis held by another thread count as the identity.
   const Elements &elems = l.get(in);
   std::vector<llvm::Value *> acc(size_t(outCount), nullptr);
+  std::vector<std::vector<llvm::Value *>> parts(static_cast<size_t>(outCount));
   for (size_t k = 0; k < elems.size(); ++k) {
     llvm::Value *v = narrowFloat ? b.CreateFPExt(elems[k], accTy) : elems[k];
     if (llvm::Value *owns = l.ownsElement(in, int64_t(k), axis))
@@ -96,7 +97,29 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
       index[size_t(axis)] = 0;
       slot = size_t(outMap->registerNumber(index));
     }
-    acc[slot] = acc[slot] ? combine(acc[slot], v) : v;
+    parts[slot].push_back(v);
+  }
+  // Into kChains running partials, then pairwise: a thread's 64 scores meet in 10 dependent
+  // steps, not 63, while at most kChains partials are live beside the elements (a full tree's
+  // 32 made the softmax of 16384 fp32 on 16 warps spill).
+  constexpr size_t kChains = 8;
+  for (size_t slot = 0; slot < parts.size(); ++slot) {
+    std::vector<llvm::Value *> &p = parts[slot];
+    if (p.size() > kChains) {
+      std::vector<llvm::Value *> chains(p.begin(), p.begin() + kChains);
+      for (size_t i = kChains; i < p.size(); ++i)
+        chains[i % kChains] = combine(chains[i % kChains], p[i]);
+      p = std::move(chains);
+    }
+    while (p.size() > 1) {
+      std::vector<llvm::Value *> next;
+      for (size_t i = 0; i + 1 < p.size(); i += 2)
+        next.push_back(combine(p[i], p[i + 1]));
+      if (p.size() % 2)
+        next.push_back(p.back());
+      p = std::move(next);
+    }
+    acc[slot] = p.empty() ? nullptr : p[0];
   }
   // 2. Across the lanes along the axis.
   const ir::Layout &root = inMap.root();

@@ -22,7 +22,15 @@ using Elements = std::vector<llvm::Value *>;
 struct Lowering {
   Lowering(llvm::Module &m, const ir::Function &k, int numWarps, int ptxVersion, int sm)
       : mod(m), ctx(m.getContext()), b(ctx), kernel(k), numWarps(numWarps),
-        ptxVersion(ptxVersion), sm(sm) {}
+        ptxVersion(ptxVersion), sm(sm) {
+    // Every floating-point op may contract into a fused multiply-add (Triton's default,
+    // enable_fp_fusion), unless the kernel says fp_fusion = 0 (Specialization::fpFusion).
+    if (k.intAttr("fp_fusion").value_or(1) != 0) {
+      llvm::FastMathFlags f;
+      f.setAllowContract(true);
+      b.setFastMathFlags(f);
+    }
+  }
 
   llvm::Module &mod;
   llvm::LLVMContext &ctx;

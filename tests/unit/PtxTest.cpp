@@ -240,3 +240,27 @@ TEST_F(PtxTest, AlignedRowsArePipelinedWithCpAsyncWithoutBulkCopies) {
     EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
   }
 }
+
+// Specialization::fpFusion (Triton's enable_fp_fusion): on by default, a multiply feeding an add
+// is one fma; off, the TIR says fp_fusion = 0 and the two keep their own roundings; the two
+// forms are two specializations.
+void axpyKernel(dsl::Ptr out, dsl::Ptr x, dsl::Ptr y, dsl::Float a, int BLOCK) {
+  using namespace tritium::dsl;
+  auto offs = arange(0, BLOCK);
+  store(out + offs, load(x + offs) * a + load(y + offs));
+}
+
+TEST_F(PtxTest, FpFusionFollowsTheSpecialization) {
+  auto k = kernel("axpy", axpyKernel, {"out", "x", "y", "a", "BLOCK"});
+  Specialization fused{.signature = {"*fp32", "*fp32", "*fp32", "fp32"}, .constexprs = {128}};
+  Specialization separate = fused;
+  separate.fpFusion = false;
+  EXPECT_NE(fused.str(), separate.str());
+  Artifacts f = k.compileTo(fused, Stage::PTX), s = k.compileTo(separate, Stage::PTX);
+  EXPECT_EQ(f.tir.find("fp_fusion"), std::string::npos) << f.tir;
+  EXPECT_NE(s.tir.find("fp_fusion = 0"), std::string::npos) << s.tir;
+  EXPECT_NE(f.ptx.find("fma.rn.f32"), std::string::npos) << f.ptx;
+  EXPECT_EQ(s.ptx.find("fma.rn.f32"), std::string::npos) << s.ptx;
+  EXPECT_NE(s.ptx.find("mul.rn.f32"), std::string::npos) << s.ptx;
+  EXPECT_NE(s.ptx.find("add.rn.f32"), std::string::npos) << s.ptx;
+}
