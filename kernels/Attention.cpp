@@ -74,20 +74,33 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                            WINDOW, VARLEN);
   // One step of the online softmax over the scores `s` (unscaled) of keys rn, with their
   // values v_tile.
-  auto step = [&](Value s, Value rn, Value v_tile) {
+  auto step = [&](Value s, Value start, Value rn, Value v_tile) {
     if (!SCALE_IN_EXP)
       s = s * qk_scale;
-    std::optional<Value> valid;
-    auto both = [&](Value c) { valid = valid ? *valid & c : c; };
-    if (!EVEN_KV)
-      both(rn(None, _) < seqKV);
-    if (CAUSAL)
-      both(rn(None, _) <= rm(_, None) + shift);
-    if (WINDOW)
-      both((rn(None, _) >= rm(_, None) + (shift - win_left)) &
-           (rn(None, _) <= rm(_, None) + (shift + win_right)));
-    if (valid)
-      s = where(*valid, s, -INFINITY);
+    auto mask = [&] {
+      std::optional<Value> valid;
+      auto both = [&](Value c) { valid = valid ? *valid & c : c; };
+      if (!EVEN_KV)
+        both(rn(None, _) < seqKV);
+      if (CAUSAL)
+        both(rn(None, _) <= rm(_, None) + shift);
+      if (WINDOW)
+        both((rn(None, _) >= rm(_, None) + (shift - win_left)) &
+             (rn(None, _) <= rm(_, None) + (shift + win_right)));
+      if (valid)
+        s = where(*valid, s, -INFINITY);
+    };
+    // Causal, or keys that end inside a step: only the steps that reach past the first row's
+    // last key, or past the keys, mask their scores (a branch the whole program takes alike):
+    // 6-19% faster causal than masking every step (notes/attention.md).
+    if (WINDOW) {
+      mask();
+    } else if (CAUSAL || !EVEN_KV) {
+      Value needed = start + BN > seqKV;
+      if (CAUSAL)
+        needed = needed | (start + (BN - 1) > pid_m * BM + shift);
+      if_(needed, mask);
+    }
     // With a positive scale the row maximum of the raw scores, scaled, is that of the scaled
     // ones, and each score's scale and shift is one fused multiply-add.
     auto m_new = maximum(m_i, SCALE_IN_EXP ? max(s, 1) * qk_scale : max(s, 1));
@@ -115,7 +128,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
       v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
     }
-    step(dot(q_tile, trans(k_tile)), rn, v_tile);
+    step(dot(q_tile, trans(k_tile)), start, rn, v_tile);
   }
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
