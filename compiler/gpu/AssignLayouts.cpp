@@ -668,9 +668,19 @@ private:
       return;
     }
     case OpKind::If:
-      for (auto &r : op.results())
-        if (r->type().isBlock())
-          r->setLayout(preferred(r.get(), loc));
+      // A result that a branch hands on unchanged (a value from before the if, which only the
+      // other branch replaces: a mask applied on some steps) keeps that value's layout, so
+      // that the untouched path converts nothing; else the wanted or preferred layout. (The
+      // regions are laid out after this: only values from before the if have layouts yet.)
+      for (unsigned i = 0; i < op.numResults(); ++i) {
+        ir::Value *r = op.result(i);
+        if (!r->type().isBlock())
+          continue;
+        std::optional<ir::Layout> kept;
+        for (unsigned g = 0; g < op.numRegions() && !kept; ++g)
+          kept = op.region(g)->terminator()->operand(i)->layout();
+        r->setLayout(kept ? *kept : preferred(r, loc));
+      }
       return;
     default:
       break;
