@@ -186,8 +186,9 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
         std::smatch m;
         for (std::string line; std::getline(lines, line);)
           if (line.rfind("    ", 0) == 0 && line.find("convert_layout") != std::string::npos &&
-              std::regex_search(line, m, std::regex(R"(block<(\d+)x(\d+)x)")))
+              std::regex_search(line, m, std::regex(R"(block<(\d+)x(\d+)x)"))) {
             EXPECT_TRUE(m[1] == "1" || m[2] == "1") << line;
+          }
       }
       for (const Artifacts *x : {&dkdv, &dq}) {
         EXPECT_NE(x->ptx.find("wgmma.mma_async"), std::string::npos);
