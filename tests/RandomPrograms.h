@@ -2,8 +2,9 @@
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
 // broadcasts across ranks, reductions and scans (forward and reversed) on random axes,
 // reductions brought back by expand_dims, masks and where, casts through fp16 and integers,
-// integer bit operations, transposes, dots, flips and sorts, range loops with carried blocks,
-// if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
+// integer bit operations, transposes, dots, flips and sorts, cumulative products and custom
+// scans, gathers, histograms, interleaves, ravels and swizzle2d, range loops with carried
+// blocks, if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
 // (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
 // compared; any failure prints its seed.
 #pragma once
@@ -12,6 +13,7 @@
 #include "interpreter/Interpreter.h"
 #include "runtime/Memory.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -78,7 +80,10 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
   for (int step = 0; step < steps; ++step) {
     Value a = any(pool), b = any(pool), r;
     int axis = pick(rank);
-    switch (pick(15)) {
+    // Per thread: the elements a thread holds (at least one), for the ops that compare every
+    // element with every position (gather, histogram: at most 256 compares a thread).
+    int64_t perThread = std::max<int64_t>(1, s.elements() / (32 * s.numWarps));
+    switch (pick(19)) {
     case 0: r = a + b; break;
     case 1: r = a * b - 0.5; break;
     case 2: r = maximum(a, b); break;
@@ -138,6 +143,53 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
         r = sort(a, axis, descending);
       else
         r = a - b;
+      break;
+    }
+    // Products and custom combines along a random axis: factors in [0.875, 1.125] keep 64 of
+    // them within 2^±9; the maximum is exact.
+    case 15:
+      if (pick(2))
+        r = cumprod(0.875 + 0.25 * sigmoid(a), axis, /*reverse=*/pick(2) == 1);
+      else
+        r = associative_scan(
+            a, axis, [](Value x, Value y) { return maximum(x, y); }, /*reverse=*/pick(2) == 1);
+      break;
+    // A gather along a random axis of rank 1 or 2 blocks, from indices the offsets make (a
+    // permutation-like spread of in-range positions).
+    case 16: {
+      int64_t extent = s.shape[size_t(axis)];
+      if (rank <= 2 && perThread * extent <= 256)
+        r = gather(a, (offs * 5 + 1) % extent, axis) - b;
+      else
+        r = a * 0.5 + b;
+      break;
+    }
+    // A histogram of the elements' bins over the active elements, each element reading its
+    // own bin's count back (1-D blocks).
+    case 17: {
+      int64_t bins = std::min<int64_t>(16, s.shape[0]);
+      if (rank == 1 && perThread * bins <= 256) {
+        Value bin = (offs * 3 + 1) % bins;
+        r = a + cast(gather(histogram(bin, bins, mask), bin, 0), float32) * 0.25;
+      } else {
+        r = a - b * 0.5;
+      }
+      break;
+    }
+    // Interleave a with b along the last dimension, fold the doubled dimension into two
+    // halves and add them (each element meets a neighbour's), ravel and reshape back; and a
+    // grouped tile order (swizzle2d) of the flat offsets as an exact integer term. (Blocks
+    // have at most 3 dimensions: rank 3 skips the interleave.)
+    case 18: {
+      Value folded = a + b;
+      if (rank <= 2) {
+        std::vector<int64_t> halves = s.shape;
+        halves.insert(halves.end() - 1, 2);
+        folded = sum(reshape(interleave(a, b), halves), rank - 1);
+      }
+      int64_t cols = std::max<int64_t>(1, s.elements() / 4);
+      auto [pi, pj] = swizzle2d(offs / cols, offs % cols, 4, cols, 2);
+      r = reshape(ravel(folded), s.shape) + cast(pi * cols + pj, float32) * 0.001;
       break;
     }
     }
