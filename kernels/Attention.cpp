@@ -90,17 +90,10 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       if (valid)
         s = where(*valid, s, -INFINITY);
     };
-    // Causal, or keys that end inside a step: only the steps that reach past the first row's
-    // last key, or past the keys, mask their scores (a branch the whole program takes alike):
-    // 6-19% faster causal than masking every step (notes/attention.md).
-    if (WINDOW) {
-      mask();
-    } else if (CAUSAL || !EVEN_KV) {
-      Value needed = start + BN > seqKV;
-      if (CAUSAL)
-        needed = needed | (start + (BN - 1) > pid_m * BM + shift);
-      if_(needed, mask);
-    }
+    // Only the steps that reach past the keys or the first row's last key mask their scores.
+    maskWhereNeeded(WINDOW, CAUSAL,
+                    EVEN_KV ? std::nullopt : std::optional<Value>(start + BN > seqKV),
+                    start + (BN - 1) > pid_m * BM + shift, mask);
     // With a positive scale the row maximum of the raw scores, scaled, is that of the scaled
     // ones, and each score's scale and shift is one fused multiply-add.
     auto m_new = maximum(m_i, SCALE_IN_EXP ? max(s, 1) * qk_scale : max(s, 1));

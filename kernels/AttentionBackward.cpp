@@ -53,18 +53,6 @@ Value visible(Value rm, Value rn, bool rowsFirst, Value seq_q, Value seq_kv, Val
   return valid;
 }
 
-// Applies `mask` on the steps that need it: every step with a WINDOW; else, under a branch the
-// whole program takes alike, the steps whose rows or columns reach past the sequences' ends
-// (`pastEnd`) or, CAUSAL, that hold a key past some query's diagonal (`crossesDiagonal`).
-// Leaving the mask out of the other steps made the forward 6-19% faster causal
-// (notes/attention.md).
-void masked(int WINDOW, int CAUSAL, Value pastEnd, Value crossesDiagonal,
-            const std::function<void()> &mask) {
-  if (WINDOW)
-    return mask();
-  if_(CAUSAL ? pastEnd | crossesDiagonal : pastEnd, mask);
-}
-
 // Sequence b's lengths and, for VARLEN batches (cu_q / cu_kv, [batch + 1] i32, where each
 // packed sequence starts), its first query and key rows; else the batch's lengths.
 struct Sequence {
@@ -146,12 +134,12 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
       // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
       auto pt = exp2(st - (l * kLog2e)(None, _));
-      masked(WINDOW, CAUSAL, (start + BM > seqQ) | (pid_n * BN + BN > seqKV),
-             pid_n * BN + (BN - 1) > start + shift, [&] {
-               pt = where(visible(rm, rn, false, seqQ, seqKV, shift, win_left, win_right,
-                                  CAUSAL, WINDOW),
-                          pt, 0.0);
-             });
+      maskWhereNeeded(WINDOW, CAUSAL, (start + BM > seqQ) | (pid_n * BN + BN > seqKV),
+                      pid_n * BN + (BN - 1) > start + shift, [&] {
+                        pt = where(visible(rm, rn, false, seqQ, seqKV, shift, win_left,
+                                           win_right, CAUSAL, WINDOW),
+                                   pt, 0.0);
+                      });
       dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
       auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
       auto dst = pt * (dpt - dl(None, _));
@@ -199,12 +187,12 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto v_tile = load(v + v_at, in_kv, 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
     auto p = exp2(s - (l * kLog2e)(_, None));
-    masked(WINDOW, CAUSAL, (start + BN > seqKV) | (pid_m * BM + BM > seqQ),
-           start + (BN - 1) > pid_m * BM + shift, [&] {
-             p = where(visible(rm, rn, true, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
-                               WINDOW),
-                       p, 0.0);
-           });
+    maskWhereNeeded(WINDOW, CAUSAL, (start + BN > seqKV) | (pid_m * BM + BM > seqQ),
+                    start + (BN - 1) > pid_m * BM + shift, [&] {
+                      p = where(visible(rm, rn, true, seqQ, seqKV, shift, win_left, win_right,
+                                        CAUSAL, WINDOW),
+                                p, 0.0);
+                    });
     auto dp = dot(do_tile, trans(v_tile)); // [BM, BN]
     auto ds = p * (dp - dl(_, None));
     dq_acc = dot(cast(ds, q.dtype()), k_tile, dq_acc);

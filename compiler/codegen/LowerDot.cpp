@@ -546,7 +546,7 @@ private:
     int64_t n = std::min<int64_t>(N_, 256);
     // a's register fragments are made before the fence, which takes them as operands so that
     // none is computed between the products (ptxas would then fence each product itself).
-    std::map<std::pair<int64_t, int64_t>, std::vector<llvm::Value *>> fragments;
+    std::map<std::pair<int64_t, int64_t>, std::vector<llvm::Value *>> fragments; // rowKey, kk
     std::vector<llvm::Value *> fenced;
     if (aRegs_)
       for (int64_t kk = 0; kk < K_; kk += kStep)
@@ -554,7 +554,7 @@ private:
           auto &f = fragments[{entry.first, kk}] = registerFragment(entry.first, kk);
           fenced.insert(fenced.end(), f.begin(), f.end());
         }
-    if (fenced.empty()) {
+    if (!aRegs_) {
       l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
     } else {
       std::string constraints;
@@ -572,7 +572,7 @@ private:
         llvm::Value *descA = aRegs_ ? nullptr : descriptor(aBase_, aOff, 16, 1024);
         std::vector<llvm::Value *> aFragment;
         if (aRegs_)
-          aFragment = fenced.empty() ? registerFragment(rowKey, kk) : fragments[{rowKey, kk}];
+          aFragment = fragments.at({rowKey, kk});
         for (int64_t c = 0; c < N_ / n; ++c) {
           // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
           llvm::Value *descB =
