@@ -996,6 +996,8 @@ private:
         appendf(text, "%f\n", x.f[e]);
       else if (t.isPtr())
         appendf(text, "0x%llx\n", (unsigned long long)x.i[e]);
+      else if (t.isUnsigned())
+        appendf(text, "%llu\n", (unsigned long long)x.i[e]);
       else
         appendf(text, "%lld\n", (long long)x.i[e]);
     }

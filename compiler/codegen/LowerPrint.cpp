@@ -67,9 +67,11 @@ bool lowerPrint(Lowering &l, const ir::Op &op) {
   } else if (t.isPtr()) {
     valueFormat = "0x%llx";
     valueTy = b.getInt64Ty();
-  } else if (t.kind() == ir::ScalarKind::I64) {
-    valueFormat = "%lld";
+  } else if (l.elementType(t)->getIntegerBitWidth() == 64) { // i64, u64
+    valueFormat = t.isUnsigned() ? "%llu" : "%lld";
     valueTy = b.getInt64Ty();
+  } else if (t.isUnsigned()) {
+    valueFormat = "%u";
   }
   const std::string &prefix = op.strAttr("prefix");
   // Blocks of rank r print r coordinates: "idx (1, 2) ".
@@ -111,8 +113,9 @@ bool lowerPrint(Lowering &l, const ir::Op &op) {
       x = b.CreateFPExt(x, valueTy);
     else if (t.isPtr())
       x = b.CreatePtrToInt(x, valueTy);
-    else if (x->getType() != valueTy)
-      x = b.CreateZExt(x, valueTy); // i1
+    else if (x->getType() != valueTy) // narrower integers (and i1) widened by their sign
+      x = t.isUnsigned() || x->getType()->isIntegerTy(1) ? b.CreateZExt(x, valueTy)
+                                                         : b.CreateSExt(x, valueTy);
     unsigned field = 0;
     b.CreateStore(pid, b.CreateStructGEP(argsTy, slot, field++));
     if (block)
