@@ -362,16 +362,22 @@ inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng) {
   return v;
 }
 
-// Compares `got` with `want` element by element (NaN in `want` means "must keep the poison").
+// Compares `got` with `want` element by element (NaN in `want` means "must keep the poison"),
+// each within `tolerance` times the larger of 1 and |want|, or of `magnitude[i]` where given
+// (the largest intermediate of a sum whose terms cancel: with fp fusion a product rounds
+// once inside an fma, not twice).
 inline void expectClose(const std::vector<float> &got, const std::vector<double> &want,
-                        double tolerance, const std::string &what, uint32_t seed) {
+                        double tolerance, const std::string &what, uint32_t seed,
+                        const std::vector<double> &magnitude = {}) {
   ASSERT_EQ(got.size(), want.size());
   int64_t bad = 0;
   std::ostringstream first;
   for (size_t i = 0; i < got.size(); ++i) {
     bool ok = std::isnan(want[i]) ? bitsOf(got[i]) == kPoison
                                   : std::fabs(double(got[i]) - want[i]) <=
-                                        tolerance * std::max(1.0, std::fabs(want[i]));
+                                        tolerance * std::max({1.0, std::fabs(want[i]),
+                                                              i < magnitude.size() ? magnitude[i]
+                                                                                   : 0.0});
     if (!ok && bad++ < 5)
       first << "  [" << i << "] got " << got[i] << " expected " << want[i] << "\n";
   }
