@@ -37,7 +37,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
-                                 int PING_PONG, int SCALE_IN_EXP, int EVEN_KV) {
+                                 int PING_PONG, int SCALE_IN_EXP, int EVEN_KV, int OVERLAP) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -72,9 +72,9 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto shift = seqKV - seqQ;
   auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
                            WINDOW, VARLEN);
-  // One step of the online softmax over the scores `s` (unscaled) of keys rn, with their
-  // values v_tile.
-  auto step = [&](Value s, Value start, Value rn, Value v_tile) {
+  // The online softmax of one step's scores `s` (unscaled) of keys rn: updates m_i and l_i
+  // and returns the probabilities and the factor that rescales the sums so far.
+  auto softmax = [&](Value s, Value start, Value rn) {
     if (!SCALE_IN_EXP)
       s = s * qk_scale;
     auto mask = [&] {
@@ -101,27 +101,49 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     auto m_use = where(m_new == -INFINITY, 0.0, m_new);
     auto p = exp2((SCALE_IN_EXP ? s * qk_scale : s) - m_use(_, None));
     auto alpha = exp2(m_i - m_use);
-    l_i = l_i * alpha + sum(p, 1);
-    acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
-    m_i = m_new;
+    return std::tuple{p, alpha, m_new, l_i * alpha + sum(p, 1)};
   };
-  // (Computing each step's scores one step ahead, so that the softmax ran while the tensor
-  // cores worked on the next scores, measured slower: notes/attention.md, "Forward".)
-  for (auto start : range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
-    // The query tile, loaded in the loop that does not change it: copied once into shared
-    // memory before the loop, where both products read it in place, instead of held in
-    // registers across the loop.
-    auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
-    auto rn = start + rn0;
-    Value k_tile, v_tile;
-    if (KV_DESC) {
-      k_tile = k_desc->load({kv_row0 + start, 0});
-      v_tile = v_desc->load({kv_row0 + start, 0});
-    } else {
-      k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
-      v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
+  if (OVERLAP) {
+    // FlashAttention-3's order within a warp group: each step issues its scores' product and
+    // the previous step's P V product together, then runs its softmax while the tensor cores
+    // work on P V (the scores' wait leaves P V in flight: wgmma.wait_group 1). So the loop
+    // runs one step more: the first adds no P V (P is zero; V is the first step's tile), the
+    // last's scores (keys from `hi`: zeros past the tensor, or the next head's) are not used.
+    auto p_prev = zeros({BM, BN}, q.dtype());
+    for (auto start :
+         range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
+      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto k_tile = k_desc->load({kv_row0 + start, 0});
+      auto v_tile = v_desc->load({kv_row0 + maximum(start - BN, lo), 0});
+      auto s = dot(q_tile, trans(k_tile));
+      acc = dot(p_prev, v_tile, acc);
+      auto [p, alpha, m_new, l_new] = softmax(s, start, start + rn0);
+      auto used = start < hi; // not the step past the last
+      acc = acc * where(used, alpha, 1.0)(_, None);
+      m_i = where(used, m_new, m_i);
+      l_i = where(used, l_new, l_i);
+      p_prev = cast(p, q.dtype());
     }
-    step(dot(q_tile, trans(k_tile)), start, rn, v_tile);
+  } else {
+    for (auto start : range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
+      // The query tile, loaded in the loop that does not change it: copied once into shared
+      // memory before the loop, where both products read it in place, instead of held in
+      // registers across the loop.
+      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto rn = start + rn0;
+      Value k_tile, v_tile;
+      if (KV_DESC) {
+        k_tile = k_desc->load({kv_row0 + start, 0});
+        v_tile = v_desc->load({kv_row0 + start, 0});
+      } else {
+        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
+        v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
+      }
+      auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
+      acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
+      m_i = m_new;
+      l_i = l_new;
+    }
   }
   // Rows without any key (causal, seq_q > seq_kv) give zeros.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
@@ -145,7 +167,7 @@ Kernel &attentionForwardKernel() {
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
                           "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
-                          "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV"});
+                          "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP"});
   return k;
 }
 
@@ -213,7 +235,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                      plan.warpSpecialize && tma ? 1 : 0,
                                      plan.pingPong && tma ? 1 : 0,
                                      scaleInExp ? 1 : 0,
-                                     !varlen && seqKV % plan.blockN == 0 ? 1 : 0},
+                                     !varlen && seqKV % plan.blockN == 0 ? 1 : 0,
+                                     plan.overlapSoftmax && tma ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;

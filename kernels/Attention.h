@@ -65,6 +65,9 @@ struct AttentionPlan {
   bool warpSpecialize = false;
   // With it, the two compute warp groups take turns at the products (range(...).ping_pong()).
   bool pingPong = false;
+  // Each warp group's softmax runs under its own previous P V product (FlashAttention-3's
+  // order; dense K and V through tensor descriptors only).
+  bool overlapSoftmax = false;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
 // get smaller tiles at head_dim 256.

@@ -12,6 +12,8 @@
 #include "kernels/Attention.h"
 #include "kernels/AttentionBackward.h"
 
+#include <optional>
+
 namespace tritium::testing::attention {
 
 struct AttentionCase {
@@ -24,6 +26,8 @@ struct AttentionCase {
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
   // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
   std::vector<int64_t> varlenQ, varlenKV;
+  // The forward's plan where not planAttention's.
+  std::optional<kernels::AttentionPlan> plan;
 
   std::string str() const {
     std::ostringstream s;
@@ -38,6 +42,10 @@ struct AttentionCase {
       for (size_t i = 0; i < varlenKV.size(); ++i)
         s << (i ? "," : "") << varlenKV[i];
     }
+    if (plan)
+      s << " plan " << plan->blockM << "x" << plan->blockN << "x" << plan->numWarps << "x"
+        << plan->numStages << (plan->warpSpecialize ? " producer" : "")
+        << (plan->overlapSoftmax ? " overlap" : "");
     s << " d" << headDim << (causal ? " causal" : "")
       << (windowLeft >= 0 || windowRight >= 0
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
@@ -81,7 +89,7 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
       .qStrides = qs, .kStrides = ks, .vStrides = ks, .oStrides = qs, .causal = c.causal,
       .windowLeft = c.windowLeft, .windowRight = c.windowRight, .scale = c.scale,
       .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
-  kernels::attentionForward(args, stream);
+  kernels::attentionForward(args, stream, c.plan ? &*c.plan : nullptr);
   sync();
   std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));
   dout.download(raw.data(), raw.size());

@@ -3,8 +3,8 @@
 // broadcasts across ranks, reductions and scans (forward and reversed) on random axes,
 // reductions brought back by expand_dims, masks and where, casts through fp16 and integers,
 // integer bit operations, transposes, dots, flips and sorts, cumulative products and custom
-// scans, gathers, histograms, interleaves, ravels and swizzle2d, range loops with carried
-// blocks, if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
+// scans, gathers, histograms, interleaves, ravels and swizzle2d, bitcasts, assumes and topk,
+// range loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
 // (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
 // compared; any failure prints its seed.
 #pragma once
@@ -83,7 +83,7 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     // Per thread: the elements a thread holds (at least one), for the ops that compare every
     // element with every position (gather, histogram: at most 256 compares a thread).
     int64_t perThread = std::max<int64_t>(1, s.elements() / (32 * s.numWarps));
-    switch (pick(19)) {
+    switch (pick(20)) {
     case 0: r = a + b; break;
     case 1: r = a * b - 0.5; break;
     case 2: r = maximum(a, b); break;
@@ -190,6 +190,20 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
       int64_t cols = std::max<int64_t>(1, s.elements() / 4);
       auto [pi, pj] = swizzle2d(offs / cols, offs % cols, 4, cols, 2);
       r = reshape(ravel(folded), s.shape) + cast(pi * cols + pj, float32) * 0.001;
+      break;
+    }
+    // A float's bits as an integer, the sign bit cleared (|a|, exactly) and back; an assume
+    // the offsets keep; and the two largest of each line along a random axis (topk), summed
+    // and spread back (a continuous function of the inputs, as sort's values are), where the
+    // network fits the budget of case 14.
+    case 19: {
+      assume(offs >= 0);
+      r = bitcast(bitcast(a, int32) & 0x7fffffff, float32) - b;
+      int64_t extent = s.shape[size_t(axis)];
+      int bits = std::countr_zero(uint64_t(extent));
+      int64_t perStep = 2 * 4 * s.elements(), budget = int64_t(64) << 10;
+      if (extent >= 2 && bits * (bits + 1) / 2 * perStep <= budget)
+        r = r + expand_dims(sum(topk(a, 2, axis), axis), axis) * 0.25;
       break;
     }
     }

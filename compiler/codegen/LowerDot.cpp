@@ -37,6 +37,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tritium::codegen {
@@ -670,7 +671,7 @@ private:
 
 } // namespace
 
-Elements wgmmaWait(Lowering &l, const Elements &acc) {
+Elements wgmmaWait(Lowering &l, const Elements &acc, int64_t inFlight) {
   auto &b = l.b;
   std::vector<llvm::Type *> types;
   std::string constraints;
@@ -682,7 +683,9 @@ Elements wgmmaWait(Lowering &l, const Elements &acc) {
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
   auto *fnTy = llvm::FunctionType::get(llvm::StructType::get(l.ctx, types), types, false);
   llvm::Value *d = b.CreateCall(
-      llvm::InlineAsm::get(fnTy, "wgmma.wait_group.sync.aligned 0;", constraints, true),
+      llvm::InlineAsm::get(fnTy,
+                           "wgmma.wait_group.sync.aligned " + std::to_string(inFlight) + ";",
+                           constraints, true),
       std::vector<llvm::Value *>(acc.begin(), acc.end()));
   Elements out;
   for (size_t i = 0; i < acc.size(); ++i)
@@ -690,22 +693,27 @@ Elements wgmmaWait(Lowering &l, const Elements &acc) {
   return out;
 }
 
-void waitForPendingWgmma(Lowering &l) {
-  if (l.pendingWgmma.empty())
+void waitForPendingWgmma(Lowering &l, const std::vector<const ir::Value *> &needed) {
+  auto &pending = l.pendingWgmma;
+  size_t upTo = needed.empty() ? pending.size() : 0; // pending[0, upTo) are waited for
+  for (const ir::Value *v : needed)
+    if (auto at = std::find(pending.begin(), pending.end(), v); at != pending.end())
+      upTo = std::max(upTo, size_t(at - pending.begin()) + 1);
+  if (upTo == 0)
     return;
   Elements all;
-  for (const ir::Value *v : l.pendingWgmma) {
-    const Elements &e = l.get(v);
+  for (size_t i = 0; i < upTo; ++i) {
+    const Elements &e = l.get(pending[i]);
     all.insert(all.end(), e.begin(), e.end());
   }
-  Elements waited = wgmmaWait(l, all);
+  Elements waited = wgmmaWait(l, all, int64_t(pending.size() - upTo));
   size_t at = 0;
-  for (const ir::Value *v : l.pendingWgmma) {
-    size_t n = l.get(v).size();
-    l.set(v, Elements(waited.begin() + long(at), waited.begin() + long(at + n)));
+  for (size_t i = 0; i < upTo; ++i) {
+    size_t n = l.get(pending[i]).size();
+    l.set(pending[i], Elements(waited.begin() + long(at), waited.begin() + long(at + n)));
     at += n;
   }
-  l.pendingWgmma.clear();
+  pending.erase(pending.begin(), pending.begin() + long(upTo));
 }
 
 bool lowerDot(Lowering &l, const ir::Op &op) {

@@ -141,12 +141,15 @@ public:
 
 private:
   void lowerBlock(const ir::Block &block) {
+    // Products pending when the block starts were issued outside it: the block may leave them
+    // in flight (it waits inside only for those it reads, before the op that reads them).
+    size_t outer = l_.pendingWgmma.size();
     for (auto it = block.ops().begin(); it != block.ops().end(); ++it) {
       const auto &op = *it;
       if (l_.unlowered.count(op.get()))
         continue;
-      if (!l_.pendingWgmma.empty() && readsPendingWgmma(*op))
-        waitForPendingWgmma(l_);
+      if (!l_.pendingWgmma.empty())
+        waitForWhatReads(*op);
       if (isClusterExchange(*op)) {
         lowerClusterExchanges(l_, exchangeBatch(it, block.ops().end(), isClusterExchange));
         continue;
@@ -158,7 +161,10 @@ private:
       }
       bool lastProduct = l_.pingPong && op.get() == l_.pingPong->lastDot;
       bool firstProduct = l_.pingPong && op.get() == l_.pingPong->firstDot;
-      if (lastProduct)
+      // A turn spans the last product's issue to the next iteration's first, or, where the
+      // body issues its products together, their issues alone (LowerWarpSpecialization.cpp).
+      bool together = l_.pingPong && l_.pingPong->issuesTogether;
+      if (together ? firstProduct : lastProduct)
         awaitTurn(l_);
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
@@ -173,21 +179,41 @@ private:
                !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
-      if (firstProduct) // issued (its wait deferred): the other group's products may queue
-        passTurn(l_);
+      if (together ? lastProduct : firstProduct) // issued (waits deferred): the other
+        passTurn(l_);                             // group's products may queue
     }
-    waitForPendingWgmma(l_); // nothing leaves the block in flight
+    // Nothing issued in the block leaves it in flight. (A block that issues products starts
+    // with none pending: the op holding it waited for all of them, waitForWhatReads.)
+    if (l_.pendingWgmma.size() > outer) {
+      if (outer != 0)
+        internalError("a block issued wgmma products while outer ones were pending");
+      waitForPendingWgmma(l_);
+    }
   }
 
-  // Whether `op` must see the pending wgmma dots' results: it reads one, holds a region (whose
-  // ops might), or ends the block.
-  bool readsPendingWgmma(const ir::Op &op) const {
-    if (op.numRegions() || op.kind() == ir::OpKind::Yield)
-      return true;
-    for (const ir::Value *v : op.operands())
-      if (std::find(l_.pendingWgmma.begin(), l_.pendingWgmma.end(), v) != l_.pendingWgmma.end())
-        return true;
-    return false;
+  // Waits for the pending wgmma dots' results that `op` reads, in its own operands or, for an
+  // op holding regions, in any op inside them; an op whose regions issue wgmma products of
+  // their own waits for every pending one first (so that the groups a region's waits count
+  // are its own, and no wait for an outer product lands inside a branch). Products committed
+  // after the newest one read stay in flight: FlashAttention-3's order, the softmax of one
+  // step's scores under the next product, relies on it.
+  void waitForWhatReads(const ir::Op &op) {
+    std::vector<const ir::Value *> read;
+    bool issues = false;
+    auto note = [&](const ir::Op &o) {
+      issues = issues || (&o != &op && o.kind() == ir::OpKind::Dot && o.hasAttr("wgmma"));
+      for (const ir::Value *v : o.operands())
+        if (std::find(l_.pendingWgmma.begin(), l_.pendingWgmma.end(), v) !=
+            l_.pendingWgmma.end())
+          read.push_back(v);
+    };
+    note(op);
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      ir::walk(*op.region(r), [&](ir::Op &inner) { note(inner); });
+    if (issues)
+      waitForPendingWgmma(l_);
+    else if (!read.empty())
+      waitForPendingWgmma(l_, read);
   }
 
   // The cluster exchange at `it` and the ones of its kind (`isKind`) right after it that use

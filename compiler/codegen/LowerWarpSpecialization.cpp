@@ -140,35 +140,66 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration) {
       p.firstDot = p.firstDot ? p.firstDot : op.get();
       p.lastDot = op.get();
     }
+  // Issued together: no op from the first product up to the last reads a product's result.
+  p.issuesTogether = true;
+  std::vector<const ir::Value *> issued;
+  bool between = false;
+  for (const auto &op : loop.body()->ops()) {
+    between = between || op.get() == p.firstDot;
+    if (!between)
+      continue;
+    for (const ir::Value *v : op->operands())
+      if (std::find(issued.begin(), issued.end(), v) != issued.end())
+        p.issuesTogether = false;
+    if (op.get() == p.lastDot)
+      break;
+    if (op->kind() == ir::OpKind::Dot)
+      issued.push_back(op->result());
+  }
   p.group = l.b.CreateLShr(l.hardwareTid, l.b.getInt32(7), "warp.group");
   p.iteration = iteration;
   l.pingPong = p;
 }
 
 // Group g's turn is named barrier 2 + g, of both groups' 256 threads: g syncs on it, the other
-// group arrives.
+// group arrives. Group 0 goes first.
 void awaitTurn(Lowering &l) {
   auto &b = l.b;
-  emitAsm(l, "bar.sync $0, 256;", "r", {b.CreateAdd(l.pingPong->group, b.getInt32(2))});
+  auto sync = [&] {
+    emitAsm(l, "bar.sync $0, 256;", "r", {b.CreateAdd(l.pingPong->group, b.getInt32(2))});
+  };
+  if (!l.pingPong->issuesTogether)
+    return sync();
+  // Group 0's first turn needs no hand-over.
+  l.ifThen(b.CreateOr(b.CreateICmpEQ(l.pingPong->group, b.getInt32(1)),
+                      b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0))),
+           "await.turn", sync);
 }
 
 void passTurn(Lowering &l) {
   auto &b = l.b;
   llvm::Value *group = l.pingPong->group;
-  // Group 1 waited for group 0's first products in iteration 0; group 0 goes first.
-  llvm::Value *pass = b.CreateOr(b.CreateICmpEQ(group, b.getInt32(1)),
-                                 b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0)));
-  l.ifThen(pass, "pass.turn", [&] {
+  auto arrive = [&] {
     emitAsm(l, "bar.arrive $0, 256;", "r", {b.CreateSub(b.getInt32(3), group)});
-  });
+  };
+  if (l.pingPong->issuesTogether)
+    return arrive();
+  // Group 1 waited for group 0's first products in iteration 0; group 0 goes first.
+  l.ifThen(b.CreateOr(b.CreateICmpEQ(group, b.getInt32(1)),
+                      b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0))),
+           "pass.turn", arrive);
 }
 
 void endPingPong(Lowering &l, llvm::Value *iterations) {
   auto &b = l.b;
-  // (The body's own value does not dominate the loop's exit.)
+  // (The body's own value does not dominate the loop's exit.) Each group's syncs on its turn
+  // must meet the other's arrivals: group 0 passed one turn less (the body's first product
+  // took the turn in the other placement), or, with issues together, group 1's last hand-over
+  // is still to be taken.
   llvm::Value *group0 = b.CreateICmpULT(l.hardwareTid, b.getInt32(128));
+  bool together = l.pingPong->issuesTogether;
   l.ifThen(b.CreateAnd(group0, b.CreateICmpUGT(iterations, b.getInt32(0))), "pass.last", [&] {
-    emitAsm(l, "bar.arrive 3, 256;", "", {});
+    emitAsm(l, together ? "bar.sync 2, 256;" : "bar.arrive 3, 256;", "", {});
   });
   l.pingPong.reset();
 }

@@ -58,6 +58,9 @@ struct Lowering {
   struct PingPong {
     const ir::Op *firstDot = nullptr, *lastDot = nullptr;
     llvm::Value *group = nullptr, *iteration = nullptr;
+    // The body issues its products back to back (no op between them reads one): the turn
+    // then spans their issues alone, from the first to the last (LowerWarpSpecialization.cpp).
+    bool issuesTogether = false;
   };
   std::optional<PingPong> pingPong;
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)
@@ -168,11 +171,14 @@ bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
 bool lowerInlineAsm(Lowering &l, const ir::Op &op);      // inline_asm
 bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
-// wgmma.wait_group 0 with the accumulators passing through it (LowerDot.cpp): the values it
-// returns are the ones to read, so that no read of them moves above the wait.
-Elements wgmmaWait(Lowering &l, const Elements &acc);
-// One wgmma.wait_group 0 for every pending dot's group, their accumulators passing through it.
-void waitForPendingWgmma(Lowering &l);
+// wgmma.wait_group N with the accumulators passing through it (LowerDot.cpp): the values it
+// returns are the ones to read, so that no read of them moves above the wait. N groups (the
+// newest ones, whose accumulators are not passed) may stay in flight.
+Elements wgmmaWait(Lowering &l, const Elements &acc, int64_t inFlight = 0);
+// Waits for the pending dots' groups up to the newest of `needed` (all of them when `needed`
+// is empty), their accumulators passing through the wait; newer groups stay in flight
+// (wgmma.wait_group N: groups complete in the order they were committed).
+void waitForPendingWgmma(Lowering &l, const std::vector<const ir::Value *> &needed = {});
 // shfl.sync of any element type (Shuffle.cpp): from the lane `laneOrDelta` away by xor, below,
 // above, or from lane `laneOrDelta` itself; lanes whose source would leave the warp keep their
 // own value (up and down).

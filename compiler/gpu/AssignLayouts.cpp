@@ -304,6 +304,18 @@ private:
       if (auto in = likelyLayout(def->operand(0), depth - 1))
         return ir::Layout::slice(*in, int(def->intAttr("axis")));
       return std::nullopt;
+    case ir::OpKind::Dot: // its accumulator's (a step's P carried to the next step's P V)
+      return dotAccumulatorLayout(v->type().shape(), numWarps_, def->hasAttr("wgmma"));
+    case ir::OpKind::If: // a value a branch hands on unchanged, as the If's result keeps it
+      for (unsigned i = 0; i < def->numResults(); ++i)
+        if (def->result(i) == v)
+          for (unsigned r = 0; r < def->numRegions(); ++r) {
+            const ir::Value *yielded = def->region(r)->terminator()->operand(i);
+            const ir::Op *from = yielded->definingOp();
+            if (!from || from->parentBlock() == def->parentBlock())
+              return likelyLayout(yielded, depth - 1);
+          }
+      return std::nullopt;
     default:
       if (ir::isElementwise(def->kind()))
         for (const ir::Value *x : def->operands())
@@ -337,7 +349,7 @@ private:
           if (auto w = wants_.find(body.argument(i - 2)); w != wants_.end())
             l = w->second;
           else
-            l = likelyLayout(body.terminator()->operand(i - 3), 8);
+            l = likelyLayout(body.terminator()->operand(i - 3), 12);
           if (!l)
             continue;
           want(op.operand(i), *l);

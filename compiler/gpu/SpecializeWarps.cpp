@@ -68,8 +68,17 @@ std::string noPingPong(const ir::Op &loop, int numWarps) {
     return "ping-pong takes two compute warp groups (num_warps 8)";
   int products = 0;
   for (const auto &op : loop.body()->ops()) {
-    if (op->numRegions() > 0)
-      return "the loop's body holds a nested region";
+    // A region that only computes (a mask applied on some steps) runs within either turn.
+    std::string inner;
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      ir::walk(*op->region(r), [&](ir::Op &o) {
+        if (o.kind() == ir::OpKind::Dot || o.numRegions() > 0 || o.hasAttr("smem_offset") ||
+            o.hasAttr("smem_b") ||
+            (ir::trait(o) == ir::OpTrait::Effect && o.kind() != ir::OpKind::Yield))
+          inner = std::string("'") + o.name() + "' in a region of the body";
+      });
+    if (!inner.empty())
+      return inner + ": only a region that computes in registers may run in a turn";
     if (op->kind() == ir::OpKind::Dot) {
       if (!op->hasAttr("wgmma"))
         return "a product of the body does not run on wgmma";

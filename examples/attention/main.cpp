@@ -29,7 +29,7 @@ namespace {
 // Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
 constexpr int kTimed = 25, kWarmups = 5;
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp]]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
                  [--backward-plan=OWNxSTEPxWxS] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
@@ -40,7 +40,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-he
   FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
   on BM query rows and BN keys a step, W warps and S stages instead of planAttention's
   (a trailing "ws" adds a producer warp group that issues the K/V copies, "pp" that and
-  the compute warp groups' turns at the products);
+  the compute warp groups' turns at the products, "ov" runs each warp group's softmax under
+  its previous P V product, "wsov" both the producer and that, "ppov" all three);
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's.
   --decode: one query token for each of Z sequences against a cache of S positions (default
@@ -81,11 +82,17 @@ Options parse(int argc, char **argv) {
       bool parsed =
           std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld%n", &bm, &bn, &w, &st, &used) == 4;
       std::string suffix = parsed ? a.substr(7 + size_t(used)) : "";
-      if (!parsed || (suffix != "" && suffix != "ws" && suffix != "pp"))
-        throw std::runtime_error("--plan takes BMxBNxWxS[ws|pp], got " + a.substr(7));
+      if (!parsed || (suffix != "" && suffix != "ws" && suffix != "pp" && suffix != "ov" &&
+                      suffix != "wsov" && suffix != "ppov"))
+        throw std::runtime_error("--plan takes BMxBNxWxS[ws|pp|ov|wsov|ppov], got " +
+                                 a.substr(7));
       o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
-                                      .numStages = int(st), .warpSpecialize = suffix != "",
-                                      .pingPong = suffix == "pp"};
+                                      .numStages = int(st),
+                                      .warpSpecialize = suffix == "ws" || suffix == "pp" ||
+                                                        suffix == "wsov" || suffix == "ppov",
+                                      .pingPong = suffix == "pp" || suffix == "ppov",
+                                      .overlapSoftmax = suffix == "ov" || suffix == "wsov" ||
+                                                        suffix == "ppov"};
     } else if (a.rfind("--backward-plan=", 0) == 0) {
       long long own = 0, step = 0, w = 0, st = 0;
       if (std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld", &own, &step, &w, &st) != 4)

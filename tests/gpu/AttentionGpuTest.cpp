@@ -136,6 +136,37 @@ TEST_F(AttentionGpuTest, Forward) {
                                 .causal = true});
 }
 
+// FlashAttention-3's order (AttentionPlan::overlapSoftmax: each softmax under the previous
+// P V product, one step more than the keys), with the producer warp group, alone and with the
+// compute groups' turns: sequences that are not multiples of a block, causal with more
+// queries than keys (rows that see none), a window, GQA 8:1, and strides that keep K and V
+// off tensor descriptors (the plain loop).
+TEST_F(AttentionGpuTest, ForwardWithTheSoftmaxUnderThePreviousProduct) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128})
+    for (bool turns : {false, true}) {
+      kernels::AttentionPlan plan = kernels::planAttention(d);
+      plan.overlapSoftmax = true;
+      plan.pingPong = turns;
+      for (bool causal : {false, true})
+        checkAttention<DeviceBuffer>(stream().get(), sync,
+                                     {.batch = 2, .heads = 8, .kvHeads = 1, .seqQ = 300,
+                                      .seqKV = 300, .headDim = d, .causal = causal,
+                                      .plan = plan});
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.heads = 2, .kvHeads = 1, .seqQ = 200, .seqKV = 70,
+                                    .headDim = d, .causal = true, .plan = plan});
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.heads = 2, .kvHeads = 2, .seqQ = 260, .seqKV = 390,
+                                    .headDim = d, .windowLeft = 100, .windowRight = 30,
+                                    .plan = plan});
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.dtype = kernels::Dtype::fp16, .heads = 2, .kvHeads = 1,
+                                    .seqQ = 129, .seqKV = 257, .headDim = d, .seqMajor = true,
+                                    .plan = plan});
+    }
+}
+
 // Decode: contiguous and paged caches, split parts combined or one part per sequence, GQA
 // 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and thousands of positions.
 TEST_F(AttentionGpuTest, Decode) {

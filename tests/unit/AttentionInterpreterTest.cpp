@@ -36,6 +36,25 @@ TEST_F(AttentionInterpreterTest, Forward) {
                               .causal = true, .scale = 0.3f});
 }
 
+// FlashAttention-3's order (AttentionPlan::overlapSoftmax): one step more than the keys, the
+// first adding no P V and the last's scores unused; keys not a multiple of the step, causal
+// rows that see no key, a window.
+TEST_F(AttentionInterpreterTest, ForwardWithTheSoftmaxUnderThePreviousProduct) {
+  kernels::AttentionPlan plan{.blockM = 64, .blockN = 32, .numWarps = 4, .numStages = 2,
+                              .overlapSoftmax = true};
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 2, .kvHeads = 1, .seqQ = 70, .seqKV = 90, .plan = plan});
+  // Keys a multiple of the step: the extra step's keys are the next head's, unmasked.
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 3, .kvHeads = 3, .seqQ = 50, .seqKV = 64, .plan = plan});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 1, .kvHeads = 1, .seqQ = 100, .seqKV = 45, .causal = true,
+                              .plan = plan});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 1, .kvHeads = 1, .seqQ = 130, .seqKV = 130,
+                              .windowLeft = 20, .windowRight = 40, .plan = plan});
+}
+
 // fp8 e4m3 operands with descales into a bf16 output, causal and not, both head dims.
 TEST_F(AttentionInterpreterTest, Fp8Forward) {
   checkAttention<HostBuffer>(nullptr, sync,

@@ -5,6 +5,7 @@
 
 #include "kernels/Attention.h"
 
+#include <optional>
 #include <regex>
 #include <sstream>
 #include "kernels/AttentionBackward.h"
@@ -36,7 +37,8 @@ Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDeco
 
 // The forward for 4 x 32 x 4096 dense bf16 tensors, specialized as a launch would be.
 Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool varlen = false,
-                         kernels::Dtype dtype = kernels::Dtype::bf16) {
+                         kernels::Dtype dtype = kernels::Dtype::bf16,
+                         std::optional<kernels::AttentionPlan> plan = std::nullopt) {
   const int64_t B = 4, H = 32, S = 4096;
   static int32_t cu = 0;
   kernels::AttentionArgs a{.batch = B, .heads = H, .seqQ = S, .headDim = D, .causal = causal};
@@ -45,7 +47,8 @@ Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool v
   if (varlen)
     a.cuSeqlensQ = a.cuSeqlensKV = &cu;
   Specialization spec =
-      kernels::attentionForwardSpecialization(a, kernels::planAttention(D, dtype), "sm_90a");
+      kernels::attentionForwardSpecialization(a, plan ? *plan : kernels::planAttention(D, dtype),
+                                              "sm_90a");
   KernelArg p = KernelArg::pointer(0x10000);
   int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
   spec = spec.specializedFor({p,         p,     p,     p,         p,     p,     p,     1.0f,
@@ -144,6 +147,33 @@ TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
   Artifacts v = compileForward(128, false, -1, true);
   EXPECT_EQ(v.producerWarps, 0);
   EXPECT_EQ(count(v.gir, "warp_specialized"), 0u);
+}
+
+// FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
+// product and the previous step's P V product, then waits for the scores alone
+// (wgmma.wait_group 1), so that its softmax runs under P V; the rescale waits for P V.
+TEST_F(AttentionPtxTest, SoftmaxUnderThePreviousProduct) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+      kernels::AttentionPlan plan = kernels::planAttention(D);
+      plan.overlapSoftmax = true;
+      Artifacts a = compileForward(D, causal, -1, false, kernels::Dtype::bf16, plan);
+      EXPECT_NE(a.tir.find("OVERLAP = 1"), std::string::npos);
+      EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+      EXPECT_EQ(count(a.gir, "deferred_wait = 1"), 2u) << a.gir;
+      EXPECT_EQ(count(a.gir, "warp_specialized = 1"), 1u);
+      EXPECT_GE(count(a.ptx, "wgmma.wait_group.sync.aligned 1;"), 1u);
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+      expectAssembles(a, "sm_90a");
+      // With the warp groups' turns, a turn spans the two products' issues alone: the
+      // causal mask's branch, which only computes, may sit in the body.
+      plan.pingPong = true;
+      Artifacts pp = compileForward(D, causal, -1, false, kernels::Dtype::bf16, plan);
+      EXPECT_EQ(count(pp.gir, "ping_pong = 1"), 1u) << pp.gir;
+      EXPECT_NE(pp.ptx.find("bar.sync 2, 256;"), std::string::npos);
+      expectAssembles(pp, "sm_90a");
+    }
 }
 
 // The backward's dK/dV and dQ kernels for 4 x 32 x 4096 dense bf16 tensors (GQA 4:1), as a
