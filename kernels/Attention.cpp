@@ -125,7 +125,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       p_prev = cast(p, q.dtype());
     }
   } else {
-    for (auto start : range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
+    for (auto start :
+         range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
       // The query tile, loaded in the loop that does not change it: copied once into shared
       // memory before the loop, where both products read it in place, instead of held in
       // registers across the loop.

@@ -61,9 +61,9 @@ struct AttentionDecodeArgs {
 struct AttentionDecodePlan {
   int blockN = 64, numWarps = 4, numStages = 3, splits = 0;
 };
-// The plan for a contiguous or a paged cache: a paged cache's rows depend on the block table
-// read in the loop, so its tiles are plain loads into registers (no cp.async ring), which fit
-// without spills on 8 warps and 32 positions a step.
+// The plan for a contiguous or a paged cache (the same today: 64 positions a step on 4 warps,
+// 3 stages; a paged cache's block-table entries are loaded again where its tiles are copied
+// ahead, so both read the cache through cp.async rings).
 AttentionDecodePlan planAttentionDecode(bool paged);
 
 // Bytes of scratch the split parts of a decode with `args` need (fp32 partial outputs and

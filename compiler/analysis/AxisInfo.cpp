@@ -250,6 +250,18 @@ void AxisAnalysis::visit(const ir::Op &op) {
       r.constancy = a.constancy;
     }
     break;
+  case OpKind::Load:
+    // Equal addresses under equal masks read equal values: runs of a pointer constant along a
+    // dimension (a page's entry broadcast along a tile's row) are runs of the values loaded.
+    if (!op.hasAttr("tensor_rank") && rank > 0)
+      perDim([&](size_t d) {
+        int64_t c = extent(res, int(d));
+        for (unsigned i = 0; i < op.numOperands() && i < 3; ++i)
+          if (op.operand(i)->type().isBlock())
+            c = std::gcd(c, in(i).constancy[d]);
+        r.constancy[d] = c;
+      });
+    break;
   default:
     // Pure elementwise ops keep the runs of equal values their operands share.
     if (ir::trait(op) == ir::OpTrait::Pure && ir::isElementwise(op.kind())) {

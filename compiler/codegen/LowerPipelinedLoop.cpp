@@ -147,9 +147,21 @@ void startRing(Lowering &l, const PipelinePlan &plan) {
 namespace {
 
 // Lowers an op of a load's slice again (PipelineLoads' recomputable kinds): elementwise ops,
-// cluster_rank, and the register-only shape changes that spread a tile's rows.
-bool recompute(Lowering &l, const ir::Op &op) {
+// cluster_rank, the register-only shape changes that spread a tile's rows, and masked loads
+// that addresses depend on, whose mask `inRange` also cuts (an iteration past the loop's end
+// reads nothing its own mask might not exclude).
+bool recompute(Lowering &l, const ir::Op &op, llvm::Value *inRange) {
   switch (op.kind()) {
+  case ir::OpKind::Load: {
+    const ir::Value *mask = op.operand(1);
+    Elements own = l.get(mask), cut;
+    for (llvm::Value *m : own)
+      cut.push_back(inRange ? l.b.CreateAnd(m, inRange) : m);
+    l.set(mask, cut);
+    bool lowered = lowerMemory(l, op);
+    l.set(mask, std::move(own));
+    return lowered;
+  }
   case ir::OpKind::ClusterRank:
     return lowerCluster(l, op);
   case ir::OpKind::ExpandDims:
@@ -174,7 +186,7 @@ void setAffineCarries(Lowering &l, const ir::Op &loop, const std::vector<AffineC
   for (const AffineCarry &c : carries)
     collectSlice(c.step, body, steps);
   for (const auto &op : body.ops()) // program order
-    if (steps.count(op.get()) && !recompute(l, *op))
+    if (steps.count(op.get()) && !recompute(l, *op, nullptr))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   llvm::Value *k = b.CreateSDiv(b.CreateSub(iv, l.get(loop.operand(0))[0]),
                                 l.get(loop.operand(2))[0]);
@@ -196,9 +208,14 @@ void setAffineCarries(Lowering &l, const ir::Op &loop, const std::vector<AffineC
   }
 }
 
+llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub) {
+  return loop.operand(0)->type().isUnsigned() ? l.b.CreateICmpULT(iv, ub)
+                                              : l.b.CreateICmpSLT(iv, ub);
+}
+
 template <typename F>
 void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op *> &slice,
-                 llvm::Value *iv, F issue) {
+                 llvm::Value *iv, llvm::Value *ub, F issue) {
   std::vector<AffineCarry> carries = affineCarries(loop);
   std::vector<const ir::Value *> recomputed{loop.body()->argument(0)};
   for (const AffineCarry &c : carries) {
@@ -217,9 +234,13 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
   }
   l.set(recomputed[0], {iv});
   setAffineCarries(l, loop, carries, iv);
-  for (const ir::Op *op : slice)
-    if (!recompute(l, *op))
+  llvm::Value *inRange = nullptr; // made for the slice's loads alone
+  for (const ir::Op *op : slice) {
+    if (op->kind() == ir::OpKind::Load && !inRange)
+      inRange = below(l, loop, iv, ub);
+    if (!recompute(l, *op, inRange))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
+  }
   issue();
   for (size_t i = 0; i < recomputed.size(); ++i)
     if (saved[i])
@@ -228,10 +249,6 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
       l.values.erase(recomputed[i]);
 }
 
-llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub) {
-  return loop.operand(0)->type().isUnsigned() ? l.b.CreateICmpULT(iv, ub)
-                                              : l.b.CreateICmpSLT(iv, ub);
-}
 
 } // namespace
 
@@ -240,14 +257,14 @@ void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, l
   if (plan.residents.empty())
     return;
   // Not for a loop that does not run: its loads need not be valid then.
-  atIteration(l, loop, plan.residentSlice, lb, [&] {
+  atIteration(l, loop, plan.residentSlice, lb, ub, [&] {
     issueThreadCopies(l, plan.residents, below(l, loop, lb, ub), l.b.getInt32(0));
   });
 }
 
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
                 llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
-  atIteration(l, loop, plan.slice, iv, [&] {
+  atIteration(l, loop, plan.slice, iv, ub, [&] {
     llvm::Value *inRange = below(l, loop, iv, ub);
     if (plan.bulk()) {
       issueBulkStage(l, plan, inRange, stage, readBy);

@@ -1,8 +1,9 @@
 // Software pipelining plan (GIR): in a `for` with num_stages >= 2, loads of 1-D or 2-D blocks
 // (rows, tiles of rows) whose addresses, mask and `other` depend only on the induction variable,
 // carried values that advance by a loop-invariant step (pointers `p += step`, block pointers
-// advanced; analysis/AffineCarries.h) and values from outside the loop are issued num_stages - 1
-// iterations ahead as asynchronous
+// advanced; analysis/AffineCarries.h), masked loads of those (a paged cache's block-table
+// entries: loaded again for the later iteration when its copies are issued) and values from
+// outside the loop are issued num_stages - 1 iterations ahead as asynchronous
 // copies into shared memory. This pass picks those loads, sizes the ring of stages to fit the
 // shared memory left, and records the plan as attributes that the lowering follows:
 //   for  {pipeline_stages = S}
@@ -61,6 +62,30 @@ bool recomputable(ir::OpKind k) {
   }
 }
 
+// Whether `op` is a load a ring may take, by its own kind (its addresses aside): blocks of rank
+// 1 or 2 held by every thread once, copied in whole 16-byte vectors.
+bool ringCandidate(const ir::Op &op, int64_t threads) {
+  if (op.kind() != ir::OpKind::Load || op.result()->type().rank() < 1 ||
+      op.result()->type().rank() > 2)
+    return false;
+  const ir::Type &t = op.result()->type();
+  if (t.numElements() < threads) // copies held by several threads: not worth a ring
+    return false;
+  // Each element has one owner, which copies it and alone reads it: a thread that has read
+  // its buffer may refill it without waiting for the others.
+  if (ir::LayoutMap(*op.result()->layout(), t.shape()).replicates())
+    return false;
+  // Only whole 16-byte vectors (cp.async.cg): narrower copies cost as many instructions as
+  // plain loads and push register pressure into spills. (Tensor-descriptor tiles at offsets
+  // of other alignments stay plain loads too: as TMA copies, such tiles stopped the H200
+  // with an illegal instruction; docs/notes/tensor-cores.md.)
+  if (ir::byteWidth(t.kind()) * op.intAttr("vec") != 16)
+    return false;
+  // cp.async caches at all levels (.ca) or in L2 only (.cg); a load asking for streaming,
+  // last-use or volatile reads (cs, lu, cv) keeps its own ld.global.
+  return !op.hasAttr("cache") || op.strAttr("cache") == "ca" || op.strAttr("cache") == "cg";
+}
+
 // What a value inside `body` depends on: values from outside the loop only (invariant), the
 // induction variable through recomputable ops of the body, or anything else (not pipelined).
 enum class Dependence { Invariant, InductionVariable, Other };
@@ -71,7 +96,7 @@ Dependence combine(Dependence a, Dependence b) { return std::max(a, b); }
 // the induction variable: the lowering computes it for any iteration.
 Dependence dependence(const ir::Value *v, const ir::Block &body,
                       std::unordered_set<const ir::Value *> &seen,
-                      const std::unordered_set<const ir::Value *> &affine) {
+                      const std::unordered_set<const ir::Value *> &affine, int64_t threads) {
   if (!seen.insert(v).second)
     return Dependence::Invariant; // already counted
   if (v->ownerBlock() == &body)
@@ -80,11 +105,16 @@ Dependence dependence(const ir::Value *v, const ir::Block &body,
   const ir::Op *def = v->definingOp();
   if (!def || def->parentBlock() != &body)
     return Dependence::Invariant; // defined outside the loop
-  if (!recomputable(def->kind()))
+  // A masked load in an address (a paged cache's block-table entry) is loaded again for the
+  // later iteration when its copies are issued, its mask also cut to iterations in range. (A
+  // block smaller than the CTA's threads never gets a ring of its own, below.)
+  bool indirect = def->kind() == ir::OpKind::Load && def->numOperands() >= 2 &&
+                  !def->hasAttr("tensor_rank") && !ringCandidate(*def, threads);
+  if (!recomputable(def->kind()) && !indirect)
     return Dependence::Other;
   Dependence d = Dependence::Invariant;
   for (const ir::Value *o : def->operands())
-    d = combine(d, dependence(o, body, seen, affine));
+    d = combine(d, dependence(o, body, seen, affine, threads));
   return d;
 }
 
@@ -125,31 +155,12 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   for (auto &op : loop.body()->ops()) {
     // Rings hold 1-D blocks (rows) and 2-D ones (tiles of rows); blocks of higher rank load
     // directly.
-    if (op->kind() != ir::OpKind::Load || op->result()->type().rank() < 1 ||
-        op->result()->type().rank() > 2)
-      continue;
-    const ir::Type &t = op->result()->type();
-    if (t.numElements() < threads) // copies held by several threads: not worth a ring
-      continue;
-    // Each element has one owner, which copies it and alone reads it: a thread that has read
-    // its buffer may refill it without waiting for the others.
-    if (ir::LayoutMap(*op->result()->layout(), t.shape()).replicates())
-      continue;
-    int64_t bytes = ir::byteWidth(t.kind());
-    // Only whole 16-byte vectors (cp.async.cg): narrower copies cost as many instructions as
-    // plain loads and push register pressure into spills. (Tensor-descriptor tiles at
-    // offsets of other alignments stay plain loads too: as TMA copies, such tiles stopped the
-    // H200 with an illegal instruction; docs/notes/tensor-cores.md.)
-    if (bytes * op->intAttr("vec") != 16)
-      continue;
-    // cp.async caches at all levels (.ca) or in L2 only (.cg); a load asking for streaming,
-    // last-use or volatile reads (cs, lu, cv) keeps its own ld.global.
-    if (op->hasAttr("cache") && op->strAttr("cache") != "ca" && op->strAttr("cache") != "cg")
+    if (!ringCandidate(*op, threads))
       continue;
     std::unordered_set<const ir::Value *> seen;
     Dependence d = Dependence::Invariant;
     for (const ir::Value *o : op->operands())
-      d = combine(d, dependence(o, body, seen, affine));
+      d = combine(d, dependence(o, body, seen, affine, threads));
     if (d == Dependence::Other)
       continue;
     (d == Dependence::Invariant ? residentBytes : bytesPerStage) += bufferBytes(*op, align);

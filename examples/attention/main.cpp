@@ -31,7 +31,8 @@ constexpr int kTimed = 25, kWarmups = 5;
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
                  [--backward-plan=OWNxSTEPxWxS] [Z H S D]
-       attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [Z H S D]
+       attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
+                 [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
@@ -46,7 +47,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-he
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's.
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
-  prints the time, the cache's bytes read per second and that rate over a copy's.
+  prints the time, the cache's bytes read per second and that rate over a copy's;
+  --decode-plan=BNxWxS: BN positions a step, W warps, S stages instead of the planner's.
 )";
 
 struct Options {
@@ -58,6 +60,7 @@ struct Options {
   bool backward = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
+  std::optional<kernels::AttentionDecodePlan> decodePlan;     // --decode-plan
 };
 
 Options parse(int argc, char **argv) {
@@ -74,6 +77,12 @@ Options parse(int argc, char **argv) {
       o.causal = true;
     } else if (a == "--decode") {
       o.decode = true;
+    } else if (a.rfind("--decode-plan=", 0) == 0) {
+      long long bn = 0, w = 0, st = 0;
+      if (std::sscanf(a.c_str() + 14, "%lldx%lldx%lld", &bn, &w, &st) != 3)
+        throw std::runtime_error("--decode-plan takes BNxWxS, got " + a.substr(14));
+      o.decodePlan = kernels::AttentionDecodePlan{.blockN = int(bn), .numWarps = int(w),
+                                                  .numStages = int(st)};
     } else if (a == "--backward") {
       o.backward = true;
     } else if (a.rfind("--plan=", 0) == 0) {
@@ -276,7 +285,7 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
   Buffer work(size_t(std::max<int64_t>(workBytes, 16)));
   args.workspace = address(work);
   args.workspaceBytes = workBytes;
-  kernels::attentionDecode(args, stream);
+  kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr);
   sync();
   std::vector<unsigned char> raw(q.raw.size());
   dout.download(raw.data(), raw.size());
@@ -318,7 +327,9 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
               (long long)bad, (long long)checked);
   if (time) {
     double t = kernels::timeLaunches(
-        stream, [&] { kernels::attentionDecode(args, stream); }, kTimed, kWarmups);
+        stream,
+        [&] { kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr); },
+        kTimed, kWarmups);
     // The cache the decode reads (its used positions), and a copy of as many bytes.
     size_t bytes = size_t(2 * o.Z * o.S * G * o.D * 2);
     Buffer from(bytes), to(bytes);
