@@ -234,10 +234,11 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
   }
   l.set(recomputed[0], {iv});
   setAffineCarries(l, loop, carries, iv);
-  llvm::Value *inRange = nullptr; // made for the slice's loads alone
+  // Made for the slice's loads alone (other slices lower as they always have).
+  bool loads = std::any_of(slice.begin(), slice.end(),
+                           [](const ir::Op *op) { return op->kind() == ir::OpKind::Load; });
+  llvm::Value *inRange = loads ? below(l, loop, iv, ub) : nullptr;
   for (const ir::Op *op : slice) {
-    if (op->kind() == ir::OpKind::Load && !inRange)
-      inRange = below(l, loop, iv, ub);
     if (!recompute(l, *op, inRange))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   }
@@ -248,7 +249,6 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
     else
       l.values.erase(recomputed[i]);
 }
-
 
 } // namespace
 

@@ -62,8 +62,9 @@ bool recomputable(ir::OpKind k) {
   }
 }
 
-// Whether `op` is a load a ring may take, by its own kind (its addresses aside): blocks of rank
-// 1 or 2 held by every thread once, copied in whole 16-byte vectors.
+// Whether `op` is a load a ring may take, by its own kind (its addresses aside): rows (1-D
+// blocks) or tiles of rows (2-D), each element held by one thread, in whole 16-byte vectors;
+// blocks of higher rank load directly.
 bool ringCandidate(const ir::Op &op, int64_t threads) {
   if (op.kind() != ir::OpKind::Load || op.result()->type().rank() < 1 ||
       op.result()->type().rank() > 2)
@@ -106,8 +107,8 @@ Dependence dependence(const ir::Value *v, const ir::Block &body,
   if (!def || def->parentBlock() != &body)
     return Dependence::Invariant; // defined outside the loop
   // A masked load in an address (a paged cache's block-table entry) is loaded again for the
-  // later iteration when its copies are issued, its mask also cut to iterations in range. (A
-  // block smaller than the CTA's threads never gets a ring of its own, below.)
+  // later iteration when its copies are issued, its mask also cut to iterations in range (a
+  // load that no ring takes: one a ring took would be read from its stage instead).
   bool indirect = def->kind() == ir::OpKind::Load && def->numOperands() >= 2 &&
                   !def->hasAttr("tensor_rank") && !ringCandidate(*def, threads);
   if (!recomputable(def->kind()) && !indirect)
@@ -153,8 +154,6 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   std::vector<ir::Op *> loads, residents;
   int64_t bytesPerStage = 0, residentBytes = 0;
   for (auto &op : loop.body()->ops()) {
-    // Rings hold 1-D blocks (rows) and 2-D ones (tiles of rows); blocks of higher rank load
-    // directly.
     if (!ringCandidate(*op, threads))
       continue;
     std::unordered_set<const ir::Value *> seen;

@@ -90,18 +90,16 @@ Options parse(int argc, char **argv) {
       int used = 0;
       bool parsed =
           std::sscanf(a.c_str() + 7, "%lldx%lldx%lldx%lld%n", &bm, &bn, &w, &st, &used) == 4;
+      // The suffix: "", "ws" or "pp", then "ov" or not.
       std::string suffix = parsed ? a.substr(7 + size_t(used)) : "";
-      if (!parsed || (suffix != "" && suffix != "ws" && suffix != "pp" && suffix != "ov" &&
-                      suffix != "wsov" && suffix != "ppov"))
+      bool overlap = suffix.ends_with("ov");
+      std::string form = overlap ? suffix.substr(0, suffix.size() - 2) : suffix;
+      if (!parsed || (form != "" && form != "ws" && form != "pp"))
         throw std::runtime_error("--plan takes BMxBNxWxS[ws|pp|ov|wsov|ppov], got " +
                                  a.substr(7));
       o.plan = kernels::AttentionPlan{.blockM = int(bm), .blockN = int(bn), .numWarps = int(w),
-                                      .numStages = int(st),
-                                      .warpSpecialize = suffix == "ws" || suffix == "pp" ||
-                                                        suffix == "wsov" || suffix == "ppov",
-                                      .pingPong = suffix == "pp" || suffix == "ppov",
-                                      .overlapSoftmax = suffix == "ov" || suffix == "wsov" ||
-                                                        suffix == "ppov"};
+                                      .numStages = int(st), .warpSpecialize = form != "",
+                                      .pingPong = form == "pp", .overlapSoftmax = overlap};
     } else if (a.rfind("--backward-plan=", 0) == 0) {
       long long own = 0, step = 0, w = 0, st = 0;
       if (std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld", &own, &step, &w, &st) != 4)
