@@ -24,15 +24,19 @@ namespace {
 
 // One program: part `split` (positions [split x chunk, + chunk)) of sequence b's cache, KV
 // head kvh. Row r of the tile is query head kvh x groups + r / seq_q, token r % seq_q; rows
-// past groups x seq_q are padding (the tensor cores take 16 rows at least). PAGED: position p
-// is in page block_table[b][p / page_size] at slot p % page_size; otherwise page b, slot p.
+// past groups x seq_q are padding (the tensor cores take 16 rows at least). PAGED, the page
+// size: position p is in page block_table[b][p / PAGED] at slot p % PAGED; 0: page b, slot p.
+// The page size is a compile-time constant, so that a position's page and slot are a shift
+// and a mask (a power of two) or a multiply: 64-bit divisions by a runtime value, two per row
+// of each tile, held the paged decode at 0.52-0.57 of copy bandwidth on the H200, its issue
+// slots full of the division's subroutine.
 // SPLIT: the part's output (normalized) and log2-sum-exp go to o_part and lse_part, row-major
 // [batch, heads, seq_q, splits(, D)]; otherwise the one part is the answer.
 void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Ptr k, Ptr v,
                              Ptr seq_lens, Ptr block_table, Float qk_scale, Int seq_q,
                              Int max_seq, Int heads, Int groups, Int chunk, Int splits, Int sqb,
                              Int sqh, Int sqs, Int skp, Int sks, Int skh, Int svp, Int svs,
-                             Int svh, Int sob, Int soh, Int sos, Int page_size, Int bt_stride,
+                             Int svh, Int sob, Int soh, Int sos, Int bt_stride,
                              int R, int BN, int D, int STAGES, int CAUSAL, int HAS_LSE,
                              int PAGED, int HAS_LENS, int SPLIT) {
   auto split = program_id(0);
@@ -67,9 +71,9 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
       // Each position's page, read in the tile's own shape (the entry repeated along the
       // row), so that it needs no layout conversion: the pipeliner then loads the entries
       // again for the iteration whose tiles it copies ahead, and the tiles are ring copies.
-      auto entry = broadcast_to((block_table + b * bt_stride + pos / page_size)(_, None), {BN, D});
+      auto entry = broadcast_to((block_table + b * bt_stride + pos / PAGED)(_, None), {BN, D});
       auto page = cast(load(entry, broadcast_to(in(_, None), {BN, D}), 0), int64);
-      auto slot = pos(_, None) % page_size;
+      auto slot = pos(_, None) % PAGED;
       k_row = page * skp + slot * sks;
       v_row = page * svp + slot * svs;
     } else {
@@ -136,7 +140,7 @@ Kernel &attentionDecodeKernel() {
       "attention_decode", attention_decode_kernel,
       {"o", "lse", "o_part", "lse_part", "q", "k", "v", "seq_lens", "block_table", "qk_scale",
        "seq_q", "max_seq", "heads", "groups", "chunk", "splits", "sqb", "sqh", "sqs", "skp", "sks",
-       "skh", "svp", "svs", "svh", "sob", "soh", "sos", "page_size", "bt_stride", "R", "BN", "D",
+       "skh", "svp", "svs", "svh", "sob", "soh", "sos", "bt_stride", "R", "BN", "D",
        "STAGES", "CAUSAL", "HAS_LSE", "PAGED", "HAS_LENS", "SPLIT"});
   return k;
 }
@@ -262,8 +266,7 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
       o,       lse,     partO,   partLse, q,       k,        v,         lens,
       table,   scale * 1.4426950408889634f,       a.seqQ,   a.maxSeqKV, a.heads,
       groups,  chunk,   splits,  qs.batch, qs.head, qs.seq,  ks.page,   ks.seq,
-      ks.head, vs.page, vs.seq,  vs.head, os.batch, os.head, os.seq,    paged ? a.pageSize : 1,
-      paged ? a.maxPages : 0};
+      ks.head, vs.page, vs.seq,  vs.head, os.batch, os.head, os.seq,    paged ? a.maxPages : 0};
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   bool gpu = !tritium::interpreting();
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
@@ -293,9 +296,10 @@ Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
   Specialization spec{
       .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
+                    "i64", "i64", "i64", "i64", "i64", "i64"},
       .constexprs = {rows, plan.blockN, a.headDim, plan.numStages,
-                     a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0, a.blockTable ? 1 : 0,
+                     a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0,
+                     a.blockTable ? a.pageSize : 0,
                      a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
       .numWarps = plan.numWarps};
   if (!arch.empty())

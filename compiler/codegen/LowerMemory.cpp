@@ -8,6 +8,8 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <map>
+
 namespace tritium::codegen {
 
 namespace {
@@ -223,7 +225,23 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     const Elements &ptrs = l.get(op.operand(0));
     Elements out;
     Hints hints = hintsOf(l, op);
+    // Elements of one thread that read the same address under the same mask (a block-table
+    // entry broadcast over a page's tile) are loaded once: the masked loads are volatile
+    // inline assembly, which LLVM does not merge.
+    std::map<std::vector<llvm::Value *>, size_t> firstRead;
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
+      std::vector<llvm::Value *> key{ptrs[k]};
+      if (ir::hasMask(op)) {
+        key.push_back(l.get(op.operand(1))[k]);
+        for (int64_t j = 0; j < vec; ++j)
+          key.push_back(l.get(op.operand(2))[k + size_t(j)]);
+      }
+      auto [at, fresh] = firstRead.try_emplace(key, k);
+      if (!fresh) {
+        for (int64_t j = 0; j < vec; ++j)
+          out.push_back(out[at->second + size_t(j)]);
+        continue;
+      }
       if (ir::hasMask(op)) {
         asmLoad(l, ty, ptrs[k], l.get(op.operand(1))[k], &l.get(op.operand(2)), k, vec, hints,
                 out);

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_set>
 #include <variant>
 
@@ -155,8 +156,13 @@ bool recompute(Lowering &l, const ir::Op &op, llvm::Value *inRange) {
   case ir::OpKind::Load: {
     const ir::Value *mask = op.operand(1);
     Elements own = l.get(mask), cut;
-    for (llvm::Value *m : own)
-      cut.push_back(inRange ? l.b.CreateAnd(m, inRange) : m);
+    std::map<llvm::Value *, llvm::Value *> cutOf; // one `and` per distinct mask value
+    for (llvm::Value *m : own) {
+      llvm::Value *&c = cutOf[m];
+      if (!c)
+        c = inRange ? l.b.CreateAnd(m, inRange) : m;
+      cut.push_back(c);
+    }
     l.set(mask, cut);
     bool lowered = lowerMemory(l, op);
     l.set(mask, std::move(own));
@@ -213,9 +219,11 @@ llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value
                                               : l.b.CreateICmpSLT(iv, ub);
 }
 
+// `loaded` gives the slice's loads' values, loaded before (prefetchSliceLoads), instead of
+// loading them again.
 template <typename F>
 void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op *> &slice,
-                 llvm::Value *iv, llvm::Value *ub, F issue) {
+                 llvm::Value *iv, llvm::Value *ub, F issue, const SliceLoads *loaded = nullptr) {
   std::vector<AffineCarry> carries = affineCarries(loop);
   std::vector<const ir::Value *> recomputed{loop.body()->argument(0)};
   for (const AffineCarry &c : carries) {
@@ -239,6 +247,10 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
                            [](const ir::Op *op) { return op->kind() == ir::OpKind::Load; });
   llvm::Value *inRange = loads ? below(l, loop, iv, ub) : nullptr;
   for (const ir::Op *op : slice) {
+    if (loaded && loaded->count(op)) {
+      l.set(op->result(), loaded->at(op));
+      continue;
+    }
     if (!recompute(l, *op, inRange))
       internalError(std::string("pipelining: cannot recompute '") + op->name() + "'");
   }
@@ -262,8 +274,46 @@ void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, l
   });
 }
 
+bool prefetchesSliceLoads(const PipelinePlan &plan) {
+  if (plan.bulk() || plan.warpSpecialized() || !plan.threadCopies())
+    return false;
+  bool any = false;
+  for (const ir::Op *op : plan.slice) {
+    if (op->kind() != ir::OpKind::Load)
+      continue;
+    any = true;
+    std::unordered_set<const ir::Op *> feeds; // what its own operands need
+    for (const ir::Value *o : op->operands())
+      collectSlice(o, *op->parentBlock(), feeds);
+    if (std::any_of(feeds.begin(), feeds.end(),
+                    [](const ir::Op *f) { return f->kind() == ir::OpKind::Load; }))
+      return false; // a chain of loads would wait within the prefetch instead
+  }
+  return any;
+}
+
+SliceLoads prefetchSliceLoads(Lowering &l, const PipelinePlan &plan, const ir::Op &loop,
+                              llvm::Value *iv, llvm::Value *ub) {
+  SliceLoads out;
+  std::vector<const ir::Op *> upToLoads; // the slice's ops the loads need, and the loads
+  std::unordered_set<const ir::Op *> needed;
+  for (const ir::Op *op : plan.slice)
+    if (op->kind() == ir::OpKind::Load)
+      collectSlice(op->result(), *loop.body(), needed);
+  for (const ir::Op *op : plan.slice)
+    if (needed.count(op))
+      upToLoads.push_back(op);
+  atIteration(l, loop, upToLoads, iv, ub, [&] {
+    for (const ir::Op *op : upToLoads)
+      if (op->kind() == ir::OpKind::Load)
+        out[op] = l.get(op->result());
+  });
+  return out;
+}
+
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy) {
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy,
+                const SliceLoads *loaded) {
   atIteration(l, loop, plan.slice, iv, ub, [&] {
     llvm::Value *inRange = below(l, loop, iv, ub);
     if (plan.bulk()) {
@@ -274,7 +324,7 @@ void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm:
       issueThreadCopies(l, plan.loads, inRange, stage);
     if (plan.tensorCopies())
       issueTensorCopies(l, plan, inRange, stage);
-  });
+  }, loaded);
 }
 
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,

@@ -43,11 +43,8 @@ bool tensorCopyReads(const ir::Op &load, unsigned index) {
   return (index == 1 || index == 2) && !isZero(load.operand(2));
 }
 
-std::unordered_set<const ir::Op *> opsOnlyTensorCopiesFeed(const ir::Function &fn) {
+std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn) {
   std::unordered_set<const ir::Op *> skipped;
-  if (std::none_of(fn.attrs().begin(), fn.attrs().end(),
-                   [](const auto &a) { return a.first == "tensor_maps"; }))
-    return skipped; // no TMA copies
 
   // Every use of every value, and the ops in program order (regions entered in place).
   std::unordered_map<const ir::Value *, std::vector<std::pair<const ir::Op *, unsigned>>> uses;
@@ -62,9 +59,20 @@ std::unordered_set<const ir::Op *> opsOnlyTensorCopiesFeed(const ir::Function &f
     }
   };
   visit(visit, fn.body());
-  auto unread = [&](const ir::Op *user, unsigned index) {
-    return skipped.count(user) ||
-           (user->hasAttr("tensor_map") && !tensorCopyReads(*user, index));
+  // A cp.async tile read in the body uses its mask and `other`, never its element pointers:
+  // the copies issued ahead recompute the body's part of those (LowerPipelinedLoop.cpp), so
+  // only ops of the loop's body may be skipped for them (`ringOnly`); what the loop takes
+  // from outside is lowered.
+  std::unordered_set<const ir::Op *> ringOnly;
+  auto unread = [&](const ir::Op *op, const ir::Op *user, unsigned index, bool &ring) {
+    bool sameBody = op->parentBlock() == user->parentBlock();
+    if (user->hasAttr("tensor_map"))
+      return !tensorCopyReads(*user, index);
+    if (user->hasAttr("pipelined"))
+      return ring = index == 0 && sameBody;
+    if (ringOnly.count(user))
+      return ring = sameBody;
+    return skipped.count(user) > 0;
   };
   // Users come after the values they use, so a pass from the end finds whole chains; passes
   // repeat until nothing changes.
@@ -75,12 +83,14 @@ std::unordered_set<const ir::Op *> opsOnlyTensorCopiesFeed(const ir::Function &f
       if (skipped.count(op) || op->numRegions() > 0 || ir::trait(*op) == ir::OpTrait::Effect ||
           op->results().empty())
         continue;
-      bool dead = true;
+      bool dead = true, ring = false;
       for (const auto &r : op->results())
         for (const auto &[user, index] : uses[r.get()])
-          dead = dead && unread(user, index);
+          dead = dead && unread(op, user, index, ring);
       if (dead) {
         skipped.insert(op);
+        if (ring)
+          ringOnly.insert(op);
         changed = true;
       }
     }

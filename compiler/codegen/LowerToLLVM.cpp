@@ -134,7 +134,7 @@ public:
     b.CreateStore(b.getInt32(0), l_.reductionBank);
     clusterEntry(l_);
     l_.lowerRegion = [this](const ir::Block &region) { return lowerRegion(region); };
-    l_.unlowered = opsOnlyTensorCopiesFeed(l_.kernel);
+    l_.unlowered = opsOnlyCopiesFeed(l_.kernel);
     lowerBlock(body);
     b.CreateRetVoid();
   }
@@ -254,11 +254,18 @@ private:
       if (plan->warpSpecialized())
         awaitResidents(l_, *plan);
     }
+    auto ivAt = [&](llvm::Value *from, int s) { // from + s x step
+      return b.CreateAdd(from, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), s)));
+    };
     if (plan && !plan->warpSpecialized()) // (the producer warp issues every iteration)
       for (int s = 0; s < plan->lookahead(); ++s)
-        issueStage(l_, *plan, op, b.CreateAdd(lb, b.CreateMul(step, llvm::ConstantInt::get(
-                                                                  lb->getType(), s))),
-                   ub, b.getInt32(s), nullptr);
+        issueStage(l_, *plan, op, ivAt(lb, s), ub, b.getInt32(s), nullptr);
+    // The block-table entries of the first iteration the body issues, loaded before the loop
+    // (each iteration then loads those of the next: prefetchSliceLoads).
+    bool prefetch = plan && prefetchesSliceLoads(*plan);
+    SliceLoads prefetched;
+    if (prefetch)
+      prefetched = prefetchSliceLoads(l_, *plan, op, ivAt(lb, plan->lookahead()), ub);
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
     auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
@@ -292,6 +299,15 @@ private:
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
       iteration->addIncoming(b.getInt32(0), pre);
     }
+    // A phi per element (LLVM merges those of a thread's copies of one entry).
+    SliceLoads loaded;
+    for (auto &[load, elems] : prefetched)
+      for (llvm::Value *v : elems) {
+        llvm::PHINode *phi = b.CreatePHI(v->getType(), 2, "prefetched");
+        phi->addIncoming(v, pre);
+        loaded[load].push_back(phi);
+      }
+    SliceLoads nextLoaded; // the values the latch gives those phis
     bool isUnsigned = op.operand(0)->type().isUnsigned(); // u32/u64 bounds compare unsigned
     b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), bodyBB, exit);
 
@@ -304,7 +320,10 @@ private:
       // wgmma is in flight: Pipelining.h); a bulk ring refills this
       // iteration's stage once it has been read (lowerPipelinedLoad).
       if (!plan->bulk() && !plan->warpSpecialized())
-        issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr);
+        issueStage(l_, *plan, op, aheadIv, ub, writeStage, nullptr,
+                   prefetch ? &loaded : nullptr);
+      if (prefetch) // the next iteration's entries, loaded under this one's compute
+        nextLoaded = prefetchSliceLoads(l_, *plan, op, ivAt(aheadIv, 1), ub);
       l_.rings[&op] = {readStage, iteration, aheadIv, ub};
       if (op.hasAttr("ping_pong"))
         startPingPong(l_, op, iteration);
@@ -325,6 +344,9 @@ private:
       readStage->addIncoming(next(readStage), latch);
       writeStage->addIncoming(next(writeStage), latch);
       iteration->addIncoming(b.CreateAdd(iteration, b.getInt32(1)), latch);
+      for (auto &[load, phis] : loaded)
+        for (size_t k = 0; k < phis.size(); ++k)
+          llvm::cast<llvm::PHINode>(phis[k])->addIncoming(nextLoaded.at(load)[k], latch);
     }
     for (unsigned i = 0; i < carried.size(); ++i) {
       const Elements &next = l_.get(yield->operand(i));

@@ -133,8 +133,8 @@ struct Lowering {
   // The stage buffer (this iteration's) of each ring-loaded tile that a dot reads straight from
   // the ring (gpu/FeedDotsFromRings.cpp), set when the load is lowered.
   std::unordered_map<const ir::Value *, llvm::Value *> ringTiles;
-  // Ops not lowered: their values feed only what TMA copies do not read
-  // (opsOnlyTensorCopiesFeed, Pipelining.h).
+  // Ops not lowered: their values feed only what the rings do not read
+  // (opsOnlyCopiesFeed, Pipelining.h).
   std::unordered_set<const ir::Op *> unlowered;
   // Results of wgmma dots committed and not yet waited for ({deferred_wait}): the block's
   // lowering waits for them before the first op that reads one, or holds a region, or ends

@@ -4,6 +4,7 @@
 
 #include "compiler/codegen/Lowering.h"
 
+#include <map>
 #include <optional>
 #include <unordered_set>
 
@@ -51,11 +52,25 @@ void startRing(Lowering &l, const PipelinePlan &plan);
 // Before the prologue: copies the resident loads, if the loop runs at least once (lb < ub).
 void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
                     llvm::Value *ub);
+// The values of the slice's loads (a block-table entry that a ring tile's address reads), by
+// load, for one iteration.
+using SliceLoads = std::map<const ir::Op *, Elements>;
 // Starts the copies of the loop's iteration `iv` into buffer `stage`. `readBy` is the
 // iteration of this run of the loop that last read the buffer (0, 1, ...; a bulk producer waits
-// until every thread has), or null in the prologue and for cp.async.
+// until every thread has), or null in the prologue and for cp.async. `loaded`, where given,
+// holds the slice's loads for `iv`, loaded an iteration before (prefetchSliceLoads).
 void issueStage(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *iv,
-                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy);
+                llvm::Value *ub, llvm::Value *stage, llvm::Value *readBy,
+                const SliceLoads *loaded = nullptr);
+// Whether the ring's copies wait on loads of their own slice that can be issued an iteration
+// earlier: cp.async rings (thread copies, no producer warp) whose slice loads read no other
+// slice load's value.
+bool prefetchesSliceLoads(const PipelinePlan &plan);
+// The slice's loads for iteration `iv` (masked off past the loop's end), issued now: the
+// iteration before the one that issues `iv`'s copies loads their block-table entries, so the
+// copies do not wait for them.
+SliceLoads prefetchSliceLoads(Lowering &l, const PipelinePlan &plan, const ir::Op &loop,
+                              llvm::Value *iv, llvm::Value *ub);
 // Waits until this iteration's data (buffer `stage`) has landed.
 void waitForStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
                   llvm::Value *iteration);
@@ -113,10 +128,12 @@ void endPingPong(Lowering &l, llvm::Value *iterations);
 // always; the mask and `other` only where `other` is not the zero TMA fills with; never the
 // element pointers, the base, the shape or the strides (the launch encodes those).
 bool tensorCopyReads(const ir::Op &load, unsigned index);
-// The ops whose values feed nothing but what TMA copies do not read: a descriptor tile's
-// per-element addresses and masks. The lowering skips them: LLVM would delete them, but
-// only after its passes had worked through them (a third of a 128 x 256 x 64 matmul's IR).
-std::unordered_set<const ir::Op *> opsOnlyTensorCopiesFeed(const ir::Function &fn);
+// The ops whose values feed nothing but what the rings' reads do not use: a descriptor tile's
+// per-element addresses and masks (TMA copies), a cp.async tile's element pointers. The
+// lowering skips them: LLVM would delete them, but only after its passes had worked through
+// them (a third of a 128 x 256 x 64 matmul's IR), and it cannot delete a masked load (volatile
+// assembly) such as a paged cache's block-table entries, which the copies load ahead.
+std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn);
 // Whether `v` is the constant +0.0 or 0: what a cp.async of zero bytes leaves in the buffer.
 bool isZero(const ir::Value *v);
 

@@ -24,11 +24,12 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library] [M N K]
+              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
-  tensor cores read 8-bit operands K-major only) and writes C in bf16. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
+  tensor cores read 8-bit operands K-major only) and writes C in bf16; --b-nk stores a 16-bit
+  B that way too. Without a GPU the product runs in tritium's CPU interpreter. The kernel compiles for
   the GPU's architecture, sm_90a on Hopper (wgmma; --arch=sm_90 gives mma.sync), sm_90a
   without a GPU. --descriptors runs the same product written with tensor descriptors
   (make_tensor_descriptor), whose tiles Hopper copies with TMA; --warp-specialize adds a
@@ -104,6 +105,7 @@ struct Options {
   bool descriptors = false;
   bool warpSpecialize = false; // --descriptors with a producer warp group for the TMA copies
   bool library = false; // kernels::matmul instead of the tutorial's kernel
+  bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -130,6 +132,8 @@ Options parseOptions(int argc, char **argv) {
       o.descriptors = o.warpSpecialize = true;
     } else if (a == "--library") {
       o.library = true;
+    } else if (a == "--b-nk") {
+      o.bNK = true;
     } else if (a.rfind("--arch=", 0) == 0) {
       o.arch = a.substr(7);
     } else if (!a.empty() && a[0] != '-') {
@@ -188,7 +192,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   std::mt19937 rng(std::random_device{}());
   // b is held [K, N], or [N, K] for fp8 (K-major): values[k * N + n] or values[n * K + k].
   HostMatrix a = randomMatrix(o.M * o.K, o.dtype, rng), b = randomMatrix(o.K * o.N, o.dtype, rng);
-  bool kMajor = isFp8(o.dtype);
+  bool kMajor = isFp8(o.dtype) || o.bNK;
   std::string cType = outDtype(o.dtype);
   Buffer da(a.raw.size()), db(b.raw.size()), dc(size_t(o.M * o.N) * 2);
   da.upload(a.raw.data(), a.raw.size());
@@ -233,10 +237,12 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   for (int64_t r = 0; r < o.M; r += std::max<int64_t>(1, o.M / 48))
     rows.push_back(r);
   rows.push_back(o.M - 1);
+  // Sampled columns too where the rows' products would take the host more than seconds.
+  int64_t columnStep = std::max<int64_t>(1, int64_t(rows.size()) * o.N * o.K >> 28);
   int64_t bad = 0, checked = 0;
   double tol = (cType == "bf16" ? 8e-3 : 1e-3) * std::sqrt(double(o.K));
   for (int64_t r : rows)
-    for (int64_t n = 0; n < o.N; ++n) {
+    for (int64_t n = 0; n < o.N; n += columnStep) {
       double want = 0, magnitude = 0;
       for (int64_t kk = 0; kk < o.K; ++kk) {
         double p = double(a.values[size_t(r * o.K + kk)]) *
@@ -319,13 +325,13 @@ int main(int argc, char **argv) {
     // (":16") and unit strides (":1", so that the tiles' loads are 16-byte vectors).
     std::string p = "*" + o.dtype + ":16", pc = "*" + outDtype(o.dtype) + ":16";
     auto div16 = [](int64_t v) { return std::string(v % 16 == 0 ? "i32:16" : "i32"); };
-    bool kMajor = isFp8(o.dtype);
+    bool kMajor = isFp8(o.dtype) || o.bNK;
     Specialization spec{.signature = {pc, p, p, div16(o.M), div16(o.N), div16(o.K), div16(o.K),
                                       "i32:1", kMajor ? "i32:1" : div16(o.N),
                                       kMajor ? div16(o.K) : "i32:1", div16(o.N), "i32:1"},
                         .constexprs = {o.BM, o.BN, o.BK, 8, o.stages, kMajor ? 1 : 0},
                         .numWarps = o.warps};
-    if (kMajor)
+    if (isFp8(o.dtype))
       spec.ptxVersion = 84; // fp8 on mma.sync (where wgmma does not take the tiles)
     if (o.descriptors) {
       spec.constexprs.push_back(o.warpSpecialize ? 1 : 0);

@@ -252,6 +252,13 @@ TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
     Artifacts p = compileDecode(true, 1, kernels::planAttentionDecode(pagedPlan));
     EXPECT_NE(p.gir.find("pipelined = 1"), std::string::npos) << p.gir;
     EXPECT_GE(count(p.ptx, "cp.async.cg.shared.global"), 2u);
+    // The page size is a constant of the specialization: a position's page and slot take no
+    // 64-bit division (its subroutine held the paged decode at 0.52-0.57 of copy).
+    EXPECT_EQ(count(p.ptx, "div.s64"), count(a.ptx, "div.s64")); // (the heads' indices)
+    EXPECT_EQ(count(p.ptx, "rem.s64"), count(a.ptx, "rem.s64"));
+    // A thread's copies of one entry (repeated along its row) are loaded once: at most one
+    // load per row a thread holds (8 of 64), for each of the prologue's iterations and the body.
+    EXPECT_LE(count(p.ptx, "ld.global.b32"), 8u * 4u) << p.ptx;
     expectAssembles(p, "sm_90a");
   }
 }
