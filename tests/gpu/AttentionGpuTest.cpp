@@ -168,7 +168,9 @@ TEST_F(AttentionGpuTest, ForwardWithTheSoftmaxUnderThePreviousProduct) {
 }
 
 // Decode: contiguous and paged caches, split parts combined or one part per sequence, GQA
-// 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and thousands of positions.
+// 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and thousands of positions. Page
+// sizes of 1, 12 (no power of two, and a 64-position tile spans parts of six pages), 16 and
+// 256: each is a constant of its own specialization.
 TEST_F(AttentionGpuTest, Decode) {
   SKIP_WITHOUT_GPU();
   checkDecode<DeviceBuffer>(stream().get(), sync,
@@ -184,6 +186,12 @@ TEST_F(AttentionGpuTest, Decode) {
   checkDecode<DeviceBuffer>(stream().get(), sync,
                             {.batch = 1, .heads = 8, .kvHeads = 1, .seqQ = 2, .seqLens = {5000},
                              .splits = 7, .causal = false});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 8, .kvHeads = 2, .headDim = 128,
+                             .seqLens = {1000, 77}, .pageSize = 12});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 4, .kvHeads = 4, .seqLens = {300, 129},
+                             .pageSize = 1, .splits = 3});
 }
 
 } // namespace

@@ -234,6 +234,11 @@ TEST_F(AttentionInterpreterTest, Decode) {
   checkDecode<HostBuffer>(nullptr, sync,
                           {.batch = 1, .heads = 2, .kvHeads = 2, .seqQ = 2, .seqLens = {90},
                            .pageSize = 32, .splits = 2, .causal = false});
+  // A page size that is no power of two (a constant of the specialization, divided by
+  // multiplication), smaller than the tile's positions.
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 2, .heads = 2, .kvHeads = 1, .seqLens = {41, 100},
+                           .pageSize = 12, .splits = 2});
 }
 
 TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
