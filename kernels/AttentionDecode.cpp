@@ -281,7 +281,8 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   Specialization cs{.signature = {t, "*fp32", "*fp32", "*fp32", "i64", "i64", "i64", "i64", "i64",
                                   "i64"},
                     .constexprs = {nextPowerOfTwo(splits), D, a.lse ? 1 : 0},
-                    .numWarps = 4};
+                    .numWarps = 4,
+                    .awaitPreviousKernel = true};
   combineKernel()
       .compile(cs.specializedFor(combineArgs))
       .launch(Grid3{a.batch * a.heads * a.seqQ, 1, 1}, stream, combineArgs);
@@ -301,7 +302,10 @@ Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
                      a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0,
                      a.blockTable ? a.pageSize : 0,
                      a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
-      .numWarps = plan.numWarps};
+      .numWarps = plan.numWarps,
+      // As the library's other kernels: its launch overlaps the previous kernel's tail, and
+      // the combine's overlaps the parts' (at 16 MB of cache the two launches dominate).
+      .awaitPreviousKernel = true};
   if (!arch.empty())
     spec.arch = arch;
   return spec;
