@@ -244,6 +244,8 @@ TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
   Artifacts a = compileDecode(false, 16, kernels::planAttentionDecode(false));
   EXPECT_NE(a.gir.find("pipelined = 1"), std::string::npos) << a.gir;
   EXPECT_GE(count(a.ptx, "cp.async.cg.shared.global"), 2u);
+  // Launched as a programmatic dependent, as the library's other kernels.
+  EXPECT_NE(a.ptx.find("griddepcontrol.wait"), std::string::npos);
   expectAssembles(a, "sm_90a");
   // A paged cache's rows come from the block table, read in the tile's shape: the pipeliner
   // loads the entries again for the iteration whose tiles it copies ahead ({pipelined} tiles,
