@@ -299,14 +299,16 @@ private:
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
       iteration->addIncoming(b.getInt32(0), pre);
     }
-    // A phi per element (LLVM merges those of a thread's copies of one entry).
+    // A phi per element (LLVM merges those of a thread's copies of one entry), made in the
+    // body's order of the loads, so that the output does not depend on where ops sit in memory.
     SliceLoads loaded;
-    for (auto &[load, elems] : prefetched)
-      for (llvm::Value *v : elems) {
-        llvm::PHINode *phi = b.CreatePHI(v->getType(), 2, "prefetched");
-        phi->addIncoming(v, pre);
-        loaded[load].push_back(phi);
-      }
+    for (const ir::Op *load : plan ? plan->slice : std::vector<const ir::Op *>{})
+      if (prefetched.count(load))
+        for (llvm::Value *v : prefetched.at(load)) {
+          llvm::PHINode *phi = b.CreatePHI(v->getType(), 2, "prefetched");
+          phi->addIncoming(v, pre);
+          loaded[load].push_back(phi);
+        }
     SliceLoads nextLoaded; // the values the latch gives those phis
     bool isUnsigned = op.operand(0)->type().isUnsigned(); // u32/u64 bounds compare unsigned
     b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), bodyBB, exit);
