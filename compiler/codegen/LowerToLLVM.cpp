@@ -302,13 +302,14 @@ private:
     // A phi per element (LLVM merges those of a thread's copies of one entry), made in the
     // body's order of the loads, so that the output does not depend on where ops sit in memory.
     SliceLoads loaded;
-    for (const ir::Op *load : plan ? plan->slice : std::vector<const ir::Op *>{})
-      if (prefetched.count(load))
-        for (llvm::Value *v : prefetched.at(load)) {
-          llvm::PHINode *phi = b.CreatePHI(v->getType(), 2, "prefetched");
-          phi->addIncoming(v, pre);
-          loaded[load].push_back(phi);
-        }
+    if (prefetch)
+      for (const ir::Op *load : plan->slice)
+        if (prefetched.count(load))
+          for (llvm::Value *v : prefetched.at(load)) {
+            llvm::PHINode *phi = b.CreatePHI(v->getType(), 2, "prefetched");
+            phi->addIncoming(v, pre);
+            loaded[load].push_back(phi);
+          }
     SliceLoads nextLoaded; // the values the latch gives those phis
     bool isUnsigned = op.operand(0)->type().isUnsigned(); // u32/u64 bounds compare unsigned
     b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), bodyBB, exit);
