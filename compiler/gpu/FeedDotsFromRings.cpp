@@ -5,10 +5,11 @@
 // again. Such a load gets {swizzle = 128}: its tile sits in the buffer row-major with each
 // 16-byte chunk's index XORed with bits 7-9 of its offset (the layout TMA calls SWIZZLE_128B),
 // so that the eight row addresses of an ldmatrix hit eight different bank groups. A load
-// whose only user is the dot also gets {dot_only = 1}: no thread reads it into registers. The
+// whose users all read it so (dots) also gets {dot_only = 1}: no thread reads it into registers. The
 // dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}. b may also be
 // trans() of a [N, K] tile, as nn.Linear's weights are stored: the dot then reads that tile
-// K-major ({b_k_major}), and the transpose is never made ({dot_only} on the trans).
+// K-major ({b_k_major}), and the transpose is never made ({dot_only} on the trans, whatever
+// else reads the tile).
 //
 // A wgmma dot (ChooseDotInstructions.cpp) reads its tiles through descriptors, in SWIZZLE_128B
 // panels of 64 columns (codegen/LayoutIndexing.cpp, dotTileOffset), and a's rows permuted
@@ -35,6 +36,7 @@ void feedDotsFromRings(ir::Function &fn) {
     for (const ir::Value *v : op.operands())
       ++uses[v];
   });
+  std::unordered_map<ir::Op *, int> readInPlace; // a ring tile's uses that a dot reads in place
   ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.kind() != ir::OpKind::Dot || op.operand(0)->type().rank() != 2 ||
         !dotStagesSwizzled(op))
@@ -74,16 +76,20 @@ void feedDotsFromRings(ir::Function &fn) {
         load->setAttr("permute_rows", int64_t(1));
       if (wgmma) // wgmma reads through the async proxy: the copies need a proxy fence
         load->setAttr("async_proxy", int64_t(1));
-      if (uses[load->result()] == 1)
-        load->setAttr("dot_only", int64_t(1));
+      ++readInPlace[load];
       if (trans) {
-        if (load->hasAttr("dot_only"))
-          trans->setAttr("dot_only", int64_t(1)); // nothing to transpose in registers
+        trans->setAttr("dot_only", int64_t(1)); // nothing to transpose in registers
         op.setAttr("b_k_major", int64_t(1));
       }
       op.setAttr(i == 0 ? "ring_a" : "ring_b", int64_t(1));
     }
   });
+  // A tile that every user reads in place (dots, directly or under a trans: the backward's
+  // query tile feeds one product as it is and another transposed) is never read into
+  // registers.
+  for (auto &[load, n] : readInPlace)
+    if (n == uses[load->result()])
+      load->setAttr("dot_only", int64_t(1));
   // A wgmma dot that reads both tiles from its loop's ring, accumulates into the loop's carried
   // value and gives its result only to the next iteration stays in flight across iterations:
   // it waits for the previous iteration's wgmma, not its own ({in_flight} on the dot,
