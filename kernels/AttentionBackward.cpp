@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace tritium::kernels {
@@ -81,13 +82,17 @@ Value rowsAt(Value b, Value h, Value r, Value first, Value sb, Value sh, Value s
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
 // products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
 // VARLEN: sequences packed one after another, cu_q / cu_kv ([batch + 1] i32) give where each
-// starts; seq_q is the total of the query rows (the LSE's and delta's stride).
+// starts; seq_q is the total of the query rows (the LSE's and delta's stride). PART: 0 both
+// gradients, 1 dV alone, 2 dK alone (head_dim 256: two [BN, 256] fp32 accumulators are 256
+// registers a thread on one warp group).
 void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
                         Ptr cu_q, Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv,
                         Int heads, Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh,
                         Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
-                        Int win_left, Int win_right, int BM, int BN, int D, int STAGES,
-                        int CAUSAL, int WINDOW, int VARLEN) {
+                        Int q_rows, Int kv_rows, Int win_left, Int win_right, int BM, int BN,
+                        int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC,
+                        int PART) {
+  const bool wantDV = PART != 2, wantDK = PART != 1;
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
   auto b = bkh / kv_heads, kvh = bkh % kv_heads;
@@ -97,8 +102,8 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
   auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
   auto in_kv = rn(_, None) < seqKV;
-  auto dk_acc = zeros({BN, D}, float32);
-  auto dv_acc = zeros({BN, D}, float32);
+  Value dk_acc = wantDK ? zeros({BN, D}, float32) : Value();
+  Value dv_acc = wantDV ? zeros({BN, D}, float32) : Value();
   auto shift = seqKV - seqQ;
   // The queries that see a key of this block: causal, from the block's first key on; a
   // window, from its first key's leftmost viewer to its last key's rightmost.
@@ -112,6 +117,15 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   }
   if (VARLEN) // programs past a shorter sequence's keys walk no queries
     hi = where(pid_n * BN < seqKV, hi, 0);
+  // DESC: Q and dO are dense [batch, heads, seq_q, D]: their tiles are read through tensor
+  // descriptors over all q_rows rows (TMA copies on Hopper, no per-thread addresses); rows
+  // past a head's end belong to the next head (or lie past the tensor, read as zeros), and the
+  // mask keeps them out of P^T and so of both products.
+  std::optional<TensorDescriptor> q_desc, do_desc;
+  if (DESC) {
+    q_desc = make_tensor_descriptor(q, {q_rows, D}, {D, 1}, {BM, D});
+    do_desc = make_tensor_descriptor(dout, {q_rows, D}, {D, 1}, {BM, D});
+  }
   for (auto g : range(0, groups)) {
     auto h = kvh * groups + g;
     auto bh = cast(b * heads + h, int64);
@@ -119,16 +133,22 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       // K and V, loaded in the loop that does not change them: copied once into shared
       // memory, where the products read them, instead of held in registers across the loop.
       auto k_tile = load(k + k_at, in_kv, 0);
-      auto v_tile = load(v + v_at, in_kv, 0);
+      Value v_tile = wantDK ? load(v + v_at, in_kv, 0) : Value();
       auto rm = start + rm0;
       auto in_q = rm(_, None) < seqQ;
       auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
       auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
-      auto q_tile = load(q + q_at, in_q, 0);
-      auto do_tile = load(dout + do_at, in_q, 0);
+      Value q_tile, do_tile;
+      if (DESC) {
+        q_tile = q_desc->load({bh * seq_q + start, 0});
+        do_tile = do_desc->load({bh * seq_q + start, 0});
+      } else {
+        q_tile = load(q + q_at, in_q, 0);
+        do_tile = load(dout + do_at, in_q, 0);
+      }
       auto row = VARLEN ? h * seq_q + q0 + rm : bh * seq_q + rm;
       auto l = load(lse + row, rm < seqQ, 0);
-      auto dl = load(delta + row, rm < seqQ, 0);
+      Value dl = wantDK ? load(delta + row, rm < seqQ, 0) : Value();
       // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
       // layout, which the dV and dK products take from registers.
       auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
@@ -140,14 +160,19 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
                                            win_right, CAUSAL, WINDOW),
                                    pt, 0.0);
                       });
-      dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
-      auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
-      auto dst = pt * (dpt - dl(None, _));
-      dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
+      if (wantDV)
+        dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
+      if (wantDK) {
+        auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
+        auto dst = pt * (dpt - dl(None, _));
+        dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
+      }
     }
   }
-  store(dk + k_at, cast(dk_acc * scale, dk.dtype()), in_kv);
-  store(dv + v_at, cast(dv_acc, dv.dtype()), in_kv);
+  if (wantDK)
+    store(dk + k_at, cast(dk_acc * scale, dk.dtype()), in_kv);
+  if (wantDV)
+    store(dv + v_at, cast(dv_acc, dv.dtype()), in_kv);
 }
 
 // One program: BM queries of one (batch, head), every key block they see. dQ is laid out as Q.
@@ -155,8 +180,9 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
 void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta, Ptr cu_q,
                       Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads,
                       Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb,
-                      Int svh, Int svs, Int sob, Int soh, Int sos, Int win_left, Int win_right,
-                      int BM, int BN, int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN) {
+                      Int svh, Int svs, Int sob, Int soh, Int sos, Int q_rows, Int kv_rows,
+                      Int win_left, Int win_right, int BM, int BN, int D, int STAGES, int CAUSAL,
+                      int WINDOW, int VARLEN, int DESC) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
   auto kvh = h / groups;
@@ -174,6 +200,15 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   // The keys this block's queries see, as the forward walks them.
   auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
                            WINDOW, VARLEN);
+  // DESC: K and V dense [batch, kv_heads, seq_kv, D], read through tensor descriptors over
+  // all kv_rows rows, as attention_bwd_dkdv's Q and dO.
+  std::optional<TensorDescriptor> k_desc, v_desc;
+  Value kv_row0;
+  if (DESC) {
+    k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
+    v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+    kv_row0 = cast(b * (heads / groups) + kvh, int64) * seq_kv;
+  }
   for (auto start : range(lo, hi, BN, STAGES)) {
     // Q and dO, loaded in the loop that does not change them: read in place from shared
     // memory by the products.
@@ -183,8 +218,14 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto in_kv = rn(_, None) < seqKV;
     auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
     auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
-    auto k_tile = load(k + k_at, in_kv, 0);
-    auto v_tile = load(v + v_at, in_kv, 0);
+    Value k_tile, v_tile;
+    if (DESC) {
+      k_tile = k_desc->load({kv_row0 + start, 0});
+      v_tile = v_desc->load({kv_row0 + start, 0});
+    } else {
+      k_tile = load(k + k_at, in_kv, 0);
+      v_tile = load(v + v_at, in_kv, 0);
+    }
     auto s = dot(q_tile, trans(k_tile)) * qk_scale; // [BM, BN]
     auto p = exp2(s - (l * kLog2e)(_, None));
     maskWhereNeeded(WINDOW, CAUSAL, (start + BN > seqKV) | (pid_m * BM + BM > seqQ),
@@ -213,8 +254,8 @@ Kernel &attentionBackwardDkDvKernel() {
                          {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
-                          "win_left", "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW",
-                          "VARLEN"});
+                          "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "PART"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
@@ -222,8 +263,8 @@ Kernel &attentionBackwardDqKernel() {
                          {"dq", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
-                          "win_left", "win_right", "BM", "BN", "D", "STAGES", "CAUSAL", "WINDOW",
-                          "VARLEN"});
+                          "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC"});
   return k;
 }
 
@@ -232,15 +273,37 @@ Kernel &attentionBackwardDqKernel() {
 // rows on two warp groups (each a wgmma of 64 rows) and 64 rows a step, 206.8 TFLOP/s against
 // 130.0 for 64 x 64 on one warp group; at head_dim 64 the reverse, 207.3 against 182.2 (the
 // smaller tile leaves room for two CTAs a SM).
+// At head_dim 256, dK and dV take two programs of 64 keys on one warp group, each with one
+// [64, 256] fp32 accumulator (128 registers a thread), and dQ 64 queries on one: ptxas for
+// sm_90a spills none of the three kernels but 12 bytes.
 AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
   if (headDim <= 64)
     return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
+  if (headDim > 128)
+    return AttentionBackwardPlan{
+        .ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2, .splitDkDv = true};
   return AttentionBackwardPlan{.ownRows = 128, .stepRows = 64, .numWarps = 8, .numStages = 2};
+}
+
+// Whether the tiles that a kernel walks (Q and dO for dK/dV, K and V for dQ) are dense
+// [batch, heads, seq, head_dim] tensors (dO as O), which tensor descriptors read as one
+// [rows, head_dim] matrix.
+static bool backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
+  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ,
+          d = a.headDim;
+  if (a.cuSeqlensQ || a.seqQ == 0 || seqKV == 0)
+    return false;
+  auto dense = [&](const AttentionStrides &x, int64_t heads, int64_t seq) {
+    return (!x.batch && !x.head && !x.seq) ||
+           (x.batch == heads * seq * d && x.head == seq * d && x.seq == d);
+  };
+  return dkdv ? dense(a.qStrides, a.heads, a.seqQ) && dense(a.oStrides, a.heads, a.seqQ)
+              : dense(a.kStrides, kvHeads, seqKV) && dense(a.vStrides, kvHeads, seqKV);
 }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
                                                const AttentionBackwardPlan &plan,
-                                               const std::string &arch) {
+                                               const std::string &arch, BackwardPart part) {
   std::string t = "*" + dtypeName(a.dtype);
   // Lengths and head counts in 32 bits (the masks compare them with the tiles' rows); the
   // offsets are computed in 64.
@@ -249,15 +312,18 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   bool varlen = a.cuSeqlensQ != nullptr;
   Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "*i32", "*i32", "fp32", "fp32",
                                  "i32", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64",
-                                 "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i32", "i32"},
+                                 "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                                 "i32", "i32"},
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, a.headDim,
                                   plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
-                                  varlen ? 1 : 0},
+                                  varlen ? 1 : 0, backwardDescriptors(a, dkdv) ? 1 : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
-  if (dkdv)
+  if (dkdv) {
     s.signature.insert(s.signature.begin(), t); // dk and dv
+    s.constexprs.push_back(int(part));
+  }
   if (!arch.empty())
     s.arch = arch;
   return s;
@@ -272,8 +338,8 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   Arguments args("attentionBackward");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
-  if (a.headDim != 64 && a.headDim != 128)
-    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
+    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);
   int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 0);
@@ -334,17 +400,22 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   // Below 2^31 with the lengths (checked above): 32-bit arguments.
   WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
   int32_t left = int32_t(window.left), right = int32_t(window.right);
+  // The rows of Q (and O) and of K (and V) as tensor descriptors see them.
+  int64_t qRows = a.batch * a.heads * a.seqQ, kvRows = a.batch * kvHeads * seqKV;
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
         dk,       dv,      q,      k,        v,       dout,   lse,      delta,   cuQ,
         cuKV,     qkScale, scale,  lseStride, int32_t(seqKV), int32_t(a.heads),
         int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
-        os.batch, os.head, os.seq, left,     right};
-    attentionBackwardDkDvKernel()
-        .compile(attentionBackwardSpecialization(a, true, plan, arch).specializedFor(launchArgs))
-        .launch(Grid3{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1}, stream,
-                launchArgs);
+        os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
+    Grid3 grid{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1};
+    for (BackwardPart part : plan.splitDkDv ? std::initializer_list<BackwardPart>{kDvOnly, kDkOnly}
+                                            : std::initializer_list<BackwardPart>{kDkDv})
+      attentionBackwardDkDvKernel()
+          .compile(attentionBackwardSpecialization(a, true, plan, arch, part)
+                       .specializedFor(launchArgs))
+          .launch(grid, stream, launchArgs);
   }
   {
     std::initializer_list<KernelArg> launchArgs = {
@@ -352,7 +423,7 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
         qkScale,  scale,   lseStride, int32_t(seqKV),   int32_t(a.heads),
         int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
-        os.batch, os.head, os.seq, left,     right};
+        os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
     attentionBackwardDqKernel()
         .compile(attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))
         .launch(Grid3{(a.seqQ + plan.ownRows - 1) / plan.ownRows, a.batch * a.heads, 1}, stream,

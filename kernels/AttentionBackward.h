@@ -6,8 +6,9 @@
 // accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
 // [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads) through strides,
 // so [batch, seq, heads, head_dim] too, or varlen batches packed one after another; causal
-// masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim 64
-// or 128. The log-sum-exp and the workspace are dense [batch, heads, seq_q] ([heads, total_q]
+// masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim 64,
+// 128 or 256 (whose dK and dV accumulators do not fit one warp group's registers together:
+// two programs per block of keys, one for dV and one for dK, each computing the scores). The log-sum-exp and the workspace are dense [batch, heads, seq_q] ([heads, total_q]
 // for varlen). dQ, dK and dV are written, not accumulated into. Pointers are device addresses
 // (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on `stream`.
 #pragma once
@@ -55,6 +56,8 @@ int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &args);
 // dQ), the rows it walks a step, warps and pipeline stages.
 struct AttentionBackwardPlan {
   int ownRows = 128, stepRows = 64, numWarps = 8, numStages = 2;
+  // dV and dK by two kernels, each recomputing the scores (head_dim 256).
+  bool splitDkDv = false;
 };
 AttentionBackwardPlan planAttentionBackward(int64_t headDim);
 
@@ -63,11 +66,14 @@ void attentionBackward(const AttentionBackwardArgs &args, CUstream stream,
 
 // The kernels of the dK/dV and the dQ steps and the specialization a call with `args`
 // compiles for each (for `arch`; "" keeps the default), for tools and tests that compile them
-// without launching.
+// without launching. `part` picks, in the dK/dV kernel, what a program accumulates: both
+// (kDkDv), or dV or dK alone (a split plan's two launches).
 Kernel &attentionBackwardDkDvKernel();
 Kernel &attentionBackwardDqKernel();
+enum BackwardPart { kDkDv = 0, kDvOnly = 1, kDkOnly = 2 };
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &args, bool dkdv,
                                                const AttentionBackwardPlan &plan,
-                                               const std::string &arch = "");
+                                               const std::string &arch = "",
+                                               BackwardPart part = kDkDv);
 
 } // namespace tritium::kernels

@@ -8,7 +8,8 @@
 #
 # usage: bash tools/device-attention.sh            PEERS=path/peer_kernels.py bash tools/device-attention.sh
 #        DECODE=1 adds the decode runs (examples/attention --decode), BACKWARD=1 the backward's
-#        (--backward), and SKIP_FORWARD=1 leaves out the forward's.
+#        (--backward, and with PEERS SDPA's backward at head_dim 256 from
+#        tools/peer_attention_backward.py), and SKIP_FORWARD=1 leaves out the forward's.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-attention}
@@ -58,7 +59,9 @@ backward() { # dtype Z H S D [options]: "backward,dtype,ZxHxSxD,options,ms,TFLOP
   echo "backward,$dt,${z}x${h}x${s}x${d},$*,${t:-FAILED}"
 }
 if [ "${BACKWARD:-0}" = 1 ]; then
-  for s in "4 32 4096 64" "4 32 4096 128"; do
+  # SDPA's backward at head_dim 256, which the anchors' script leaves out.
+  [ -n "${PEERS:-}" ] && python3 "$(dirname "$0")/peer_attention_backward.py" 256 >> "$O/peers.csv" 2>> "$O/peers.log"
+  for s in "4 32 4096 64" "4 32 4096 128" "4 32 4096 256"; do
     # shellcheck disable=SC2086
     backward bf16 $s
     # shellcheck disable=SC2086

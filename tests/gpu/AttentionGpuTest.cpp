@@ -48,11 +48,12 @@ TEST_F(AttentionGpuTest, Varlen) {
                                           .causal = causal});
 }
 
-// The backward after the forward, against double-precision gradients: both head dims, causal
-// or not, GQA 4:1, lengths that are not multiples of a block.
+// The backward after the forward, against double-precision gradients: every head dim (256:
+// dV and dK in two programs), causal or not, GQA 4:1, lengths that are not multiples of a
+// block.
 TEST_F(AttentionGpuTest, Backward) {
   SKIP_WITHOUT_GPU();
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
       checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                            {.dtype = kernels::Dtype::fp16, .batch = 2,
@@ -63,10 +64,10 @@ TEST_F(AttentionGpuTest, Backward) {
                                         .headDim = 128, .causal = true});
 }
 
-// Sliding windows and the [batch, seq, heads, head_dim] layout, at both head dims.
+// Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim.
 TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   SKIP_WITHOUT_GPU();
-  for (int64_t d : {64, 128}) {
+  for (int64_t d : {64, 128, 256}) {
     checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                          {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 4,
                                           .kvHeads = 2, .seqQ = 300, .seqKV = 333, .headDim = d,
@@ -78,11 +79,11 @@ TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   }
 }
 
-// Varlen batches (an empty sequence, a single token, more keys than queries), both head dims,
+// Varlen batches (an empty sequence, a single token, more keys than queries), every head dim,
 // causal and not, GQA 4:1.
 TEST_F(AttentionGpuTest, BackwardVarlen) {
   SKIP_WITHOUT_GPU();
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
       checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                            {.dtype = kernels::Dtype::fp16, .heads = 4,
@@ -91,10 +92,10 @@ TEST_F(AttentionGpuTest, BackwardVarlen) {
                                             .varlenKV = {333, 0, 7, 129}});
 }
 
-// Against the forward's finite differences, at both head dims.
+// Against the forward's finite differences, at every head dim.
 TEST_F(AttentionGpuTest, BackwardByFiniteDifferences) {
   SKIP_WITHOUT_GPU();
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 256})
     checkAttentionBackwardByFiniteDifferences<DeviceBuffer>(
         stream().get(), sync,
         {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2, .seqQ = 70, .seqKV = 90,

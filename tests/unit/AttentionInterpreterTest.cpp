@@ -98,7 +98,7 @@ TEST_F(AttentionInterpreterTest, Varlen) {
 }
 
 // The backward: GQA 2:1, lengths that are not multiples of any block, causal with more keys
-// than queries and with more queries than keys, head_dim 128.
+// than queries and with more queries than keys, head_dim 128 and 256.
 TEST_F(AttentionInterpreterTest, Backward) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
@@ -109,6 +109,10 @@ TEST_F(AttentionInterpreterTest, Backward) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 1, .kvHeads = 1, .seqQ = 80, .seqKV = 33,
                                       .headDim = 128, .causal = true});
+  // head_dim 256: dV and dK by two programs per block of keys.
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 1, .seqQ = 40, .seqKV = 70,
+                                      .headDim = 256, .causal = true});
 }
 
 // Sliding windows (one bounded on both sides, one causal with a left reach) and the
@@ -176,7 +180,7 @@ TEST_F(AttentionInterpreterTest, BackwardRefusesBadArguments) {
   refuses("attentionBackward: dq is null", [](auto &a) { a.dq = nullptr; });
   refuses("attentionBackward: workspace is null", [](auto &a) { a.workspace = nullptr; });
   refuses("dtype must be fp16 or bf16, got fp32", [](auto &a) { a.dtype = kernels::Dtype::fp32; });
-  refuses("head_dim must be 64 or 128, got 96", [](auto &a) { a.headDim = 96; });
+  refuses("head_dim must be 64, 128 or 256, got 96", [](auto &a) { a.headDim = 96; });
   refuses("heads (4) must be a multiple of kv_heads (3)", [](auto &a) { a.kvHeads = 3; });
   refuses("window_left", [](auto &a) { a.windowLeft = -2; });
   refuses("o's sequence stride 32 is less than head_dim 64",

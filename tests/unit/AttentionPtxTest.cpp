@@ -177,65 +177,90 @@ TEST_F(AttentionPtxTest, SoftmaxUnderThePreviousProduct) {
 }
 
 // The backward's dK/dV and dQ kernels for 4 x 32 x 4096 dense bf16 tensors (GQA 4:1), as a
-// launch specializes them: the products on wgmma (not serialized) in shared memory that fits.
-// dK/dV at head_dim 128 spills 548-580 bytes of stores at 255 registers, the rest 0-84
+// launch specializes them: the products on wgmma (not serialized) in shared memory that fits,
+// the walked tiles (Q and dO, K and V) through tensor descriptors, read in place by every
+// product (a tile under a trans as well: no transpose staged). At head_dim 256 dV and dK are
+// two kernels. ptxas spills 316-568 bytes in dK at head_dim 128 and 256, the rest none
 // (notes/attention.md); the bound below keeps that from growing unnoticed.
 TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096;
   KernelArg p = KernelArg::pointer(0x10000);
-  for (int64_t D : {64, 128})
+  for (int64_t D : {64, 128, 256})
     for (bool causal : {false, true}) {
       SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
       kernels::AttentionBackwardArgs a{.batch = B, .heads = H, .kvHeads = KH, .seqQ = S,
                                        .headDim = D, .causal = causal};
+      kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(D);
+      EXPECT_EQ(plan.splitDkDv, D == 256);
       // Dense strides (specialized as multiples of 16), unbounded windows, no varlen (its
       // cu_seqlens pointers are unused).
       int64_t qb = H * S * D, kb = KH * S * D, sd = S * D;
       int32_t left = int32_t(2 * S), right = int32_t(causal ? 0 : 2 * S);
-      Artifacts dkdv = kernels::attentionBackwardDkDvKernel().compileTo(
-          kernels::attentionBackwardSpecialization(a, true, kernels::planAttentionBackward(D),
-                                                   "sm_90a")
-              .specializedFor({p, p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
-                               int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd, D, kb, sd, D,
-                               qb, sd, D, left, right}),
-          Stage::PTX);
-      Artifacts dq = kernels::attentionBackwardDqKernel().compileTo(
-          kernels::attentionBackwardSpecialization(a, false, kernels::planAttentionBackward(D),
-                                                   "sm_90a")
-              .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
-                               int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd, D, kb, sd, D, qb,
-                               sd, D, left, right}),
-          Stage::PTX);
-      // P^T and dS^T (dK/dV) and dS (dQ) reach their products in registers, and inside the
-      // loops only per-row statistics (a row or a column of the tile) change layout, never a
-      // 2-D tile (layout assignment moves a broadcast's source, not the broadcast).
-      EXPECT_EQ(count(dkdv.gir, "a_regs = 1"), 2u) << dkdv.gir;
-      EXPECT_EQ(count(dq.gir, "a_regs = 1"), 1u) << dq.gir;
-      for (const Artifacts *x : {&dkdv, &dq}) {
-        std::istringstream lines(x->gir);
+      struct Compiled {
+        std::string name;
+        Artifacts x;
+        size_t registerOperands;
+      };
+      std::vector<Compiled> kernels;
+      for (kernels::BackwardPart part : plan.splitDkDv
+                                            ? std::vector<kernels::BackwardPart>{kernels::kDvOnly,
+                                                                                 kernels::kDkOnly}
+                                            : std::vector<kernels::BackwardPart>{kernels::kDkDv})
+        kernels.push_back(
+            {part == kernels::kDvOnly   ? "dV"
+             : part == kernels::kDkOnly ? "dK"
+                                        : "dK/dV",
+             kernels::attentionBackwardDkDvKernel().compileTo(
+                 kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part)
+                     .specializedFor({p, p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S),
+                                      int32_t(S), int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd,
+                                      D, kb, sd, D, qb, sd, D, B * H * S, B * KH * S, left,
+                                      right}),
+                 Stage::PTX),
+             part == kernels::kDkDv ? 2u : 1u});
+      kernels.push_back(
+          {"dQ",
+           kernels::attentionBackwardDqKernel().compileTo(
+               kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a")
+                   .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S),
+                                    int32_t(S), int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd, D,
+                                    kb, sd, D, qb, sd, D, B * H * S, B * KH * S, left, right}),
+               Stage::PTX),
+           1u});
+      for (const Compiled &c : kernels) {
+        SCOPED_TRACE(c.name);
+        const Artifacts &x = c.x;
+        // P^T and dS^T (dK/dV) and dS (dQ) reach their products in registers, and inside the
+        // loops only per-row statistics (a row or a column of the tile) change layout, never
+        // a 2-D tile (layout assignment moves a broadcast's source, not the broadcast).
+        EXPECT_EQ(count(x.gir, "a_regs = 1"), c.registerOperands) << x.gir;
+        std::istringstream lines(x.gir);
         std::smatch m;
-        for (std::string line; std::getline(lines, line);)
+        for (std::string line; std::getline(lines, line);) {
           if (line.rfind("    ", 0) == 0 && line.find("convert_layout") != std::string::npos &&
               std::regex_search(line, m, std::regex(R"(block<(\d+)x(\d+)x)"))) {
             EXPECT_TRUE(m[1] == "1" || m[2] == "1") << line;
           }
-      }
-      for (const Artifacts *x : {&dkdv, &dq}) {
-        EXPECT_NE(x->ptx.find("wgmma.mma_async"), std::string::npos);
-        // The layout changes and staged operands in the loop share one pool (165 KB for dK/dV
-        // at head_dim 128 on two warp groups).
-        EXPECT_LE(x->sharedBytes, 170 * 1024) << x->gir;
+          // A tile that products read (in place, from its ring) is not transposed through
+          // shared memory.
+          if (line.find(" = trans ") != std::string::npos)
+            EXPECT_NE(line.find("dot_only = 1"), std::string::npos) << line;
+        }
+        EXPECT_NE(x.ptx.find("wgmma.mma_async"), std::string::npos);
+        EXPECT_NE(x.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+        // The layout changes and staged operands in the loop share one pool (129 KB for dK/dV
+        // at head_dim 128 on two warp groups, 193 KB for dK and dQ at 256).
+        EXPECT_LE(x.sharedBytes, (D == 256 ? 200 : 136) * 1024) << x.gir;
         if (tritium::testing::ptxasPath().empty())
           GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-        tritium::testing::PtxasResult r = tritium::testing::runPtxas(x->ptx, "sm_90a");
+        tritium::testing::PtxasResult r = tritium::testing::runPtxas(x.ptx, "sm_90a");
         ASSERT_EQ(r.exitCode, 0) << r.output;
         EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
-        std::smatch m;
         ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes spill stores")))
             << r.output;
         std::printf("head_dim %lld%s, %s: %s bytes of spill stores\n", (long long)D,
-                    causal ? " causal" : "", x == &dkdv ? "dK/dV" : "dQ", m[1].str().c_str());
-        EXPECT_LE(std::stoi(m[1]), 1024) << r.output;
+                    causal ? " causal" : "", c.name.c_str(), m[1].str().c_str());
+        EXPECT_LE(std::stoi(m[1]), 768) << r.output;
       }
     }
 }
