@@ -11,6 +11,7 @@
 #include "runtime/Device.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
 #include <string>
@@ -32,6 +33,7 @@ enum Flags : int {
   kAlpha = 64,
   kAmax = 128, // amax[0] = max(amax[0], max |C| before out_scale)
   kWarpSpecialize = 256, // with kDescriptors: a producer warp group issues the TMA copies
+  kPersistent = 512,     // with kDescriptors: each program walks tiles (one K loop for all)
 };
 
 // ACT: 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU (a second product with B's columns N + n: the
@@ -53,6 +55,44 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
   bool two = ACT == 3;
   auto acc = zeros({BM, BN}, integer ? int32 : float32);
   auto acc_up = zeros({BM, BN}, float32); // SwiGLU's second product (unused otherwise)
+  // The epilogue of the tile of rows rm and columns rn: scales, bias, activation, residual,
+  // cast, one store.
+  auto epilogue = [&](Value acc, Value acc_up, Value rm, Value rn) {
+    auto inM = rm < M, inN = rn < N;
+    auto inC = inM(_, None) & inN(None, _);
+    if (c.dtype() == "i32") { // int8 products, exact: no epilogue
+      store(c + rm(_, None) * ldc + rn(None, _), acc, inC);
+      return;
+    }
+    // The epilogue's inputs of the product of B's columns `cols`.
+    auto scaled = [&](Value x, Value cols) {
+      Value r = integer ? cast(x, float32) : x;
+      if (FLAGS & kAlpha)
+        r = r * alpha;
+      if (FLAGS & kScaleA)
+        r = r * load(scale_a + rm, inM, 0)(_, None);
+      if (FLAGS & kScaleB)
+        r = r * load(scale_b + cols, inN, 0)(None, _);
+      if (FLAGS & kBias)
+        r = r + cast(load(bias + cols, inN, 0), float32)(None, _);
+      return r;
+    };
+    Value r = scaled(acc, rn);
+    if (ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+      r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
+    else if (ACT == 2)
+      r = r * sigmoid(r);
+    else if (two) // silu(gate) x up
+      r = r * sigmoid(r) * scaled(acc_up, N + rn);
+    if (FLAGS & kResidual)
+      r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
+    if (FLAGS & kAmax) // the tile's largest magnitude, one atomic per program
+      atomic_max(amax, max(max(where(inC, abs(r), 0.0), 1), 0));
+    bool fp8 = c.dtype() == "fp8e4m3" || c.dtype() == "fp8e5m2";
+    if (fp8)
+      r = r * out_scale;
+    store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
+  };
   if (FLAGS & kDescriptors) {
     Value columns = N;
     if (two)
@@ -63,6 +103,28 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     auto b_tile = [&](Value k, Value n) {
       return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
     };
+    if (FLAGS & kPersistent) {
+      // One loop over this program's tiles' K steps together (tiles pid, pid + programs, ...),
+      // so that the ring loads the next tile's first steps while this one's epilogue runs.
+      auto steps = cdiv(K, BK), programs = num_programs(0);
+      auto mine = cdiv(pidsM * pidsN - pid, programs);
+      for (auto it :
+           range(0, mine * steps, 1, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
+        auto t = pid + it / steps * programs, k = it % steps * BK;
+        auto [pm, pn] = swizzle2d(t / pidsN, t % pidsN, pidsM, pidsN, GROUP_M);
+        auto x = a_desc.load({pm * BM, k});
+        acc = dot(x, b_tile(k, pn * BN), acc, options);
+        if (two)
+          acc_up = dot(x, b_tile(k, N + pn * BN), acc_up, options);
+        if_(k + BK >= K, [&] {
+          epilogue(acc, acc_up, pm * BM + arange(0, BM), pn * BN + arange(0, BN));
+          acc = zeros({BM, BN}, integer ? int32 : float32);
+          if (two)
+            acc_up = zeros({BM, BN}, float32);
+        });
+      }
+      return;
+    }
     for (auto k : range(0, K, BK, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
       auto y = b_tile(k, pidN * BN);
       auto x = a_desc.load({pidM * BM, k});
@@ -87,41 +149,10 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
         acc_up = dot(x, b_tile(kk, N + rn), acc_up, options);
     }
   }
-  auto inM = rm < M, inN = rn < N;
-  auto inC = inM(_, None) & inN(None, _);
-  if (c.dtype() == "i32") { // int8 products, exact: no epilogue
-    store(c + rm(_, None) * ldc + rn(None, _), acc, inC);
-    return;
-  }
-  // The epilogue's inputs of the product of B's columns `cols`.
-  auto scaled = [&](Value x, Value cols) {
-    Value r = integer ? cast(x, float32) : x;
-    if (FLAGS & kAlpha)
-      r = r * alpha;
-    if (FLAGS & kScaleA)
-      r = r * load(scale_a + rm, inM, 0)(_, None);
-    if (FLAGS & kScaleB)
-      r = r * load(scale_b + cols, inN, 0)(None, _);
-    if (FLAGS & kBias)
-      r = r + cast(load(bias + cols, inN, 0), float32)(None, _);
-    return r;
-  };
-  Value r = scaled(acc, rn);
-  if (ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-    r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
-  else if (ACT == 2)
-    r = r * sigmoid(r);
-  else if (two) // silu(gate) x up
-    r = r * sigmoid(r) * scaled(acc_up, N + rn);
-  if (FLAGS & kResidual)
-    r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
-  if (FLAGS & kAmax) // the tile's largest magnitude, one atomic per program
-    atomic_max(amax, max(max(where(inC, abs(r), 0.0), 1), 0));
-  bool fp8 = c.dtype() == "fp8e4m3" || c.dtype() == "fp8e5m2";
-  if (fp8)
-    r = r * out_scale;
-  store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
+  epilogue(acc, acc_up, rm, rn);
 }
+
+} // namespace
 
 Kernel &matmulKernel() {
   static auto k = kernel("matmul", matmul_kernel,
@@ -130,6 +161,8 @@ Kernel &matmulKernel() {
                           "BN", "BK", "GROUP_M", "STAGES", "FLAGS", "ACT", "PRECISION"});
   return k;
 }
+
+namespace {
 
 // The operand and output dtypes the kernel takes, checked together.
 void checkDtypes(const Arguments &args, const MatmulArgs &m) {
@@ -155,21 +188,111 @@ void checkDtypes(const Arguments &args, const MatmulArgs &m) {
 
 } // namespace
 
+namespace {
+
+// What a call's arguments resolve to: dense strides filled in, whether offsets need 64 bits
+// and whether TMA can take A and B.
+struct MatmulCall {
+  int64_t lda, ldb, ldc, ldr, columnsB, rowsB;
+  bool wide, descriptorsUsable;
+};
+MatmulCall resolve(const MatmulArgs &m) {
+  MatmulCall r{};
+  r.lda = m.lda ? m.lda : m.K;
+  r.ldc = m.ldc ? m.ldc : m.N;
+  r.ldr = m.ldr ? m.ldr : m.N;
+  r.columnsB = m.activation == Activation::SwiGlu ? 2 * m.N : m.N; // SwiGLU: gate and up columns
+  r.ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : r.columnsB);
+  r.rowsB = m.bTransposed ? r.columnsB : m.K;
+  // 64-bit offsets once a row offset can pass 2^31 - 1.
+  r.wide = std::max({m.M * r.lda, r.rowsB * r.ldb, m.M * r.ldc, m.residual ? m.M * r.ldr : 0}) >
+           int64_t(std::numeric_limits<int32_t>::max());
+  // TMA takes a tensor whose base and row strides lie on 16 bytes; other tensors are read
+  // through pointers whatever the plan says.
+  int64_t bytesIn = dtypeBytes(m.in);
+  r.descriptorsUsable = on16ByteBoundaries({m.a, m.b}) && r.lda * bytesIn % 16 == 0 &&
+                        r.ldb * bytesIn % 16 == 0;
+  return r;
+}
+
+// The kernel's launch arguments (c, a, b, bias, residual, scaleA, scaleB, amax: the pointers),
+// handed to f as one list.
+template <class F>
+auto withLaunchArgs(const MatmulArgs &m, const MatmulCall &call,
+                    const std::array<KernelArg, 8> &pointers, F f) {
+  auto intArg = [&](int64_t v) { return call.wide ? KernelArg(v) : KernelArg(int32_t(v)); };
+  const auto &[c, a, b, bias, residual, scaleA, scaleB, amax] = pointers;
+  return f({c, a, b, bias, residual, scaleA, scaleB, amax, m.alpha, m.outScale, intArg(m.M),
+            intArg(m.N), intArg(m.K), intArg(call.lda), intArg(call.ldb), intArg(call.ldc),
+            intArg(call.ldr)});
+}
+
+int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &plan) {
+  bool tma = plan.descriptors && call.descriptorsUsable;
+  return (m.bTransposed ? kBNK : 0) | (tma ? kDescriptors : 0) |
+         (plan.warpSpecialize && tma ? kWarpSpecialize : 0) |
+         (plan.persistent && tma ? kPersistent : 0) | (m.bias ? kBias : 0) |
+         (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) | (m.scaleB ? kScaleB : 0) |
+         (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
+}
+
+Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
+                                  const MatmulPlan &plan, const std::string &arch) {
+  std::string idx = call.wide ? "i64" : "i32", in = "*" + dtypeName(m.in),
+              out = "*" + dtypeName(m.out);
+  // An fp8 C's bias and residual are bf16.
+  std::string extra = "*" + dtypeName(isFp8(m.out) ? Dtype::bf16 : m.out);
+  Specialization spec{
+      .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32", idx,
+                    idx, idx, idx, idx, idx, idx},
+      .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages,
+                     matmulFlags(m, call, plan), int64_t(m.activation), int64_t(m.precision)},
+      .numWarps = plan.numWarps,
+      .awaitPreviousKernel = true};
+  if (!arch.empty())
+    spec.arch = arch;
+  if (isFp8(m.in))
+    spec.ptxVersion = 84; // fp8 on mma.sync (Ada), where wgmma does not take the tiles
+  return spec;
+}
+
+KernelArg pointerArg(const void *p) { return KernelArg::pointer(reinterpret_cast<uintptr_t>(p)); }
+
+} // namespace
+
+Specialization matmulSpecialization(const MatmulArgs &m, const MatmulPlan &plan,
+                                    const std::string &arch) {
+  MatmulCall call = resolve(m);
+  KernelArg c = pointerArg(m.c);
+  auto orC = [&](const void *p) { return p ? pointerArg(p) : c; };
+  return withLaunchArgs(m, call,
+                        {c, pointerArg(m.a), pointerArg(m.b), orC(m.bias), orC(m.residual),
+                         orC(m.scaleA), orC(m.scaleB), orC(m.amax)},
+                        [&](std::initializer_list<KernelArg> args) {
+                          return baseSpecialization(m, call, plan, arch).specializedFor(args);
+                        });
+}
+
+int64_t matmulGrid(const MatmulArgs &m, const MatmulPlan &plan, int smCount) {
+  int64_t tiles = plan.tiles(m.M, m.N);
+  // Persistent: a program per SM (the plans' tiles fill one), each walking its tiles.
+  return matmulFlags(m, resolve(m), plan) & kPersistent ? std::min<int64_t>(tiles, smCount)
+                                                        : tiles;
+}
+
 void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   Arguments args("matmul");
   checkDtypes(args, m);
   args.atLeast("M", m.M, 0);
   args.atLeast("N", m.N, 0);
   args.atLeast("K", m.K, 1);
-  int64_t lda = m.lda ? m.lda : m.K, ldc = m.ldc ? m.ldc : m.N, ldr = m.ldr ? m.ldr : m.N;
+  MatmulCall call = resolve(m);
   bool swiglu = m.activation == Activation::SwiGlu;
-  int64_t columnsB = swiglu ? 2 * m.N : m.N; // SwiGLU: gate and up columns
-  int64_t ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : columnsB);
-  args.rowStride("lda", lda, m.K);
-  args.rowStride("ldb", ldb, m.bTransposed ? m.K : columnsB);
-  args.rowStride("ldc", ldc, m.N);
+  args.rowStride("lda", call.lda, m.K);
+  args.rowStride("ldb", call.ldb, m.bTransposed ? m.K : call.columnsB);
+  args.rowStride("ldc", call.ldc, m.N);
   if (m.residual)
-    args.rowStride("ldr", ldr, m.N);
+    args.rowStride("ldr", call.ldr, m.N);
   KernelArg c = args.pointer("c", m.c), a = args.pointer("a", m.a), b = args.pointer("b", m.b);
   // Absent tensors are never read (their flags are off): any valid pointer stands in.
   KernelArg bias = m.bias ? args.pointer("bias", m.bias) : c;
@@ -185,73 +308,47 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
         args.fail("a plan's tiles are powers of two of at least 16, got " +
                   std::to_string(given->blockM) + " x " + std::to_string(given->blockN) + " x " +
                   std::to_string(given->blockK));
-  // 64-bit offsets once a row offset can pass 2^31 - 1.
-  int64_t rowsB = m.bTransposed ? columnsB : m.K;
-  bool wide = std::max({m.M * lda, rowsB * ldb, m.M * ldc, m.residual ? m.M * ldr : 0}) >
-              int64_t(std::numeric_limits<int32_t>::max());
-  auto intArg = [&](int64_t v) { return wide ? KernelArg(v) : KernelArg(int32_t(v)); };
-  std::string idx = wide ? "i64" : "i32", in = "*" + dtypeName(m.in), out = "*" + dtypeName(m.out);
-  // An fp8 C's bias and residual are bf16.
-  Dtype epilogue = isFp8(m.out) ? Dtype::bf16 : m.out;
-  std::string extra = "*" + dtypeName(epilogue);
   int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out),
-          bytesExtra = dtypeBytes(epilogue);
-  // TMA takes a tensor whose base and row strides lie on 16 bytes; other tensors are read
-  // through pointers whatever the plan says.
-  bool descriptorsUsable = on16ByteBoundaries({m.a, m.b}) && lda * bytesIn % 16 == 0 &&
-                           ldb * bytesIn % 16 == 0;
+          bytesExtra = dtypeBytes(isFp8(m.out) ? Dtype::bf16 : m.out);
   MatmulTypes types{.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32,
                     .twoProducts = swiglu};
   bool gpu = !tritium::interpreting();
   const rt::DeviceProps *props = gpu ? &rt::Context::current().props() : nullptr;
   int smCount = props ? props->smCount : 132;
+  // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
+  std::string arch = props && props->arch() == "sm_90" ? "sm_90a" : "";
   auto launch = [&](const MatmulPlan &plan) {
-    std::initializer_list<KernelArg> launchArgs = {
-        c, a, b, bias, residual, scaleA, scaleB, amax, m.alpha, m.outScale, intArg(m.M),
-        intArg(m.N), intArg(m.K), intArg(lda), intArg(ldb), intArg(ldc), intArg(ldr)};
-    int flags = (m.bTransposed ? kBNK : 0) |
-                (plan.descriptors && descriptorsUsable ? kDescriptors : 0) |
-                (plan.warpSpecialize && plan.descriptors && descriptorsUsable ? kWarpSpecialize
-                                                                             : 0) |
-                (m.bias ? kBias : 0) | (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) |
-                (m.scaleB ? kScaleB : 0) | (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
-    Specialization spec{
-        .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32", idx,
-                      idx, idx, idx, idx, idx, idx},
-        .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages, flags,
-                       int64_t(m.activation), int64_t(m.precision)},
-        .numWarps = plan.numWarps,
-        .awaitPreviousKernel = true};
-    // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
-    if (props && props->arch() == "sm_90")
-      spec.arch = "sm_90a";
-    if (isFp8(m.in))
-      spec.ptxVersion = 84; // fp8 on mma.sync (Ada), where wgmma does not take the tiles
-    matmulKernel().compile(spec.specializedFor(launchArgs)).launch(plan.grid(m.M, m.N), stream,
-                                                                   launchArgs);
+    withLaunchArgs(m, call, {c, a, b, bias, residual, scaleA, scaleB, amax},
+                   [&](std::initializer_list<KernelArg> launchArgs) {
+                     matmulKernel()
+                         .compile(baseSpecialization(m, call, plan, arch)
+                                      .specializedFor(launchArgs))
+                         .launch(matmulGrid(m, plan, smCount), stream, launchArgs);
+                   });
   };
   bool rerunSafe =
-      !anyOverlap({{m.c, m.M * ldc * bytesOut}},
-                  {{m.a, m.M * lda * bytesIn}, {m.b, rowsB * ldb * bytesIn},
-                   {m.bias, m.bias ? columnsB * bytesExtra : 0},
-                   {m.residual, m.residual ? m.M * ldr * bytesExtra : 0},
+      !anyOverlap({{m.c, m.M * call.ldc * bytesOut}},
+                  {{m.a, m.M * call.lda * bytesIn}, {m.b, call.rowsB * call.ldb * bytesIn},
+                   {m.bias, m.bias ? call.columnsB * bytesExtra : 0},
+                   {m.residual, m.residual ? m.M * call.ldr * bytesExtra : 0},
                    {m.amax, m.amax ? 4 : 0},
-                   {m.scaleA, m.scaleA ? m.M * 4 : 0}, {m.scaleB, m.scaleB ? columnsB * 4 : 0}});
+                   {m.scaleA, m.scaleA ? m.M * 4 : 0},
+                   {m.scaleB, m.scaleB ? call.columnsB * 4 : 0}});
   launch(choosePlan<MatmulPlan>(
       given,
       {"matmul",
-       {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, lda, ldb, ldc,
-        on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, descriptorsUsable ? 1 : 0,
+       {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, call.lda, call.ldb,
+        call.ldc, on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, call.descriptorsUsable ? 1 : 0,
         int64_t(m.precision), swiglu ? 1 : 0},
        rerunSafe},
       [&] {
         return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K) +
-               (descriptorsUsable ? "" : "-pointers") +
+               (call.descriptorsUsable ? "" : "-pointers") +
                (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "") +
                (swiglu ? "-swiglu" : "");
       },
       stream, [&] { return planMatmul(m.M, m.N, m.K, smCount, types); },
-      [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, descriptorsUsable); },
+      [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, call.descriptorsUsable); },
       launch));
 }
 

@@ -21,12 +21,14 @@
 // call is asynchronous on `stream`.
 #pragma once
 
+#include "frontend/Kernel.h"
 #include "kernels/Dtype.h"
 #include "kernels/MatmulPlan.h"
 
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
 
 namespace tritium::kernels {
 
@@ -61,5 +63,13 @@ struct MatmulArgs {
 
 // The autotuner's (or the planner's) plan unless one is given.
 void matmul(const MatmulArgs &args, CUstream stream, const MatmulPlan *plan = nullptr);
+
+// The kernel, the specialization that a call with `args` on `plan` compiles (for `arch`; ""
+// keeps the default) and the programs it launches, for tools and tests that compile it
+// without launching (args' pointers are read for their alignment only).
+Kernel &matmulKernel();
+Specialization matmulSpecialization(const MatmulArgs &args, const MatmulPlan &plan,
+                                    const std::string &arch = "");
+int64_t matmulGrid(const MatmulArgs &args, const MatmulPlan &plan, int smCount);
 
 } // namespace tritium::kernels

@@ -21,14 +21,19 @@ struct MatmulPlan {
   bool descriptors = true;
   // With descriptors: a producer warp group issues the TMA copies (range(...).warp_specialize()).
   bool warpSpecialize = false;
+  // With descriptors: one program per SM walks tiles in one K loop, the next tile's first
+  // steps loading under this tile's epilogue.
+  bool persistent = false;
   PlanFields fields() const {
     PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
                     {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
     if (warpSpecialize) // (only where set, so that the records of other plans stay as they are)
       f.emplace_back("warp_specialize", 1);
+    if (persistent)
+      f.emplace_back("persistent", 1);
     return f;
   }
-  int64_t grid(int64_t M, int64_t N) const {
+  int64_t tiles(int64_t M, int64_t N) const {
     return ((M + blockM - 1) / blockM) * ((N + blockN - 1) / blockN);
   }
 };

@@ -24,7 +24,8 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library] [--b-nk] [M N K]
+              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]]
+              [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -35,7 +36,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   (make_tensor_descriptor), whose tiles Hopper copies with TMA; --warp-specialize adds a
   producer warp group that issues those copies (range(...).warp_specialize()). --library runs the same
   product through the kernel library's matmul (kernels/Matmul.h) on its plan: the tile
-  options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner).
+  options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner);
+  --persistent gives it a plan (the tile options', 128 x 256 x 64 by default) whose programs,
+  one per SM, each walk tiles in one K loop (MatmulPlan::persistent).
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -105,6 +108,7 @@ struct Options {
   bool descriptors = false;
   bool warpSpecialize = false; // --descriptors with a producer warp group for the TMA copies
   bool library = false; // kernels::matmul instead of the tutorial's kernel
+  bool persistent = false; // --library: a program per SM walking tiles (MatmulPlan::persistent)
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
 
@@ -132,6 +136,8 @@ Options parseOptions(int argc, char **argv) {
       o.descriptors = o.warpSpecialize = true;
     } else if (a == "--library") {
       o.library = true;
+    } else if (a == "--persistent") {
+      o.library = o.persistent = o.userPlan = true;
     } else if (a == "--b-nk") {
       o.bNK = true;
     } else if (a.rfind("--arch=", 0) == 0) {
@@ -200,7 +206,8 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   dc.fill32(kernels::kPoisonBits);
   int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
   kernels::MatmulPlan plan{.blockM = o.BM, .blockN = o.BN, .blockK = o.BK,
-                           .numWarps = o.warps, .numStages = o.stages};
+                           .numWarps = o.warps, .numStages = o.stages,
+                           .warpSpecialize = o.warpSpecialize, .persistent = o.persistent};
   auto launch = [&] {
     int32_t ldb = int32_t(kMajor ? o.K : o.N);
     if (o.library) {

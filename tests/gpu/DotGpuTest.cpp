@@ -255,3 +255,37 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
 }
 
 } // namespace
+
+namespace {
+
+// Persistent plans (MatmulPlan::persistent): more tiles than SMs, so programs walk several
+// tiles in one K loop, each tile's epilogue between its last step and the next tile's first;
+// K not a multiple of the step; the epilogue's bias, residual and amax; fp8 operands read
+// K-major; SwiGLU's two products; and with a producer warp group issuing the copies.
+TEST_F(DotGpuTest, LibraryMatmulPersistent) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "persistent plans read their tiles through TMA descriptors on Hopper";
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan wide{.persistent = true},
+      narrow{.blockM = 128, .blockN = 128, .persistent = true},
+      producer{.warpSpecialize = true, .persistent = true},
+      fp8{.blockK = 128, .persistent = true};
+  std::vector<LibraryMatmulCase> cases = {
+      {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = wide},
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 4096, .N = 4096, .K = 512, .plan = wide},
+      {.M = 2000, .N = 3000, .K = 1000, .bTransposed = true, .amax = true, .plan = producer},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = narrow},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true;
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
+} // namespace

@@ -197,3 +197,26 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
 }
 
 } // namespace
+
+// Persistent plans (MatmulPlan::persistent): more tiles than programs (one per SM, 132 in the
+// interpreter), so programs walk two tiles in one K loop, the epilogue between; K not a
+// multiple of the step; the epilogue's bias, residual, amax and SwiGLU's two products.
+TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan persistent{.blockM = 16, .blockN = 16, .blockK = 32, .numWarps = 4,
+                                 .numStages = 3, .descriptors = true, .persistent = true};
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256)); // read for alignment only
+  EXPECT_EQ(kernels::matmulGrid({.a = aligned, .b = aligned, .M = 200, .N = 176, .K = 72},
+                                persistent, 132),
+            132);
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 72, .bias = true, .residual = true,
+                                  .plan = persistent});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.out = Dtype::fp8e4m3, .M = 180, .N = 200, .K = 40,
+                                  .bTransposed = true, .amax = true, .plan = persistent});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 150, .N = 240, .K = 64, .activation = Activation::SwiGlu,
+                                  .plan = persistent});
+}

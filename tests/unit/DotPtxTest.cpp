@@ -4,6 +4,7 @@
 // keep mma.sync.
 #include "DotCases.h"
 #include "PtxChecks.h"
+#include "kernels/Matmul.h"
 
 using namespace tritium;
 using namespace tritium::testing::tensorcores;
@@ -195,3 +196,29 @@ TEST_F(DotPtxTest, ProductsThatStageNothingAreWaitedForAtTheirFirstUse) {
 }
 
 } // namespace
+
+// The library's persistent plan (MatmulPlan::persistent) at 8192 x 8192 x 512 bf16: one K loop
+// over a program's tiles, its tiles TMA copies read in place by wgmma, the epilogue under a
+// branch taken at each tile's last step, which reads the product, so each step waits for its
+// own (wait_group 0: docs/notes/tensor-cores.md, "Persistent tiles"); ptxas spills nothing.
+TEST_F(DotPtxTest, LibraryPersistentPlanIsOneRingOverItsTiles) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                        .M = 8192, .N = 8192, .K = 512};
+  kernels::MatmulPlan plan{.persistent = true};
+  EXPECT_EQ(kernels::matmulGrid(m, plan, 132), 132);
+  Artifacts a = kernels::matmulKernel().compileTo(
+      kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+  EXPECT_EQ(count(a.gir, " = for "), 1u) << a.gir;
+  EXPECT_NE(a.gir.find("tensor_barriers"), std::string::npos) << a.gir;
+  EXPECT_NE(a.gir.find("wgmma = 1, ring_a = 1, ring_b = 1"), std::string::npos) << a.gir;
+  EXPECT_EQ(count(a.gir, " = if "), 1u) << a.gir;
+  EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+  EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u);
+  EXPECT_EQ(a.gir.find("in_flight"), std::string::npos) << a.gir;
+  if (tritium::testing::ptxasPath().empty())
+    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find(" 0 bytes spill stores"), std::string::npos) << r.output;
+}
