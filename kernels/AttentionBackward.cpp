@@ -91,7 +91,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
                         Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
                         Int q_rows, Int kv_rows, Int win_left, Int win_right, int BM, int BN,
                         int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC,
-                        int PART) {
+                        int WS, int PART) {
   const bool wantDV = PART != 2, wantDK = PART != 1;
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
@@ -121,52 +121,80 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   // descriptors over all q_rows rows (TMA copies on Hopper, no per-thread addresses); rows
   // past a head's end belong to the next head (or lie past the tensor, read as zeros), and the
   // mask keeps them out of P^T and so of both products.
-  std::optional<TensorDescriptor> q_desc, do_desc;
+  std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc;
   if (DESC) {
     q_desc = make_tensor_descriptor(q, {q_rows, D}, {D, 1}, {BM, D});
     do_desc = make_tensor_descriptor(dout, {q_rows, D}, {D, 1}, {BM, D});
   }
-  for (auto g : range(0, groups)) {
-    auto h = kvh * groups + g;
-    auto bh = cast(b * heads + h, int64);
-    for (auto start : range(lo, hi, BM, STAGES)) {
-      // K and V, loaded in the loop that does not change them: copied once into shared
-      // memory, where the products read them, instead of held in registers across the loop.
-      auto k_tile = load(k + k_at, in_kv, 0);
-      Value v_tile = wantDK ? load(v + v_at, in_kv, 0) : Value();
-      auto rm = start + rm0;
-      auto in_q = rm(_, None) < seqQ;
-      auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
-      auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
-      Value q_tile, do_tile;
-      if (DESC) {
-        q_tile = q_desc->load({bh * seq_q + start, 0});
-        do_tile = do_desc->load({bh * seq_q + start, 0});
-      } else {
-        q_tile = load(q + q_at, in_q, 0);
-        do_tile = load(dout + do_at, in_q, 0);
-      }
-      auto row = VARLEN ? h * seq_q + q0 + rm : bh * seq_q + rm;
-      auto l = load(lse + row, rm < seqQ, 0);
-      Value dl = wantDK ? load(delta + row, rm < seqQ, 0) : Value();
-      // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
-      // layout, which the dV and dK products take from registers.
-      auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
-      // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
-      auto pt = exp2(st - (l * kLog2e)(None, _));
-      maskWhereNeeded(WINDOW, CAUSAL, (start + BM > seqQ) | (pid_n * BN + BN > seqKV),
-                      pid_n * BN + (BN - 1) > start + shift, [&] {
-                        pt = where(visible(rm, rn, false, seqQ, seqKV, shift, win_left,
-                                           win_right, CAUSAL, WINDOW),
-                                   pt, 0.0);
-                      });
-      if (wantDV)
-        dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
-      if (wantDK) {
-        auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
-        auto dst = pt * (dpt - dl(None, _));
-        dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
-      }
+  // One step: the queries [start, start + BM) of query head h (bh: its batch and head).
+  auto step = [&](Value h, Value bh, Value start) {
+    // K and V, loaded in the loop that does not change them: copied once into shared
+    // memory, where the products read them, instead of held in registers across the loop.
+    auto k_tile = load(k + k_at, in_kv, 0);
+    Value v_tile = wantDK ? load(v + v_at, in_kv, 0) : Value();
+    auto rm = start + rm0;
+    auto in_q = rm(_, None) < seqQ;
+    auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
+    auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
+    Value q_tile, do_tile;
+    if (DESC) {
+      q_tile = q_desc->load({bh * seq_q + start, 0});
+      do_tile = do_desc->load({bh * seq_q + start, 0});
+    } else {
+      q_tile = load(q + q_at, in_q, 0);
+      do_tile = load(dout + do_at, in_q, 0);
+    }
+    auto row = VARLEN ? h * seq_q + q0 + rm : bh * seq_q + rm;
+    // The LSE and delta of the step's queries: [BM], or with WS rows [1, BM] already.
+    Value l, dl;
+    if (WS) {
+      l = lse_desc->load({0, bh * seq_q + start});
+      if (wantDK)
+        dl = delta_desc->load({0, bh * seq_q + start});
+    } else {
+      l = load(lse + row, rm < seqQ, 0);
+      if (wantDK)
+        dl = load(delta + row, rm < seqQ, 0);
+    }
+    auto asRow = [&](Value x) { return WS ? x : x(None, _); }; // against the scores' columns
+    // The scores transposed (keys x queries): P^T and dS^T are then in the accumulator's
+    // layout, which the dV and dK products take from registers.
+    auto st = dot(k_tile, trans(q_tile)) * qk_scale; // [BN, BM]
+    // A row that saw no key has lse -inf: its probabilities are the mask's zeros.
+    auto pt = exp2(st - asRow(l * kLog2e));
+    maskWhereNeeded(WINDOW, CAUSAL, (start + BM > seqQ) | (pid_n * BN + BN > seqKV),
+                    pid_n * BN + (BN - 1) > start + shift, [&] {
+                      pt = where(visible(rm, rn, false, seqQ, seqKV, shift, win_left,
+                                         win_right, CAUSAL, WINDOW),
+                                 pt, 0.0);
+                    });
+    if (wantDV)
+      dv_acc = dot(cast(pt, q.dtype()), do_tile, dv_acc);
+    if (wantDK) {
+      auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
+      auto dst = pt * (dpt - asRow(dl));
+      dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
+    }
+  };
+  if (WS) {
+    // WS (with DESC): the group's query heads and their query blocks walked by one loop at the
+    // kernel's top level, whose tiles (Q, dO, and the LSE and delta as [1, BM] rows of
+    // descriptors over [1, q_rows]) a producer warp group copies.
+    Value steps = maximum(cdiv(hi - lo, BM), 0);
+    Int rows = q_rows;
+    Value padded = (rows + 3) / 4 * 4; // a row stride on 16 bytes; the one row never uses it
+    lse_desc = make_tensor_descriptor(lse, {1, rows}, {padded, 1}, {1, BM});
+    delta_desc = make_tensor_descriptor(delta, {1, rows}, {padded, 1}, {1, BM});
+    for (auto it : range(0, groups * steps, 1, STAGES).warp_specialize()) {
+      auto h = kvh * groups + it / steps;
+      step(h, cast(b * heads + h, int64), lo + it % steps * BM);
+    }
+  } else {
+    for (auto g : range(0, groups)) {
+      auto h = kvh * groups + g;
+      auto bh = cast(b * heads + h, int64);
+      for (auto start : range(lo, hi, BM, STAGES))
+        step(h, bh, start);
     }
   }
   if (wantDK)
@@ -182,7 +210,7 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
                       Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb,
                       Int svh, Int svs, Int sob, Int soh, Int sos, Int q_rows, Int kv_rows,
                       Int win_left, Int win_right, int BM, int BN, int D, int STAGES, int CAUSAL,
-                      int WINDOW, int VARLEN, int DESC) {
+                      int WINDOW, int VARLEN, int DESC, int WS) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
   auto kvh = h / groups;
@@ -209,7 +237,8 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
     kv_row0 = cast(b * (heads / groups) + kvh, int64) * seq_kv;
   }
-  for (auto start : range(lo, hi, BN, STAGES)) {
+  // WS (with DESC): a producer warp group copies the K and V tiles.
+  for (auto start : range(lo, hi, BN, STAGES).warp_specialize(WS != 0)) {
     // Q and dO, loaded in the loop that does not change them: read in place from shared
     // memory by the products.
     auto q_tile = load(q + q_at, in_q, 0);
@@ -255,7 +284,7 @@ Kernel &attentionBackwardDkDvKernel() {
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
                           "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
-                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "PART"});
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
@@ -264,7 +293,7 @@ Kernel &attentionBackwardDqKernel() {
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
                           "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
-                          "CAUSAL", "WINDOW", "VARLEN", "DESC"});
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS"});
   return k;
 }
 
@@ -317,7 +346,11 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, a.headDim,
                                   plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
-                                  varlen ? 1 : 0, backwardDescriptors(a, dkdv) ? 1 : 0},
+                                  varlen ? 1 : 0, backwardDescriptors(a, dkdv) ? 1 : 0,
+                                  plan.warpSpecialize && backwardDescriptors(a, dkdv) &&
+                                          (!dkdv || on16ByteBoundaries({a.lse, a.workspace}))
+                                      ? 1
+                                      : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv) {

@@ -58,6 +58,9 @@ struct AttentionBackwardPlan {
   int ownRows = 128, stepRows = 64, numWarps = 8, numStages = 2;
   // dV and dK by two kernels, each recomputing the scores (head_dim 256).
   bool splitDkDv = false;
+  // A producer warp group copies the tiles each step walks (dense tensors, read through
+  // descriptors): dK/dV's loop then covers the group's query heads and blocks at once.
+  bool warpSpecialize = false;
 };
 AttentionBackwardPlan planAttentionBackward(int64_t headDim);
 

@@ -22,12 +22,17 @@ struct AttentionCase {
   bool causal = false;
   int64_t windowLeft = -1, windowRight = -1; // a sliding window; -1: unbounded
   bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
+  // The backward: O and dO laid out as Q (dense Q and O: the dK/dV kernel reads both through
+  // tensor descriptors) instead of in the other layout.
+  bool oLikeQ = false;
   float scale = 0;
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
   // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
   std::vector<int64_t> varlenQ, varlenKV;
-  // The forward's plan where not planAttention's.
+  // The forward's plan where not planAttention's; the backward's where not
+  // planAttentionBackward's.
   std::optional<kernels::AttentionPlan> plan;
+  std::optional<kernels::AttentionBackwardPlan> backwardPlan;
 
   std::string str() const {
     std::ostringstream s;
@@ -46,11 +51,16 @@ struct AttentionCase {
       s << " plan " << plan->blockM << "x" << plan->blockN << "x" << plan->numWarps << "x"
         << plan->numStages << (plan->warpSpecialize ? " producer" : "")
         << (plan->overlapSoftmax ? " overlap" : "");
+    if (backwardPlan)
+      s << " backward plan " << backwardPlan->ownRows << "x" << backwardPlan->stepRows << "x"
+        << backwardPlan->numWarps << "x" << backwardPlan->numStages
+        << (backwardPlan->splitDkDv ? " split" : "")
+        << (backwardPlan->warpSpecialize ? " producer" : "");
     s << " d" << headDim << (causal ? " causal" : "")
       << (windowLeft >= 0 || windowRight >= 0
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
               : "")
-      << (seqMajor ? " bshd" : " bhsd");
+      << (seqMajor ? " bshd" : " bhsd") << (oLikeQ ? " o-like-q" : "");
     return s.str();
   }
 };
@@ -361,7 +371,7 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
                     : kernels::AttentionStrides{heads * seq * D, seq * D, D};
   };
   r.qs = strides(H, SQ, c.seqMajor), r.ks = strides(KH, SK, c.seqMajor),
-  r.os = strides(H, SQ, !c.seqMajor);
+  r.os = strides(H, SQ, c.oLikeQ ? c.seqMajor : !c.seqMajor);
   const int32_t *cuQArg = varlen ? static_cast<const int32_t *>(address(dcq)) : nullptr;
   const int32_t *cuKVArg = varlen ? static_cast<const int32_t *>(address(dckv)) : nullptr;
   kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),
@@ -384,7 +394,7 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
       .totalQ = varlen ? rowsQ : 0};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
-  kernels::attentionBackward(bargs, stream);
+  kernels::attentionBackward(bargs, stream, c.backwardPlan ? &*c.backwardPlan : nullptr);
   sync();
   auto fetch = [&](const Buffer &buf, size_t n) {
     std::vector<unsigned char> raw(n * size_t(bytes));

@@ -30,7 +30,7 @@ namespace {
 constexpr int kTimed = 25, kWarmups = 5;
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
-                 [--backward-plan=OWNxSTEPxWxS[split]] [Z H S D]
+                 [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
                  [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
@@ -45,7 +45,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-he
   its previous P V product, "wsov" both the producer and that, "ppov" all three);
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's
-  ("split": dV and dK by two kernels, as head_dim 256 needs).
+  ("split": dV and dK by two kernels, as head_dim 256 needs; "ws": a producer warp group
+  copies the walked tiles).
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's;
@@ -105,14 +106,17 @@ Options parse(int argc, char **argv) {
       long long own = 0, step = 0, w = 0, st = 0;
       char form[8] = "";
       int n = std::sscanf(a.c_str() + 16, "%lldx%lldx%lldx%lld%7s", &own, &step, &w, &st, form);
-      if (n < 4 || (n == 5 && std::string(form) != "split"))
-        throw std::runtime_error("--backward-plan takes OWNxSTEPxWxS[split], got " + a.substr(16));
+      std::string f = n == 5 ? form : "";
+      if (n < 4 || (f != "" && f != "split" && f != "ws" && f != "splitws"))
+        throw std::runtime_error("--backward-plan takes OWNxSTEPxWxS[split|ws|splitws], got " +
+                                 a.substr(16));
       o.backward = true;
       o.backwardPlan = kernels::AttentionBackwardPlan{.ownRows = int(own),
                                                       .stepRows = int(step),
                                                       .numWarps = int(w),
                                                       .numStages = int(st),
-                                                      .splitDkDv = n == 5};
+                                                      .splitDkDv = f.rfind("split", 0) == 0,
+                                                      .warpSpecialize = f.find("ws") != std::string::npos};
     } else if (a.rfind("--page=", 0) == 0) {
       o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {

@@ -53,15 +53,30 @@ TEST_F(AttentionGpuTest, Varlen) {
 // block.
 TEST_F(AttentionGpuTest, Backward) {
   SKIP_WITHOUT_GPU();
+  // O laid out as Q (dK/dV reads Q and dO through descriptors) and not (through pointers).
   for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
-      checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
-                                           {.dtype = kernels::Dtype::fp16, .batch = 2,
-                                            .heads = 4, .kvHeads = 1, .seqQ = 300, .seqKV = 333,
-                                            .headDim = d, .causal = causal});
+      for (bool oLikeQ : {false, true})
+        checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                             {.dtype = kernels::Dtype::fp16, .batch = 2,
+                                              .heads = 4, .kvHeads = 1, .seqQ = 300,
+                                              .seqKV = 333, .headDim = d, .causal = causal,
+                                              .oLikeQ = oLikeQ});
   checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                        {.heads = 2, .kvHeads = 2, .seqQ = 129, .seqKV = 65,
                                         .headDim = 128, .causal = true});
+  // With a producer warp group copying the walked tiles (dK/dV: one loop over the group's
+  // query heads and blocks).
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(d);
+      plan.warpSpecialize = true;
+      checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                           {.dtype = kernels::Dtype::fp16, .batch = 2,
+                                            .heads = 4, .kvHeads = 1, .seqQ = 300,
+                                            .seqKV = 333, .headDim = d, .causal = causal,
+                                            .oLikeQ = true, .backwardPlan = plan});
+    }
 }
 
 // Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim.

@@ -109,10 +109,22 @@ TEST_F(AttentionInterpreterTest, Backward) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 1, .kvHeads = 1, .seqQ = 80, .seqKV = 33,
                                       .headDim = 128, .causal = true});
-  // head_dim 256: dV and dK by two programs per block of keys.
+  // head_dim 256: dV and dK by two programs per block of keys; O laid out as Q, so that
+  // dK/dV reads Q and dO through descriptors too.
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 2, .kvHeads = 1, .seqQ = 40, .seqKV = 70,
-                                      .headDim = 256, .causal = true});
+                                      .headDim = 256, .causal = true, .oLikeQ = true});
+  // A producer warp group (one loop over the group's query heads and blocks in dK/dV): GQA
+  // 3:1, causal with more keys than queries, blocks of 16 so that heads take several steps.
+  for (int64_t d : {64, 256}) {
+    kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(d);
+    plan.ownRows = plan.stepRows = 16;
+    plan.warpSpecialize = true;
+    checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                       {.heads = 3, .kvHeads = 1, .seqQ = 50, .seqKV = 70,
+                                        .headDim = d, .causal = true, .oLikeQ = true,
+                                        .backwardPlan = plan});
+  }
 }
 
 // Sliding windows (one bounded on both sides, one causal with a left reach) and the

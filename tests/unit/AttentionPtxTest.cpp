@@ -243,8 +243,9 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
           }
           // A tile that products read (in place, from its ring) is not transposed through
           // shared memory.
-          if (line.find(" = trans ") != std::string::npos)
+          if (line.find(" = trans ") != std::string::npos) {
             EXPECT_NE(line.find("dot_only = 1"), std::string::npos) << line;
+          }
         }
         EXPECT_NE(x.ptx.find("wgmma.mma_async"), std::string::npos);
         EXPECT_NE(x.ptx.find("cp.async.bulk.tensor"), std::string::npos);
