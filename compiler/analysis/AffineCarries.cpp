@@ -34,7 +34,9 @@ std::vector<AffineCarry> affineCarries(const ir::Op &loop) {
   for (unsigned j = 1; j < body.arguments().size() && j - 1 < yield.numOperands(); ++j) {
     const ir::Value *arg = body.argument(j), *next = yield.operand(j - 1);
     const ir::Op *def = next->definingOp();
-    if (!def || def->parentBlock() != &body || def->operand(0)->type() != arg->type())
+    // (A carry may take an op of no operands, a constant, each iteration.)
+    if (!def || def->parentBlock() != &body || def->numOperands() == 0 ||
+        def->operand(0)->type() != arg->type())
       continue;
     const ir::Value *step = nullptr;
     if (def->kind() == ir::OpKind::AddPtr && def->operand(0) == arg)
