@@ -178,8 +178,9 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   };
   if (WS) {
     // WS (with DESC): the group's query heads and their query blocks walked by one loop at the
-    // kernel's top level, whose tiles (Q, dO, and the LSE and delta as [1, BM] rows of
-    // descriptors over [1, q_rows]) a producer warp group copies.
+    // kernel's top level, whose Q and dO tiles a producer warp group copies. The LSE and
+    // delta are [1, BM] rows of descriptors over [1, q_rows]; their row stride is computed
+    // here, so they load element by element, not as TMA copies (notes/attention.md).
     Value steps = maximum(cdiv(hi - lo, BM), 0);
     Int rows = q_rows;
     Value padded = (rows + 3) / 4 * 4; // a row stride on 16 bytes; the one row never uses it
