@@ -200,11 +200,8 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
 // Whether K and V are dense [batch, kv_heads, seq_kv, head_dim] (no strides given, or the
 // dense ones).
 static bool denseKV(const AttentionArgs &a) {
-  int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
-  auto dense = [&](const AttentionStrides &x) {
-    return (!x.batch && !x.head && !x.seq) || (x.batch == h * s * d && x.head == s * d && x.seq == d);
-  };
-  return dense(a.kStrides) && dense(a.vStrides);
+  int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ;
+  return denseStrides(a.kStrides, h, s, a.headDim) && denseStrides(a.vStrides, h, s, a.headDim);
 }
 
 // A sliding window limits the keys on either side (causal attention with a left limit is one).

@@ -21,6 +21,11 @@ AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides 
   return d;
 }
 
+bool denseStrides(const AttentionStrides &x, int64_t heads, int64_t seq, int64_t headDim) {
+  return (!x.batch && !x.head && !x.seq) ||
+         (x.batch == heads * seq * headDim && x.head == seq * headDim && x.seq == headDim);
+}
+
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
                  int64_t totalQ, int64_t seqQ) {
   bool varlen = cuSeqlensQ != nullptr;

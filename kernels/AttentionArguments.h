@@ -16,6 +16,10 @@ AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides 
                                   int64_t heads, int64_t seq, int64_t headDim, bool varlen,
                                   const char *name);
 
+// Whether `given` strides are those of a dense [batch, heads, seq, head_dim] tensor (all 0
+// means dense), which a tensor descriptor reads as one [batch x heads x seq, head_dim] matrix.
+bool denseStrides(const AttentionStrides &given, int64_t heads, int64_t seq, int64_t headDim);
+
 // Whether the call is varlen (cu_seqlens given, both or neither), with `totalQ`, the packed
 // query rows, at least `seqQ`, the longest sequence.
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,

@@ -323,12 +323,10 @@ static bool backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
           d = a.headDim;
   if (a.cuSeqlensQ || a.seqQ == 0 || seqKV == 0)
     return false;
-  auto dense = [&](const AttentionStrides &x, int64_t heads, int64_t seq) {
-    return (!x.batch && !x.head && !x.seq) ||
-           (x.batch == heads * seq * d && x.head == seq * d && x.seq == d);
-  };
-  return dkdv ? dense(a.qStrides, a.heads, a.seqQ) && dense(a.oStrides, a.heads, a.seqQ)
-              : dense(a.kStrides, kvHeads, seqKV) && dense(a.vStrides, kvHeads, seqKV);
+  return dkdv ? denseStrides(a.qStrides, a.heads, a.seqQ, d) &&
+                    denseStrides(a.oStrides, a.heads, a.seqQ, d)
+              : denseStrides(a.kStrides, kvHeads, seqKV, d) &&
+                    denseStrides(a.vStrides, kvHeads, seqKV, d);
 }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
@@ -340,6 +338,10 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   // Strides in 64 bits; the window's reach in 32, as the lengths.
   bool window = a.windowLeft >= 0 || a.windowRight >= 0;
   bool varlen = a.cuSeqlensQ != nullptr;
+  bool descriptors = backwardDescriptors(a, dkdv);
+  // The producer form also reads dK/dV's LSE and delta through descriptors.
+  bool producer = plan.warpSpecialize && descriptors &&
+                  (!dkdv || on16ByteBoundaries({a.lse, a.workspace}));
   Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "*i32", "*i32", "fp32", "fp32",
                                  "i32", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64",
                                  "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
@@ -347,11 +349,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, a.headDim,
                                   plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
-                                  varlen ? 1 : 0, backwardDescriptors(a, dkdv) ? 1 : 0,
-                                  plan.warpSpecialize && backwardDescriptors(a, dkdv) &&
-                                          (!dkdv || on16ByteBoundaries({a.lse, a.workspace}))
-                                      ? 1
-                                      : 0},
+                                  varlen ? 1 : 0, descriptors ? 1 : 0, producer ? 1 : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv) {

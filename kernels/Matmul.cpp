@@ -236,8 +236,9 @@ int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &p
          (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
 }
 
+// `flags`: matmulFlags(m, call, plan).
 Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
-                                  const MatmulPlan &plan, const std::string &arch) {
+                                  const MatmulPlan &plan, int flags, const std::string &arch) {
   std::string idx = call.wide ? "i64" : "i32", in = "*" + dtypeName(m.in),
               out = "*" + dtypeName(m.out);
   // An fp8 C's bias and residual are bf16.
@@ -246,7 +247,7 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
       .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32", idx,
                     idx, idx, idx, idx, idx, idx},
       .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages,
-                     matmulFlags(m, call, plan), int64_t(m.activation), int64_t(m.precision)},
+                     flags, int64_t(m.activation), int64_t(m.precision)},
       .numWarps = plan.numWarps,
       .awaitPreviousKernel = true};
   if (!arch.empty())
@@ -257,6 +258,13 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
 }
 
 KernelArg pointerArg(const void *p) { return KernelArg::pointer(reinterpret_cast<uintptr_t>(p)); }
+
+// The programs a launch with `flags` starts: a program per tile, or, persistent, one per SM
+// (the plans' tiles fill one) each walking its tiles.
+int64_t programs(const MatmulArgs &m, const MatmulPlan &plan, int flags, int smCount) {
+  int64_t tiles = plan.tiles(m.M, m.N);
+  return flags & kPersistent ? std::min<int64_t>(tiles, smCount) : tiles;
+}
 
 } // namespace
 
@@ -269,15 +277,13 @@ Specialization matmulSpecialization(const MatmulArgs &m, const MatmulPlan &plan,
                         {c, pointerArg(m.a), pointerArg(m.b), orC(m.bias), orC(m.residual),
                          orC(m.scaleA), orC(m.scaleB), orC(m.amax)},
                         [&](std::initializer_list<KernelArg> args) {
-                          return baseSpecialization(m, call, plan, arch).specializedFor(args);
+                          return baseSpecialization(m, call, plan, matmulFlags(m, call, plan), arch)
+                              .specializedFor(args);
                         });
 }
 
 int64_t matmulGrid(const MatmulArgs &m, const MatmulPlan &plan, int smCount) {
-  int64_t tiles = plan.tiles(m.M, m.N);
-  // Persistent: a program per SM (the plans' tiles fill one), each walking its tiles.
-  return matmulFlags(m, resolve(m), plan) & kPersistent ? std::min<int64_t>(tiles, smCount)
-                                                        : tiles;
+  return programs(m, plan, matmulFlags(m, resolve(m), plan), smCount);
 }
 
 void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
@@ -320,10 +326,11 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   auto launch = [&](const MatmulPlan &plan) {
     withLaunchArgs(m, call, {c, a, b, bias, residual, scaleA, scaleB, amax},
                    [&](std::initializer_list<KernelArg> launchArgs) {
+                     int flags = matmulFlags(m, call, plan);
                      matmulKernel()
-                         .compile(baseSpecialization(m, call, plan, arch)
+                         .compile(baseSpecialization(m, call, plan, flags, arch)
                                       .specializedFor(launchArgs))
-                         .launch(matmulGrid(m, plan, smCount), stream, launchArgs);
+                         .launch(programs(m, plan, flags, smCount), stream, launchArgs);
                    });
   };
   bool rerunSafe =
