@@ -119,6 +119,7 @@ void optimizeTIR(ir::Function &fn) {
   StageTimer timer("tir");
   ir::verify(fn, "tracing");
   eliminateCommonSubexpressions(fn);
+  foldAccumulatorResets(fn);
   eliminateDeadCode(fn);
   ir::verify(fn, "TIR simplification");
 }

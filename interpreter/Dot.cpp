@@ -1,5 +1,5 @@
-// The interpreter's dot: acc + a x b over row-major blocks, batch by batch. The operands are
-// already rounded to their dtype (tf32 operands are rounded once more, to nearest with ties
+// The interpreter's dot: acc + a x b (a x b where its accumulate operand, foldAccumulatorResets's
+// flag, is false) over row-major blocks, batch by batch. The operands are already rounded to their dtype (tf32 operands are rounded once more, to nearest with ties
 // away from zero, as cvt.rna.tf32.f32 does on the GPU); the products are summed exactly in
 // double (integers in 64 bits) and rounded (or wrapped) to the accumulator's type once. The
 // tensor cores sum in fp32 with their own order, so the GPU differs from this by rounding only.
@@ -31,7 +31,15 @@ bool evaluateDot(Machine &m, const ir::Op &op) {
   int64_t batches = r == 3 ? ta.shape()[0] : 1;
   int64_t M = ta.shape()[size_t(r - 2)], K = ta.shape()[size_t(r - 1)];
   int64_t N = tb.shape()[size_t(r - 1)];
-  const Tensor &a = m.at(op.operand(0)), &b = m.at(op.operand(1)), &c = m.at(op.operand(2));
+  const Tensor &a = m.at(op.operand(0)), &b = m.at(op.operand(1));
+  // A false `accumulate` operand (foldAccumulatorResets) makes the product start from zeros.
+  Tensor zeros;
+  bool accumulate = op.numOperands() < 4 || m.at(op.operand(3)).i[0] != 0;
+  if (!accumulate) {
+    zeros.f.assign(size_t(batches * M * N), 0.0);
+    zeros.i.assign(size_t(batches * M * N), 0);
+  }
+  const Tensor &c = accumulate ? m.at(op.operand(2)) : zeros;
   // out[s, i, j] = finish(c[s, i, j] + the sum over k of x[s, i, k] y[s, k, j])
   auto product = [&](const auto &x, const auto &y, const auto &c, auto &out, auto finish) {
     out.resize(size_t(batches * M * N));

@@ -29,6 +29,8 @@ inline const std::map<std::string, OptPass> &optPasses() {
       {"cse",
        {false, [](ir::Function &f, const CompileOptions &) { eliminateCommonSubexpressions(f); }}},
       {"dce", {false, [](ir::Function &f, const CompileOptions &) { eliminateDeadCode(f); }}},
+      {"accumulator-resets",
+       {false, [](ir::Function &f, const CompileOptions &) { foldAccumulatorResets(f); }}},
       {"dot-instructions",
        {false,
         [](ir::Function &f, const CompileOptions &o) {

@@ -29,6 +29,11 @@ options:
   --pass=LIST          run passes in order, comma separated, verifying after each:
                          cse        common subexpression elimination (TIR)
                          dce        dead code elimination (TIR)
+                         accumulator-resets
+                                    a loop's reset of a dot's accumulator to zeros made the
+                                    dot's accumulate flag (TIR)
+                         dot-instructions
+                                    wgmma or mma.sync for each dot (TIR)
                          layouts    blocked layouts on every block value (TIR -> GIR)
                          shared     shared-memory slots for cross-warp reductions (GIR)
                          hoist      loop-invariant pure ops moved before their loop (GIR)
@@ -37,6 +42,7 @@ options:
                                     run (GIR, needs layouts)
                          pipeline   software pipelining plan of loops with num_stages >= 2:
                                     bulk copies (TMA) or cp.async per thread (GIR)
+                         dot-rings  dots reading their tiles in place from the rings (GIR)
   --emit=STAGE         then run the pipeline: tir (verify, cse, dce) | gir | llvm | ptx
   --num-warps=N        warps per program for the GPU passes (default: the kernel's num_warps
                        attribute, else 4)
@@ -97,10 +103,12 @@ int main(int argc, char **argv) {
       request.options.bulkCopies = false;
     } else if (auto v = value("--pass")) {
       for (const std::string &p : splitList(*v)) {
-        if (!tools::optPasses().count(p))
-          usageError("unknown pass '" + p +
-                     "' (passes: cse, dce, layouts, shared, hoist, "
-                     "vectorize, runs, pipeline)");
+        if (!tools::optPasses().count(p)) {
+          std::string known;
+          for (const auto &entry : tools::optPasses())
+            known += (known.empty() ? "" : ", ") + entry.first;
+          usageError("unknown pass '" + p + "' (passes: " + known + ")");
+        }
         request.passes.push_back(p);
       }
     } else if (auto v = value("--emit")) {

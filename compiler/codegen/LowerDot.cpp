@@ -128,6 +128,8 @@ public:
   }
 
   void run() {
+    if (op_.numOperands() == 4)
+      accumulate_ = l_.get(op_.operand(3))[0];
     stageOperands();
     if (precision_ == "ieee")
       fmaProduct();
@@ -367,6 +369,16 @@ private:
     }
   }
 
+  // The accumulator the product adds to: acc, or zeros where the accumulate operand is false
+  // (wgmma takes that flag as its scale-d instead).
+  Elements startingAccumulator() {
+    Elements acc = l_.get(op_.operand(2));
+    if (accumulate_)
+      for (llvm::Value *&v : acc)
+        v = b_.CreateSelect(accumulate_, v, llvm::Constant::getNullValue(v->getType()));
+    return acc;
+  }
+
   void mmaProduct() {
     ScalarKind ka = op_.operand(0)->type().kind(), kb = op_.operand(1)->type().kind();
     ScalarKind kc = op_.result()->type().kind();
@@ -374,7 +386,7 @@ private:
     llvm::Function *f = llvm::Intrinsic::getOrInsertDeclaration(&l_.mod, inst.id);
     bool halfAcc = kc == ScalarKind::F16;
     bool split = precision_ == "tf32x3";
-    Elements acc = l_.get(op_.operand(2));
+    Elements acc = startingAccumulator();
     std::vector<Tile> ts = tiles();
     for (int64_t kk = 0; kk < K_; kk += inst.kStep) {
       // Each fragment once per K step, however many tiles read it.
@@ -442,9 +454,11 @@ private:
   // One wgmma.mma_async of the warp group: the accumulator registers `regs` (in the
   // instruction's order) += a (descriptor) x b (descriptor), m64 n k(32 bytes).
   // With a from registers, `aFragment` holds its four 32-bit registers and descA is unused.
+  // `scaleD`, when given, is the accumulate flag (i1): false ignores the accumulator.
   void wgmmaInstruction(Elements &acc, const std::vector<int64_t> &regs, llvm::Value *descA,
                         llvm::Value *descB, int64_t n,
-                        const std::vector<llvm::Value *> &aFragment = {}) {
+                        const std::vector<llvm::Value *> &aFragment = {},
+                        llvm::Value *scaleD = nullptr) {
     ScalarKind ka = op_.operand(0)->type().kind(), kb = op_.operand(1)->type().kind();
     bool integer = op_.result()->type().kind() == ScalarKind::I32;
     size_t count = regs.size();
@@ -459,6 +473,8 @@ private:
     if (!regA)
       ins.push_back(b_.getInt64Ty());
     ins.insert(ins.end(), count, accTy);
+    if (scaleD)
+      ins.push_back(b_.getInt32Ty());
     std::string text = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
                        std::to_string(32 / bytes_) + (integer ? ".s32." : ".f32.") +
                        wgmmaType(ka) + "." + wgmmaType(kb) + " {";
@@ -482,14 +498,22 @@ private:
       text += "}, $" + std::to_string(next++);
       constraints += "l,";
     }
-    text += ", $" + std::to_string(next++) + ", 1";
+    text += ", $" + std::to_string(next++);
     constraints += "l";
+    // scale-d: a predicate made from the flag's register (the last operand) in the asm's own
+    // scope, or the immediate 1.
+    text += scaleD ? ", p" : ", 1";
     if (!integer)
       text += ", 1, 1";
     text += bytes_ != 2 ? ";" : regA ? (bKMajor_ ? ", 0;" : ", 1;")
                       : bKMajor_ ? ", 0, 0;" : ", 0, 1;";
     for (size_t i = 0; i < count; ++i)
       constraints += "," + std::to_string(i);
+    if (scaleD) {
+      constraints += ",r";
+      text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next + count) + ", 0;\n" +
+             text + "\n}";
+    }
     constraints += ",~{memory}"; // it reads the tiles in shared memory
     std::vector<llvm::Value *> args;
     if (regA)
@@ -499,6 +523,8 @@ private:
     args.push_back(descB);
     for (int64_t r : regs)
       args.push_back(acc[size_t(r)]);
+    if (scaleD)
+      args.push_back(b_.CreateZExt(scaleD, b_.getInt32Ty()));
     auto *asmFn = llvm::InlineAsm::get(llvm::FunctionType::get(ret, ins, false), text,
                                        constraints, /*hasSideEffects=*/true);
     llvm::Value *d = b_.CreateCall(asmFn, args);
@@ -589,7 +615,8 @@ private:
             const Tile *t = row.at(size_t(c * n / 8 + j));
             regs.insert(regs.end(), t->regs, t->regs + 4);
           }
-          wgmmaInstruction(acc, regs, descA, descB, n, aFragment);
+          // Only the first K step may start from zeros; the later ones add to it.
+          wgmmaInstruction(acc, regs, descA, descB, n, aFragment, kk == 0 ? accumulate_ : nullptr);
         }
       }
     }
@@ -612,7 +639,7 @@ private:
   // in a loop over k.
   void fmaProduct() {
     const ir::Value *res = op_.result();
-    Elements init = l_.get(op_.operand(2));
+    Elements init = startingAccumulator();
     std::vector<llvm::Value *> aRow, bRow;
     for (size_t e = 0; e < init.size(); ++e) {
       std::vector<llvm::Value *> c = l_.coordinates(res, int64_t(e));
@@ -667,6 +694,7 @@ private:
   bool wgmma_ = false;
   bool swizzled_ = false; // operands staged as swizzled tiles (dotStagesSwizzled)
   bool bKMajor_ = false;  // b read K-major: [N][K], from a ring under a trans or staged so
+  llvm::Value *accumulate_ = nullptr; // the accumulate operand (i1), if the dot has one
 };
 
 } // namespace

@@ -477,7 +477,8 @@ private:
       break;
     }
     case OpKind::Dot: {
-      expect(op, n == 3, "dot takes (a, b, acc)");
+      expect(op, n == 3 || (n == 4 && ty(3).isBool() && !ty(3).isBlock()),
+             "dot takes (a, b, acc) or (a, b, acc, accumulate: i1)");
       std::string precision = op.hasAttr("input_precision") &&
                                       std::holds_alternative<std::string>(op.attr("input_precision"))
                                   ? op.strAttr("input_precision")
