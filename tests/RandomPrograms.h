@@ -2,7 +2,8 @@
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
 // broadcasts across ranks, reductions and scans (forward and reversed) on random axes,
 // reductions brought back by expand_dims, masks and where, casts through fp16 and integers,
-// integer bit operations, transposes, dots, flips and sorts, cumulative products and custom
+// integer bit operations, transposes, dots (alone, or accumulated in a loop that resets them),
+// flips and sorts, cumulative products and custom
 // scans, gathers, histograms, interleaves, ravels and swizzle2d, bitcasts, assumes and topk,
 // range loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
 // (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
@@ -106,7 +107,23 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     case 11: {
       if (rank == 2 && s.shape[0] == s.shape[1] && s.shape[0] >= 16 && pick(2)) {
         // a product on the tensor cores, of bf16 operands (rounded alike on both sides)
-        r = dot(cast(a, bfloat16), cast(b, bfloat16)) * (1.0 / double(s.shape[0])) + b;
+        Value x = cast(a, bfloat16), y = cast(b, bfloat16);
+        double scale = 1.0 / double(s.shape[0]);
+        if (pick(2)) {
+          r = dot(x, y) * scale + b;
+        } else {
+          // Products accumulated over two steps and written out, the accumulator reset to
+          // zeros: the dot's accumulate flag (FoldAccumulatorResets.cpp).
+          Value acc = zeros(s.shape, float32), total = b * 1.0;
+          for (auto i : range(0, 4)) {
+            acc = dot(x, y, acc);
+            if_(i % 2 == 1, [&] {
+              total = total + acc * scale;
+              acc = zeros(s.shape, float32);
+            });
+          }
+          r = total;
+        }
       } else if (rank == 2 && s.shape[0] == s.shape[1]) {
         r = trans(a) + b;
       } else {
