@@ -1,8 +1,9 @@
 // The interpreter's dot: acc + a x b (a x b where its accumulate operand, foldAccumulatorResets's
-// flag, is false) over row-major blocks, batch by batch. The operands are already rounded to their dtype (tf32 operands are rounded once more, to nearest with ties
-// away from zero, as cvt.rna.tf32.f32 does on the GPU); the products are summed exactly in
-// double (integers in 64 bits) and rounded (or wrapped) to the accumulator's type once. The
-// tensor cores sum in fp32 with their own order, so the GPU differs from this by rounding only.
+// flag, is false) over row-major blocks, batch by batch. The operands are already rounded to
+// their dtype (tf32 operands are rounded once more, to nearest with ties away from zero, as
+// cvt.rna.tf32.f32 does on the GPU); the products are summed exactly in double (integers in 64
+// bits) and rounded (or wrapped) to the accumulator's type once. The tensor cores sum in fp32
+// with their own order, so the GPU differs from this by rounding only.
 #include "interpreter/Evaluator.h"
 
 #include <bit>

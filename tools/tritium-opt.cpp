@@ -43,7 +43,8 @@ options:
                          pipeline   software pipelining plan of loops with num_stages >= 2:
                                     bulk copies (TMA) or cp.async per thread (GIR)
                          dot-rings  dots reading their tiles in place from the rings (GIR)
-  --emit=STAGE         then run the pipeline: tir (verify, cse, dce) | gir | llvm | ptx
+  --emit=STAGE         then run the pipeline: tir (verify, cse, accumulator-resets,
+                       dce) | gir | llvm | ptx
   --num-warps=N        warps per program for the GPU passes (default: the kernel's num_warps
                        attribute, else 4)
   --arch=sm_XX         target architecture (default sm_90); bulk copies need sm_90

@@ -14,8 +14,9 @@
 //     yield %r                                yield %r, %u
 //   }                                       }
 //
-// Only where nothing else reads the carried accumulator (the dot is its one reader) and the
-// loop's result for it is unused, so no reader sees the stale product that replaced the zeros.
+// Only where nothing else reads the carried accumulator (the dot is its one reader), nothing
+// but the loop's yield reads the if's result, and the loop's result for it is unused, so no
+// reader sees the stale product that replaced the zeros.
 #include "compiler/transforms/Passes.h"
 
 #include "compiler/ir/Builder.h"
@@ -87,6 +88,10 @@ private:
     ir::Op *branch = yield->operand(i)->definingOp();
     if (!dot || !branch || branch->kind() != ir::OpKind::If || branch->parentBlock() != &body ||
         branch->numRegions() != 2)
+      return;
+    // The if's result must reach only the loop's yield: a reader after the if in the body
+    // would see the stale product where it expected zeros.
+    if (uses_[yield->operand(i)] != 1)
       return;
     unsigned j = yield->operand(i)->index();
     ir::Op *thenYield = branch->region(0)->terminator(),
