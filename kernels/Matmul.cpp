@@ -9,12 +9,14 @@
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
 #include "runtime/Device.h"
+#include "runtime/Driver.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace tritium::kernels {
 
@@ -36,18 +38,73 @@ enum Flags : int {
   kPersistent = 512,     // with kDescriptors: each program walks tiles (one K loop for all)
 };
 
-// ACT: 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU (a second product with B's columns N + n: the
-// gate's and the up projection's tiles share each A tile). PRECISION: fp32 operands'
-// Precision.
+// What the epilogue reads besides the accumulators: C and the tensors of FLAGS, and ACT (0 none,
+// 1 GELU (tanh), 2 SiLU, 3 SwiGLU).
+struct Epilogue {
+  Ptr c, bias, residual, scale_a, scale_b, amax;
+  Float alpha, out_scale;
+  Int M, N, ldc, ldr;
+  int FLAGS, ACT;
+};
+
+// The epilogue of the tile of rows rm and columns rn: scales, bias, activation, residual,
+// cast, one store. acc is int32 for int8 operands (`integer`); acc_up is SwiGLU's second
+// product (the up projection's columns N + rn).
+void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, Value rm, Value rn) {
+  auto inM = rm < e.M, inN = rn < e.N;
+  auto inC = inM(_, None) & inN(None, _);
+  if (e.c.dtype() == "i32") { // int8 products, exact: no epilogue
+    store(e.c + rm(_, None) * e.ldc + rn(None, _), acc, inC);
+    return;
+  }
+  // The epilogue's inputs of the product of B's columns `cols`.
+  auto scaled = [&](Value x, Value cols) {
+    Value r = integer ? cast(x, float32) : x;
+    if (e.FLAGS & kAlpha)
+      r = r * e.alpha;
+    if (e.FLAGS & kScaleA)
+      r = r * load(e.scale_a + rm, inM, 0)(_, None);
+    if (e.FLAGS & kScaleB)
+      r = r * load(e.scale_b + cols, inN, 0)(None, _);
+    if (e.FLAGS & kBias)
+      r = r + cast(load(e.bias + cols, inN, 0), float32)(None, _);
+    return r;
+  };
+  Value r = scaled(acc, rn);
+  if (e.ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
+  else if (e.ACT == 2)
+    r = r * sigmoid(r);
+  else if (e.ACT == 3) // silu(gate) x up
+    r = r * sigmoid(r) * scaled(acc_up, e.N + rn);
+  if (e.FLAGS & kResidual)
+    r = r + cast(load(e.residual + rm(_, None) * e.ldr + rn(None, _), inC, 0), float32);
+  if (e.FLAGS & kAmax) // the tile's largest magnitude, one atomic per program
+    atomic_max(e.amax, max(max(where(inC, abs(r), 0.0), 1), 0));
+  bool fp8 = e.c.dtype() == "fp8e4m3" || e.c.dtype() == "fp8e5m2";
+  if (fp8)
+    r = r * e.out_scale;
+  store(e.c + rm(_, None) * e.ldc + rn(None, _), cast(r, e.c.dtype()), inC);
+}
+
+// ACT: as Epilogue's. PRECISION: fp32 operands' Precision.
 // An fp8 C is quantized: the result times out_scale, saturated to the type's largest finite
 // value (its bias and residual are bf16).
+// SPLIT_K > 1: SPLIT_K programs per tile, program pid summing slice pid / tiles of the K steps;
+// each writes its partial product to `partial` ([SPLIT_K, M, N] of the accumulator's dtype;
+// SwiGLU's [SPLIT_K, M, 2N]) instead of running the epilogue, which matmul_split_k_sum runs.
 void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
-                   Ptr amax, Float alpha, Float out_scale, Int M, Int N, Int K, Int lda, Int ldb,
-                   Int ldc, Int ldr, int BM, int BN, int BK, int GROUP_M, int STAGES, int FLAGS,
-                   int ACT, int PRECISION) {
+                   Ptr amax, Ptr partial, Float alpha, Float out_scale, Int M, Int N, Int K,
+                   Int lda, Int ldb, Int ldc, Int ldr, int BM, int BN, int BK, int GROUP_M,
+                   int STAGES, int FLAGS, int ACT, int PRECISION, int SPLIT_K) {
   auto pid = program_id(0);
   auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
-  auto [pidM, pidN] = swizzle2d(pid / pidsN, pid % pidsN, pidsM, pidsN, GROUP_M);
+  Value tile = pid, slice;
+  if (SPLIT_K > 1) {
+    tile = pid % (pidsM * pidsN);
+    slice = pid / (pidsM * pidsN);
+  }
+  auto [pidM, pidN] = swizzle2d(tile / pidsN, tile % pidsN, pidsM, pidsN, GROUP_M);
   auto rm = pidM * BM + arange(0, BM);
   auto rn = pidN * BN + arange(0, BN);
   bool integer = a.dtype() == "i8";
@@ -55,44 +112,16 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
   bool two = ACT == 3;
   auto acc = zeros({BM, BN}, integer ? int32 : float32);
   auto acc_up = zeros({BM, BN}, float32); // SwiGLU's second product (unused otherwise)
-  // The epilogue of the tile of rows rm and columns rn: scales, bias, activation, residual,
-  // cast, one store.
-  auto epilogue = [&](Value acc, Value acc_up, Value rm, Value rn) {
-    auto inM = rm < M, inN = rn < N;
-    auto inC = inM(_, None) & inN(None, _);
-    if (c.dtype() == "i32") { // int8 products, exact: no epilogue
-      store(c + rm(_, None) * ldc + rn(None, _), acc, inC);
-      return;
-    }
-    // The epilogue's inputs of the product of B's columns `cols`.
-    auto scaled = [&](Value x, Value cols) {
-      Value r = integer ? cast(x, float32) : x;
-      if (FLAGS & kAlpha)
-        r = r * alpha;
-      if (FLAGS & kScaleA)
-        r = r * load(scale_a + rm, inM, 0)(_, None);
-      if (FLAGS & kScaleB)
-        r = r * load(scale_b + cols, inN, 0)(None, _);
-      if (FLAGS & kBias)
-        r = r + cast(load(bias + cols, inN, 0), float32)(None, _);
-      return r;
-    };
-    Value r = scaled(acc, rn);
-    if (ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-      r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
-    else if (ACT == 2)
-      r = r * sigmoid(r);
-    else if (two) // silu(gate) x up
-      r = r * sigmoid(r) * scaled(acc_up, N + rn);
-    if (FLAGS & kResidual)
-      r = r + cast(load(residual + rm(_, None) * ldr + rn(None, _), inC, 0), float32);
-    if (FLAGS & kAmax) // the tile's largest magnitude, one atomic per program
-      atomic_max(amax, max(max(where(inC, abs(r), 0.0), 1), 0));
-    bool fp8 = c.dtype() == "fp8e4m3" || c.dtype() == "fp8e5m2";
-    if (fp8)
-      r = r * out_scale;
-    store(c + rm(_, None) * ldc + rn(None, _), cast(r, c.dtype()), inC);
-  };
+  Epilogue e{c, bias, residual, scale_a, scale_b, amax, alpha, out_scale, M, N, ldc, ldr,
+             FLAGS, ACT};
+  // This program's K steps: all, or its slice's (the last slices may hold fewer, or none).
+  auto steps = cdiv(K, BK);
+  Value firstStep = steps, endStep = steps;
+  if (SPLIT_K > 1) {
+    auto per = cdiv(steps, SPLIT_K);
+    firstStep = minimum(slice * per, steps);
+    endStep = minimum(firstStep + per, steps);
+  }
   if (FLAGS & kDescriptors) {
     Value columns = N;
     if (two)
@@ -117,7 +146,7 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
         if (two)
           acc_up = dot(x, b_tile(k, N + pn * BN), acc_up, options);
         if_(k + BK >= K, [&] {
-          epilogue(acc, acc_up, pm * BM + arange(0, BM), pn * BN + arange(0, BN));
+          epilogue(e, integer, acc, acc_up, pm * BM + arange(0, BM), pn * BN + arange(0, BN));
           acc = zeros({BM, BN}, integer ? int32 : float32);
           if (two)
             acc_up = zeros({BM, BN}, float32);
@@ -125,7 +154,9 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       }
       return;
     }
-    for (auto k : range(0, K, BK, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
+    auto kRange = SPLIT_K > 1 ? range(firstStep * BK, endStep * BK, BK, STAGES)
+                              : range(0, K, BK, STAGES);
+    for (auto k : std::move(kRange).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
       auto y = b_tile(k, pidN * BN);
       auto x = a_desc.load({pidM * BM, k});
       acc = dot(x, y, acc, options);
@@ -141,7 +172,8 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       return load(b + kk(_, None) * ldb + cols(None, _), (kk(_, None) < K) & (rn(None, _) < N),
                   0);
     };
-    for (auto k : range(0, cdiv(K, BK), 1, STAGES)) {
+    auto kRange = SPLIT_K > 1 ? range(firstStep, endStep, 1, STAGES) : range(0, steps, 1, STAGES);
+    for (auto k : kRange) {
       auto kk = k * BK + rk;
       auto x = load(a + rm(_, None) * lda + kk(None, _), (rm(_, None) < M) & (kk(None, _) < K), 0);
       acc = dot(x, b_tile(kk, rn), acc, options);
@@ -149,7 +181,46 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
         acc_up = dot(x, b_tile(kk, N + rn), acc_up, options);
     }
   }
-  epilogue(acc, acc_up, rm, rn);
+  if (SPLIT_K > 1) { // the slice's partial product, for matmul_split_k_sum
+    Value columns = N;
+    if (two)
+      columns = 2 * N;
+    auto inC = (rm < M)(_, None) & (rn < N)(None, _);
+    auto rows = partial + slice * M * columns + rm(_, None) * columns;
+    store(rows + rn(None, _), acc, inC);
+    if (two)
+      store(rows + N + rn(None, _), acc_up, inC);
+    return;
+  }
+  epilogue(e, integer, acc, acc_up, rm, rn);
+}
+
+// The sum of a split-K product's SPLIT_K partial products (`partial`, as matmul_kernel writes
+// them), slice by slice in order, and the epilogue on it: BM x BN elements of C a program.
+void matmul_split_k_sum(Ptr c, Ptr partial, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
+                        Ptr amax, Float alpha, Float out_scale, Int M, Int N, Int ldc, Int ldr,
+                        int BM, int BN, int SPLIT_K, int FLAGS, int ACT) {
+  auto pid = program_id(0);
+  auto pidsN = cdiv(N, BN);
+  auto rm = pid / pidsN * BM + arange(0, BM);
+  auto rn = pid % pidsN * BN + arange(0, BN);
+  bool two = ACT == 3;
+  Value columns = N;
+  if (two)
+    columns = 2 * N;
+  auto inC = (rm < M)(_, None) & (rn < N)(None, _);
+  bool integer = partial.dtype() == "i32";
+  auto acc = zeros({BM, BN}, integer ? int32 : float32);
+  auto acc_up = zeros({BM, BN}, float32);
+  for (int s = 0; s < SPLIT_K; ++s) {
+    auto rows = partial + s * M * columns + rm(_, None) * columns;
+    acc = acc + load(rows + rn(None, _), inC, 0);
+    if (two)
+      acc_up = acc_up + load(rows + N + rn(None, _), inC, 0);
+  }
+  epilogue({c, bias, residual, scale_a, scale_b, amax, alpha, out_scale, M, N, ldc, ldr, FLAGS,
+            ACT},
+           integer, acc, acc_up, rm, rn);
 }
 
 } // namespace
@@ -157,8 +228,17 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
 Kernel &matmulKernel() {
   static auto k = kernel("matmul", matmul_kernel,
                          {"c", "a", "b", "bias", "residual", "scale_a", "scale_b", "amax",
-                          "alpha", "out_scale", "M", "N", "K", "lda", "ldb", "ldc", "ldr", "BM",
-                          "BN", "BK", "GROUP_M", "STAGES", "FLAGS", "ACT", "PRECISION"});
+                          "partial", "alpha", "out_scale", "M", "N", "K", "lda", "ldb", "ldc",
+                          "ldr", "BM", "BN", "BK", "GROUP_M", "STAGES", "FLAGS", "ACT",
+                          "PRECISION", "SPLIT_K"});
+  return k;
+}
+
+Kernel &matmulSplitKSumKernel() {
+  static auto k = kernel("matmul_split_k_sum", matmul_split_k_sum,
+                         {"c", "partial", "bias", "residual", "scale_a", "scale_b", "amax",
+                          "alpha", "out_scale", "M", "N", "ldc", "ldr", "BM", "BN", "SPLIT_K",
+                          "FLAGS", "ACT"});
   return k;
 }
 
@@ -196,7 +276,7 @@ struct MatmulCall {
   int64_t lda, ldb, ldc, ldr, columnsB, rowsB;
   bool wide, descriptorsUsable;
 };
-MatmulCall resolve(const MatmulArgs &m) {
+MatmulCall resolve(const MatmulArgs &m, int splitK = 1) {
   MatmulCall r{};
   r.lda = m.lda ? m.lda : m.K;
   r.ldc = m.ldc ? m.ldc : m.N;
@@ -205,7 +285,8 @@ MatmulCall resolve(const MatmulArgs &m) {
   r.ldb = m.ldb ? m.ldb : (m.bTransposed ? m.K : r.columnsB);
   r.rowsB = m.bTransposed ? r.columnsB : m.K;
   // 64-bit offsets once a row offset can pass 2^31 - 1.
-  r.wide = std::max({m.M * r.lda, r.rowsB * r.ldb, m.M * r.ldc, m.residual ? m.M * r.ldr : 0}) >
+  r.wide = std::max({m.M * r.lda, r.rowsB * r.ldb, m.M * r.ldc, m.residual ? m.M * r.ldr : 0,
+                     splitK > 1 ? splitK * m.M * r.columnsB : 0}) >
            int64_t(std::numeric_limits<int32_t>::max());
   // TMA takes a tensor whose base and row strides lie on 16 bytes; other tensors are read
   // through pointers whatever the plan says.
@@ -215,17 +296,33 @@ MatmulCall resolve(const MatmulArgs &m) {
   return r;
 }
 
-// The kernel's launch arguments (c, a, b, bias, residual, scaleA, scaleB, amax: the pointers),
-// handed to f as one list.
+// The kernel's launch arguments (c, a, b, bias, residual, scaleA, scaleB, amax, partial: the
+// pointers), handed to f as one list.
 template <class F>
 auto withLaunchArgs(const MatmulArgs &m, const MatmulCall &call,
-                    const std::array<KernelArg, 8> &pointers, F f) {
+                    const std::array<KernelArg, 9> &pointers, F f) {
   auto intArg = [&](int64_t v) { return call.wide ? KernelArg(v) : KernelArg(int32_t(v)); };
-  const auto &[c, a, b, bias, residual, scaleA, scaleB, amax] = pointers;
-  return f({c, a, b, bias, residual, scaleA, scaleB, amax, m.alpha, m.outScale, intArg(m.M),
-            intArg(m.N), intArg(m.K), intArg(call.lda), intArg(call.ldb), intArg(call.ldc),
-            intArg(call.ldr)});
+  const auto &[c, a, b, bias, residual, scaleA, scaleB, amax, partial] = pointers;
+  return f({c, a, b, bias, residual, scaleA, scaleB, amax, partial, m.alpha, m.outScale,
+            intArg(m.M), intArg(m.N), intArg(m.K), intArg(call.lda), intArg(call.ldb),
+            intArg(call.ldc), intArg(call.ldr)});
 }
+
+// The split-K sum's launch arguments, as f's list.
+template <class F>
+auto withSumArgs(const MatmulArgs &m, const MatmulCall &call,
+                 const std::array<KernelArg, 9> &pointers, F f) {
+  auto intArg = [&](int64_t v) { return call.wide ? KernelArg(v) : KernelArg(int32_t(v)); };
+  const auto &[c, a, b, bias, residual, scaleA, scaleB, amax, partial] = pointers;
+  return f({c, partial, bias, residual, scaleA, scaleB, amax, m.alpha, m.outScale, intArg(m.M),
+            intArg(m.N), intArg(call.ldc), intArg(call.ldr)});
+}
+
+// The split-K sum's tiles: 32 x 128 elements of C on 4 warps.
+constexpr int kSumRows = 32, kSumColumns = 128;
+
+// The partial products' element: int32 for int8 operands, else fp32.
+std::string partialType(const MatmulArgs &m) { return m.in == Dtype::int8 ? "*i32" : "*fp32"; }
 
 int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &plan) {
   bool tma = plan.descriptors && call.descriptorsUsable;
@@ -244,10 +341,10 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
   // An fp8 C's bias and residual are bf16.
   std::string extra = "*" + dtypeName(isFp8(m.out) ? Dtype::bf16 : m.out);
   Specialization spec{
-      .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32", idx,
-                    idx, idx, idx, idx, idx, idx},
+      .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", partialType(m), "fp32",
+                    "fp32", idx, idx, idx, idx, idx, idx, idx},
       .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages,
-                     flags, int64_t(m.activation), int64_t(m.precision)},
+                     flags, int64_t(m.activation), int64_t(m.precision), plan.splitK},
       .numWarps = plan.numWarps,
       .awaitPreviousKernel = true};
   if (!arch.empty())
@@ -257,25 +354,68 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
   return spec;
 }
 
+// The split-K sum's specialization: only the epilogue's flags.
+Specialization sumSpecialization(const MatmulArgs &m, const MatmulCall &call,
+                                 const MatmulPlan &plan, int flags, const std::string &arch) {
+  std::string idx = call.wide ? "i64" : "i32", out = "*" + dtypeName(m.out);
+  std::string extra = "*" + dtypeName(isFp8(m.out) ? Dtype::bf16 : m.out);
+  int epilogueFlags = flags & (kBias | kResidual | kScaleA | kScaleB | kAlpha | kAmax);
+  Specialization spec{
+      .signature = {out, partialType(m), extra, extra, "*fp32", "*fp32", "*fp32", "fp32", "fp32",
+                    idx, idx, idx, idx},
+      .constexprs = {kSumRows, kSumColumns, plan.splitK, epilogueFlags, int64_t(m.activation)},
+      .numWarps = 4,
+      .awaitPreviousKernel = true};
+  if (!arch.empty())
+    spec.arch = arch;
+  return spec;
+}
+
 KernelArg pointerArg(const void *p) { return KernelArg::pointer(reinterpret_cast<uintptr_t>(p)); }
 
 // The programs a launch with `flags` starts: a program per tile, or, persistent, one per SM
 // (the plans' tiles fill one) each walking its tiles.
 int64_t programs(const MatmulArgs &m, const MatmulPlan &plan, int flags, int smCount) {
   int64_t tiles = plan.tiles(m.M, m.N);
-  return flags & kPersistent ? std::min<int64_t>(tiles, smCount) : tiles;
+  return flags & kPersistent ? std::min<int64_t>(tiles, smCount) : tiles * plan.splitK;
+}
+
+// Bytes of the partial products of a plan that splits K `splitK` ways.
+int64_t partialBytes(const MatmulArgs &m, int splitK) {
+  int64_t columns = m.activation == Activation::SwiGlu ? 2 * m.N : m.N;
+  return splitK > 1 ? splitK * m.M * columns * 4 : 0;
+}
+
+// What a plan depends on in a call besides its shape.
+MatmulTypes matmulTypes(const MatmulArgs &m, bool canSplitK) {
+  return {.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32,
+          .twoProducts = m.activation == Activation::SwiGlu, .canSplitK = canSplitK};
+}
+
+// The SMs that plans fill: the current device's; 132 (an H100's or H200's) in the interpreter
+// or without a GPU.
+int planningSmCount() {
+  if (tritium::interpreting() || !rt::Driver::available())
+    return 132;
+  return rt::Context::current().props().smCount;
 }
 
 } // namespace
 
+int64_t matmulWorkspaceBytes(const MatmulArgs &m) {
+  if (m.M <= 0 || m.N <= 0 || m.K <= 0)
+    return 0;
+  return partialBytes(m, maxSplitK(m.M, m.N, m.K, planningSmCount(), matmulTypes(m, true)));
+}
+
 Specialization matmulSpecialization(const MatmulArgs &m, const MatmulPlan &plan,
                                     const std::string &arch) {
-  MatmulCall call = resolve(m);
+  MatmulCall call = resolve(m, plan.splitK);
   KernelArg c = pointerArg(m.c);
   auto orC = [&](const void *p) { return p ? pointerArg(p) : c; };
   return withLaunchArgs(m, call,
                         {c, pointerArg(m.a), pointerArg(m.b), orC(m.bias), orC(m.residual),
-                         orC(m.scaleA), orC(m.scaleB), orC(m.amax)},
+                         orC(m.scaleA), orC(m.scaleB), orC(m.amax), orC(m.workspace)},
                         [&](std::initializer_list<KernelArg> args) {
                           return baseSpecialization(m, call, plan, matmulFlags(m, call, plan), arch)
                               .specializedFor(args);
@@ -283,7 +423,7 @@ Specialization matmulSpecialization(const MatmulArgs &m, const MatmulPlan &plan,
 }
 
 int64_t matmulGrid(const MatmulArgs &m, const MatmulPlan &plan, int smCount) {
-  return programs(m, plan, matmulFlags(m, resolve(m), plan), smCount);
+  return programs(m, plan, matmulFlags(m, resolve(m, plan.splitK), plan), smCount);
 }
 
 void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
@@ -306,53 +446,77 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   KernelArg scaleA = m.scaleA ? args.pointer("scaleA", m.scaleA) : c;
   KernelArg scaleB = m.scaleB ? args.pointer("scaleB", m.scaleB) : c;
   KernelArg amax = m.amax ? args.pointer("amax", m.amax) : c;
+  KernelArg workspace = m.workspace ? args.pointer("workspace", m.workspace) : c;
+  args.atLeast("workspaceBytes", m.workspaceBytes, 0);
   if (m.M == 0 || m.N == 0)
     return;
-  if (given)
+  if (given) {
     for (int side : {given->blockM, given->blockN, given->blockK})
       if (side < 16 || !std::has_single_bit(unsigned(side)))
         args.fail("a plan's tiles are powers of two of at least 16, got " +
                   std::to_string(given->blockM) + " x " + std::to_string(given->blockN) + " x " +
                   std::to_string(given->blockK));
+    if (given->splitK < 1 || given->splitK > 64)
+      args.fail("a plan's splitK is 1 to 64, got " + std::to_string(given->splitK));
+    if (given->splitK > 1 && given->persistent)
+      args.fail("a plan either splits K or is persistent, not both");
+    if (int64_t need = partialBytes(m, given->splitK); need > 0 && (!m.workspace || m.workspaceBytes < need))
+      args.fail("the plan splits K " + std::to_string(given->splitK) + " ways: workspace holds " +
+                std::to_string(m.workspace ? m.workspaceBytes : 0) + " bytes, " +
+                std::to_string(need) + " needed");
+  }
   int64_t bytesIn = dtypeBytes(m.in), bytesOut = dtypeBytes(m.out),
           bytesExtra = dtypeBytes(isFp8(m.out) ? Dtype::bf16 : m.out);
-  MatmulTypes types{.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32,
-                    .twoProducts = swiglu};
+  std::initializer_list<Span> operands = {
+      {m.a, m.M * call.lda * bytesIn}, {m.b, call.rowsB * call.ldb * bytesIn},
+      {m.bias, m.bias ? call.columnsB * bytesExtra : 0},
+      {m.residual, m.residual ? m.M * call.ldr * bytesExtra : 0},
+      {m.amax, m.amax ? 4 : 0},
+      {m.scaleA, m.scaleA ? m.M * 4 : 0},
+      {m.scaleB, m.scaleB ? call.columnsB * 4 : 0}};
+  if (m.workspace && m.workspaceBytes > 0 &&
+      (anyOverlap({{m.workspace, m.workspaceBytes}}, operands) ||
+       anyOverlap({{m.workspace, m.workspaceBytes}}, {{m.c, m.M * call.ldc * bytesOut}})))
+    args.fail("workspace overlaps an operand or C");
+  // Plans split K only with a workspace that holds what any of them needs.
+  int64_t splitBytes = m.workspace ? matmulWorkspaceBytes(m) : 0;
+  bool canSplitK = splitBytes > 0 && m.workspaceBytes >= splitBytes;
+  MatmulTypes types = matmulTypes(m, canSplitK);
   bool gpu = !tritium::interpreting();
   const rt::DeviceProps *props = gpu ? &rt::Context::current().props() : nullptr;
   int smCount = props ? props->smCount : 132;
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = props && props->arch() == "sm_90" ? "sm_90a" : "";
   auto launch = [&](const MatmulPlan &plan) {
-    withLaunchArgs(m, call, {c, a, b, bias, residual, scaleA, scaleB, amax},
-                   [&](std::initializer_list<KernelArg> launchArgs) {
-                     int flags = matmulFlags(m, call, plan);
-                     matmulKernel()
-                         .compile(baseSpecialization(m, call, plan, flags, arch)
-                                      .specializedFor(launchArgs))
-                         .launch(programs(m, plan, flags, smCount), stream, launchArgs);
-                   });
+    MatmulCall planCall = resolve(m, plan.splitK);
+    std::array<KernelArg, 9> pointers{c, a, b, bias, residual, scaleA, scaleB, amax, workspace};
+    int flags = matmulFlags(m, planCall, plan);
+    withLaunchArgs(m, planCall, pointers, [&](std::initializer_list<KernelArg> launchArgs) {
+      matmulKernel()
+          .compile(baseSpecialization(m, planCall, plan, flags, arch).specializedFor(launchArgs))
+          .launch(programs(m, plan, flags, smCount), stream, launchArgs);
+    });
+    if (plan.splitK > 1)
+      withSumArgs(m, planCall, pointers, [&](std::initializer_list<KernelArg> sumArgs) {
+        int64_t sums = ((m.M + kSumRows - 1) / kSumRows) * ((m.N + kSumColumns - 1) / kSumColumns);
+        matmulSplitKSumKernel()
+            .compile(sumSpecialization(m, planCall, plan, flags, arch).specializedFor(sumArgs))
+            .launch(sums, stream, sumArgs);
+      });
   };
-  bool rerunSafe =
-      !anyOverlap({{m.c, m.M * call.ldc * bytesOut}},
-                  {{m.a, m.M * call.lda * bytesIn}, {m.b, call.rowsB * call.ldb * bytesIn},
-                   {m.bias, m.bias ? call.columnsB * bytesExtra : 0},
-                   {m.residual, m.residual ? m.M * call.ldr * bytesExtra : 0},
-                   {m.amax, m.amax ? 4 : 0},
-                   {m.scaleA, m.scaleA ? m.M * 4 : 0},
-                   {m.scaleB, m.scaleB ? call.columnsB * 4 : 0}});
+  bool rerunSafe = !anyOverlap({{m.c, m.M * call.ldc * bytesOut}}, operands);
   launch(choosePlan<MatmulPlan>(
       given,
       {"matmul",
        {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, call.lda, call.ldb,
         call.ldc, on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, call.descriptorsUsable ? 1 : 0,
-        int64_t(m.precision), swiglu ? 1 : 0},
+        int64_t(m.precision), swiglu ? 1 : 0, canSplitK ? 1 : 0},
        rerunSafe},
       [&] {
         return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K) +
                (call.descriptorsUsable ? "" : "-pointers") +
                (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "") +
-               (swiglu ? "-swiglu" : "");
+               (swiglu ? "-swiglu" : "") + (canSplitK ? "-split-k" : "");
       },
       stream, [&] { return planMatmul(m.M, m.N, m.K, smCount, types); },
       [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, call.descriptorsUsable); },

@@ -59,10 +59,20 @@ struct MatmulArgs {
   Activation activation = Activation::None; // GELU: the tanh form, as torch's approximate="tanh"
   Dtype in = Dtype::bf16, out = Dtype::bf16;
   Precision precision = Precision::tf32; // fp32 operands only
+  // Scratch for plans that split K (matmulWorkspaceBytes): each slice of the K range writes its
+  // partial product there in fp32 (int32 for int8), and a second kernel sums the slices in a
+  // fixed order and runs the epilogue, so the result does not depend on timing. Null or too
+  // small: no plan splits K. Calls that share a workspace must be ordered (one stream).
+  void *workspace = nullptr;
+  int64_t workspaceBytes = 0;
 };
 
 // The autotuner's (or the planner's) plan unless one is given.
 void matmul(const MatmulArgs &args, CUstream stream, const MatmulPlan *plan = nullptr);
+
+// The workspace with which every plan the library may choose for `args` (its shape, dtypes and
+// epilogue; the pointers are not read) can split K; 0 where none would.
+int64_t matmulWorkspaceBytes(const MatmulArgs &args);
 
 // The kernel, the specialization that a call with `args` on `plan` compiles (for `arch`; ""
 // keeps the default) and the programs it launches, for tools and tests that compile it

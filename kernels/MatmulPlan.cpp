@@ -20,6 +20,14 @@ MatmulPlan forProducts(MatmulPlan p, MatmulTypes t) {
 }
 } // namespace
 
+int splitKFor(const MatmulPlan &p, int64_t M, int64_t N, int64_t K, int smCount) {
+  int64_t tiles = p.tiles(M, N), steps = (K + p.blockK - 1) / p.blockK;
+  int s = 1;
+  while (s < 16 && tiles * s * 2 <= smCount && steps / (s * 2) >= 4)
+    s *= 2;
+  return s;
+}
+
 MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes t) {
   (void)K;
   if (t.twoProducts) {
@@ -27,20 +35,38 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
     one.twoProducts = false;
     return forProducts(planMatmul(M, 2 * N, K, smCount, one), t);
   }
-  if (M <= 32)
-    return {16, 64, kOf(512, t), 4, 3, false};
+  if (M <= 32) {
+    MatmulPlan few{16, 64, kOf(512, t), 4, 3, false};
+    if (t.canSplitK)
+      few.splitK = splitKFor(few, M, N, K, smCount);
+    return few;
+  }
   if (t.exactFp32)
     return {128, 128, 32, 8, 3, true};
   MatmulPlan wide{128, 256, kOf(128, t), 8, 4, true};
   // Fewer tiles than SMs: 64 x 128 tiles, copied by a producer warp group (at 1024^3 on an
   // H200: 11.2 us, against 12.5 without it and 13.1 through pointers).
-  if (wide.tiles(M, N) < smCount)
-    return {64, 128, kOf(128, t), 4, 4, true, true};
+  if (wide.tiles(M, N) < smCount) {
+    MatmulPlan small{64, 128, kOf(128, t), 4, 4, true, true};
+    // With a workspace and at least 32 K steps, K split over enough programs to fill the SMs,
+    // on 128 x 128 tiles (64 x 128 for at most 64 rows), with the producer: the autotuner's
+    // choice at five such shapes on an H200, 1.1-2.7 times the unsplit plan (docs/PERF.md,
+    // "Split-K"). At 1024^3 (16 steps) splitting lost.
+    MatmulPlan split = M <= 64 ? small : MatmulPlan{128, 128, kOf(128, t), 8, 4, true, true};
+    if (t.canSplitK && (K + split.blockK - 1) / split.blockK >= 32) {
+      split.splitK = splitKFor(split, M, N, K, smCount);
+      if (split.splitK > 1)
+        return split;
+    }
+    return small;
+  }
   return wide;
 }
 
-std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
-                                         MatmulTypes t, bool descriptorsUsable) {
+namespace {
+// The autotuner's plans before the planner's joins them and duplicates go.
+std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCount,
+                                       MatmulTypes t) {
   std::vector<MatmulPlan> all;
   if (M <= 32) {
     all = {{16, 64, kOf(512, t), 4, 3, false}, {16, 64, kOf(256, t), 4, 4, false},
@@ -58,6 +84,28 @@ std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int sm
   }
   for (MatmulPlan &p : all)
     p = forProducts(p, t);
+  // Split-K variants of the plans whose tiles leave most SMs idle.
+  if (t.canSplitK)
+    for (size_t i = 0, n = all.size(); i < n; ++i)
+      if (int s = splitKFor(all[i], M, N, K, smCount); s > 1) {
+        MatmulPlan split = all[i];
+        split.splitK = s;
+        all.push_back(split);
+      }
+  return all;
+}
+} // namespace
+
+int maxSplitK(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes t) {
+  int most = planMatmul(M, N, K, smCount, t).splitK;
+  for (const MatmulPlan &p : candidatePlans(M, N, K, smCount, t))
+    most = std::max(most, p.splitK);
+  return most;
+}
+
+std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
+                                         MatmulTypes t, bool descriptorsUsable) {
+  std::vector<MatmulPlan> all = candidatePlans(M, N, K, smCount, t);
   MatmulPlan planned = planMatmul(M, N, K, smCount, t);
   std::vector<MatmulPlan> out = {planned};
   for (const MatmulPlan &p : all)

@@ -24,6 +24,10 @@ struct MatmulPlan {
   // With descriptors: one program per SM walks tiles in one K loop, the next tile's first
   // steps loading under this tile's epilogue.
   bool persistent = false;
+  // Programs per tile, each summing a slice of the K range (split-K, for shapes with fewer
+  // tiles than SMs); the slices' partial products meet in the call's workspace, and a second
+  // kernel adds them and runs the epilogue. Not with `persistent`.
+  int splitK = 1;
   PlanFields fields() const {
     PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
                     {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
@@ -31,6 +35,8 @@ struct MatmulPlan {
       f.emplace_back("warp_specialize", 1);
     if (persistent)
       f.emplace_back("persistent", 1);
+    if (splitK > 1)
+      f.emplace_back("split_k", splitK);
     return f;
   }
   int64_t tiles(int64_t M, int64_t N) const {
@@ -47,7 +53,14 @@ struct MatmulTypes {
   // Two products per tile (SwiGLU's gate and up): two accumulators, so tiles of half the
   // columns.
   bool twoProducts = false;
+  // The call has a workspace: plans may split K.
+  bool canSplitK = false;
 };
+
+// The slices of K that fill the SMs with p's tiles: the largest power of two, at most 16, whose
+// programs fit in one wave and whose slices keep at least 4 K steps each; 1 where the tiles
+// alone fill half the SMs.
+int splitKFor(const MatmulPlan &p, int64_t M, int64_t N, int64_t K, int smCount);
 
 // 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors (1.10 and
 // 1.15 of cuBLAS at 4096^3 and 8192^3 bf16 on the H200); 64 x 128 through pointers where fewer
@@ -58,6 +71,8 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
 // only when `descriptorsUsable`).
 std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
                                          MatmulTypes types, bool descriptorsUsable);
+// The most slices of K that the planner's plan or a candidate takes (1: none splits K).
+int maxSplitK(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes types);
 // The autotuner's shape bucket: dtypes, B's layout and M, N, K rounded up to powers of two.
 std::string matmulBucket(Dtype in, Dtype out, bool bTransposed, int64_t M, int64_t N, int64_t K);
 

@@ -30,6 +30,9 @@ struct LibraryMatmulCase {
   kernels::Precision precision = kernels::Precision::tf32;
   bool onWgmma = false; // sm_90a: fp8 sums and tf32 operands lose a few more bits
   std::optional<kernels::MatmulPlan> plan; // else the planner's (or the autotuner's)
+  // A workspace (poisoned) of matmulWorkspaceBytes, or of what the given plan's split needs:
+  // plans may split K.
+  bool workspace = false;
 
   std::string str() const {
     std::ostringstream s;
@@ -44,7 +47,8 @@ struct LibraryMatmulCase {
       << (outScale != 1 ? " *outScale" : "") << (amax ? " amax" : "")
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
       << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " ldr " << ldr
-      << (plan ? " plan " + kernels::describe(plan->fields()) : "");
+      << (plan ? " plan " + kernels::describe(plan->fields()) : "")
+      << (workspace ? " workspace" : "");
     return s.str();
   }
 };
@@ -140,6 +144,18 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
       .M = c.M, .N = c.N, .K = c.K, .lda = c.lda, .ldb = c.ldb, .ldc = c.ldc,
       .ldr = c.ldr, .bTransposed = c.bTransposed, .activation = c.activation, .in = c.in,
       .out = c.out, .precision = c.precision};
+  // The partial products' room, poisoned: a slice the sum read before it was written would show.
+  int64_t workspaceBytes = 0;
+  if (c.workspace)
+    workspaceBytes = std::max(kernels::matmulWorkspaceBytes(args),
+                              c.plan && c.plan->splitK > 1
+                                  ? c.plan->splitK * c.M * columnsB * 4
+                                  : int64_t(0));
+  Buffer dworkspace = poisonedBytes<Buffer>(size_t(std::max<int64_t>(workspaceBytes, 4)));
+  if (c.workspace) {
+    args.workspace = addressOf(dworkspace);
+    args.workspaceBytes = workspaceBytes;
+  }
   kernels::matmul(args, stream, c.plan ? &*c.plan : nullptr);
   sync();
   std::vector<unsigned char> raw(size_t(c.M * ldc * outBytes));

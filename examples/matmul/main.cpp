@@ -25,7 +25,7 @@ namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
               [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]]
-              [--b-nk] [M N K]
+              [--split-k=S | --no-split] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -38,7 +38,10 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   product through the kernel library's matmul (kernels/Matmul.h) on its plan: the tile
   options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner);
   --persistent gives it a plan (the tile options', 128 x 256 x 64 by default) whose programs,
-  one per SM, each walk tiles in one K loop (MatmulPlan::persistent).
+  one per SM, each walk tiles in one K loop (MatmulPlan::persistent). --library hands the
+  library a workspace (matmulWorkspaceBytes), so that its plans may split K over programs;
+  --split-k=S gives it a plan (the tile options') whose S programs per tile each sum a slice
+  of K (MatmulPlan::splitK); --no-split hands it none.
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -109,6 +112,8 @@ struct Options {
   bool warpSpecialize = false; // --descriptors with a producer warp group for the TMA copies
   bool library = false; // kernels::matmul instead of the tutorial's kernel
   bool persistent = false; // --library: a program per SM walking tiles (MatmulPlan::persistent)
+  int splitK = 1;          // --library: programs per tile, each a slice of K (MatmulPlan::splitK)
+  bool noSplit = false;    // --library without a workspace: no plan splits K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
 
@@ -138,6 +143,11 @@ Options parseOptions(int argc, char **argv) {
       o.library = true;
     } else if (a == "--persistent") {
       o.library = o.persistent = o.userPlan = true;
+    } else if (a.rfind("--split-k=", 0) == 0) {
+      o.splitK = std::atoi(a.c_str() + 10);
+      o.library = o.userPlan = true;
+    } else if (a == "--no-split") {
+      o.library = o.noSplit = true;
     } else if (a == "--b-nk") {
       o.bNK = true;
     } else if (a.rfind("--arch=", 0) == 0) {
@@ -207,7 +217,18 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   int64_t grid = ((o.M + o.BM - 1) / o.BM) * ((o.N + o.BN - 1) / o.BN);
   kernels::MatmulPlan plan{.blockM = o.BM, .blockN = o.BN, .blockK = o.BK,
                            .numWarps = o.warps, .numStages = o.stages,
-                           .warpSpecialize = o.warpSpecialize, .persistent = o.persistent};
+                           .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
+                           .splitK = o.splitK};
+  // The library's workspace: what its plans for this shape may split K into, or the given
+  // plan's split.
+  kernels::MatmulArgs shape{.M = o.M, .N = o.N, .K = o.K, .bTransposed = kMajor,
+                            .in = isFp8(o.dtype)       ? kernels::Dtype::fp8e4m3
+                                  : o.dtype == "bf16" ? kernels::Dtype::bf16
+                                                      : kernels::Dtype::fp16,
+                            .out = cType == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
+  int64_t workspaceBytes = std::max(kernels::matmulWorkspaceBytes(shape),
+                                    o.splitK > 1 ? o.splitK * o.M * o.N * 4 : int64_t(0));
+  Buffer workspace(size_t(std::max<int64_t>(workspaceBytes, 4)));
   auto launch = [&] {
     int32_t ldb = int32_t(kMajor ? o.K : o.N);
     if (o.library) {
@@ -220,7 +241,11 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                        .a = reinterpret_cast<void *>(uintptr_t(KernelArg(da).ptr())),
                        .b = reinterpret_cast<void *>(uintptr_t(KernelArg(db).ptr())),
                        .M = o.M, .N = o.N, .K = o.K, .bTransposed = kMajor,
-                       .in = dtype(o.dtype), .out = dtype(cType)},
+                       .in = dtype(o.dtype), .out = dtype(cType),
+                       .workspace = o.noSplit ? nullptr
+                                              : reinterpret_cast<void *>(
+                                                    uintptr_t(KernelArg(workspace).ptr())),
+                       .workspaceBytes = o.noSplit ? 0 : workspaceBytes},
                       stream, o.userPlan ? &plan : nullptr);
     } else if (o.descriptors)
       k.launch(grid, stream,
@@ -282,16 +307,19 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
     std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
     double t = ms[ms.size() / 2];
     if (o.library && !o.userPlan)
-      std::printf("  %.3f ms, %.1f TFLOP/s (library, its own plan)\n", t,
-                  2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9));
-    else
+      std::printf("  %.3f ms, %.1f TFLOP/s (library, its own plan%s)\n", t,
+                  2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9),
+                  o.noSplit ? ", no workspace" : "");
+    else {
+      std::string form = o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
+                         : o.library                          ? ", library"
+                         : !o.descriptors                     ? ""
+                         : k.artifacts().tensorMaps.empty()   ? ", descriptors"
+                                                              : ", descriptors, TMA";
       std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s%s)\n", t,
-                2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
-                o.warps, o.stages, spec.arch.c_str(),
-                o.library                              ? ", library"
-                : !o.descriptors                         ? ""
-                : k.artifacts().tensorMaps.empty()     ? ", descriptors"
-                                                       : ", descriptors, TMA");
+                  2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
+                  o.warps, o.stages, spec.arch.c_str(), form.c_str());
+    }
   }
   return bad == 0;
 }

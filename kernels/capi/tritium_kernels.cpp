@@ -116,6 +116,41 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
   });
 }
 
+int64_t tritium_matmul_workspace(int in_dtype, int out_dtype, int64_t M, int64_t N, int64_t K,
+                                 int b_transposed, int activation) {
+  try {
+    if (activation < 0 || activation > 3)
+      return 0;
+    return matmulWorkspaceBytes({.M = M, .N = N, .K = K, .bTransposed = b_transposed != 0,
+                                 .activation = Activation(activation),
+                                 .in = toMatmulDtype("in_dtype", in_dtype),
+                                 .out = toMatmulDtype("out_dtype", out_dtype)});
+  } catch (const std::exception &) {
+    return 0;
+  }
+}
+
+int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                           const void *bias, const void *residual, const float *scale_a,
+                           const float *scale_b, float alpha, float out_scale, float *amax,
+                           int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                           int64_t ldc, int64_t ldr, int b_transposed, int activation,
+                           void *workspace, int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    if (activation < 0 || activation > 3)
+      throw std::invalid_argument("activation is " + std::to_string(activation) +
+                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
+    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
+            .scaleB = scale_b, .alpha = alpha, .outScale = out_scale, .amax = amax, .M = M,
+            .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr,
+            .bTransposed = b_transposed != 0, .activation = Activation(activation),
+            .in = toMatmulDtype("in_dtype", in_dtype),
+            .out = toMatmulDtype("out_dtype", out_dtype), .workspace = workspace,
+            .workspaceBytes = workspace_bytes},
+           toStream(stream));
+  });
+}
+
 int64_t tritium_cumsum_workspace(int64_t n) { return cumsumWorkspaceBytes(n); }
 
 int tritium_cumsum(int dtype, void *out, const void *x, int64_t n, void *workspace,

@@ -86,6 +86,22 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
                              int64_t ldc, int64_t ldr, int b_transposed, int activation,
                              void *stream);
 
+/* The bytes of device memory with which tritium_matmul_split_k's plans may split K (each
+ * slice's partial product in fp32, summed by a second kernel in a fixed order); 0 where no plan
+ * for this product would. */
+int64_t tritium_matmul_workspace(int in_dtype, int out_dtype, int64_t M, int64_t N, int64_t K,
+                                 int b_transposed, int activation);
+
+/* tritium_matmul_quantized with a workspace (tritium_matmul_workspace's bytes; NULL or smaller:
+ * no split), for products with fewer tiles than SMs and a long K: skinny shapes and small
+ * batches. Calls sharing a workspace must be ordered on one stream. */
+int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                           const void *bias, const void *residual, const float *scale_a,
+                           const float *scale_b, float alpha, float out_scale, float *amax,
+                           int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                           int64_t ldc, int64_t ldr, int b_transposed, int activation,
+                           void *workspace, int64_t workspace_bytes, void *stream);
+
 /* The inclusive prefix sum of n elements (kernels/Cumsum.h): dtype 0 (fp32), 1 (fp16), 2 (bf16),
  * summed in fp32, or 6 (int32), exact; out may equal x; workspace of
  * tritium_cumsum_workspace(n) bytes of device memory. */

@@ -49,6 +49,14 @@ int main(void) {
   int quantizedOk = rc != 0 && strstr(error, "matmul: c is null") != NULL;
   printf("%s: tritium_matmul_quantized without c returns %d: %s\n", quantizedOk ? "ok" : "FAILED",
          rc, error);
+  /* 16 rows of a long K leave most SMs idle: its plans split K given a workspace. */
+  int64_t room = tritium_matmul_workspace(2, 2, 16, 4096, 8192, 1, 0);
+  rc = tritium_matmul_split_k(2, 2, &b, &b, &b, NULL, NULL, NULL, NULL, 1.f, 1.f, NULL, 16, 4096,
+                              8192, 0, 0, 0, 0, 1, 0, &b, -1, NULL);
+  error = tritium_last_error();
+  int splitOk = room > 0 && rc != 0 && strstr(error, "workspaceBytes") != NULL;
+  printf("%s: tritium_matmul_workspace gives %lld bytes; a workspace of -1 bytes returns %d: %s\n",
+         splitOk ? "ok" : "FAILED", (long long)room, rc, error);
   rc = tritium_attention_backward(2, &b, &b, &b, &b, &b, &b, &b, &b, &b, NULL, NULL, 1, 2, 2, 16,
                                   16, 0, 64, NULL, NULL, NULL, NULL, 1, -1, -1, 0.f, &b, 4, NULL);
   error = tritium_last_error();
@@ -60,7 +68,7 @@ int main(void) {
   int cumsumOk = rc != 0 && strstr(error, "cumsum: dtype must be fp32, fp16, bf16 or int32") != NULL;
   printf("%s: tritium_cumsum of int8 returns %d: %s\n", cumsumOk ? "ok" : "FAILED", rc, error);
   return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk && quantizedOk &&
-                 backwardOk && cumsumOk
+                 backwardOk && cumsumOk && splitOk
              ? 0
              : 1;
 }

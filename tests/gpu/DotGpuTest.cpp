@@ -258,6 +258,51 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
 
 namespace {
 
+// Split-K plans (MatmulPlan::splitK): each tile's K range in slices over programs, the slices'
+// partial products summed by a second kernel that runs the epilogue. The planner's split for a
+// few rows and a long K once a workspace is given (and the autotuner's choice among split
+// candidates), given splits on wgmma with and without a producer, on mma.sync for 16 rows,
+// uneven and empty slices, fp8, int8 exact and SwiGLU.
+TEST_F(DotGpuTest, LibraryMatmulSplitK) {
+  SKIP_WITHOUT_GPU();
+  using kernels::Activation;
+  using kernels::Dtype;
+  using kernels::MatmulPlan;
+  bool hopper = rt::Context::current().props().arch() == "sm_90";
+  MatmulPlan wide{.splitK = 4}, producer{.warpSpecialize = true, .splitK = 3},
+      small{.blockM = 64, .blockN = 128, .blockK = 64, .numWarps = 4, .splitK = 5},
+      few{.blockM = 16, .blockN = 64, .blockK = 256, .numWarps = 4, .numStages = 3,
+          .descriptors = false, .splitK = 8},
+      fp8{.blockK = 128, .splitK = 2};
+  std::vector<LibraryMatmulCase> cases = {
+      {.M = 64, .N = 512, .K = 8192, .bias = true, .workspace = true},
+      {.M = 300, .N = 500, .K = 3000, .bias = true, .activation = Activation::Gelu,
+       .residual = true, .plan = wide, .workspace = true},
+      {.in = Dtype::fp16, .out = Dtype::fp32, .M = 200, .N = 256, .K = 2050,
+       .bTransposed = true, .plan = producer, .workspace = true},
+      // 5 slices of K's 3 steps: two are empty.
+      {.M = 100, .N = 130, .K = 192, .scaleA = true, .plan = small, .workspace = true},
+      {.M = 16, .N = 1024, .K = 8192, .bTransposed = true, .plan = few, .workspace = true},
+      {.in = Dtype::fp8e4m3, .M = 256, .N = 512, .K = 4096, .bTransposed = true,
+       .scaleA = true, .amax = true, .plan = fp8, .workspace = true},
+      {.in = Dtype::int8, .out = Dtype::int32, .M = 128, .N = 256, .K = 4096,
+       .bTransposed = true, .plan = fp8, .workspace = true},
+      {.M = 96, .N = 384, .K = 2048, .bTransposed = true, .activation = Activation::SwiGlu,
+       .plan = MatmulPlan{.blockM = 128, .blockN = 128, .splitK = 4}, .workspace = true},
+  };
+  for (bool tuned : {false, true}) {
+    kernels::setAutotune(tuned);
+    for (LibraryMatmulCase c : cases) {
+      if (tuned && c.plan)
+        continue;
+      c.onWgmma = hopper;
+      SCOPED_TRACE(c.str() + (tuned ? " autotuned" : ""));
+      checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+    }
+  }
+  kernels::resetAutotune();
+}
+
 // Persistent plans (MatmulPlan::persistent): more tiles than SMs, so programs walk several
 // tiles in one K loop, each tile's epilogue between its last step and the next tile's first;
 // K not a multiple of the step; the epilogue's bias, residual and amax; fp8 operands read

@@ -194,9 +194,87 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
               std::string::npos)
         << e.what();
   }
+  auto refusesPlan = [&](const kernels::MatmulArgs &a, kernels::MatmulPlan plan,
+                         const std::string &needle) {
+    try {
+      kernels::matmul(a, nullptr, &plan);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  kernels::MatmulPlan split{.blockM = 16, .blockN = 16, .blockK = 16, .splitK = 2};
+  refusesPlan(ok, split,
+              "matmul: the plan splits K 2 ways: workspace holds 0 bytes, 512 needed");
+  HostBuffer room(512);
+  a = ok;
+  a.workspace = room.data();
+  a.workspaceBytes = 256;
+  refusesPlan(a, split, "workspace holds 256 bytes, 512 needed");
+  a.workspace = x.data(); // where A, B and C lie
+  a.workspaceBytes = 512;
+  refusesPlan(a, split, "workspace overlaps an operand or C");
+  a.workspace = room.data();
+  split.persistent = true;
+  refusesPlan(a, split, "a plan either splits K or is persistent, not both");
+  split.persistent = false;
+  split.splitK = 0;
+  refusesPlan(a, split, "a plan's splitK is 1 to 64, got 0");
+  a.workspaceBytes = -1;
+  refusesPlan(a, split, "workspaceBytes");
 }
 
 } // namespace
+
+// Split-K plans (MatmulPlan::splitK): slices of unequal length (10 steps in 3: 4, 4, 2), an
+// empty slice (3 steps in 4), through descriptors and pointers, with the whole epilogue run by
+// the sum; int8's exact int32 partials; SwiGLU's two products; amax; and the planner's own
+// split for a few rows and a long K once a workspace is given.
+TEST_F(DotInterpreterTest, LibraryMatmulSplitK) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan three{.blockM = 32, .blockN = 32, .blockK = 32, .numWarps = 4,
+                            .numStages = 2, .descriptors = true, .splitK = 3};
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 37, .N = 45, .K = 300, .bias = true,
+                                  .activation = Activation::Gelu, .residual = true,
+                                  .plan = three, .workspace = true});
+  kernels::MatmulPlan four{.blockM = 32, .blockN = 32, .blockK = 32, .numWarps = 4,
+                           .numStages = 2, .descriptors = false, .splitK = 4};
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp16, .out = Dtype::fp32, .M = 40, .N = 36,
+                                  .K = 70, .ldc = 40, .bTransposed = true, .scaleA = true,
+                                  .plan = four, .workspace = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::int8, .out = Dtype::int32, .M = 20, .N = 36,
+                                  .K = 200, .plan = three, .workspace = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 33, .N = 24, .K = 128, .bTransposed = true,
+                                  .activation = Activation::SwiGlu, .scaleB = true,
+                                  .plan = four, .workspace = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.out = Dtype::fp8e4m3, .M = 30, .N = 40, .K = 160,
+                                  .outScale = 0.5f, .amax = true, .plan = three,
+                                  .workspace = true});
+  // The planner: 3 rows of 80 columns on 16 x 64 tiles leave 130 of 132 SMs idle, so with a
+  // workspace K's 16 steps of 256 split 4 ways (each slice keeps 4 steps).
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256)); // read for alignment only
+  kernels::MatmulArgs few{.a = aligned, .b = aligned, .M = 3, .N = 80, .K = 4096};
+  EXPECT_EQ(kernels::planMatmul(3, 80, 4096, 132, {.canSplitK = true}).splitK, 4);
+  EXPECT_EQ(kernels::planMatmul(3, 80, 4096, 132, {}).splitK, 1);
+  // More rows: 128 x 128 tiles, split until the programs fill the SMs; not at 1024^3, whose 16
+  // K steps are too few.
+  kernels::MatmulPlan skinny = kernels::planMatmul(512, 512, 16384, 132, {.canSplitK = true});
+  EXPECT_EQ(skinny.blockM * skinny.blockN * skinny.splitK, 128 * 128 * 8);
+  EXPECT_EQ(kernels::planMatmul(1024, 1024, 1024, 132, {.canSplitK = true}).splitK, 1);
+  EXPECT_EQ(kernels::maxSplitK(1024, 1024, 1024, 132, {.canSplitK = true}), 4);
+  EXPECT_GE(kernels::matmulWorkspaceBytes(few), 4 * 3 * 80 * 4);
+  EXPECT_EQ(kernels::matmulWorkspaceBytes({.a = aligned, .b = aligned, .M = 4096, .N = 4096,
+                                           .K = 4096}),
+            0);
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 3, .N = 80, .K = 4096, .bias = true, .workspace = true});
+}
 
 // Persistent plans (MatmulPlan::persistent): more tiles than programs (one per SM, 132 in the
 // interpreter), so programs walk two tiles in one K loop, the epilogue between; K not a
