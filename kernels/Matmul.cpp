@@ -408,6 +408,10 @@ int64_t matmulWorkspaceBytes(const MatmulArgs &m) {
   return partialBytes(m, maxSplitK(m.M, m.N, m.K, planningSmCount(), matmulTypes(m, true)));
 }
 
+int64_t matmulWorkspaceBytes(const MatmulArgs &m, const MatmulPlan &plan) {
+  return m.M > 0 && m.N > 0 ? partialBytes(m, plan.splitK) : 0;
+}
+
 Specialization matmulSpecialization(const MatmulArgs &m, const MatmulPlan &plan,
                                     const std::string &arch) {
   MatmulCall call = resolve(m, plan.splitK);

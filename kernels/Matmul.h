@@ -73,6 +73,8 @@ void matmul(const MatmulArgs &args, CUstream stream, const MatmulPlan *plan = nu
 // The workspace with which every plan the library may choose for `args` (its shape, dtypes and
 // epilogue; the pointers are not read) can split K; 0 where none would.
 int64_t matmulWorkspaceBytes(const MatmulArgs &args);
+// The workspace that `plan` needs for `args` (0 unless it splits K).
+int64_t matmulWorkspaceBytes(const MatmulArgs &args, const MatmulPlan &plan);
 
 // The kernel, the specialization that a call with `args` on `plan` compiles (for `arch`; ""
 // keeps the default) and the programs it launches, for tools and tests that compile it

@@ -84,10 +84,14 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
   }
   for (MatmulPlan &p : all)
     p = forProducts(p, t);
-  // Split-K variants of the plans whose tiles leave most SMs idle.
+  // Split-K variants of the plans whose tiles leave most SMs idle: of those with the producer
+  // warp group (or, for a few rows, of every one), where the autotuner's winners were at six
+  // skinny shapes on an H200 (docs/perf/matmul-split-k-h200-2026-11-29.txt); fewer candidates
+  // keep the search short.
   if (t.canSplitK)
     for (size_t i = 0, n = all.size(); i < n; ++i)
-      if (int s = splitKFor(all[i], M, N, K, smCount); s > 1) {
+      if (int s = splitKFor(all[i], M, N, K, smCount);
+          s > 1 && (all[i].warpSpecialize || M <= 32)) {
         MatmulPlan split = all[i];
         split.splitK = s;
         all.push_back(split);

@@ -148,9 +148,7 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
   int64_t workspaceBytes = 0;
   if (c.workspace)
     workspaceBytes = std::max(kernels::matmulWorkspaceBytes(args),
-                              c.plan && c.plan->splitK > 1
-                                  ? c.plan->splitK * c.M * columnsB * 4
-                                  : int64_t(0));
+                              c.plan ? kernels::matmulWorkspaceBytes(args, *c.plan) : 0);
   Buffer dworkspace = poisonedBytes<Buffer>(size_t(std::max<int64_t>(workspaceBytes, 4)));
   if (c.workspace) {
     args.workspace = addressOf(dworkspace);

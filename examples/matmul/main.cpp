@@ -227,7 +227,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                                                       : kernels::Dtype::fp16,
                             .out = cType == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
   int64_t workspaceBytes = std::max(kernels::matmulWorkspaceBytes(shape),
-                                    o.splitK > 1 ? o.splitK * o.M * o.N * 4 : int64_t(0));
+                                    kernels::matmulWorkspaceBytes(shape, plan));
   Buffer workspace(size_t(std::max<int64_t>(workspaceBytes, 4)));
   auto launch = [&] {
     int32_t ldb = int32_t(kMajor ? o.K : o.N);
