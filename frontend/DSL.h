@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <source_location>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -272,6 +273,15 @@ Value dot(const Operand &a, const Operand &b, const Operand &acc, Loc loc = Loc:
 Value dot(const Operand &a, const Operand &b, const Operand &acc, const DotOptions &options,
           Loc loc = Loc::current());
 Value dot(const Operand &a, const Operand &b, const DotOptions &options, Loc loc = Loc::current());
+// Triton's tl.dot_scaled: acc + (a x 2^(a_scale - 127)) x (b x 2^(b_scale - 127)) for
+// microscaling operands. Formats: "e2m1" (uint8, two fp4 values a byte along K, the first in
+// the low nibble: a [M, K / 2], b [K / 2, N]), "e4m3", "e5m2", "bf16", "fp16"; scales (none,
+// or e8m0 uint8 blocks: a_scale [M, K / 32], b_scale [N, K / 32]) multiply groups of 32
+// along K. On Hopper, the operands are upcast to bf16 (fp16 when both are) for dot.
+Value dot_scaled(const Operand &a, const std::optional<Value> &a_scale,
+                 const std::string &a_format, const Operand &b,
+                 const std::optional<Value> &b_scale, const std::string &b_format,
+                 const std::optional<Value> &acc = std::nullopt, Loc loc = Loc::current());
 
 // Cache hints of a load or store (Triton's cache_modifier and eviction_policy); they change
 // how the data moves through the caches, never the results. Cache: PTX's cache operators

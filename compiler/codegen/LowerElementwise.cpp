@@ -130,8 +130,13 @@ llvm::Value *castTo(Lowering &l, llvm::Value *x, const ir::Type &from, const ir:
   if (to.isBool())
     return from.isFloat() ? b.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
                           : b.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
-  if (from.isFloat() && to.isFloat())
+  if (from.isFloat() && to.isFloat()) {
+    // fp16 and bf16 have the same width: LLVM's casts take a wider or a narrower type, so the
+    // conversion goes through f32, which holds both exactly.
+    if (x->getType()->getPrimitiveSizeInBits() == ty->getPrimitiveSizeInBits())
+      return b.CreateFPTrunc(b.CreateFPExt(x, b.getFloatTy()), ty);
     return b.CreateFPCast(x, ty);
+  }
   if (from.isFloat())
     return to.isUnsigned() ? b.CreateFPToUI(x, ty) : b.CreateFPToSI(x, ty);
   if (to.isFloat())

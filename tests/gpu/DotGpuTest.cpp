@@ -4,6 +4,7 @@
 // batched dots. Skips, saying so, without a GPU; the interpreter twins run everywhere.
 #include "DotCases.h"
 #include "MatmulLibraryCases.h"
+#include "DotScaledCases.h"
 #include "GpuTestSupport.h"
 
 #include "kernels/Autotuner.h"
@@ -158,6 +159,23 @@ TEST_F(DotGpuTest, WarpGroupMmaOtherTypes) {
                               {.in = ScalarKind::F32, .M = 130, .N = 200, .K = 150, .BM = 64,
                                .BN = 64, .BK = 32, .warps = 4, .stages = 3,
                                .bColumns = bColumns, .arch = "sm_90a"});
+}
+
+// dot_scaled (microscaling operands upcast for dot): every format on either side, scaled and
+// not, on the device's default target and, on Hopper, on wgmma.
+TEST_F(DotGpuTest, DotScaled) {
+  SKIP_WITHOUT_GPU();
+  bool hopper = rt::Context::current().props().arch() == "sm_90";
+  for (std::string a : {"e2m1", "e4m3", "e5m2", "bf16", "fp16"})
+    for (std::string b : {"e2m1", "e4m3", "e5m2", "bf16", "fp16"}) {
+      checkDotScaled<DeviceBuffer>(stream().get(), sync, {.aFormat = a, .bFormat = b});
+      if (hopper)
+        checkDotScaled<DeviceBuffer>(stream().get(), sync,
+                                     {.aFormat = a, .bFormat = b, .M = 64, .N = 64, .K = 128,
+                                      .arch = "sm_90a"});
+    }
+  checkDotScaled<DeviceBuffer>(stream().get(), sync,
+                               {.aFormat = "e4m3", .bFormat = "e2m1", .bScale = false, .K = 32});
 }
 
 // The library's matmul (kernels/Matmul.h) on the planner's plans: 128 x 256 tiles on wgmma with

@@ -2,6 +2,7 @@
 // everywhere. Each kernel is also compiled to PTX, so the layout pass and the lowering see
 // every operand type and shape here too.
 #include "DotCases.h"
+#include "DotScaledCases.h"
 #include "MatmulLibraryCases.h"
 
 #include "interpreter/Interpreter.h"
@@ -63,6 +64,56 @@ TEST_F(DotInterpreterTest, WarpGroupTiles) {
                           {.in = ScalarKind::F16, .M = 64, .N = 64, .K = 64, .BM = 64, .BN = 64,
                            .BK = 64, .warps = 4, .stages = 1, .bColumns = true,
                            .arch = "sm_90a"});
+}
+
+// dot_scaled: every format on either side, with and without scales; each compiled for Hopper
+// (wgmma) on the way and assembled by ptxas, without spills or serialized wgmma.
+TEST_F(DotInterpreterTest, DotScaled) {
+  for (std::string a : {"e2m1", "e4m3", "e5m2", "bf16", "fp16"})
+    for (std::string b : {"e2m1", "e4m3", "e5m2", "bf16", "fp16"})
+      checkDotScaled<HostBuffer>(nullptr, sync,
+                                 {.aFormat = a, .bFormat = b, .arch = "sm_90a", .assemble = true});
+  checkDotScaled<HostBuffer>(nullptr, sync, {.aScale = false, .M = 64, .N = 16, .K = 128});
+  checkDotScaled<HostBuffer>(nullptr, sync,
+                             {.aFormat = "e4m3", .bFormat = "e2m1", .bScale = false, .K = 32});
+}
+
+// Wrong formats, storage types and scale shapes are UserErrors at the call's line.
+TEST_F(DotInterpreterTest, DotScaledRefusesBadOperands) {
+  using namespace dsl;
+  auto refuses = [&](const std::string &needle, auto body) {
+    auto k = kernel("bad_dot_scaled", body, {"c", "a", "s"});
+    try {
+      k.compile({.signature = {"*fp32", "*u8", "*u8"}});
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("DotInterpreterTest.cpp"), std::string::npos)
+          << e.what();
+    }
+  };
+  refuses("a_format must be \"e2m1\", \"e4m3\", \"e5m2\", \"bf16\" or \"fp16\", got \"e3m2\"",
+          +[](Ptr c, Ptr a, Ptr s) {
+            auto x = load(a + arange(0, 32)(_, None) * 16 + arange(0, 16)(None, _));
+            store(c + arange(0, 32), sum(dot_scaled(x, std::nullopt, "e3m2", x, std::nullopt,
+                                                    "e2m1"), 1));
+          });
+  refuses("but b_format \"e4m3\" takes f8e4m3", +[](Ptr c, Ptr a, Ptr s) {
+    auto x = load(a + arange(0, 32)(_, None) * 16 + arange(0, 16)(None, _));
+    store(c + arange(0, 32),
+          sum(dot_scaled(x, std::nullopt, "e2m1", x, std::nullopt, "e4m3"), 1));
+  });
+  refuses("a has 32 elements along K", +[](Ptr c, Ptr a, Ptr s) {
+    auto x = load(a + arange(0, 32)(_, None) * 16 + arange(0, 16)(None, _));
+    auto y = load(a + arange(0, 64)(_, None) * 32 + arange(0, 32)(None, _));
+    store(c + arange(0, 32), sum(dot_scaled(x, std::nullopt, "e2m1", y, std::nullopt, "e2m1"), 1));
+  });
+  refuses("a_scale must be a uint8 block [32, 1] (e8m0)", +[](Ptr c, Ptr a, Ptr s) {
+    auto x = load(a + arange(0, 32)(_, None) * 16 + arange(0, 16)(None, _));
+    auto y = load(a + arange(0, 16)(_, None) * 32 + arange(0, 32)(None, _));
+    auto scale = load(s + arange(0, 32)(_, None) * 2 + arange(0, 2)(None, _));
+    store(c + arange(0, 32), sum(dot_scaled(x, scale, "e2m1", y, std::nullopt, "e2m1"), 1));
+  });
 }
 
 // The library's matmul (kernels/Matmul.h): both layouts of b, the epilogue's bias and
