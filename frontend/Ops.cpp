@@ -899,6 +899,22 @@ TRITIUM_MATH1(log1p, Log1p)
 TRITIUM_MATH1(expm1, Expm1)
 TRITIUM_MATH1(floor, Floor)
 TRITIUM_MATH1(ceil, Ceil)
+TRITIUM_MATH1(tan, Tan)
+TRITIUM_MATH1(asin, Asin)
+TRITIUM_MATH1(acos, Acos)
+TRITIUM_MATH1(atan, Atan)
+TRITIUM_MATH1(sinh, Sinh)
+TRITIUM_MATH1(cosh, Cosh)
+TRITIUM_MATH1(asinh, Asinh)
+TRITIUM_MATH1(acosh, Acosh)
+TRITIUM_MATH1(atanh, Atanh)
+TRITIUM_MATH1(cbrt, Cbrt)
+TRITIUM_MATH1(log10, Log10)
+TRITIUM_MATH1(erfc, Erfc)
+TRITIUM_MATH1(erfinv, Erfinv)
+TRITIUM_MATH1(trunc, Trunc)
+TRITIUM_MATH1(rint, Rint)
+TRITIUM_MATH1(round, Round)
 #undef TRITIUM_MATH1
 Value fma(const Operand &x, const Operand &y, const Operand &z, Loc l) {
   return math(ir::MathFn::Fma, {x, y, z}, SourceLoc(l));
@@ -908,6 +924,18 @@ Value pow(const Operand &x, const Operand &y, Loc l) {
 }
 Value div_rn(const Operand &x, const Operand &y, Loc l) {
   return math(ir::MathFn::DivRn, {x, y}, SourceLoc(l));
+}
+Value atan2(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Atan2, {x, y}, SourceLoc(l));
+}
+Value hypot(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Hypot, {x, y}, SourceLoc(l));
+}
+Value fmod(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Fmod, {x, y}, SourceLoc(l));
+}
+Value copysign(const Operand &x, const Operand &y, Loc l) {
+  return math(ir::MathFn::Copysign, {x, y}, SourceLoc(l));
 }
 Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc l) {
   return minimum(maximum(x, lo, l), hi, l);

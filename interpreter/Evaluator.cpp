@@ -76,6 +76,19 @@ namespace {
 
 int64_t elementBytes(ScalarKind k) { return std::max(1, ir::bitWidth(k) / 8); }
 
+// The inverse of erf on (-1, 1) (C++ has none): bisection on std::erf to the last bit; +-inf
+// at +-1, NaN outside.
+double erfinvOf(double y) {
+  if (!(y > -1 && y < 1))
+    return y == 1 ? INFINITY : y == -1 ? -INFINITY : NAN;
+  double lo = -6, hi = 6; // erf(6) is 1 in double
+  for (int i = 0; i < 80; ++i) {
+    double mid = (lo + hi) / 2;
+    (std::erf(mid) < y ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
 // Two's-complement arithmetic without signed-overflow UB.
 int64_t addWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 int64_t subWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
@@ -551,6 +564,26 @@ private:
       case MathFn::Fma: r = std::fma(x, y, z); break;
       case MathFn::Pow: r = std::pow(x, y); break;
       case MathFn::DivRn: r = x / y; break;
+      case MathFn::Tan: r = std::tan(x); break;
+      case MathFn::Asin: r = std::asin(x); break;
+      case MathFn::Acos: r = std::acos(x); break;
+      case MathFn::Atan: r = std::atan(x); break;
+      case MathFn::Sinh: r = std::sinh(x); break;
+      case MathFn::Cosh: r = std::cosh(x); break;
+      case MathFn::Asinh: r = std::asinh(x); break;
+      case MathFn::Acosh: r = std::acosh(x); break;
+      case MathFn::Atanh: r = std::atanh(x); break;
+      case MathFn::Cbrt: r = std::cbrt(x); break;
+      case MathFn::Log10: r = std::log10(x); break;
+      case MathFn::Erfc: r = std::erfc(x); break;
+      case MathFn::Erfinv: r = erfinvOf(x); break;
+      case MathFn::Trunc: r = std::trunc(x); break;
+      case MathFn::Rint: r = std::nearbyint(x); break;
+      case MathFn::Round: r = std::round(x); break;
+      case MathFn::Atan2: r = std::atan2(x, y); break;
+      case MathFn::Hypot: r = std::hypot(x, y); break;
+      case MathFn::Fmod: r = std::fmod(x, y); break;
+      case MathFn::Copysign: r = std::copysign(x, y); break;
       }
       o[e] = roundTo(k, r);
     }

@@ -55,6 +55,27 @@ llvm::Value *apply(Lowering &l, MathFn fn, const std::vector<llvm::Value *> &x) 
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x[0], x[1], x[2]});
   case MathFn::Pow: return libdevice(l, "__nv_powf", x);
   case MathFn::DivRn: return b.CreateFDiv(x[0], x[1]); // NVPTX's fdiv is div.rn.f32
+  case MathFn::Tan: return libdevice(l, "__nv_tanf", x);
+  case MathFn::Asin: return libdevice(l, "__nv_asinf", x);
+  case MathFn::Acos: return libdevice(l, "__nv_acosf", x);
+  case MathFn::Atan: return libdevice(l, "__nv_atanf", x);
+  case MathFn::Sinh: return libdevice(l, "__nv_sinhf", x);
+  case MathFn::Cosh: return libdevice(l, "__nv_coshf", x);
+  case MathFn::Asinh: return libdevice(l, "__nv_asinhf", x);
+  case MathFn::Acosh: return libdevice(l, "__nv_acoshf", x);
+  case MathFn::Atanh: return libdevice(l, "__nv_atanhf", x);
+  case MathFn::Cbrt: return libdevice(l, "__nv_cbrtf", x);
+  case MathFn::Log10: return libdevice(l, "__nv_log10f", x);
+  case MathFn::Erfc: return libdevice(l, "__nv_erfcf", x);
+  case MathFn::Erfinv: return libdevice(l, "__nv_erfinvf", x);
+  case MathFn::Trunc: return b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x[0]);
+  case MathFn::Rint: return b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x[0]);
+  case MathFn::Round: return libdevice(l, "__nv_roundf", x);
+  case MathFn::Atan2: return libdevice(l, "__nv_atan2f", x);
+  case MathFn::Hypot: return libdevice(l, "__nv_hypotf", x);
+  case MathFn::Fmod: return libdevice(l, "__nv_fmodf", x);
+  case MathFn::Copysign:
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x[0], x[1]);
   }
   internalError("unknown math function");
 }
