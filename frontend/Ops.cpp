@@ -919,24 +919,17 @@ TRITIUM_MATH1(round, Round)
 Value fma(const Operand &x, const Operand &y, const Operand &z, Loc l) {
   return math(ir::MathFn::Fma, {x, y, z}, SourceLoc(l));
 }
-Value pow(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::Pow, {x, y}, SourceLoc(l));
-}
-Value div_rn(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::DivRn, {x, y}, SourceLoc(l));
-}
-Value atan2(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::Atan2, {x, y}, SourceLoc(l));
-}
-Value hypot(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::Hypot, {x, y}, SourceLoc(l));
-}
-Value fmod(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::Fmod, {x, y}, SourceLoc(l));
-}
-Value copysign(const Operand &x, const Operand &y, Loc l) {
-  return math(ir::MathFn::Copysign, {x, y}, SourceLoc(l));
-}
+#define TRITIUM_MATH2(fn, Fn)                                                                      \
+  Value fn(const Operand &x, const Operand &y, Loc l) {                                            \
+    return math(ir::MathFn::Fn, {x, y}, SourceLoc(l));                                             \
+  }
+TRITIUM_MATH2(pow, Pow)
+TRITIUM_MATH2(div_rn, DivRn)
+TRITIUM_MATH2(atan2, Atan2)
+TRITIUM_MATH2(hypot, Hypot)
+TRITIUM_MATH2(fmod, Fmod)
+TRITIUM_MATH2(copysign, Copysign)
+#undef TRITIUM_MATH2
 Value clamp(const Operand &x, const Operand &lo, const Operand &hi, Loc l) {
   return minimum(maximum(x, lo, l), hi, l);
 }

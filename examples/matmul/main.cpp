@@ -219,34 +219,30 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                            .numWarps = o.warps, .numStages = o.stages,
                            .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
                            .splitK = o.splitK};
-  // The library's workspace: what its plans for this shape may split K into, or the given
-  // plan's split.
-  kernels::MatmulArgs shape{.M = o.M, .N = o.N, .K = o.K, .bTransposed = kMajor,
-                            .in = isFp8(o.dtype)       ? kernels::Dtype::fp8e4m3
-                                  : o.dtype == "bf16" ? kernels::Dtype::bf16
-                                                      : kernels::Dtype::fp16,
-                            .out = cType == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
-  int64_t workspaceBytes = std::max(kernels::matmulWorkspaceBytes(shape),
-                                    kernels::matmulWorkspaceBytes(shape, plan));
+  // The library's call, with a workspace for what its plans for this shape may split K into
+  // (or the given plan's split) unless --no-split.
+  auto dtype = [](const std::string &d) {
+    return d == "fp8e4m3" ? kernels::Dtype::fp8e4m3
+           : d == "bf16"  ? kernels::Dtype::bf16
+                          : kernels::Dtype::fp16;
+  };
+  auto address = [](const Buffer &buf) {
+    return reinterpret_cast<void *>(uintptr_t(KernelArg(buf).ptr()));
+  };
+  kernels::MatmulArgs library{.c = address(dc), .a = address(da), .b = address(db), .M = o.M,
+                              .N = o.N, .K = o.K, .bTransposed = kMajor, .in = dtype(o.dtype),
+                              .out = dtype(cType)};
+  int64_t workspaceBytes = std::max(kernels::matmulWorkspaceBytes(library),
+                                    kernels::matmulWorkspaceBytes(library, plan));
   Buffer workspace(size_t(std::max<int64_t>(workspaceBytes, 4)));
+  if (!o.noSplit) {
+    library.workspace = address(workspace);
+    library.workspaceBytes = workspaceBytes;
+  }
   auto launch = [&] {
     int32_t ldb = int32_t(kMajor ? o.K : o.N);
     if (o.library) {
-      auto dtype = [](const std::string &d) {
-        return d == "fp8e4m3" ? kernels::Dtype::fp8e4m3
-               : d == "bf16"  ? kernels::Dtype::bf16
-                              : kernels::Dtype::fp16;
-      };
-      kernels::matmul({.c = reinterpret_cast<void *>(uintptr_t(KernelArg(dc).ptr())),
-                       .a = reinterpret_cast<void *>(uintptr_t(KernelArg(da).ptr())),
-                       .b = reinterpret_cast<void *>(uintptr_t(KernelArg(db).ptr())),
-                       .M = o.M, .N = o.N, .K = o.K, .bTransposed = kMajor,
-                       .in = dtype(o.dtype), .out = dtype(cType),
-                       .workspace = o.noSplit ? nullptr
-                                              : reinterpret_cast<void *>(
-                                                    uintptr_t(KernelArg(workspace).ptr())),
-                       .workspaceBytes = o.noSplit ? 0 : workspaceBytes},
-                      stream, o.userPlan ? &plan : nullptr);
+      kernels::matmul(library, stream, o.userPlan ? &plan : nullptr);
     } else if (o.descriptors)
       k.launch(grid, stream,
                {dc, da, db, int32_t(o.M), int32_t(o.N), int32_t(o.K), int32_t(o.K), ldb,

@@ -41,6 +41,12 @@ Dtype toMatmulDtype(const char *name, int d) {
 
 CUstream toStream(void *s) { return static_cast<CUstream>(s); }
 
+void checkActivation(int activation) {
+  if (activation < 0 || activation > 3)
+    throw std::invalid_argument("activation is " + std::to_string(activation) +
+                                ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
+}
+
 template <typename F> int guarded(F &&f) {
   try {
     f();
@@ -81,9 +87,7 @@ int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, co
                          int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
                          int activation, int precision, void *stream) {
   return guarded([&] {
-    if (activation < 0 || activation > 3)
-      throw std::invalid_argument("activation is " + std::to_string(activation) +
-                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
+    checkActivation(activation);
     if (precision < 0 || precision > 2)
       throw std::invalid_argument("precision is " + std::to_string(precision) +
                                   ", but must be 0 (tf32), 1 (tf32x3) or 2 (ieee)");
@@ -102,32 +106,22 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
                              int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                              int64_t ldc, int64_t ldr, int b_transposed, int activation,
                              void *stream) {
-  return guarded([&] {
-    if (activation < 0 || activation > 3)
-      throw std::invalid_argument("activation is " + std::to_string(activation) +
-                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
-    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
-            .scaleB = scale_b, .alpha = alpha, .outScale = out_scale, .amax = amax, .M = M,
-            .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr,
-            .bTransposed = b_transposed != 0, .activation = Activation(activation),
-            .in = toMatmulDtype("in_dtype", in_dtype),
-            .out = toMatmulDtype("out_dtype", out_dtype)},
-           toStream(stream));
-  });
+  return tritium_matmul_split_k(in_dtype, out_dtype, c, a, b, bias, residual, scale_a, scale_b,
+                                alpha, out_scale, amax, M, N, K, lda, ldb, ldc, ldr,
+                                b_transposed, activation, nullptr, 0, stream);
 }
 
 int64_t tritium_matmul_workspace(int in_dtype, int out_dtype, int64_t M, int64_t N, int64_t K,
                                  int b_transposed, int activation) {
-  try {
-    if (activation < 0 || activation > 3)
-      return 0;
-    return matmulWorkspaceBytes({.M = M, .N = N, .K = K, .bTransposed = b_transposed != 0,
-                                 .activation = Activation(activation),
-                                 .in = toMatmulDtype("in_dtype", in_dtype),
-                                 .out = toMatmulDtype("out_dtype", out_dtype)});
-  } catch (const std::exception &) {
-    return 0;
-  }
+  int64_t bytes = -1;
+  guarded([&] {
+    checkActivation(activation);
+    bytes = matmulWorkspaceBytes({.M = M, .N = N, .K = K, .bTransposed = b_transposed != 0,
+                                  .activation = Activation(activation),
+                                  .in = toMatmulDtype("in_dtype", in_dtype),
+                                  .out = toMatmulDtype("out_dtype", out_dtype)});
+  });
+  return bytes;
 }
 
 int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
@@ -137,9 +131,7 @@ int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, 
                            int64_t ldc, int64_t ldr, int b_transposed, int activation,
                            void *workspace, int64_t workspace_bytes, void *stream) {
   return guarded([&] {
-    if (activation < 0 || activation > 3)
-      throw std::invalid_argument("activation is " + std::to_string(activation) +
-                                  ", but must be 0 (none), 1 (GELU), 2 (SiLU) or 3 (SwiGLU)");
+    checkActivation(activation);
     matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
             .scaleB = scale_b, .alpha = alpha, .outScale = out_scale, .amax = amax, .M = M,
             .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr,

@@ -88,7 +88,7 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
 
 /* The bytes of device memory with which tritium_matmul_split_k's plans may split K (each
  * slice's partial product in fp32, summed by a second kernel in a fixed order); 0 where no plan
- * for this product would. */
+ * for this product would; -1 for a bad dtype or activation (tritium_last_error says which). */
 int64_t tritium_matmul_workspace(int in_dtype, int out_dtype, int64_t M, int64_t N, int64_t K,
                                  int b_transposed, int activation);
 
