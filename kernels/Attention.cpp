@@ -30,14 +30,21 @@ using namespace tritium::dsl;
 // inside exp2. EVEN_KV: seq_kv is a multiple of BN (and not varlen), so no step reads past the
 // keys and only causal or window steps mask their scores. Together they halved the softmax's
 // instructions per score (notes/attention.md, "The softmax's instructions").
+// V_T: V is stored transposed, each head's [D, seq_kv] with the keys contiguous (svs the
+// stride of its rows), so that P V reads each [D, BN] tile under a trans: K-major, as fp8
+// products need it, in place where the other form is transposed through shared memory every
+// step. With KV_DESC its tiles come through a descriptor over all v_rows = batch x kv_heads x
+// D rows.
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, Ptr cu_kv,
                                  Float qk_scale, Float o_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
-                                 Int soh, Int sos, Int kv_rows, Int win_left, Int win_right, int BM,
+                                 Int soh, Int sos, Int kv_rows, Int v_rows, Int win_left,
+                                 Int win_right, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
-                                 int PING_PONG, int SCALE_IN_EXP, int EVEN_KV, int OVERLAP) {
+                                 int PING_PONG, int SCALE_IN_EXP, int EVEN_KV, int OVERLAP,
+                                 int V_T) {
   auto pid_m = program_id(0);
   auto bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
@@ -58,12 +65,18 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
   auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
   std::optional<TensorDescriptor> k_desc, v_desc;
-  Value kv_row0;
+  Value kv_row0, v_row0;
   if (KV_DESC) {
     k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
-    v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+    v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
+                 : make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
     kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
+    v_row0 = (b * (heads / groups) + kvh) * D;
   }
+  // The [BN, D] tile of V from key `start`: as stored, or V^T's [D, BN] tile transposed.
+  auto v_desc_tile = [&](Value start) {
+    return V_T ? trans(v_desc->load({v_row0, start})) : v_desc->load({kv_row0 + start, 0});
+  };
   auto m_i = full({BM}, -INFINITY, float32);
   auto l_i = zeros({BM}, float32);
   auto acc = zeros({BM, D}, float32);
@@ -114,7 +127,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
          range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
       auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
       auto k_tile = k_desc->load({kv_row0 + start, 0});
-      auto v_tile = v_desc->load({kv_row0 + maximum(start - BN, lo), 0});
+      auto v_tile = v_desc_tile(maximum(start - BN, lo));
       auto s = dot(q_tile, trans(k_tile));
       acc = dot(p_prev, v_tile, acc);
       auto [p, alpha, m_new, l_new] = softmax(s, start, start + rn0);
@@ -135,10 +148,11 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       Value k_tile, v_tile;
       if (KV_DESC) {
         k_tile = k_desc->load({kv_row0 + start, 0});
-        v_tile = v_desc->load({kv_row0 + start, 0});
+        v_tile = v_desc_tile(start);
       } else {
         k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
-        v_tile = load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
+        v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), rn(None, _) < seqKV, 0))
+                     : load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
       }
       auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
       acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
@@ -166,9 +180,10 @@ Kernel &attentionForwardKernel() {
                           "seq_q",
                           "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
-                          "sob", "soh", "sos", "kv_rows", "win_left", "win_right", "BM", "BN",
+                          "sob", "soh", "sos", "kv_rows", "v_rows", "win_left", "win_right", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
-                          "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP"});
+                          "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP",
+                          "V_T"});
   return k;
 }
 
@@ -177,7 +192,8 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
   // head_dim 256 need 272 KB of shared memory on sm_90; 64 x 64 on one warp group fit.
   if (headDim > 128 && !warpGroups)
     return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
-  // fp8: 64 keys a step at head_dim 64 too (with 128, ptxas spilled 624 bytes). A producer
+  // fp8 at head_dim 64: 64 keys a step (128 keys gave 60.6 TFLOP/s against 88.9; the scores'
+  // product reads 64 bytes of K a row, too few for wgmma's 128-byte swizzle). A producer
   // warp group for the K/V copies, 2 stages: 380.6 TFLOP/s at 4 x 32 x 4096 on an H200,
   // against 362.7 with 3 (docs/notes/attention.md, "The softmax's instructions").
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
@@ -194,14 +210,25 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
   if (dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
             .warpSpecialize = warpGroups};
+  // fp8 head_dim 128: 128 keys a step, so that P V reads 128 bytes of K a row and runs on
+  // wgmma. On an H200 at 4 x 32 x 4096: 560.2 TFLOP/s with V transposed (AttentionArgs::
+  // vTransposed), 234.6 with V as stored (transposed through shared memory every step),
+  // against 124.8 on 64 keys; the producer warp group lost (510.3), 3 stages gave the same
+  // within noise (564.0) (docs/notes/attention.md, "fp8").
+  if (headDim > 64)
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
-// Whether K and V are dense [batch, kv_heads, seq_kv, head_dim] (no strides given, or the
-// dense ones).
+// Whether K and V are dense: K [batch, kv_heads, seq_kv, head_dim] and V so, or transposed
+// [batch, kv_heads, head_dim, seq_kv] (no strides given, or the dense ones).
 static bool denseKV(const AttentionArgs &a) {
-  int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ;
-  return denseStrides(a.kStrides, h, s, a.headDim) && denseStrides(a.vStrides, h, s, a.headDim);
+  int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
+  const AttentionStrides &v = a.vStrides;
+  bool denseV = a.vTransposed ? (!v.batch && !v.head && !v.seq) ||
+                                    (v.batch == h * d * s && v.head == d * s && v.seq == s)
+                              : denseStrides(v, h, s, d);
+  return denseStrides(a.kStrides, h, s, d) && denseV;
 }
 
 // A sliding window limits the keys on either side (causal attention with a left limit is one).
@@ -226,7 +253,7 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                     "i64",
                                     "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                    "i64", "i64", "i64", "i64", "i64", "i64"},
+                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
                                      tma ? 1 : 0, windowed(a) ? 1 : 0, varlen ? 1 : 0,
@@ -234,7 +261,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                      plan.pingPong && tma ? 1 : 0,
                                      scaleInExp ? 1 : 0,
                                      !varlen && seqKV % plan.blockN == 0 ? 1 : 0,
-                                     plan.overlapSoftmax && tma ? 1 : 0},
+                                     plan.overlapSoftmax && tma ? 1 : 0,
+                                     a.vTransposed ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -260,9 +288,13 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
   bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
+  if (a.vTransposed && varlen)
+    args.fail("vTransposed takes fixed-length batches, not varlen ones (cuSeqlensQ given)");
   AttentionStrides qs = attentionStrides(args, a.qStrides, a.heads, a.seqQ, D, varlen, "q"),
                    ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, D, varlen, "k"),
-                   vs = attentionStrides(args, a.vStrides, kvHeads, seqKV, D, varlen, "v"),
+                   vs = a.vTransposed
+                            ? transposedStrides(args, a.vStrides, kvHeads, seqKV, D, "v")
+                            : attentionStrides(args, a.vStrides, kvHeads, seqKV, D, varlen, "v"),
                    os = attentionStrides(args, a.oStrides, a.heads, a.seqQ, D, varlen, "o");
   KernelArg o = args.pointer("o", a.o), q = args.pointer("q", a.q), k = args.pointer("k", a.k),
             v = args.pointer("v", a.v);
@@ -286,7 +318,7 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      a.batch * kvHeads * seqKV, window.left, window.right};
+      a.batch * kvHeads * seqKV, a.batch * kvHeads * D, window.left, window.right};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   attentionForwardKernel()
       .compile(attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs))

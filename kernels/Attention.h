@@ -55,6 +55,13 @@ struct AttentionArgs {
   // by descaleV), as FlashAttention-3's fp8 forward takes them. P is quantized to e4m3 before
   // it meets V.
   float descaleQ = 1, descaleK = 1, descaleV = 1;
+  // V stored transposed, as Triton's tutorial 06 passes it for fp8: each head's [head_dim,
+  // seq_kv] with the keys contiguous, V's element (b, h, j, d) at b x vStrides.batch +
+  // h x vStrides.head + d x vStrides.seq + j (all 0: dense [batch, kv_heads, head_dim,
+  // seq_kv]). fp8 products read V K-major, which this form gives them in place; V as stored
+  // above is transposed through shared memory at every step. Any dtype; not with varlen
+  // batches. The backward takes V as stored above.
+  bool vTransposed = false;
 };
 
 // How one forward runs: query rows per program, keys per step, warps, pipeline stages.

@@ -21,6 +21,17 @@ AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides 
   return d;
 }
 
+AttentionStrides transposedStrides(const Arguments &args, const AttentionStrides &given,
+                                   int64_t heads, int64_t seq, int64_t headDim, const char *name) {
+  AttentionStrides d = given;
+  if (!d.batch && !d.head && !d.seq)
+    d = AttentionStrides{heads * headDim * seq, headDim * seq, seq};
+  if (d.seq < seq && headDim > 1)
+    args.fail(std::string(name) + " is transposed ([batch, heads, head_dim, seq]): its row "
+              "stride " + std::to_string(d.seq) + " is less than seq " + std::to_string(seq));
+  return d;
+}
+
 bool denseStrides(const AttentionStrides &x, int64_t heads, int64_t seq, int64_t headDim) {
   return (!x.batch && !x.head && !x.seq) ||
          (x.batch == heads * seq * headDim && x.head == seq * headDim && x.seq == headDim);

@@ -16,6 +16,12 @@ AttentionStrides attentionStrides(const Arguments &args, const AttentionStrides 
                                   int64_t heads, int64_t seq, int64_t headDim, bool varlen,
                                   const char *name);
 
+// The strides of a transposed tensor ([batch, heads, head_dim, seq], the keys contiguous):
+// `given`, or where it is all 0 the dense ones; `seq` is the stride of a head_dim row. A row
+// stride below seq is an error naming the tensor.
+AttentionStrides transposedStrides(const Arguments &args, const AttentionStrides &given,
+                                   int64_t heads, int64_t seq, int64_t headDim, const char *name);
+
 // Whether `given` strides are those of a dense [batch, heads, seq, head_dim] tensor (all 0
 // means dense), which a tensor descriptor reads as one [batch x heads x seq, head_dim] matrix.
 bool denseStrides(const AttentionStrides &given, int64_t heads, int64_t seq, int64_t headDim);

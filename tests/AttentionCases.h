@@ -27,6 +27,9 @@ struct AttentionCase {
   bool oLikeQ = false;
   float scale = 0;
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
+  // V stored transposed ([batch, kv_heads, head_dim, seq_kv]); with seqMajor, its rows padded
+  // by 3 elements (strides that keep V off tensor descriptors).
+  bool vTransposed = false;
   // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
   std::vector<int64_t> varlenQ, varlenKV;
   // The forward's plan where not planAttention's; the backward's where not
@@ -60,7 +63,8 @@ struct AttentionCase {
       << (windowLeft >= 0 || windowRight >= 0
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
               : "")
-      << (seqMajor ? " bshd" : " bhsd") << (oLikeQ ? " o-like-q" : "");
+      << (seqMajor ? " bshd" : " bhsd") << (oLikeQ ? " o-like-q" : "")
+      << (vTransposed ? " v-transposed" : "");
     return s.str();
   }
 };
@@ -84,8 +88,22 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
   kernels::AttentionStrides qs = strides(c.heads, c.seqQ), ks = strides(c.kvHeads, c.seqKV);
   auto at = [&](const kernels::AttentionStrides &st, int64_t b, int64_t h, int64_t s,
                 int64_t d) { return size_t(b * st.batch + h * st.head + s * st.seq + d); };
+  // A transposed V: element (b, h, j, d) at b x vs.batch + h x vs.head + d x vs.seq + j.
+  kernels::AttentionStrides vs = ks;
+  std::vector<unsigned char> vRaw = v.raw;
+  if (c.vTransposed) {
+    int64_t row = c.seqKV + (c.seqMajor ? 3 : 0), elem = int64_t(v.raw.size() / v.values.size());
+    vs = {c.kvHeads * D * row, D * row, row};
+    vRaw.assign(size_t(c.batch * vs.batch * elem), 0);
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.kvHeads; ++h)
+        for (int64_t j = 0; j < c.seqKV; ++j)
+          for (int64_t d = 0; d < D; ++d)
+            std::memcpy(&vRaw[size_t((b * vs.batch + h * vs.head + d * vs.seq + j) * elem)],
+                        &v.raw[at(ks, b, h, j, d) * size_t(elem)], size_t(elem));
+  }
   Buffer dq = uploadBytes<Buffer>(q.raw), dk = uploadBytes<Buffer>(k.raw),
-         dv = uploadBytes<Buffer>(v.raw);
+         dv = uploadBytes<Buffer>(vRaw);
   bool fp8 = c.dtype == kernels::Dtype::fp8e4m3;
   ir::ScalarKind outKind = fp8 ? ir::ScalarKind::BF16 : kind; // fp8 operands write bf16
   int bytes = ir::bitWidth(outKind) / 8;
@@ -96,9 +114,10 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
       .o = address(dout), .lse = static_cast<float *>(address(dlse)), .q = address(dq),
       .k = address(dk), .v = address(dv), .batch = c.batch,
       .heads = c.heads, .kvHeads = c.kvHeads, .seqQ = c.seqQ, .seqKV = c.seqKV, .headDim = D,
-      .qStrides = qs, .kStrides = ks, .vStrides = ks, .oStrides = qs, .causal = c.causal,
+      .qStrides = qs, .kStrides = ks, .vStrides = vs, .oStrides = qs, .causal = c.causal,
       .windowLeft = c.windowLeft, .windowRight = c.windowRight, .scale = c.scale,
-      .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
+      .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV,
+      .vTransposed = c.vTransposed};
   kernels::attentionForward(args, stream, c.plan ? &*c.plan : nullptr);
   sync();
   std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));

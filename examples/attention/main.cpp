@@ -17,9 +17,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace tritium;
@@ -29,13 +31,16 @@ namespace {
 // Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
 constexpr int kTimed = 25, kWarmups = 5;
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16] [--causal] [--kv-heads=G] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
                  [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
+  --dtype=fp8e4m3 runs the forward on e4m3 Q, K and V (descales of 1) into a bf16 O;
+  --v-transposed stores V as [Z, H, D, S] (AttentionArgs::vTransposed), as fp8 products
+  read it in place.
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
   FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
@@ -60,6 +65,7 @@ struct Options {
   bool decode = false;
   int64_t page = 0;
   bool backward = false;
+  bool vTransposed = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
   std::optional<kernels::AttentionDecodePlan> decodePlan;     // --decode-plan
@@ -85,6 +91,8 @@ Options parse(int argc, char **argv) {
         throw std::runtime_error("--decode-plan takes BNxWxS, got " + a.substr(14));
       o.decodePlan = kernels::AttentionDecodePlan{.blockN = int(bn), .numWarps = int(w),
                                                   .numStages = int(st)};
+    } else if (a == "--v-transposed") {
+      o.vTransposed = true;
     } else if (a == "--backward") {
       o.backward = true;
     } else if (a.rfind("--plan=", 0) == 0) {
@@ -127,8 +135,13 @@ Options parse(int argc, char **argv) {
       throw std::runtime_error("unknown option " + a + "\n" + kUsage);
     }
   }
-  if (o.dtype != "fp16" && o.dtype != "bf16")
-    throw std::runtime_error("--dtype takes fp16 or bf16, got " + o.dtype);
+  if (o.dtype != "fp16" && o.dtype != "bf16" && o.dtype != "fp8e4m3")
+    throw std::runtime_error("--dtype takes fp16, bf16 or fp8e4m3, got " + o.dtype);
+  if (o.vTransposed && (o.backward || o.decode))
+    throw std::runtime_error("--v-transposed runs the forward only");
+  if (o.dtype == "fp8e4m3" && (o.backward || o.decode))
+    throw std::runtime_error("--dtype=fp8e4m3 runs the forward only (the library's backward "
+                             "and decode take fp16 and bf16)");
   if (!dims.empty() && dims.size() != 4)
     throw std::runtime_error(std::string("give Z H S D, or nothing\n") + kUsage);
   if (dims.size() == 4)
@@ -141,14 +154,23 @@ struct Tensor {
   std::vector<float> values;
 };
 
+bool isFp8(const std::string &dtype) { return dtype == "fp8e4m3"; }
+
 Tensor random(int64_t n, const std::string &dtype, std::mt19937 &rng) {
   Tensor t;
-  t.raw.resize(size_t(n) * 2);
+  int bytes = isFp8(dtype) ? 1 : 2;
+  t.raw.resize(size_t(n) * size_t(bytes));
   t.values.resize(size_t(n));
   std::normal_distribution<float> dist(0.f, 1.f);
   for (int64_t i = 0; i < n; ++i) {
-    kernels::storeElement(dtype, dist(rng), t.raw.data() + i * 2);
-    t.values[size_t(i)] = kernels::loadElement(dtype, t.raw.data() + i * 2);
+    unsigned char *p = t.raw.data() + i * bytes;
+    if (isFp8(dtype)) {
+      *p = ir::toFp8(dist(rng), ir::ScalarKind::F8E4M3);
+      t.values[size_t(i)] = float(ir::fromFp8(*p, ir::ScalarKind::F8E4M3));
+    } else {
+      kernels::storeElement(dtype, dist(rng), p);
+      t.values[size_t(i)] = kernels::loadElement(dtype, p);
+    }
   }
   return t;
 }
@@ -177,21 +199,37 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
   Tensor q = random(o.Z * o.H * o.S * o.D, o.dtype, rng),
          k = random(o.Z * G * o.S * o.D, o.dtype, rng),
          v = random(o.Z * G * o.S * o.D, o.dtype, rng);
-  Buffer dq(q.raw.size()), dk(k.raw.size()), dv(v.raw.size()), dout(q.raw.size());
+  // fp8 operands write a bf16 O.
+  std::string outDtype = isFp8(o.dtype) ? "bf16" : o.dtype;
+  size_t outBytes = size_t(o.Z * o.H * o.S * o.D) * 2;
+  Buffer dq(q.raw.size()), dk(k.raw.size()), dv(v.raw.size()), dout(outBytes);
   dq.upload(q.raw.data(), q.raw.size());
   dk.upload(k.raw.data(), k.raw.size());
-  dv.upload(v.raw.data(), v.raw.size());
+  if (o.vTransposed) { // each head's [S, D] as [D, S]
+    size_t e = v.raw.size() / v.values.size();
+    std::vector<unsigned char> t(v.raw.size());
+    for (int64_t zh = 0; zh < o.Z * G; ++zh)
+      for (int64_t j = 0; j < o.S; ++j)
+        for (int64_t d = 0; d < o.D; ++d)
+          std::memcpy(&t[size_t((zh * o.D + d) * o.S + j) * e],
+                      &v.raw[size_t((zh * o.S + j) * o.D + d) * e], e);
+    dv.upload(t.data(), t.size());
+  } else {
+    dv.upload(v.raw.data(), v.raw.size());
+  }
   dout.fill32(kernels::kPoisonBits);
   auto address = [](const Buffer &b) { return reinterpret_cast<void *>(uintptr_t(b.ptr())); };
   kernels::AttentionArgs args{.o = address(dout), .q = address(dq), .k = address(dk),
                               .v = address(dv), .batch = o.Z, .heads = o.H, .kvHeads = G,
                               .seqQ = o.S, .headDim = o.D, .causal = o.causal,
-                              .dtype = o.dtype == "bf16" ? kernels::Dtype::bf16
-                                                         : kernels::Dtype::fp16};
+                              .dtype = isFp8(o.dtype)    ? kernels::Dtype::fp8e4m3
+                                       : o.dtype == "bf16" ? kernels::Dtype::bf16
+                                                           : kernels::Dtype::fp16,
+                              .vTransposed = o.vTransposed};
   const kernels::AttentionPlan *plan = o.plan ? &*o.plan : nullptr;
   kernels::attentionForward(args, stream, plan);
   sync();
-  std::vector<unsigned char> raw(q.raw.size());
+  std::vector<unsigned char> raw(outBytes);
   dout.download(raw.data(), raw.size());
   // Sampled rows of (batch 0 and the last, head 0 and the last) against double precision.
   int64_t bad = 0, checked = 0;
@@ -218,14 +256,20 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
         for (int64_t j = 0; j < o.S; ++j)
           sum += std::exp(s[size_t(j)] - mx);
         for (int64_t c = 0; c < o.D; ++c) {
-          double want = 0;
-          for (int64_t j = 0; j < o.S; ++j)
-            want += std::exp(s[size_t(j)] - mx) / sum *
-                    v.values[size_t(((z * G + kh) * o.S + j) * o.D + c)];
+          double want = 0, spread = 0;
+          for (int64_t j = 0; j < o.S; ++j) {
+            double p = std::exp(s[size_t(j)] - mx) / sum,
+                   vj = v.values[size_t(((z * G + kh) * o.S + j) * o.D + c)];
+            want += p * vj;
+            // fp8: P is rounded to e4m3 before it meets V (half an ulp, 1/16 of each weight,
+            // and steps of 2^-9 below 2^-6).
+            spread += (p / 16 + 0x1p-10 / sum) * std::fabs(vj);
+          }
           double got = kernels::loadElement(
-              o.dtype, raw.data() + (((z * o.H + h) * o.S + i) * o.D + c) * 2);
+              outDtype, raw.data() + (((z * o.H + h) * o.S + i) * o.D + c) * 2);
+          double bound = 2e-2 * (1 + std::fabs(want)) + (isFp8(o.dtype) ? spread : 0);
           ++checked;
-          if (!(std::fabs(got - want) <= 2e-2 * (1 + std::fabs(want))) && bad++ < 5)
+          if (!(std::fabs(got - want) <= bound) && bad++ < 5)
             std::printf("  O[%lld, %lld, %lld, %lld] = %g, want %g\n", (long long)z, (long long)h,
                         (long long)i, (long long)c, got, want);
         }
@@ -362,8 +406,8 @@ int main(int argc, char **argv) {
       o = gpu ? Options{o.dtype, false, 8, 32, 8192, 128, o.kvHeads ? o.kvHeads : 8, true, o.page}
               : Options{o.dtype, false, 2, 8, 300, 64, o.kvHeads ? o.kvHeads : 2, true, o.page};
     else if (o.Z == 0)
-      o = gpu ? Options{o.dtype, o.causal, 4, 32, 4096, 128, o.kvHeads}
-              : Options{o.dtype, o.causal, 1, 2, 100, 64, o.kvHeads};
+      std::tie(o.Z, o.H, o.S, o.D) = gpu ? std::tuple{4L, 32L, 4096L, 128L}
+                                         : std::tuple{1L, 2L, 100L, 64L};
     auto runAny = [&](auto buffer, CUstream stream, const std::function<void()> &sync,
                       bool time) {
       using Buffer = decltype(buffer);

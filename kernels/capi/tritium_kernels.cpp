@@ -173,6 +173,28 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
   });
 }
 
+int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void *k,
+                                  const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
+                                  int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                                  const int64_t q_strides[3], const int64_t k_strides[3],
+                                  const int64_t v_strides[3], const int64_t o_strides[3],
+                                  int v_transposed, int causal, float scale, float descale_q,
+                                  float descale_k, float descale_v, void *stream) {
+  return guarded([&] {
+    auto strides = [](const int64_t *s) {
+      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
+    };
+    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
+                      .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
+                      .headDim = head_dim, .qStrides = strides(q_strides),
+                      .kStrides = strides(k_strides), .vStrides = strides(v_strides),
+                      .oStrides = strides(o_strides), .causal = causal != 0, .scale = scale,
+                      .dtype = Dtype::fp8e4m3, .descaleQ = descale_q, .descaleK = descale_k,
+                      .descaleV = descale_v, .vTransposed = v_transposed != 0},
+                     toStream(stream));
+  });
+}
+
 int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void *q,
                                      const void *k, const void *v, const int32_t *cu_seqlens_q,
                                      const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,

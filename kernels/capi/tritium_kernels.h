@@ -120,6 +120,20 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
                               const int64_t v_strides[3], const int64_t o_strides[3],
                               int causal, float scale, void *stream);
 
+/* The fp8 e4m3 forward (FlashAttention-3's): q, k and v in e4m3 with per-tensor descales (the
+ * scores scaled by descale_q x descale_k, the output by descale_v), o in bf16; otherwise as
+ * tritium_attention_forward. v_transposed 1: v stored [batch, kv_heads, head_dim, seq_kv], the
+ * keys contiguous (v_strides then {batch, head, head_dim row}), which the products read in
+ * place; v as the others is transposed through shared memory at every step, about 2.4 times
+ * slower (docs/PERF.md). */
+int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void *k,
+                                  const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
+                                  int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                                  const int64_t q_strides[3], const int64_t k_strides[3],
+                                  const int64_t v_strides[3], const int64_t o_strides[3],
+                                  int v_transposed, int causal, float scale, float descale_q,
+                                  float descale_k, float descale_v, void *stream);
+
 /* The forward over dense [batch, heads, seq, head_dim] tensors with a sliding window
  * (FlashAttention's window_size: window_left / window_right keys on either side, -1
  * unbounded; causal makes the right side 0). */

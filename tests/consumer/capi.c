@@ -31,6 +31,13 @@ int main(void) {
   int forwardOk = rc != 0 && strstr(error, "heads (8) must be a multiple of kv_heads (3)") != NULL;
   printf("%s: tritium_attention_forward with 8 heads on 3 returns %d: %s\n",
          forwardOk ? "ok" : "FAILED", rc, error);
+  int64_t shortRows[3] = {8 * 64 * 16, 64 * 16, 15};
+  rc = tritium_attention_forward_fp8(&b, NULL, &b, &b, &b, 1, 8, 8, 16, 16, 64, NULL, NULL,
+                                     shortRows, NULL, 1, 0, 0.f, 1.f, 1.f, 1.f, NULL);
+  error = tritium_last_error();
+  forwardOk = forwardOk && rc != 0 && strstr(error, "row stride 15 is less than seq 16") != NULL;
+  printf("%s: tritium_attention_forward_fp8 with V^T rows of 15 returns %d: %s\n",
+         forwardOk ? "ok" : "FAILED", rc, error);
   rc = tritium_attention_forward_varlen(2, &b, NULL, &b, &b, &b, NULL, NULL, 2, 8, 8, 10, 6,
                                         6, 64, 0, -1, -1, 0.f, NULL);
   error = tritium_last_error();

@@ -129,6 +129,36 @@ TEST_F(AttentionGpuTest, Fp8Forward) {
                                     .descaleV = 2.0f});
 }
 
+// V stored transposed: fp8 on the planner's plan for it and on 128 x 128 tiles with and without
+// the producer warp group (TMA tiles of V^T, read in place under a trans), bf16 with padded
+// rows (pointers), keys that are no multiple of a block (V^T's rows then no multiple of 16
+// bytes: the descriptor's loads fall back to pointers).
+TEST_F(AttentionGpuTest, TransposedValues) {
+  SKIP_WITHOUT_GPU();
+  for (bool ws : {false, true})
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(
+          stream().get(), sync,
+          {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 300,
+           .seqKV = 320, .headDim = 128, .causal = causal, .descaleQ = 0.5f, .descaleK = 1.5f,
+           .descaleV = 2.0f, .vTransposed = true,
+           .plan = kernels::AttentionPlan{.blockM = 128, .blockN = 128, .numWarps = 8,
+                                          .numStages = 2, .warpSpecialize = ws}});
+  for (int64_t d : {64, 128})
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4,
+                                  .kvHeads = 1, .seqQ = 257, .seqKV = 301, .headDim = d,
+                                  .causal = true, .vTransposed = true});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 200, .seqKV = 200,
+                                .headDim = 128, .causal = true, .seqMajor = true,
+                                .vTransposed = true});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.dtype = kernels::Dtype::fp16, .batch = 1, .heads = 2,
+                                .kvHeads = 2, .seqQ = 128, .seqKV = 384, .headDim = 64,
+                                .vTransposed = true});
+}
+
 TEST_F(AttentionGpuTest, Forward) {
   SKIP_WITHOUT_GPU();
   for (kernels::Dtype t : {kernels::Dtype::bf16, kernels::Dtype::fp16})

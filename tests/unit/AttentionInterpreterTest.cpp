@@ -66,6 +66,24 @@ TEST_F(AttentionInterpreterTest, Fp8Forward) {
                               .seqQ = 50, .seqKV = 50, .headDim = 128, .causal = true});
 }
 
+// V stored transposed (each head's [head_dim, seq_kv]): fp8 on the plan that reads its tiles
+// in place, dense (tensor descriptors) and with padded rows (pointers), GQA, causal, keys
+// that are no multiple of a block.
+TEST_F(AttentionInterpreterTest, TransposedValues) {
+  kernels::AttentionPlan wide{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp8e4m3, .heads = 2, .kvHeads = 1,
+                              .seqQ = 70, .seqKV = 150, .headDim = 128, .descaleV = 1.5f,
+                              .vTransposed = true, .plan = wide});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 2, .kvHeads = 2, .seqQ = 90, .seqKV = 90, .causal = true,
+                              .seqMajor = true, .vTransposed = true});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp16, .heads = 1, .kvHeads = 1,
+                              .seqQ = 33, .seqKV = 200, .headDim = 128, .windowLeft = 40,
+                              .vTransposed = true});
+}
+
 // Sliding windows: both sides bounded (later programs start their loop past the first keys),
 // causal with a left bound and more keys than queries, one side only.
 TEST_F(AttentionInterpreterTest, SlidingWindows) {
@@ -236,6 +254,30 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
     ADD_FAILURE() << "no error";
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("window_left"), std::string::npos) << e.what();
+  }
+  a.windowLeft = -1;
+  a.vTransposed = true;
+  a.vStrides = {2 * 64 * 8, 64 * 8, 7};
+  try {
+    kernels::attentionForward(a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("v is transposed ([batch, heads, head_dim, seq]): its "
+                                         "row stride 7 is less than seq 8"),
+              std::string::npos)
+        << e.what();
+  }
+  int32_t cu[2] = {0, 8};
+  a.vStrides = {};
+  a.cuSeqlensQ = a.cuSeqlensKV = cu;
+  a.totalQ = 8;
+  try {
+    kernels::attentionForward(a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("vTransposed takes fixed-length batches"),
+              std::string::npos)
+        << e.what();
   }
 }
 
