@@ -187,15 +187,14 @@ Kernel &attentionForwardKernel() {
   return k;
 }
 
-AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
+AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool vTransposed) {
   // Without wgmma (mma.sync stages both operands of every product), 128 x 64 tiles at
   // head_dim 256 need 272 KB of shared memory on sm_90; 64 x 64 on one warp group fit.
   if (headDim > 128 && !warpGroups)
     return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
-  // fp8 at head_dim 64: 64 keys a step (128 keys gave 60.6 TFLOP/s against 88.9; the scores'
-  // product reads 64 bytes of K a row, too few for wgmma's 128-byte swizzle). A producer
-  // warp group for the K/V copies, 2 stages: 380.6 TFLOP/s at 4 x 32 x 4096 on an H200,
-  // against 362.7 with 3 (docs/notes/attention.md, "The softmax's instructions").
+  // 16-bit head_dim 64: a producer warp group for the K/V copies, 2 stages: 380.6 TFLOP/s at
+  // 4 x 32 x 4096 on an H200, against 362.7 with 3 (docs/notes/attention.md, "The softmax's
+  // instructions").
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
             .warpSpecialize = warpGroups};
@@ -210,13 +209,18 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups) {
   if (dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
             .warpSpecialize = warpGroups};
-  // fp8 head_dim 128: 128 keys a step, so that P V reads 128 bytes of K a row and runs on
-  // wgmma. On an H200 at 4 x 32 x 4096: 560.2 TFLOP/s with V transposed (AttentionArgs::
-  // vTransposed), 234.6 with V as stored (transposed through shared memory every step),
-  // against 124.8 on 64 keys; the producer warp group lost (510.3), 3 stages gave the same
-  // within noise (564.0) (docs/notes/attention.md, "fp8").
+  // fp8 (docs/notes/attention.md, "fp8"; H200, 4 x 32 x 4096, TFLOP/s). Head_dim 128: 128
+  // keys a step, so that P V reads 128 bytes of K a row: 560.2 with V transposed
+  // (AttentionArgs::vTransposed), 234.6 with V as stored (transposed through shared memory
+  // every step), against 124.8 on 64 keys; the producer warp group lost (510.3), 3 stages
+  // gave the same within noise (564.0). Head_dim 64 with V transposed: 128 keys and the
+  // producer, 375.0 (363.4 without it, 278.4 on 64 keys); V as stored keeps 64 keys (128
+  // spilled 748 bytes).
   if (headDim > 64)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
+  if (vTransposed)
+    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
+            .warpSpecialize = warpGroups};
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
@@ -308,7 +312,8 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   bool gpu = !tritium::interpreting();
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
-  AttentionPlan plan = given ? *given : planAttention(D, a.dtype, arch == "sm_90a");
+  AttentionPlan plan =
+      given ? *given : planAttention(D, a.dtype, arch == "sm_90a", a.vTransposed);
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);

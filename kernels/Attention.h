@@ -77,8 +77,9 @@ struct AttentionPlan {
   bool overlapSoftmax = false;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
-// get smaller tiles at head_dim 256.
-AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16, bool warpGroups = true);
+// get smaller tiles at head_dim 256. `vTransposed`: AttentionArgs::vTransposed.
+AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16, bool warpGroups = true,
+                            bool vTransposed = false);
 
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);

@@ -104,6 +104,11 @@ llvm::Value *Lowering::ownsElement(const ir::Value *v, int64_t k, int rootDimOnl
 llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes) {
   auto &b = l.b;
   llvm::Type *ty = offset->getType();
+  if (rowBytes == 32 || rowBytes == 64) { // bits 4 (.. 5) ^= bits 7 (.. 8)
+    llvm::Value *phase = b.CreateAnd(b.CreateLShr(offset, llvm::ConstantInt::get(ty, 7)),
+                                     llvm::ConstantInt::get(ty, rowBytes / 16 - 1));
+    return b.CreateXor(offset, b.CreateShl(phase, llvm::ConstantInt::get(ty, 4)));
+  }
   int shift = 7;
   for (int64_t r = 128; r < rowBytes; r *= 2)
     ++shift; // the row's index for rows of 128 bytes or more

@@ -426,14 +426,16 @@ private:
   // --- wgmma (sm_90a) ----------------------------------------------------------------------------
 
   // A shared-memory matrix descriptor: the start address, the leading and stride byte offsets
-  // (each >> 4) and the swizzle mode (1: SWIZZLE_128B).
+  // (each >> 4) and the swizzle mode of a `span`-byte swizzle (1: SWIZZLE_128B, 2: 64B, 3:
+  // 32B).
   llvm::Value *descriptor(llvm::Value *base, llvm::Value *byteOffset, int64_t leading,
-                          int64_t stride) {
+                          int64_t stride, int64_t span = 128) {
     llvm::Value *p = b_.CreateGEP(b_.getInt8Ty(), base, byteOffset);
     llvm::Value *addr = b_.CreatePtrToInt(p, b_.getInt64Ty());
     llvm::Value *start = b_.CreateAnd(b_.CreateLShr(addr, b_.getInt64(4)), b_.getInt64(0x3FFF));
+    uint64_t mode = span == 128 ? 1 : span == 64 ? 2 : 3;
     uint64_t fixed = (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32) |
-                     (uint64_t(1) << 62);
+                     (mode << 62);
     return b_.CreateOr(start, b_.getInt64(fixed));
   }
 
@@ -558,7 +560,8 @@ private:
 
   // The warp group's product from shared memory: per K step of 32 bytes, per 64-row slice of
   // the warp group and per run of at most 256 columns, one wgmma. a's tile sits K-major in
-  // panels of 128 bytes of columns (leading offset unused, 8-row groups 1024 bytes apart); b's
+  // panels of 128 bytes of columns (leading offset unused, 8-row groups 1024 bytes apart), or
+  // in rows of 64 or 32 bytes swizzled as wide (8-row groups 512 or 256 bytes apart); b's
   // K-major alike, or (16-bit only) N-major, the transposed form, in panels of 64 columns
   // [K][64] one after another (leading offset: a panel, K x 128 bytes; stride: 8 rows of K,
   // 1024 bytes). The accumulator's tile registers are the instruction's in order: 16 x 8 tile
@@ -566,6 +569,7 @@ private:
   void wgmmaProduct() {
     Elements acc = l_.get(op_.operand(2));
     const int64_t kStep = 32 / bytes_; // 32 bytes of K per instruction
+    const int64_t span = dotSwizzleBytes(K_ * bytes_); // of the K-major tiles' swizzle
     std::vector<Tile> ts = tiles();
     std::map<int64_t, std::vector<const Tile *>> slices; // rowKey -> tiles by column
     for (const Tile &t : ts)
@@ -594,9 +598,10 @@ private:
       for (auto &[rowKey, row] : slices) {
         // The slice's first row: this thread's row with the warp's and lane's part cleared.
         llvm::Value *first = b_.CreateAnd(row.front()->rows[0], b_.getInt32(~63));
-        llvm::Value *aOff = b_.CreateAdd(b_.getInt32(int32_t((kb / 128) * M_ * 128 + kb % 128)),
-                                         b_.CreateShl(first, b_.getInt32(7)));
-        llvm::Value *descA = aRegs_ ? nullptr : descriptor(aBase_, aOff, 16, 1024);
+        llvm::Value *aOff =
+            b_.CreateAdd(b_.getInt32(int32_t((kb / span) * M_ * span + kb % span)),
+                         b_.CreateMul(first, b_.getInt32(int32_t(span))));
+        llvm::Value *descA = aRegs_ ? nullptr : descriptor(aBase_, aOff, 16, 8 * span, span);
         std::vector<llvm::Value *> aFragment;
         if (aRegs_)
           aFragment = fragments.at({rowKey, kk});
@@ -604,9 +609,9 @@ private:
           // b N-major ([K][N] in 64-column panels), or K-major ([N][K] as a is [M][K]).
           llvm::Value *descB =
               bKMajor_ ? descriptor(bBase_,
-                                    b_.getInt32(int32_t((kb / 128) * N_ * 128 + c * n * 128 +
-                                                        kb % 128)),
-                                    16, 1024)
+                                    b_.getInt32(int32_t((kb / span) * N_ * span + c * n * span +
+                                                        kb % span)),
+                                    16, 8 * span, span)
                        : descriptor(bBase_,
                                     b_.getInt32(int32_t((c * n * 2 / 128) * K_ * 128 + kk * 128)),
                                     K_ * 128, 1024);

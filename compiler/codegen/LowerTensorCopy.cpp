@@ -139,8 +139,9 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
         b.CreateMul(stage, b.getInt32(int32_t(load->intAttr("stage_bytes")))));
     llvm::Value *map = l.tensorMaps.at(size_t(load->intAttr("tensor_map")));
     // A swizzled tile is copied a panel of 128 bytes of columns at a time, each panel
-    // [rows][128 bytes] after the other (dotTileOffset).
-    int64_t panelCols = load->hasAttr("swizzle") ? 128 / bytes : cols;
+    // [rows][128 bytes] after the other (dotTileOffset); rows of 64 or 32 bytes at once.
+    int64_t panelCols =
+        load->hasAttr("swizzle") ? std::min<int64_t>(128, cols * bytes) / bytes : cols;
     for (int64_t p = 0; p < cols / panelCols; ++p) {
       Copy c;
       c.dst = sharedAddress(l, b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))));

@@ -143,9 +143,10 @@ struct Lowering {
 };
 
 // The swizzled byte offset of a tile's element in shared memory (FeedDotsFromRings.cpp): the
-// 16-byte chunk's index XORed with the row's index modulo 8 for rows of 128 bytes or more,
-// with the 128-byte line's index for shorter rows (TMA's SWIZZLE_128B for rows of 128 bytes).
-// `offset` (i32 or i64) counts bytes from the tile's start; rowBytes is a power of two.
+// 16-byte chunk's index XORed with the row's index modulo 8 for rows of 128 bytes or more
+// (TMA's SWIZZLE_128B for rows of 128 bytes), and for rows of 64 or 32 bytes with bits 7-8 or
+// bit 7 of the offset (SWIZZLE_64B, SWIZZLE_32B: dotSwizzleBytes). `offset` (i32 or i64)
+// counts bytes from the tile's start; rowBytes is a power of two.
 llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes);
 
 // The byte offset (i32) of element (row, col) of a 16-bit dot operand's tile [rows][cols] in

@@ -8,9 +8,10 @@
 // bf16 or fp16 (either major order of b), fp8 e4m3 / e5m2 in any pair, 8-bit integers (signed
 // or unsigned, i32 accumulators) or fp32 as tf32, all into 32-bit accumulators. Every
 // instruction reads 32 bytes of K per row (k16 for 16-bit types, k32 for 8-bit, k8 for tf32),
-// so the shared-memory geometry is the same in bytes for all of them: whole 128-byte rows of
-// both operands in SWIZZLE_128B panels (K * bytes a multiple of 128; N a multiple of 64, at
-// most 256 per instruction) and M a multiple of 16 rows per warp (every warp group owns whole
+// so the shared-memory geometry is the same in bytes for all of them: K-major rows in
+// SWIZZLE_128B panels of 128 bytes, or whole rows of 64 or 32 bytes in SWIZZLE_64B and
+// SWIZZLE_32B (K * bytes 32, 64 or a multiple of 128: dotSwizzleBytes); N-major b in 128-byte
+// panels (N a multiple of 64, at most 256 per instruction) and M a multiple of 16 rows per warp (every warp group owns whole
 // 64-row slices). Types other than 16-bit read b K-major only (the hardware transposes 16-bit
 // tiles alone): b is then trans() of an [N, K] tile read in place, or staged transposed.
 // tf32 on wgmma truncates fp32's low 13 mantissa bits where mma.sync's path rounds them
@@ -45,8 +46,8 @@ static bool dotFitsWarpGroups(const ir::Op &dot, int numWarps) {
     return false;
   int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   int64_t bytes = ir::byteWidth(a.kind());
-  return numWarps % 4 == 0 && M % (16 * int64_t(numWarps)) == 0 && K * bytes % 128 == 0 &&
-         N % 64 == 0 && N <= 256;
+  return numWarps % 4 == 0 && M % (16 * int64_t(numWarps)) == 0 &&
+         dotSwizzleBytes(K * bytes) >= 32 && N % 64 == 0 && N <= 256;
 }
 
 bool dotStagesSwizzled(const ir::Op &dot) {

@@ -10,8 +10,9 @@
 // argument specialized as divisible by 16). TMA writes the tile where the ring's readers look
 // for it:
 //   - a tile read in registers: the box is the tile, row-major, unswizzled;
-//   - a tile a dot reads in place ({swizzle = 128}): boxes of 128 bytes of columns with
-//     SWIZZLE_128B, one per panel (codegen dotTileOffset); a wgmma's a ({permute_rows}) is
+//   - a tile a dot reads in place ({swizzle}): boxes of 128 bytes of columns with
+//     SWIZZLE_128B, one per panel (codegen dotTileOffset), or rows of 64 or 32 bytes with
+//     SWIZZLE_64B or SWIZZLE_32B; a wgmma's a ({permute_rows}) is
 //     described as four dimensions, the rows split as (8 rows 2 apart, 2 rows 1 apart, groups
 //     of 16), so that TMA places row 2j + h of each 16 at row j + 8h. That takes the tensor's
 //     row count and the tile's row offset as multiples of 16.
@@ -109,10 +110,11 @@ std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::O
     r.box = {cols, rows};
     return r;
   }
-  int64_t panel = 128 / bytes; // columns of one 128-byte box
-  if (cols * bytes % 128 != 0)
+  int64_t span = dotSwizzleBytes(cols * bytes); // 128-byte panels, or one of 64 or 32 bytes
+  if (span == 0)
     return std::nullopt;
-  r.swizzle = 128;
+  int64_t panel = span / bytes; // columns of one box
+  r.swizzle = span;
   if (!load.hasAttr("permute_rows")) {
     r.dims = {width->term, height->term};
     r.strides = {rowBytes};

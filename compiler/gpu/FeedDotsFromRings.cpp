@@ -4,7 +4,8 @@
 // straight from the ring's stage buffer, instead of from registers staged into shared memory
 // again. Such a load gets {swizzle = 128}: its tile sits in the buffer row-major with each
 // 16-byte chunk's index XORed with bits 7-9 of its offset (the layout TMA calls SWIZZLE_128B),
-// so that the eight row addresses of an ldmatrix hit eight different bank groups. A load
+// so that the eight row addresses of an ldmatrix hit eight different bank groups; a tile of
+// 64- or 32-byte rows gets {swizzle = 64} or {swizzle = 32}, TMA's SWIZZLE_64B and _32B. A load
 // whose users all read it so (dots) also gets {dot_only = 1}: no thread reads it into registers. The
 // dot records which operands it takes from rings: {ring_a = 1}, {ring_b = 1}. b may also be
 // trans() of a [N, K] tile, as nn.Linear's weights are stored: the dot then reads that tile
@@ -71,7 +72,10 @@ void feedDotsFromRings(ir::Function &fn) {
       bool permute = wgmma && i == 0;
       if (load->hasAttr("swizzle") && load->hasAttr("permute_rows") != permute)
         continue;
-      load->setAttr("swizzle", int64_t(128));
+      // (The span: 128 for rows of 128 bytes or more, else the row's 64 or 32 bytes.)
+      int64_t rowBytes = tile->type().shape()[1] * ir::byteWidth(tile->type().kind());
+      int64_t span = dotSwizzleBytes(rowBytes);
+      load->setAttr("swizzle", span ? span : int64_t(128));
       if (permute)
         load->setAttr("permute_rows", int64_t(1));
       if (wgmma) // wgmma reads through the async proxy: the copies need a proxy fence

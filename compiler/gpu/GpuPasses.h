@@ -32,6 +32,13 @@ ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
 // (codegen dotTileOffset). Otherwise they are staged padded (dotStagedRow).
 bool dotStagesSwizzled(const ir::Op &dot);
 
+// The swizzle span of a swizzled tile whose rows hold `rowBytes` (its contiguous dimension):
+// 128 for whole 128-byte panels, 64 or 32 for rows that short (TMA's SWIZZLE_64B and
+// SWIZZLE_32B, wgmma's 64- and 32-byte layouts), 0 for any other.
+inline int64_t dotSwizzleBytes(int64_t rowBytes) {
+  return rowBytes > 0 && rowBytes % 128 == 0 ? 128 : rowBytes == 64 || rowBytes == 32 ? rowBytes : 0;
+}
+
 // Where dot stages its operands in shared memory (LowerDot.cpp): a as [batch][M][K + pad], b
 // transposed as [batch][N][K + pad], each row padded by 16 bytes so that the fragment loads of
 // eight rows hit 32 different banks. Elements of one row of the staged operand, pad included.

@@ -107,6 +107,17 @@ TEST_F(DotGpuTest, WarpGroupMma) {
   checkMatmul<DeviceBuffer>(stream().get(), sync,
                             {.in = ScalarKind::BF16, .M = 64, .N = 64, .K = 64, .BM = 64,
                              .BN = 64, .BK = 64, .warps = 4, .stages = 1, .arch = "sm_90a"});
+  // K tiles of 32 and 16 (rows of 64 and 32 bytes, swizzled as wide), b either way round.
+  for (bool bColumns : {false, true}) {
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = ScalarKind::BF16, .M = 200, .N = 264, .K = 333, .BM = 128,
+                               .BN = 128, .BK = 32, .warps = 8, .stages = 3,
+                               .bColumns = bColumns, .arch = "sm_90a"});
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = ScalarKind::F16, .out = ScalarKind::F16, .M = 130,
+                               .N = 128, .K = 300, .BM = 64, .BN = 128, .BK = 16, .warps = 4,
+                               .stages = 4, .bColumns = bColumns, .arch = "sm_90a"});
+  }
   // b stored [N, K] and read K-major from its ring, the group in flight across a long loop.
   checkMatmul<DeviceBuffer>(stream().get(), sync,
                             {.in = ScalarKind::BF16, .M = 333, .N = 520, .K = 1000, .BM = 128,
@@ -158,6 +169,20 @@ TEST_F(DotGpuTest, WarpGroupMmaOtherTypes) {
     checkMatmul<DeviceBuffer>(stream().get(), sync,
                               {.in = ScalarKind::F32, .M = 130, .N = 200, .K = 150, .BM = 64,
                                .BN = 64, .BK = 32, .warps = 4, .stages = 3,
+                               .bColumns = bColumns, .arch = "sm_90a"});
+  // Rows of 64 and 32 bytes (SWIZZLE_64B, SWIZZLE_32B): fp8 K tiles of 64 and 32, tf32 of 16.
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F8E4M3, .out = ScalarKind::BF16, .M = 200,
+                             .N = 256, .K = 500, .BM = 128, .BN = 128, .BK = 64, .warps = 8,
+                             .stages = 3, .bColumns = true, .ptxVersion = 84, .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F8E5M2, .M = 100, .N = 128, .K = 200, .BM = 64,
+                             .BN = 64, .BK = 32, .warps = 4, .stages = 3, .ptxVersion = 84,
+                             .arch = "sm_90a"});
+  for (bool bColumns : {true, false})
+    checkMatmul<DeviceBuffer>(stream().get(), sync,
+                              {.in = ScalarKind::F32, .M = 96, .N = 192, .K = 100, .BM = 64,
+                               .BN = 64, .BK = 16, .warps = 4, .stages = 3,
                                .bColumns = bColumns, .arch = "sm_90a"});
 }
 

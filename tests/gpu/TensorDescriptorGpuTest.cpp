@@ -48,6 +48,18 @@ TEST_F(TensorDescriptorGpuTest, MatmulTilesAreTmaCopies) {
        .bColumns = true, .arch = "sm_90a"})));
 }
 
+// K tiles of 32 and 16 (rows of 64 and 32 bytes): TMA's SWIZZLE_64B and SWIZZLE_32B boxes,
+// read by wgmma through descriptors of the same swizzle; edges masked, b either way round.
+TEST_F(TensorDescriptorGpuTest, ShortRowTilesAreTmaCopies) {
+  SKIP_WITHOUT_HOPPER();
+  for (int bk : {32, 16})
+    for (bool bColumns : {false, true})
+      EXPECT_TRUE(usesTma(checkDescriptorMatmul<DeviceBuffer>(
+          stream().get(), sync,
+          {.M = 208, .N = 320, .K = 300 + 4, .BM = 128, .BN = 128, .BK = bk, .warps = 4,
+           .stages = 4, .bColumns = bColumns, .arch = "sm_90a"})));
+}
+
 TEST_F(TensorDescriptorGpuTest, MatmulFallsBackWhereTmaCannot) {
   SKIP_WITHOUT_GPU();
   std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";

@@ -110,10 +110,10 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
   }
   // fp8 with V stored transposed (as Triton's tutorial 06 passes it): the P V product reads
   // V's [D, 128] tile in place under a trans, K-major, on wgmma; V is not transposed through
-  // shared memory, and its tiles are TMA copies too. P is staged: wgmma's 8-bit register
-  // fragments hold other columns than the accumulator's. (At head_dim 64 the scores' product
-  // reads 64 bytes of K a row, which the 128-byte swizzle of wgmma's tiles does not take.)
-  for (int64_t D : {128})
+  // shared memory, and its tiles are TMA copies too (at head_dim 64, Q's and K's rows of 64
+  // bytes with SWIZZLE_64B). P is staged: wgmma's 8-bit register fragments hold other columns
+  // than the accumulator's.
+  for (int64_t D : {64, 128})
     for (bool ws : {false, true}) {
       SCOPED_TRACE("fp8 V^T head_dim " + std::to_string(D) + (ws ? " producer" : ""));
       kernels::AttentionPlan plan{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,

@@ -123,11 +123,9 @@ TEST_F(DotPtxTest, EightAndThirtyTwoBitOperandsRunOnWarpGroups) {
 }
 
 TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
-  // K tiles of 32 (half a swizzle panel), fp32 accumulation in fp16, and sm_90 (no wgmma).
+  // fp32 accumulation in fp16, and sm_90 (no wgmma).
   for (const MatmulCase &c :
-       {MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 128, .BK = 32, .warps = 8,
-                   .stages = 3, .arch = "sm_90a"},
-        MatmulCase{.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
+       {MatmulCase{.in = ScalarKind::F16, .acc = ScalarKind::F16, .out = ScalarKind::F16,
                    .BM = 64, .BN = 64, .BK = 64, .warps = 4, .stages = 2, .arch = "sm_90a"},
         MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 256, .BK = 64, .warps = 8,
                    .stages = 3, .arch = "sm_90"}}) {
@@ -135,6 +133,32 @@ TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
     Artifacts a = compileCase(c);
     EXPECT_EQ(a.ptx.find("wgmma"), std::string::npos);
     EXPECT_NE(a.ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  }
+}
+
+// K tiles whose rows are 64 or 32 bytes (16-bit K of 32 and 16, fp8 K of 64 and 32, tf32 K of
+// 16) run on wgmma from rings swizzled as wide (SWIZZLE_64B, SWIZZLE_32B).
+TEST_F(DotPtxTest, ShortKTilesRunOnWarpGroups) {
+  for (const MatmulCase &c :
+       {MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 128, .BK = 32, .warps = 8,
+                   .stages = 3, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F16, .BM = 64, .BN = 128, .BK = 16, .warps = 4,
+                   .stages = 4, .bColumns = true, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F8E4M3, .BM = 64, .BN = 128, .BK = 64, .warps = 4,
+                   .stages = 3, .bColumns = true, .ptxVersion = 84, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F8E4M3, .BM = 64, .BN = 64, .BK = 32, .warps = 4,
+                   .stages = 3, .ptxVersion = 84, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 16, .warps = 4, .stages = 3,
+                   .bColumns = true, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 16, .warps = 4, .stages = 3,
+                   .arch = "sm_90a"}}) {
+    SCOPED_TRACE(c.str());
+    Artifacts a = compileCase(c);
+    EXPECT_NE(a.ptx.find("wgmma.mma_async"), std::string::npos);
+    EXPECT_EQ(a.ptx.find("mma.sync"), std::string::npos);
+    int64_t span = int64_t(c.BK) * std::max(1, ir::bitWidth(c.in) / 8);
+    EXPECT_NE(a.gir.find("swizzle = " + std::to_string(span)), std::string::npos) << a.gir;
+    expectAssembles(a, "sm_90a");
   }
 }
 

@@ -23,10 +23,10 @@ class TensorDescriptorPtxTest : public tritium::testing::CompilerTest {};
 // The matmul specialized as a launch with aligned pointers finds it: every pointer 16-byte
 // aligned, the integers given as `divisible` says.
 Artifacts compileMatmul(const std::string &arch, bool divisible, int bColumns = 0,
-                        int BM = 128, int BN = 256, int warps = 8, int stages = 4) {
+                        int BM = 128, int BN = 256, int warps = 8, int stages = 4, int BK = 64) {
   std::string i = divisible ? "i32:16" : "i32";
   Specialization spec{.signature = {"*bf16:16", "*bf16:16", "*bf16:16", i, i, i, i, i, i},
-                      .constexprs = {BM, BN, 64, stages, bColumns},
+                      .constexprs = {BM, BN, BK, stages, bColumns},
                       .numWarps = warps,
                       .arch = arch};
   return descriptorMatmulKernelOf().compileTo(spec, Stage::PTX);
@@ -54,6 +54,35 @@ TEST_F(TensorDescriptorPtxTest, HopperTilesAreTmaCopies) {
   EXPECT_EQ(a.ptx.find("cp.async.cg"), std::string::npos) << "no tile left to cp.async";
   EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u);
   expectAssembles(a, "sm_90a");
+}
+
+// K tiles of 32 and 16 bf16 (rows of 64 and 32 bytes): TMA boxes of whole rows with
+// SWIZZLE_64B and SWIZZLE_32B, read by wgmma through descriptors of the same swizzle (mode 2
+// or 3 in bits 62-63; 8-row groups 512 or 256 bytes apart); b [K, N] keeps its 128-byte
+// panels, b as trans() of [N, K] tiles has short rows too.
+TEST_F(TensorDescriptorPtxTest, ShortRowTilesAreTmaCopiesWithNarrowSwizzles) {
+  for (int BK : {32, 16})
+    for (int bColumns : {0, 1}) {
+      SCOPED_TRACE("BK " + std::to_string(BK) + (bColumns ? " b^T" : ""));
+      Artifacts a = compileMatmul("sm_90a", true, bColumns, 128, 128, 4, 4, BK);
+      std::string span = std::to_string(BK * 2);
+      EXPECT_NE(a.tensorMaps.find("box=" + std::to_string(BK) + ",8,2,8 swizzle=" + span),
+                std::string::npos)
+          << a.tensorMaps;
+      EXPECT_NE(a.tensorMaps.find(bColumns ? "box=" + std::to_string(BK) + ",128 swizzle=" + span
+                                           : "box=64," + std::to_string(BK) + " swizzle=128"),
+                std::string::npos)
+          << a.tensorMaps;
+      EXPECT_EQ(a.ptx.find("cp.async.cg"), std::string::npos) << "no tile left to cp.async";
+      EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+                size_t(BK / 16) * 2);
+      // a's descriptor: the swizzle mode and the 8-row stride (>> 4) in its upper word.
+      uint64_t mode = BK == 32 ? 2 : 3, stride = 8 * uint64_t(BK) * 2 / 16;
+      // (PTX prints the 64-bit constant signed.)
+      std::string fixed = std::to_string(int64_t((mode << 62) | (stride << 32) | (1ull << 16)));
+      EXPECT_NE(a.ptx.find(fixed), std::string::npos) << fixed << "\n" << a.ptx;
+      expectAssembles(a, "sm_90a");
+    }
 }
 
 // The elements' addresses and masks of a tile that TMA copies are not lowered at all (LLVM
