@@ -105,8 +105,8 @@ public:
     wgmma_ = op.hasAttr("wgmma");
     swizzled_ = dotStagesSwizzled(op);
     // wgmma reads 8- and 32-bit b K-major only: from the ring tile under a trans, or staged
-    // transposed.
-    bKMajor_ = op.hasAttr("b_k_major") || (wgmma_ && bytes_ != 2);
+    // transposed; so is a 16-bit b of fewer columns than a 64-column panel (a trans()).
+    bKMajor_ = op.hasAttr("b_k_major") || (wgmma_ && (bytes_ != 2 || N_ % 64 != 0));
     aRegs_ = op.hasAttr("a_regs"); // a's fragments are in registers (KeepDotOperandsInRegisters)
     for (int i = aRegs_ ? 1 : 0; i < 2; ++i) {
       const char *staging = i == 0 ? "smem_offset" : "smem_b";

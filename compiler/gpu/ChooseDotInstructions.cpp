@@ -11,7 +11,8 @@
 // so the shared-memory geometry is the same in bytes for all of them: K-major rows in
 // SWIZZLE_128B panels of 128 bytes, or whole rows of 64 or 32 bytes in SWIZZLE_64B and
 // SWIZZLE_32B (K * bytes 32, 64 or a multiple of 128: dotSwizzleBytes); N-major b in 128-byte
-// panels (N a multiple of 64, at most 256 per instruction) and M a multiple of 16 rows per warp (every warp group owns whole
+// panels (N a multiple of 64), K-major b of any multiple of 16 columns (at most 256 per
+// instruction) and M a multiple of 16 rows per warp (every warp group owns whole
 // 64-row slices). Types other than 16-bit read b K-major only (the hardware transposes 16-bit
 // tiles alone): b is then trans() of an [N, K] tile read in place, or staged transposed.
 // tf32 on wgmma truncates fp32's low 13 mantissa bits where mma.sync's path rounds them
@@ -46,8 +47,12 @@ static bool dotFitsWarpGroups(const ir::Op &dot, int numWarps) {
     return false;
   int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   int64_t bytes = ir::byteWidth(a.kind());
+  // b K-major (8- and 32-bit types, or trans() of a 16-bit [N, K] tile): its rows are N, any
+  // multiple of 16; N-major 16-bit b sits in panels of 64 columns.
+  const ir::Op *bDef = dot.operand(1)->definingOp();
+  bool bKMajor = bytes != 2 || (bDef && bDef->kind() == ir::OpKind::Trans);
   return numWarps % 4 == 0 && M % (16 * int64_t(numWarps)) == 0 &&
-         dotSwizzleBytes(K * bytes) >= 32 && N % 64 == 0 && N <= 256;
+         dotSwizzleBytes(K * bytes) >= 32 && N % (bKMajor ? 16 : 64) == 0 && N <= 256;
 }
 
 bool dotStagesSwizzled(const ir::Op &dot) {

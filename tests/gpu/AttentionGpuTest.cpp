@@ -77,6 +77,16 @@ TEST_F(AttentionGpuTest, Backward) {
                                             .seqKV = 333, .headDim = d, .causal = causal,
                                             .oLikeQ = true, .backwardPlan = plan});
     }
+  // Steps of 32 rows at head_dim 256 (wgmma with n32 scores and k32 products: P^T from
+  // registers, dO's rows of 64 bytes).
+  for (bool causal : {false, true})
+    checkAttentionBackward<DeviceBuffer>(
+        stream().get(), sync,
+        {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 200, .seqKV = 231, .headDim = 256,
+         .causal = causal, .oLikeQ = true,
+         .backwardPlan = kernels::AttentionBackwardPlan{.ownRows = 64, .stepRows = 32,
+                                                        .numWarps = 4, .numStages = 2,
+                                                        .splitDkDv = true}});
 }
 
 // Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim.

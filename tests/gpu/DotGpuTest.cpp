@@ -118,6 +118,15 @@ TEST_F(DotGpuTest, WarpGroupMma) {
                                .N = 128, .K = 300, .BM = 64, .BN = 128, .BK = 16, .warps = 4,
                                .stages = 4, .bColumns = bColumns, .arch = "sm_90a"});
   }
+  // b K-major of 32 and 16 columns (wgmma's n32 and n16), edges masked.
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::BF16, .M = 300, .N = 90, .K = 500, .BM = 128,
+                             .BN = 32, .BK = 64, .warps = 8, .stages = 3, .bColumns = true,
+                             .arch = "sm_90a"});
+  checkMatmul<DeviceBuffer>(stream().get(), sync,
+                            {.in = ScalarKind::F8E4M3, .M = 100, .N = 40, .K = 300, .BM = 64,
+                             .BN = 16, .BK = 128, .warps = 4, .stages = 3, .bColumns = true,
+                             .ptxVersion = 84, .arch = "sm_90a"});
   // b stored [N, K] and read K-major from its ring, the group in flight across a long loop.
   checkMatmul<DeviceBuffer>(stream().get(), sync,
                             {.in = ScalarKind::BF16, .M = 333, .N = 520, .K = 1000, .BM = 128,

@@ -137,7 +137,8 @@ TEST_F(DotPtxTest, OtherShapesAndTargetsKeepMmaSync) {
 }
 
 // K tiles whose rows are 64 or 32 bytes (16-bit K of 32 and 16, fp8 K of 64 and 32, tf32 K of
-// 16) run on wgmma from rings swizzled as wide (SWIZZLE_64B, SWIZZLE_32B).
+// 16) run on wgmma from rings swizzled as wide (SWIZZLE_64B, SWIZZLE_32B), as do K-major b
+// tiles of fewer than 64 columns.
 TEST_F(DotPtxTest, ShortKTilesRunOnWarpGroups) {
   for (const MatmulCase &c :
        {MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 128, .BK = 32, .warps = 8,
@@ -151,12 +152,17 @@ TEST_F(DotPtxTest, ShortKTilesRunOnWarpGroups) {
         MatmulCase{.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 16, .warps = 4, .stages = 3,
                    .bColumns = true, .arch = "sm_90a"},
         MatmulCase{.in = ScalarKind::F32, .BM = 64, .BN = 64, .BK = 16, .warps = 4, .stages = 3,
-                   .arch = "sm_90a"}}) {
+                   .arch = "sm_90a"},
+        // b K-major (trans() of [N, K] tiles) of 32 and 16 columns: N need not fill a panel.
+        MatmulCase{.in = ScalarKind::BF16, .BM = 128, .BN = 32, .BK = 64, .warps = 8,
+                   .stages = 3, .bColumns = true, .arch = "sm_90a"},
+        MatmulCase{.in = ScalarKind::F8E4M3, .BM = 64, .BN = 16, .BK = 128, .warps = 4,
+                   .stages = 3, .bColumns = true, .ptxVersion = 84, .arch = "sm_90a"}}) {
     SCOPED_TRACE(c.str());
     Artifacts a = compileCase(c);
     EXPECT_NE(a.ptx.find("wgmma.mma_async"), std::string::npos);
     EXPECT_EQ(a.ptx.find("mma.sync"), std::string::npos);
-    int64_t span = int64_t(c.BK) * std::max(1, ir::bitWidth(c.in) / 8);
+    int64_t span = std::min<int64_t>(128, int64_t(c.BK) * std::max(1, ir::bitWidth(c.in) / 8));
     EXPECT_NE(a.gir.find("swizzle = " + std::to_string(span)), std::string::npos) << a.gir;
     expectAssembles(a, "sm_90a");
   }
