@@ -267,6 +267,10 @@ Value histogram(const Operand &x, int64_t num_bins, const Operand &mask, Loc loc
 struct DotOptions {
   std::string input_precision = "tf32"; // fp32 operands: "tf32", "tf32x3" or "ieee"
   std::string out_dtype = "";           // without acc: "fp32" (the default), "fp16", "i32"
+  // fp8 operands on Hopper's wgmma, which sums products with fewer bits than fp32: 0 sums the
+  // whole product so (fast, Triton's default); N (a multiple of 32, at most K) adds the partial
+  // sum into the fp32 accumulator every N elements of K.
+  int64_t max_num_imprecise_acc = 0;
 };
 Value dot(const Operand &a, const Operand &b, Loc loc = Loc::current());
 Value dot(const Operand &a, const Operand &b, const Operand &acc, Loc loc = Loc::current());

@@ -57,6 +57,8 @@ Value makeDot(const Operand &a, const Operand &b, const Operand *acc, const DotO
   }
   // Checked before the zeros are made, so that a shape error names the operands.
   std::string why = ir::dotTypeError(ta, y->type(), accType, precision);
+  if (why.empty() && o.max_num_imprecise_acc != 0)
+    why = ir::impreciseAccumulationError(ta, o.max_num_imprecise_acc);
   if (!why.empty())
     userError(why, loc);
   if (!c)
@@ -64,6 +66,8 @@ Value makeDot(const Operand &a, const Operand &b, const Operand *acc, const DotO
   ir::Op *op = builder.create(OpKind::Dot, {x, y, c}, {c->type()}, loc);
   if (!precision.empty())
     op->setAttr("input_precision", precision);
+  if (o.max_num_imprecise_acc != 0)
+    op->setAttr("max_num_imprecise_acc", o.max_num_imprecise_acc);
   return Value(op->result());
 }
 

@@ -416,4 +416,61 @@ void checkChained(CUstream stream, const std::function<void()> &sync, ir::Scalar
                      << BN << "x" << BN2 << " warps " << warps << " " << arch;
 }
 
+// fp8 products summed over a long K with max_num_imprecise_acc = N_IMPRECISE (0: in the tensor
+// cores' own precision throughout): one 64 x 64 tile, a [64, K] and b stored [64, K] (read
+// K-major), 128 of K a step.
+inline void impreciseAccumulationKernel(Ptr c, Ptr a, Ptr b, Int K, int N_IMPRECISE) {
+  auto r = arange(0, 64), rk = arange(0, 128);
+  auto acc = zeros({64, 64}, float32);
+  for (auto k : range(0, K, 128, 3)) {
+    auto x = load(a + r(_, None) * K + (k + rk)(None, _));
+    auto y = load(b + r(_, None) * K + (k + rk)(None, _));
+    acc = dot(x, trans(y), acc, {.max_num_imprecise_acc = N_IMPRECISE});
+  }
+  store(c + r(_, None) * 64 + r(None, _), acc);
+}
+
+// The largest error of that product against double precision, as a fraction of the largest sum
+// of the products' magnitudes: e4m3 operands in [1, 2), all positive, so that the running sum
+// grows with K and a sum held with fewer bits than fp32 loses them (the tensor cores' fp8
+// accumulation, about 14 bits). The output is poisoned first and must be written everywhere.
+template <typename Buffer>
+double impreciseAccumulationError(CUstream stream, const std::function<void()> &sync, int K,
+                                  int every, const std::string &arch) {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(1.0, 2.0);
+  std::vector<double> va(size_t(64) * K), vb(size_t(64) * K);
+  for (double &v : va)
+    v = dist(rng);
+  for (double &v : vb)
+    v = dist(rng);
+  Encoded a = encode(ir::ScalarKind::F8E4M3, va), b = encode(ir::ScalarKind::F8E4M3, vb);
+  Buffer da = uploadBytes<Buffer>(a.raw), db = uploadBytes<Buffer>(b.raw);
+  Buffer dc = poisonedBytes<Buffer>(size_t(64) * 64 * 4);
+  auto k = kernel("imprecise_acc", impreciseAccumulationKernel,
+                  {"c", "a", "b", "K", "N_IMPRECISE"});
+  Specialization spec{.signature = {"*fp32:16", "*fp8e4m3:16", "*fp8e4m3:16", "i32:16"},
+                      .constexprs = {every}, .numWarps = 4};
+  spec.ptxVersion = 84;
+  if (!arch.empty())
+    spec.arch = arch;
+  k.compile(spec).launch(1, stream, {dc, da, db, K});
+  sync();
+  std::vector<unsigned char> raw(size_t(64) * 64 * 4);
+  dc.download(raw.data(), raw.size());
+  std::vector<double> got = decode(ir::ScalarKind::F32, raw);
+  double worst = 0, magnitude = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 64; ++n) {
+      double want = 0;
+      for (int kk = 0; kk < K; ++kk)
+        want += a.values[size_t(m) * K + kk] * b.values[size_t(n) * K + kk];
+      magnitude = std::max(magnitude, want);
+      double g = got[size_t(m) * 64 + n];
+      worst = std::isfinite(g) ? std::max(worst, std::fabs(g - want)) : INFINITY;
+    }
+  return worst / magnitude;
+}
+
 } // namespace tritium::testing::tensorcores

@@ -593,7 +593,21 @@ private:
         constraints += i ? ",r" : "r";
       emitAsm(l_, "wgmma.fence.sync.aligned;", constraints, fenced);
     }
+    // fp8 with max_num_imprecise_acc = N: the products of each N of K are summed by the tensor
+    // cores from zero into registers of their own, waited for and added to the fp32 sum.
+    int64_t promoteEvery =
+        op_.hasAttr("max_num_imprecise_acc") ? op_.intAttr("max_num_imprecise_acc") : 0;
+    Elements total;
+    if (promoteEvery > 0) {
+      total = acc;
+      if (accumulate_) // the carried reset: false starts the sum from zero
+        for (llvm::Value *&v : total)
+          v = b_.CreateSelect(accumulate_, v, llvm::ConstantFP::get(v->getType(), 0.0));
+    }
     for (int64_t kk = 0; kk < K_; kk += kStep) {
+      bool chunkStart = promoteEvery > 0 && kk % promoteEvery == 0;
+      if (chunkStart && kk > 0)
+        l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, {}, {});
       int64_t kb = kk * bytes_; // the step's first byte along a row
       for (auto &[rowKey, row] : slices) {
         // The slice's first row: this thread's row with the warp's and lane's part cleared.
@@ -621,9 +635,20 @@ private:
             regs.insert(regs.end(), t->regs, t->regs + 4);
           }
           // Only the first K step may start from zeros; the later ones add to it.
-          wgmmaInstruction(acc, regs, descA, descB, n, aFragment, kk == 0 ? accumulate_ : nullptr);
+          wgmmaInstruction(acc, regs, descA, descB, n, aFragment,
+                           chunkStart ? b_.getFalse() : kk == 0 ? accumulate_ : nullptr);
         }
       }
+      if (promoteEvery > 0 && ((kk + kStep) % promoteEvery == 0 || kk + kStep >= K_)) {
+        l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
+        acc = wgmmaWait(l_, acc);
+        for (size_t i = 0; i < total.size(); ++i)
+          total[i] = b_.CreateFAdd(total[i], acc[i]);
+      }
+    }
+    if (promoteEvery > 0) { // every group was waited for
+      l_.set(op_.result(), std::move(total));
+      return;
     }
     l_.intrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {}, {});
     // In flight ({in_flight}): only the next iteration's wgmma reads the result, so this waits

@@ -82,4 +82,14 @@ std::string dotTypeError(const Type &a, const Type &b, const Type &acc,
   return "";
 }
 
+std::string impreciseAccumulationError(const Type &a, int64_t n) {
+  if (!isFp8(a.kind()))
+    return "max_num_imprecise_acc applies to fp8 operands only, not " + dtypeName(a.kind());
+  int64_t K = a.shape().back();
+  if (n <= 0 || n % 32 != 0 || n > K)
+    return "max_num_imprecise_acc must be a positive multiple of 32 of at most K (" +
+           std::to_string(K) + "), got " + std::to_string(n);
+  return "";
+}
+
 } // namespace tritium::ir

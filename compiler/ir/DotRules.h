@@ -19,6 +19,10 @@ std::optional<ScalarKind> defaultDotAccumulator(ScalarKind operand);
 std::string dotTypeError(const Type &a, const Type &b, const Type &acc,
                          const std::string &precision);
 
+// Why a dot whose first operand is `a` cannot take max_num_imprecise_acc = n, or "": fp8
+// operands only, n a positive multiple of 32 (the instruction's K) and at most K.
+std::string impreciseAccumulationError(const Type &a, int64_t n);
+
 // The input precisions of f32 operands, as Triton names them.
 bool isDotInputPrecision(const std::string &p);
 

@@ -484,6 +484,8 @@ private:
                                   ? op.strAttr("input_precision")
                                   : "";
       std::string why = dotTypeError(ty(0), ty(1), ty(2), precision);
+      if (why.empty() && op.hasAttr("max_num_imprecise_acc"))
+        why = impreciseAccumulationError(ty(0), op.intAttr("max_num_imprecise_acc"));
       expect(op, why.empty(), why);
       expect(op, res() == ty(2), "dot gives its accumulator's type");
       break;

@@ -79,6 +79,41 @@ TEST_F(DotInterpreterTest, DotScaled) {
 }
 
 // Wrong formats, storage types and scale shapes are UserErrors at the call's line.
+// max_num_imprecise_acc: the interpreter sums in fp32 whatever it says; the result is the
+// product's.
+TEST_F(DotInterpreterTest, ImpreciseAccumulation) {
+  for (int every : {0, 32, 128})
+    EXPECT_LE(impreciseAccumulationError<HostBuffer>(nullptr, sync, 512, every, ""), 1e-6)
+        << "every " << every;
+}
+
+// max_num_imprecise_acc takes fp8 operands and a multiple of 32 of at most K, named at the
+// call's line.
+TEST_F(DotInterpreterTest, ImpreciseAccumulationRefusesBadOptions) {
+  using namespace dsl;
+  auto refuses = [&](const std::string &needle, const char *type, int every) {
+    auto k = kernel(
+        "bad_imprecise", +[](Ptr c, Ptr a, int N) {
+          auto x = load(a + arange(0, 64)(_, None) * 64 + arange(0, 64)(None, _));
+          store(c + arange(0, 64), sum(dot(x, x, zeros({64, 64}, float32),
+                                           {.max_num_imprecise_acc = N}), 1));
+        },
+        {"c", "a", "N"});
+    try {
+      k.compile({.signature = {"*fp32", type}, .constexprs = {every}, .ptxVersion = 84});
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("DotInterpreterTest.cpp"), std::string::npos)
+          << e.what();
+    }
+  };
+  refuses("max_num_imprecise_acc applies to fp8 operands only, not bf16", "*bf16", 32);
+  refuses("max_num_imprecise_acc must be a positive multiple of 32 of at most K (64), got 48",
+          "*fp8e4m3", 48);
+  refuses("of at most K (64), got 128", "*fp8e4m3", 128);
+}
+
 TEST_F(DotInterpreterTest, DotScaledRefusesBadOperands) {
   using namespace dsl;
   auto refuses = [&](const std::string &needle, auto body) {

@@ -168,6 +168,25 @@ TEST_F(DotPtxTest, ShortKTilesRunOnWarpGroups) {
   }
 }
 
+// fp8 with max_num_imprecise_acc: each N of K (here 128 / N groups a dot) is summed from zero
+// (scale-d off at its first instruction), committed, waited for and added in fp32; without it
+// the products chain into the accumulator and stay in flight across the loop.
+TEST_F(DotPtxTest, ImpreciseAccumulationAddsPartialSumsInFp32) {
+  auto k = kernel("imprecise_acc", impreciseAccumulationKernel, {"c", "a", "b", "K", "N"});
+  for (int every : {0, 32, 64, 128}) {
+    SCOPED_TRACE("every " + std::to_string(every));
+    Specialization spec{.signature = {"*fp32:16", "*fp8e4m3:16", "*fp8e4m3:16", "i32:16"},
+                        .constexprs = {every}, .numWarps = 4, .arch = "sm_90a"};
+    spec.ptxVersion = 84;
+    Artifacts a = k.compileTo(spec, Stage::PTX);
+    EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"), 4u);
+    EXPECT_EQ(count(a.ptx, "wgmma.commit_group.sync.aligned"), every ? size_t(128 / every) : 1u)
+        << a.ptx;
+    EXPECT_EQ(count(a.ptx, "setp.ne.b32 p"), every ? size_t(128 / every) : 0u) << a.ptx;
+    expectAssembles(a, "sm_90a");
+  }
+}
+
 // A product of a product on wgmma: the second takes the first's result in registers (the
 // register form of a, four 32-bit registers a K step), with no staging buffer for it, and
 // ptxas keeps every wgmma in its pipeline.
