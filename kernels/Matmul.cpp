@@ -96,7 +96,7 @@ void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, Value rm
 void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr scale_b,
                    Ptr amax, Ptr partial, Float alpha, Float out_scale, Int M, Int N, Int K,
                    Int lda, Int ldb, Int ldc, Int ldr, int BM, int BN, int BK, int GROUP_M,
-                   int STAGES, int FLAGS, int ACT, int PRECISION, int SPLIT_K) {
+                   int STAGES, int FLAGS, int ACT, int PRECISION, int SPLIT_K, int IMPRECISE) {
   auto pid = program_id(0);
   auto pidsM = cdiv(M, BM), pidsN = cdiv(N, BN);
   Value tile = pid, slice;
@@ -108,7 +108,9 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
   auto rm = pidM * BM + arange(0, BM);
   auto rn = pidN * BN + arange(0, BN);
   bool integer = a.dtype() == "i8";
-  DotOptions options{.input_precision = PRECISION == 0 ? "tf32" : PRECISION == 1 ? "tf32x3" : "ieee"};
+  // IMPRECISE: fp8 partial sums added into fp32 every IMPRECISE of K, at most every K tile.
+  DotOptions options{.input_precision = PRECISION == 0 ? "tf32" : PRECISION == 1 ? "tf32x3" : "ieee",
+                     .max_num_imprecise_acc = std::min(IMPRECISE, BK) / 32 * 32};
   bool two = ACT == 3;
   auto acc = zeros({BM, BN}, integer ? int32 : float32);
   auto acc_up = zeros({BM, BN}, float32); // SwiGLU's second product (unused otherwise)
@@ -230,7 +232,7 @@ Kernel &matmulKernel() {
                          {"c", "a", "b", "bias", "residual", "scale_a", "scale_b", "amax",
                           "partial", "alpha", "out_scale", "M", "N", "K", "lda", "ldb", "ldc",
                           "ldr", "BM", "BN", "BK", "GROUP_M", "STAGES", "FLAGS", "ACT",
-                          "PRECISION", "SPLIT_K"});
+                          "PRECISION", "SPLIT_K", "IMPRECISE"});
   return k;
 }
 
@@ -264,6 +266,11 @@ void checkDtypes(const Arguments &args, const MatmulArgs &m) {
     args.fail("outScale quantizes an fp8 out only (out is " + name(m.out) + ")");
   if (m.in != Dtype::fp32 && m.precision != Precision::tf32)
     args.fail("precision applies to fp32 operands only (in is " + name(m.in) + ")");
+  if (m.maxImpreciseAcc != 0 && !isFp8(m.in))
+    args.fail("maxImpreciseAcc applies to fp8 operands only (in is " + name(m.in) + ")");
+  if (m.maxImpreciseAcc < 0 || m.maxImpreciseAcc % 32 != 0)
+    args.fail("maxImpreciseAcc must be 0 or a positive multiple of 32, got " +
+              std::to_string(m.maxImpreciseAcc));
 }
 
 } // namespace
@@ -344,7 +351,8 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
       .signature = {out, in, in, extra, extra, "*fp32", "*fp32", "*fp32", partialType(m), "fp32",
                     "fp32", idx, idx, idx, idx, idx, idx, idx},
       .constexprs = {plan.blockM, plan.blockN, plan.blockK, 8, plan.numStages,
-                     flags, int64_t(m.activation), int64_t(m.precision), plan.splitK},
+                     flags, int64_t(m.activation), int64_t(m.precision), plan.splitK,
+                     m.maxImpreciseAcc},
       .numWarps = plan.numWarps,
       .awaitPreviousKernel = true};
   if (!arch.empty())
@@ -514,13 +522,14 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
       {"matmul",
        {int64_t(m.in), int64_t(m.out), m.bTransposed, m.M, m.N, m.K, call.lda, call.ldb,
         call.ldc, on16ByteBoundaries({m.a, m.b, m.c}) ? 1 : 0, call.descriptorsUsable ? 1 : 0,
-        int64_t(m.precision), swiglu ? 1 : 0, canSplitK ? 1 : 0},
+        int64_t(m.precision), swiglu ? 1 : 0, canSplitK ? 1 : 0, m.maxImpreciseAcc},
        rerunSafe},
       [&] {
         return matmulBucket(m.in, m.out, m.bTransposed, m.M, m.N, m.K) +
                (call.descriptorsUsable ? "" : "-pointers") +
                (m.in == Dtype::fp32 ? "-" + std::to_string(int(m.precision)) : "") +
-               (swiglu ? "-swiglu" : "") + (canSplitK ? "-split-k" : "");
+               (swiglu ? "-swiglu" : "") + (canSplitK ? "-split-k" : "") +
+               (m.maxImpreciseAcc ? "-imprecise-" + std::to_string(m.maxImpreciseAcc) : "");
       },
       stream, [&] { return planMatmul(m.M, m.N, m.K, smCount, types); },
       [&] { return matmulCandidates(m.M, m.N, m.K, smCount, types, call.descriptorsUsable); },

@@ -59,6 +59,11 @@ struct MatmulArgs {
   Activation activation = Activation::None; // GELU: the tanh form, as torch's approximate="tanh"
   Dtype in = Dtype::bf16, out = Dtype::bf16;
   Precision precision = Precision::tf32; // fp32 operands only
+  // fp8 operands only: the tensor cores sum fp8 products with fewer bits than fp32 (fast, as
+  // torch._scaled_mm's use_fast_accum); N (a positive multiple of 32) adds their partial sums
+  // into fp32 every N of K, or every K tile of the plan where that is shorter (dot's
+  // max_num_imprecise_acc). 0: the fast sum throughout.
+  int64_t maxImpreciseAcc = 0;
   // Scratch for plans that split K (matmulWorkspaceBytes): each slice of the K range writes its
   // partial product there in fp32 (int32 for int8), and a second kernel sums the slices in a
   // fixed order and runs the epilogue, so the result does not depend on timing. Null or too

@@ -28,6 +28,7 @@ struct LibraryMatmulCase {
   float outScale = 1; // fp8 out: C = saturate(result x outScale)
   bool amax = false;  // ask for max |result|
   kernels::Precision precision = kernels::Precision::tf32;
+  int64_t maxImpreciseAcc = 0; // fp8: partial sums into fp32 every so many of K
   bool onWgmma = false; // sm_90a: fp8 sums and tf32 operands lose a few more bits
   std::optional<kernels::MatmulPlan> plan; // else the planner's (or the autotuner's)
   // A workspace (poisoned) of matmulWorkspaceBytes, or of what the given plan's split needs:
@@ -48,7 +49,8 @@ struct LibraryMatmulCase {
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
       << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " ldr " << ldr
       << (plan ? " plan " + kernels::describe(plan->fields()) : "")
-      << (workspace ? " workspace" : "");
+      << (workspace ? " workspace" : "")
+      << (maxImpreciseAcc ? " imprecise " + std::to_string(maxImpreciseAcc) : "");
     return s.str();
   }
 };
@@ -143,7 +145,7 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
       .amax = c.amax ? static_cast<float *>(addressOf(damax)) : nullptr,
       .M = c.M, .N = c.N, .K = c.K, .lda = c.lda, .ldb = c.ldb, .ldc = c.ldc,
       .ldr = c.ldr, .bTransposed = c.bTransposed, .activation = c.activation, .in = c.in,
-      .out = c.out, .precision = c.precision};
+      .out = c.out, .precision = c.precision, .maxImpreciseAcc = c.maxImpreciseAcc};
   // The partial products' room, poisoned: a slice the sum read before it was written would show.
   int64_t workspaceBytes = 0;
   if (c.workspace)

@@ -25,7 +25,7 @@ namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
               [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]]
-              [--split-k=S | --no-split] [--b-nk] [M N K]
+              [--split-k=S | --no-split] [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -41,7 +41,8 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   one per SM, each walk tiles in one K loop (MatmulPlan::persistent). --library hands the
   library a workspace (matmulWorkspaceBytes), so that its plans may split K over programs;
   --split-k=S gives it a plan (the tile options') whose S programs per tile each sum a slice
-  of K (MatmulPlan::splitK); --no-split hands it none.
+  of K (MatmulPlan::splitK); --no-split hands it none. --max-imprecise=N (fp8, --library)
+  adds the tensor cores' partial sums into fp32 every N of K (MatmulArgs::maxImpreciseAcc).
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -114,6 +115,7 @@ struct Options {
   bool persistent = false; // --library: a program per SM walking tiles (MatmulPlan::persistent)
   int splitK = 1;          // --library: programs per tile, each a slice of K (MatmulPlan::splitK)
   bool noSplit = false;    // --library without a workspace: no plan splits K
+  int64_t maxImpreciseAcc = 0; // --max-imprecise: fp8 partial sums into fp32 every N of K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
 
@@ -148,6 +150,9 @@ Options parseOptions(int argc, char **argv) {
       o.library = o.userPlan = true;
     } else if (a == "--no-split") {
       o.library = o.noSplit = true;
+    } else if (a.rfind("--max-imprecise=", 0) == 0) {
+      o.maxImpreciseAcc = std::atoll(a.c_str() + 16);
+      o.library = true;
     } else if (a == "--b-nk") {
       o.bNK = true;
     } else if (a.rfind("--arch=", 0) == 0) {
@@ -231,7 +236,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   };
   kernels::MatmulArgs library{.c = address(dc), .a = address(da), .b = address(db), .M = o.M,
                               .N = o.N, .K = o.K, .bTransposed = kMajor, .in = dtype(o.dtype),
-                              .out = dtype(cType)};
+                              .out = dtype(cType), .maxImpreciseAcc = o.maxImpreciseAcc};
   int64_t workspaceBytes = std::max(kernels::matmulWorkspaceBytes(library),
                                     kernels::matmulWorkspaceBytes(library, plan));
   Buffer workspace(size_t(std::max<int64_t>(workspaceBytes, 4)));

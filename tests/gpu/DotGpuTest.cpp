@@ -294,6 +294,11 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
       {.in = Dtype::fp8e4m3, .M = 1000, .N = 1500, .K = 1024, .bTransposed = true, .bias = true,
        .scaleA = true, .scaleB = true},
       {.in = Dtype::fp8e4m3, .out = Dtype::fp32, .M = 300, .N = 520, .K = 384},
+      // fp8 partial sums added into fp32 every 64 of K (and, at 128, every K tile).
+      {.in = Dtype::fp8e4m3, .M = 500, .N = 640, .K = 1000, .bTransposed = true,
+       .maxImpreciseAcc = 64},
+      {.in = Dtype::fp8e5m2, .out = Dtype::fp32, .M = 256, .N = 256, .K = 4096,
+       .maxImpreciseAcc = 128},
       {.in = Dtype::fp8e5m2, .out = Dtype::fp16, .M = 16, .N = 1024, .K = 2048,
        .bTransposed = true, .alpha = 0.5f},
       {.in = Dtype::int8, .out = Dtype::int32, .M = 700, .N = 600, .K = 512, .bTransposed = true},

@@ -181,6 +181,9 @@ TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
                                  {.in = Dtype::fp8e5m2, .out = Dtype::fp16, .M = 40, .N = 24,
                                   .K = 50, .alpha = 0.5f});
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::bf16, .M = 33, .N = 64,
+                                  .K = 300, .bTransposed = true, .maxImpreciseAcc = 64});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.in = Dtype::int8, .out = Dtype::int32, .M = 20, .N = 36,
                                   .K = 70, .bTransposed = true});
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
@@ -264,6 +267,12 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   a = ok;
   a.precision = kernels::Precision::ieee;
   refuses(a, "precision applies to fp32 operands only (in is bf16)");
+  a = ok;
+  a.maxImpreciseAcc = 128;
+  refuses(a, "maxImpreciseAcc applies to fp8 operands only (in is bf16)");
+  a.in = kernels::Dtype::fp8e4m3;
+  a.maxImpreciseAcc = 48;
+  refuses(a, "maxImpreciseAcc must be 0 or a positive multiple of 32, got 48");
   a = ok;
   a.residual = x.data();
   a.ldr = 3;

@@ -187,6 +187,27 @@ TEST_F(DotPtxTest, ImpreciseAccumulationAddsPartialSumsInFp32) {
   }
 }
 
+// The library's fp8 matmul with maxImpreciseAcc: each product's K tile of 128 in groups of
+// N, each added into fp32 (one group a K tile for N of at least the tile). The partial sums
+// double the accumulator's registers: on 128 x 128 tiles ptxas spills nothing (on 128 x 256,
+// 96-128 bytes).
+TEST_F(DotPtxTest, LibraryFp8MatmulAddsPartialSumsInFp32) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  for (int64_t every : {0, 64, 128, 4096}) {
+    SCOPED_TRACE("every " + std::to_string(every));
+    kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                          .M = 4096, .N = 4096, .K = 4096, .bTransposed = true,
+                          .in = kernels::Dtype::fp8e4m3, .maxImpreciseAcc = every};
+    kernels::MatmulPlan plan{.blockM = 128, .blockN = 128, .blockK = 128, .numWarps = 8,
+                             .numStages = 4};
+    Artifacts a = kernels::matmulKernel().compileTo(
+        kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+    size_t groups = every == 0 ? 1 : size_t(128 / std::min<int64_t>(every, 128));
+    EXPECT_EQ(count(a.ptx, "wgmma.commit_group.sync.aligned"), groups) << a.ptx;
+    expectAssembles(a, "sm_90a");
+  }
+}
+
 // A product of a product on wgmma: the second takes the first's result in registers (the
 // register form of a, four 32-bit registers a K step), with no staging buffer for it, and
 // ptxas keeps every wgmma in its pipeline.
