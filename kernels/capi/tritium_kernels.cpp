@@ -41,6 +41,11 @@ Dtype toMatmulDtype(const char *name, int d) {
 
 CUstream toStream(void *s) { return static_cast<CUstream>(s); }
 
+// An attention tensor's {batch, head, seq} strides; NULL: dense.
+AttentionStrides strides(const int64_t *s) {
+  return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
+}
+
 void checkActivation(int activation) {
   if (activation < 0 || activation > 3)
     throw std::invalid_argument("activation is " + std::to_string(activation) +
@@ -160,9 +165,6 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
                               const int64_t v_strides[3], const int64_t o_strides[3],
                               int causal, float scale, void *stream) {
   return guarded([&] {
-    auto strides = [](const int64_t *s) {
-      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
-    };
     attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
                       .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
                       .headDim = head_dim, .qStrides = strides(q_strides),
@@ -181,9 +183,6 @@ int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void
                                   int v_transposed, int causal, float scale, float descale_q,
                                   float descale_k, float descale_v, void *stream) {
   return guarded([&] {
-    auto strides = [](const int64_t *s) {
-      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
-    };
     attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
                       .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
                       .headDim = head_dim, .qStrides = strides(q_strides),
@@ -249,9 +248,6 @@ int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const vo
                                int64_t window_right, float scale, void *workspace,
                                int64_t workspace_bytes, void *stream) {
   return guarded([&] {
-    auto strides = [](const int64_t *s) {
-      return s ? AttentionStrides{s[0], s[1], s[2]} : AttentionStrides{};
-    };
     AttentionBackwardArgs a{.dq = dq, .dk = dk, .dv = dv, .q = q, .k = k, .v = v, .o = o,
                             .dout = dout, .lse = lse,
                             .workspace = static_cast<float *>(workspace), .batch = batch,
