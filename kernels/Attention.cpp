@@ -228,10 +228,8 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
 // [batch, kv_heads, head_dim, seq_kv] (no strides given, or the dense ones).
 static bool denseKV(const AttentionArgs &a) {
   int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
-  const AttentionStrides &v = a.vStrides;
-  bool denseV = a.vTransposed ? (!v.batch && !v.head && !v.seq) ||
-                                    (v.batch == h * d * s && v.head == d * s && v.seq == s)
-                              : denseStrides(v, h, s, d);
+  bool denseV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
+                              : denseStrides(a.vStrides, h, s, d);
   return denseStrides(a.kStrides, h, s, d) && denseV;
 }
 

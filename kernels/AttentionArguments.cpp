@@ -37,6 +37,12 @@ bool denseStrides(const AttentionStrides &x, int64_t heads, int64_t seq, int64_t
          (x.batch == heads * seq * headDim && x.head == seq * headDim && x.seq == headDim);
 }
 
+bool denseTransposedStrides(const AttentionStrides &x, int64_t heads, int64_t seq,
+                            int64_t headDim) {
+  return (!x.batch && !x.head && !x.seq) ||
+         (x.batch == heads * headDim * seq && x.head == headDim * seq && x.seq == seq);
+}
+
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
                  int64_t totalQ, int64_t seqQ) {
   bool varlen = cuSeqlensQ != nullptr;

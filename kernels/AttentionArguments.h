@@ -26,6 +26,12 @@ AttentionStrides transposedStrides(const Arguments &args, const AttentionStrides
 // means dense), which a tensor descriptor reads as one [batch x heads x seq, head_dim] matrix.
 bool denseStrides(const AttentionStrides &given, int64_t heads, int64_t seq, int64_t headDim);
 
+// Whether `given` strides are those of a dense transposed [batch, heads, head_dim, seq] tensor
+// (all 0 means dense), which a tensor descriptor reads as one [batch x heads x head_dim, seq]
+// matrix.
+bool denseTransposedStrides(const AttentionStrides &given, int64_t heads, int64_t seq,
+                            int64_t headDim);
+
 // Whether the call is varlen (cu_seqlens given, both or neither), with `totalQ`, the packed
 // query rows, at least `seqQ`, the longest sequence.
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
