@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tritium::kernels {
 
@@ -442,8 +443,11 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
         os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
     Grid3 grid{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1};
-    for (BackwardPart part : plan.splitDkDv ? std::initializer_list<BackwardPart>{kDvOnly, kDkOnly}
-                                            : std::initializer_list<BackwardPart>{kDkDv})
+    // (A vector: the array behind an initializer_list chosen by ?: ends with the full
+    // expression, before the loop reads it.)
+    std::vector<BackwardPart> parts =
+        plan.splitDkDv ? std::vector{kDvOnly, kDkOnly} : std::vector{kDkDv};
+    for (BackwardPart part : parts)
       attentionBackwardDkDvKernel()
           .compile(attentionBackwardSpecialization(a, true, plan, arch, part)
                        .specializedFor(launchArgs))
