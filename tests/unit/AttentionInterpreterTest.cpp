@@ -6,6 +6,13 @@
 
 #include "interpreter/Interpreter.h"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
+
 using namespace tritium;
 using namespace tritium::testing::attention;
 using interpreter::HostBuffer;
@@ -113,6 +120,26 @@ TEST_F(AttentionInterpreterTest, Varlen) {
   checkVarlenAttention<HostBuffer>(nullptr, sync,
                                    {.seqQ = {150, 9}, .seqKV = {150, 30}, .causal = true,
                                     .windowLeft = 20});
+}
+
+// A split plan (head_dim 256) launches the dK/dV kernel once for dV and once for dK: its two
+// specializations, as the cache records them, carry PART 1 and 2. (A dangling
+// initializer_list once handed the launches what the stack held, 0 among it: both gradients in
+// each launch.)
+TEST_F(AttentionInterpreterTest, SplitPlanLaunchesEachPartOnce) {
+  checkAttentionBackward<HostBuffer>(nullptr, sync, {.heads = 1, .kvHeads = 1, .seqQ = 40,
+                                                     .seqKV = 40, .headDim = 256});
+  std::multiset<std::string> parts;
+  const std::regex part(R"re("name":\s*"PART",\s*"value":\s*(-?[0-9]+))re");
+  for (const auto &e : std::filesystem::recursive_directory_iterator(cacheDir()))
+    if (e.path().filename() == "attention_bwd_dkdv.json") {
+      std::ifstream in(e.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(text, m, part)) << text;
+      parts.insert(m[1]);
+    }
+  EXPECT_EQ(parts, (std::multiset<std::string>{"1", "2"}));
 }
 
 // The backward: GQA 2:1, lengths that are not multiples of any block, causal with more keys
