@@ -330,6 +330,20 @@ public:
   Value load(const std::vector<Operand> &offsets, Loc loc = Loc::current()) const;
   void store(const std::vector<Operand> &offsets, const Operand &value,
              Loc loc = Loc::current()) const;
+  // Triton's desc.atomic_add (and min, max, and, or, xor): the tile combined into the tensor
+  // element by element (relaxed, gpu scope), nothing outside it touched, no old values.
+  void atomic_add(const std::vector<Operand> &offsets, const Operand &value,
+                  Loc loc = Loc::current()) const;
+  void atomic_min(const std::vector<Operand> &offsets, const Operand &value,
+                  Loc loc = Loc::current()) const;
+  void atomic_max(const std::vector<Operand> &offsets, const Operand &value,
+                  Loc loc = Loc::current()) const;
+  void atomic_and(const std::vector<Operand> &offsets, const Operand &value,
+                  Loc loc = Loc::current()) const;
+  void atomic_or(const std::vector<Operand> &offsets, const Operand &value,
+                 Loc loc = Loc::current()) const;
+  void atomic_xor(const std::vector<Operand> &offsets, const Operand &value,
+                  Loc loc = Loc::current()) const;
   const std::vector<int64_t> &block_shape() const { return block_; }
 
 private:
@@ -339,6 +353,12 @@ private:
   std::pair<Value, Value> tile(const std::vector<ir::Value *> &offsets, Loc loc) const;
   std::vector<ir::Value *> offsetValues(const std::vector<Operand> &offsets, const char *what,
                                         Loc loc) const;
+  // The tile's pointers and mask at `offsets` for a store or atomic named `what`, checking
+  // that a block `value` has the descriptor's block shape.
+  std::pair<Value, Value> writtenTile(const std::vector<Operand> &offsets, const Operand &value,
+                                      const std::string &what, Loc loc) const;
+  void atomic(const char *name, const std::vector<Operand> &offsets, const Operand &value,
+              Loc loc) const;
   Value base_;
   std::vector<Value> shape_, strides_; // i64 scalars
   std::vector<int64_t> block_;

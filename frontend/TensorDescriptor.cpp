@@ -132,17 +132,58 @@ Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc l) const {
   return v;
 }
 
-void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand &value,
-                             Loc l) const {
+std::pair<Value, Value> TensorDescriptor::writtenTile(const std::vector<Operand> &offsets,
+                                                      const Operand &value,
+                                                      const std::string &what, Loc l) const {
   SourceLoc loc(l);
-  std::vector<ir::Value *> at = offsetValues(offsets, "store to a tensor descriptor", l);
+  std::vector<ir::Value *> at = offsetValues(offsets, what.c_str(), l);
   if (value.kind == Operand::Kind::Value && value.value && value.value->type().isBlock() &&
       value.value->type().shape() != block_)
-    userError("store to a tensor descriptor of block_shape " + shapeStr(block_) + " got " +
-                  value.value->type().str(),
+    userError(what + " of block_shape " + shapeStr(block_) + " got " + value.value->type().str(),
               loc);
-  auto [ptrs, mask] = tile(at, l);
+  return tile(at, l);
+}
+
+void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand &value,
+                             Loc l) const {
+  auto [ptrs, mask] = writtenTile(offsets, value, "store to a tensor descriptor", l);
   dsl::store(ptrs, value, mask, {}, l);
 }
+
+// Triton lowers these to TMA reductions (cp.reduce.async.bulk.tensor), which return nothing;
+// here they are the element atomics of the tile's pointers, relaxed as a bulk reduction is,
+// under the tile's mask. The atomic's own checks (its dtypes) name the user's line.
+void TensorDescriptor::atomic(const char *name, const std::vector<Operand> &offsets,
+                              const Operand &value, Loc l) const {
+  std::string what = std::string(name) + " of a tensor descriptor";
+  auto [ptrs, mask] = writtenTile(offsets, value, what, l);
+  Operand at(ptrs, l), in(mask, l);
+  const std::string op = name;
+  if (op == "atomic_add")
+    dsl::atomic_add(at, value, in, "relaxed", "gpu", l);
+  else if (op == "atomic_min")
+    dsl::atomic_min(at, value, in, "relaxed", "gpu", l);
+  else if (op == "atomic_max")
+    dsl::atomic_max(at, value, in, "relaxed", "gpu", l);
+  else if (op == "atomic_and")
+    dsl::atomic_and(at, value, in, "relaxed", "gpu", l);
+  else if (op == "atomic_or")
+    dsl::atomic_or(at, value, in, "relaxed", "gpu", l);
+  else
+    dsl::atomic_xor(at, value, in, "relaxed", "gpu", l);
+}
+
+#define TRITIUM_DESCRIPTOR_ATOMIC(name)                                                            \
+  void TensorDescriptor::name(const std::vector<Operand> &offsets, const Operand &value, Loc l)   \
+      const {                                                                                    \
+    atomic(#name, offsets, value, l);                                                            \
+  }
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_add)
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_min)
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_max)
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_and)
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_or)
+TRITIUM_DESCRIPTOR_ATOMIC(atomic_xor)
+#undef TRITIUM_DESCRIPTOR_ATOMIC
 
 } // namespace tritium::dsl

@@ -1,9 +1,11 @@
-// Tensor descriptors (make_tensor_descriptor, desc.load, desc.store) against double-precision
+// Tensor descriptors (make_tensor_descriptor, desc.load, desc.store, desc.atomic_*) against
+// double-precision
 // references, shared by the GPU tests (tests/gpu/TensorDescriptorGpuTest.cpp) and their
 // interpreter twins (tests/unit/TensorDescriptorInterpreterTest.cpp): Triton's tutorial matmul
 // written with descriptors (a [M, K], b [K, N] or [N, K] read through trans(), c stored through
-// one), shapes that are not multiples of the tiles, and a tile copy whose offsets run before
-// the tensor's start and past its end. On Hopper (sm_90a) the matmul's tiles are TMA copies
+// one), shapes that are not multiples of the tiles, a tile copy whose offsets run before
+// the tensor's start and past its end, and tiles of several programs combined into one tensor
+// by the descriptor's atomics. On Hopper (sm_90a) the matmul's tiles are TMA copies
 // where the arguments allow; the same kernels run everywhere else with plain loads. Inputs are
 // fresh random numbers, outputs poisoned, every element checked.
 #pragma once
@@ -174,6 +176,112 @@ std::string checkDescriptorShift(CUstream stream, const std::function<void()> &s
                      << " wrong (seed " << seed << "):\n"
                      << first.str();
   return ck.artifacts().ptx;
+}
+
+// Program p combines the p-th [BR, BC] tile of `in` (a stack of tiles) into `out` at rows
+// p x BR / 2 + dr and columns dc: consecutive programs' tiles overlap by half, and the shifts
+// put some of them before the tensor's start or past its end. OP: 0 add, 1 min, 2 max, 3 and,
+// 4 or, 5 xor.
+inline void descriptorAtomicKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr, Int dc,
+                                   int BR, int BC, int OP) {
+  auto p = program_id(0);
+  auto r = arange(0, BR), c = arange(0, BC);
+  auto t = load(in + p * (BR * BC) + r(_, None) * BC + c(None, _));
+  auto desc = make_tensor_descriptor(out, {R, C}, {ld, 1}, {BR, BC});
+  std::vector<Operand> at = {p * (BR / 2) + dr, dc};
+  switch (OP) {
+  case 0: desc.atomic_add(at, t); break;
+  case 1: desc.atomic_min(at, t); break;
+  case 2: desc.atomic_max(at, t); break;
+  case 3: desc.atomic_and(at, t); break;
+  case 4: desc.atomic_or(at, t); break;
+  default: desc.atomic_xor(at, t); break;
+  }
+}
+
+// Runs descriptorAtomicKernel on P programs over an R x C tensor (row stride ld) of i32, or of
+// fp32 for add (small integers, so that every order of the additions gives the exact sum),
+// and checks every element, those no tile reaches and the padding past C included.
+template <typename Buffer>
+void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, int op,
+                           ir::ScalarKind dtype, int P, int R, int C, int ld, int dr, int dc,
+                           int BR, int BC, const std::string &arch = "") {
+  using namespace tensorcores;
+  uint32_t seed = freshSeed();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> small(-50, 50), bits(INT32_MIN, INT32_MAX);
+  bool f32 = dtype == ir::ScalarKind::F32;
+  auto draw = [&] { return op >= 3 ? bits(rng) : small(rng); };
+  std::vector<int32_t> init(size_t(R) * ld), tiles(size_t(P) * BR * BC);
+  for (auto &x : init)
+    x = draw();
+  for (auto &x : tiles)
+    x = draw();
+  std::vector<int64_t> want(init.begin(), init.end());
+  for (int p = 0; p < P; ++p)
+    for (int r = 0; r < BR; ++r)
+      for (int c = 0; c < BC; ++c) {
+        int64_t row = int64_t(p) * (BR / 2) + dr + r, col = dc + c;
+        if (row < 0 || row >= R || col < 0 || col >= C)
+          continue;
+        int64_t &w = want[size_t(row * ld + col)];
+        int64_t v = tiles[(size_t(p) * BR + r) * BC + c];
+        switch (op) {
+        case 0: w += v; break;
+        case 1: w = std::min(w, v); break;
+        case 2: w = std::max(w, v); break;
+        case 3: w = int32_t(w) & int32_t(v); break;
+        case 4: w = int32_t(w) | int32_t(v); break;
+        default: w = int32_t(w) ^ int32_t(v); break;
+        }
+      }
+  auto bytesOf = [&](const std::vector<int32_t> &v) {
+    std::vector<unsigned char> raw(v.size() * 4);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (f32) {
+        float f = float(v[i]);
+        std::memcpy(raw.data() + 4 * i, &f, 4);
+      } else {
+        std::memcpy(raw.data() + 4 * i, &v[i], 4);
+      }
+    }
+    return raw;
+  };
+  Buffer dout = uploadBytes<Buffer>(bytesOf(init)), din = uploadBytes<Buffer>(bytesOf(tiles));
+  auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
+                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP"});
+  std::string t = "*" + ir::dtypeName(dtype);
+  Specialization spec{.signature = {t, t, "i32", "i32", "i32", "i32", "i32"},
+                      .constexprs = {BR, BC, op}, .numWarps = 4};
+  if (!arch.empty())
+    spec.arch = arch;
+  std::initializer_list<KernelArg> args = {dout, din, R, C, ld, dr, dc};
+  k.compile(spec.specializedFor(args)).launch(P, stream, args);
+  sync();
+  std::vector<unsigned char> raw(init.size() * 4);
+  dout.download(raw.data(), raw.size());
+  size_t bad = 0;
+  std::ostringstream first;
+  for (size_t i = 0; i < init.size(); ++i) {
+    double got;
+    if (f32) {
+      float f;
+      std::memcpy(&f, raw.data() + 4 * i, 4);
+      got = f;
+    } else {
+      int32_t x;
+      std::memcpy(&x, raw.data() + 4 * i, 4);
+      got = x;
+    }
+    if (!(got == double(want[i])) && bad++ < 5)
+      first << "  [" << i / size_t(ld) << ", " << i % size_t(ld) << "] got " << got << ", want "
+            << want[i] << "\n";
+  }
+  EXPECT_EQ(bad, 0u) << "descriptor atomic op " << op << " " << ir::dtypeName(dtype) << " " << P
+                     << " programs on " << R << "x" << C << " ld " << ld << " by (" << dr << ", "
+                     << dc << ") tiles " << BR << "x" << BC << ": " << bad << " wrong (seed "
+                     << seed << "):\n"
+                     << first.str();
 }
 
 } // namespace tritium::testing::descriptors

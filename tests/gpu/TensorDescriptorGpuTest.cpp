@@ -112,4 +112,16 @@ TEST_F(TensorDescriptorGpuTest, SixteenBitTilesOutsideTheTensorReadZeros) {
                                      -70, 16, 128, 2, 4, arch);
 }
 
+// The interpreter twin's atomics on more programs than SMs, so that tiles of programs running
+// at once overlap.
+TEST_F(TensorDescriptorGpuTest, AtomicsCombineOverlappingTiles) {
+  SKIP_WITHOUT_GPU();
+  std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 90,
+                                      96, -5, -3, 16, 64, arch);
+  for (int op = 0; op < 6; ++op)
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, op, ScalarKind::I32, 500, 3000, 70,
+                                        72, 3, 7, 16, 64, arch);
+}
+
 } // namespace

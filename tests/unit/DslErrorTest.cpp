@@ -1004,6 +1004,18 @@ void descriptorStoreOfAnotherShape(Ptr out, Ptr in, Int n, int BLOCK) {
   auto d = dsl::make_tensor_descriptor(out, {n, n}, {n, 1}, {16, 16});
   gLine = __LINE__; d.store({0, 0}, dsl::zeros({16, 32}, dsl::float32));
 }
+void descriptorAtomicOfAnotherShape(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto d = dsl::make_tensor_descriptor(out, {n, n}, {n, 1}, {16, 16});
+  gLine = __LINE__; d.atomic_add({0, 0}, dsl::zeros({16, 32}, dsl::float32));
+}
+void descriptorAtomicWrongOffsets(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto d = dsl::make_tensor_descriptor(out, {n, n}, {n, 1}, {16, 16});
+  gLine = __LINE__; d.atomic_max({0}, dsl::zeros({16, 16}, dsl::float32));
+}
+void descriptorAtomicAndOfFloats(Ptr out, Ptr in, Int n, int BLOCK) {
+  auto d = dsl::make_tensor_descriptor(out, {n, n}, {n, 1}, {16, 16});
+  gLine = __LINE__; d.atomic_and({0, 0}, dsl::zeros({16, 16}, dsl::float32));
+}
 
 void blockPointerOrderNotPermutation(Ptr out, Ptr in, Int n, int BLOCK) {
   gLine = __LINE__; auto p = dsl::make_block_ptr(in, {n, n}, {n, 1}, {0, 0}, {16, 16}, {1, 1});
@@ -1055,4 +1067,10 @@ TEST_F(DslErrorTest, TensorDescriptorMistakes) {
                   {"load of a tensor descriptor takes 2 offsets", "got 1"});
   expectUserError([] { traceKernel(descriptorStoreOfAnotherShape); },
                   {"store to a tensor descriptor of block_shape [16, 16]", "block<16x32xf32>"});
+  expectUserError([] { traceKernel(descriptorAtomicOfAnotherShape); },
+                  {"atomic_add of a tensor descriptor of block_shape [16, 16]",
+                   "block<16x32xf32>"});
+  expectUserError([] { traceKernel(descriptorAtomicWrongOffsets); },
+                  {"atomic_max of a tensor descriptor takes 2 offsets", "got 1"});
+  expectUserError([] { traceKernel(descriptorAtomicAndOfFloats); }, {"atomic_and", "f32"});
 }

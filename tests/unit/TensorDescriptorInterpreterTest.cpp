@@ -35,4 +35,14 @@ TEST_F(TensorDescriptorInterpreterTest, TilesOutsideTheTensorReadZeros) {
                                    2, 4);
 }
 
+// Overlapping tiles of several programs combined by each atomic, some of them reaching before
+// the tensor's start and past its end (rows and columns), with padding past the columns.
+TEST_F(TensorDescriptorInterpreterTest, AtomicsCombineOverlappingTiles) {
+  checkDescriptorAtomic<HostBuffer>(nullptr, sync, 0, ScalarKind::F32, 6, 40, 30, 36, -5, -3, 16,
+                                    32);
+  for (int op = 0; op < 6; ++op)
+    checkDescriptorAtomic<HostBuffer>(nullptr, sync, op, ScalarKind::I32, 5, 33, 20, 24, 3, 7,
+                                      16, 16);
+}
+
 } // namespace

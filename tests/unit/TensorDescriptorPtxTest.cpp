@@ -125,3 +125,27 @@ TEST_F(TensorDescriptorPtxTest, OtherTargetsAndArgumentsKeepCpAsync) {
 }
 
 } // namespace
+
+// A descriptor's atomics are element atomics on every target (relaxed, as Triton's TMA
+// reductions are): one atom per element of a thread's part of the tile, none issued by TMA.
+TEST_F(TensorDescriptorPtxTest, AtomicsAreRelaxedElementAtomics) {
+  auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
+                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP"});
+  for (auto [op, dtype, instruction] :
+       {std::tuple{0, "fp32", "atom.relaxed.gpu.global.add.f32"},
+        std::tuple{2, "i32", "atom.relaxed.gpu.global.max.s32"},
+        std::tuple{5, "i32", "atom.relaxed.gpu.global.xor.b32"}}) {
+    SCOPED_TRACE(instruction);
+    std::string t = std::string("*") + dtype + ":16";
+    Specialization spec{.signature = {t, t, "i32", "i32", "i32:16", "i32", "i32"},
+                        .constexprs = {32, 64, op},
+                        .numWarps = 4,
+                        .arch = "sm_90a"};
+    Artifacts a = k.compileTo(spec, Stage::PTX);
+    // 32 x 64 elements on 128 threads: 16 each.
+    EXPECT_EQ(count(a.ptx, instruction), 16u);
+    EXPECT_EQ(count(a.ptx, "cp.reduce"), 0u);
+    EXPECT_EQ(a.tensorMaps, "");
+    expectAssembles(a, "sm_90a");
+  }
+}
