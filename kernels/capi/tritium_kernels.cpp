@@ -148,6 +148,35 @@ int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, 
   });
 }
 
+void tritium_matmul_options_init(tritium_matmul_options *options) {
+  if (options)
+    *options = tritium_matmul_options{.alpha = 1, .out_scale = 1};
+}
+
+int tritium_matmul_with(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                        int64_t M, int64_t N, int64_t K, const tritium_matmul_options *options,
+                        void *stream) {
+  return guarded([&] {
+    if (!options)
+      throw std::invalid_argument("matmul: options is null (fill one with "
+                                  "tritium_matmul_options_init)");
+    const tritium_matmul_options &o = *options;
+    checkActivation(o.activation);
+    if (o.precision < 0 || o.precision > 2)
+      throw std::invalid_argument("precision is " + std::to_string(o.precision) +
+                                  ", but must be 0 (tf32), 1 (tf32x3) or 2 (ieee)");
+    matmul({.c = c, .a = a, .b = b, .bias = o.bias, .residual = o.residual,
+            .scaleA = o.scale_a, .scaleB = o.scale_b, .alpha = o.alpha,
+            .outScale = o.out_scale, .amax = o.amax, .M = M, .N = N, .K = K, .lda = o.lda,
+            .ldb = o.ldb, .ldc = o.ldc, .ldr = o.ldr, .bTransposed = o.b_transposed != 0,
+            .activation = Activation(o.activation), .in = toMatmulDtype("in_dtype", in_dtype),
+            .out = toMatmulDtype("out_dtype", out_dtype), .precision = Precision(o.precision),
+            .maxImpreciseAcc = o.max_imprecise_acc, .workspace = o.workspace,
+            .workspaceBytes = o.workspace_bytes},
+           toStream(stream));
+  });
+}
+
 int64_t tritium_cumsum_workspace(int64_t n) { return cumsumWorkspaceBytes(n); }
 
 int tritium_cumsum(int dtype, void *out, const void *x, int64_t n, void *workspace,

@@ -102,6 +102,37 @@ int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, 
                            int64_t ldc, int64_t ldr, int b_transposed, int activation,
                            void *workspace, int64_t workspace_bytes, void *stream);
 
+/* Every option of the library's matmul (kernels/Matmul.h's MatmulArgs), for
+ * tritium_matmul_with. tritium_matmul_options_init fills it with the defaults (no bias,
+ * residual, scales or amax; alpha and out_scale 1; dense rows; B [K, N]; no activation; tf32
+ * for fp32 operands; the fast fp8 sum; no workspace); set what differs after it. Later
+ * versions may add fields at the end: always start from tritium_matmul_options_init. */
+typedef struct tritium_matmul_options {
+  const void *bias;            /* [N] (2N for SwiGLU), in out_dtype (bf16 for an fp8 C) */
+  const void *residual;        /* [M, N], row stride ldr */
+  const float *scale_a;        /* [M] fp32 */
+  const float *scale_b;        /* [N] fp32 */
+  float alpha, out_scale;      /* out_scale: fp8 C only */
+  float *amax;                 /* fp8 C only: the largest |result|, one fp32 zeroed by the caller */
+  int64_t lda, ldb, ldc, ldr;  /* row strides in elements, 0: dense */
+  int b_transposed;            /* B stored [N, K] */
+  int activation;              /* 0 none, 1 GELU (tanh), 2 SiLU, 3 SwiGLU */
+  int precision;               /* fp32 operands: 0 tf32, 1 tf32x3, 2 ieee */
+  /* fp8 operands: 0 sums each product on the tensor cores in their own precision (fast, as
+   * torch._scaled_mm's use_fast_accum); N, a positive multiple of 32, adds the partial sums
+   * into fp32 every N of K (dot's max_num_imprecise_acc). */
+  int64_t max_imprecise_acc;
+  void *workspace;             /* tritium_matmul_workspace's bytes, or NULL: no split-K */
+  int64_t workspace_bytes;
+} tritium_matmul_options;
+void tritium_matmul_options_init(tritium_matmul_options *options);
+
+/* C = A x B with every option above; in_dtype and out_dtype as tritium_matmul's (3 and 4 also
+ * for an fp8 C). */
+int tritium_matmul_with(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
+                        int64_t M, int64_t N, int64_t K, const tritium_matmul_options *options,
+                        void *stream);
+
 /* The inclusive prefix sum of n elements (kernels/Cumsum.h): dtype 0 (fp32), 1 (fp16), 2 (bf16),
  * summed in fp32, or 6 (int32), exact; out may equal x; workspace of
  * tritium_cumsum_workspace(n) bytes of device memory. */

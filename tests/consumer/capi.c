@@ -1,7 +1,7 @@
 /* A C program against the kernel library's C interface (tritium::kernels_c, installed as
    libtritium_kernels_c.so): a null output or input is refused with a message, before anything
-   runs, for the elementwise, matmul (the fused and quantized ones too) and attention (forward,
-   varlen, backward, decode) and cumsum entries. */
+   runs, for the elementwise, matmul (the fused, quantized and options-struct ones too) and
+   attention (forward, varlen, backward, decode) and cumsum entries. */
 #include <tritium/kernels/capi/tritium_kernels.h>
 
 #include <stdio.h>
@@ -76,12 +76,28 @@ int main(void) {
   int backwardOk = rc != 0 && strstr(error, "workspace_bytes is 4, but this call needs 128") != NULL;
   printf("%s: tritium_attention_backward with a 4-byte workspace returns %d: %s\n",
          backwardOk ? "ok" : "FAILED", rc, error);
+  /* Every option through one struct: its defaults, a null one, and fp8's partial sums asked
+     of bf16 operands. */
+  tritium_matmul_options options;
+  tritium_matmul_options_init(&options);
+  int withOk = options.alpha == 1.f && options.out_scale == 1.f && options.bias == NULL &&
+               options.max_imprecise_acc == 0 && options.workspace == NULL;
+  rc = tritium_matmul_with(2, 2, &b, &b, &b, 8, 8, 8, NULL, NULL);
+  error = tritium_last_error();
+  withOk = withOk && rc != 0 && strstr(error, "matmul: options is null") != NULL;
+  options.max_imprecise_acc = 128;
+  rc = tritium_matmul_with(2, 2, &b, &b, &b, 8, 8, 8, &options, NULL);
+  error = tritium_last_error();
+  withOk = withOk && rc != 0 &&
+           strstr(error, "maxImpreciseAcc applies to fp8 operands only (in is bf16)") != NULL;
+  printf("%s: tritium_matmul_with's defaults; max_imprecise_acc on bf16 returns %d: %s\n",
+         withOk ? "ok" : "FAILED", rc, error);
   rc = tritium_cumsum(5, &b, &b, 1, &b, 4, NULL);
   error = tritium_last_error();
   int cumsumOk = rc != 0 && strstr(error, "cumsum: dtype must be fp32, fp16, bf16 or int32") != NULL;
   printf("%s: tritium_cumsum of int8 returns %d: %s\n", cumsumOk ? "ok" : "FAILED", rc, error);
   return ok && matmulOk && fusedOk && forwardOk && varlenOk && decodeOk && quantizedOk &&
-                 backwardOk && cumsumOk && splitOk
+                 backwardOk && cumsumOk && splitOk && withOk
              ? 0
              : 1;
 }
