@@ -1,7 +1,8 @@
 /* The kernel library's C interface: for callers that are not C++ (Python through ctypes: the
  * benchmark tools/bench_kernels.py calls tritium through it in the same process as its peers).
- * Each function mirrors one in kernels/*.h; `dtype` is 0 (fp32), 1 (fp16) or 2 (bf16); a stride
- * of 0 means a dense row; `stream` is a CUstream (cudaStream_t), 0 for the default stream.
+ * Each function mirrors one of the headers in kernels/; `dtype` is 0 (fp32), 1 (fp16) or 2
+ * (bf16); a stride of 0 means a dense row; `stream` is a CUstream (cudaStream_t), 0 for the
+ * default stream.
  * Each returns 0, or -1 with tritium_last_error() saying why (per thread). */
 #ifndef TRITIUM_KERNELS_CAPI_H
 #define TRITIUM_KERNELS_CAPI_H
