@@ -10,6 +10,7 @@
 #include "DotCases.h"
 #include "interpreter/Memory.h"
 #include "kernels/Matmul.h"
+#include "kernels/capi/tritium_kernels.h"
 #include "runtime/Memory.h"
 
 #include <algorithm>
@@ -34,6 +35,9 @@ struct LibraryMatmulCase {
   // A workspace (poisoned) of matmulWorkspaceBytes, or of what the given plan's split needs:
   // plans may split K.
   bool workspace = false;
+  // Called through the C interface's tritium_matmul_with (every option in its struct) instead
+  // of kernels::matmul; no plan.
+  bool throughCApi = false;
 
   std::string str() const {
     std::ostringstream s;
@@ -49,7 +53,7 @@ struct LibraryMatmulCase {
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
       << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " ldr " << ldr
       << (plan ? " plan " + kernels::describe(plan->fields()) : "")
-      << (workspace ? " workspace" : "")
+      << (workspace ? " workspace" : "") << (throughCApi ? " through the C API" : "")
       << (maxImpreciseAcc ? " imprecise " + std::to_string(maxImpreciseAcc) : "");
     return s.str();
   }
@@ -156,7 +160,30 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
     args.workspace = addressOf(dworkspace);
     args.workspaceBytes = workspaceBytes;
   }
-  kernels::matmul(args, stream, c.plan ? &*c.plan : nullptr);
+  if (c.throughCApi) {
+    tritium_matmul_options o;
+    tritium_matmul_options_init(&o);
+    o.bias = args.bias;
+    o.residual = args.residual;
+    o.scale_a = args.scaleA;
+    o.scale_b = args.scaleB;
+    o.alpha = args.alpha;
+    o.out_scale = args.outScale;
+    o.amax = args.amax;
+    o.lda = args.lda, o.ldb = args.ldb, o.ldc = args.ldc, o.ldr = args.ldr;
+    o.b_transposed = args.bTransposed;
+    o.activation = int(args.activation);
+    o.precision = int(args.precision);
+    o.max_imprecise_acc = args.maxImpreciseAcc;
+    o.workspace = args.workspace;
+    o.workspace_bytes = args.workspaceBytes;
+    // The C interface's dtype numbers are kernels::Dtype's.
+    int rc = tritium_matmul_with(int(args.in), int(args.out), args.c, args.a, args.b, args.M,
+                                 args.N, args.K, &o, stream);
+    ASSERT_EQ(rc, 0) << c.str() << ": " << tritium_last_error();
+  } else {
+    kernels::matmul(args, stream, c.plan ? &*c.plan : nullptr);
+  }
   sync();
   std::vector<unsigned char> raw(size_t(c.M * ldc * outBytes));
   dc.download(raw.data(), raw.size());

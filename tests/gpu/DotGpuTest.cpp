@@ -297,6 +297,11 @@ TEST_F(DotGpuTest, LibraryMatmulDtypesAndEpilogues) {
       // fp8 partial sums added into fp32 every 64 of K (and, at 128, every K tile).
       {.in = Dtype::fp8e4m3, .M = 500, .N = 640, .K = 1000, .bTransposed = true,
        .maxImpreciseAcc = 64},
+      // The same through the C interface's options struct, with every epilogue field.
+      {.in = Dtype::fp8e4m3, .M = 500, .N = 640, .K = 1000, .lda = 1008, .ldb = 1016,
+       .ldc = 648, .ldr = 656, .bTransposed = true, .bias = true,
+       .activation = Activation::Gelu, .residual = true, .scaleA = true, .scaleB = true,
+       .alpha = 0.5f, .maxImpreciseAcc = 64, .throughCApi = true},
       {.in = Dtype::fp8e5m2, .out = Dtype::fp32, .M = 256, .N = 256, .K = 4096,
        .maxImpreciseAcc = 128},
       {.in = Dtype::fp8e5m2, .out = Dtype::fp16, .M = 16, .N = 1024, .K = 2048,

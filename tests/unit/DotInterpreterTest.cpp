@@ -230,6 +230,24 @@ TEST_F(DotInterpreterTest, LibraryMatmulDtypesAndEpilogues) {
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.in = Dtype::fp8e4m3, .out = Dtype::fp32, .M = 40, .N = 33,
                                   .K = 112, .scaleB = true, .plan = withDescriptors});
+  // The C interface's options struct, every field in use: each must reach its MatmulArgs
+  // field (row strides wider than the rows, B as [N, K], the epilogue, fp8's partial sums;
+  // then tf32x3 operands into a SwiGLU, and an fp8 C with amax).
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::bf16, .M = 33, .N = 40,
+                                  .K = 160, .lda = 170, .ldb = 180, .ldc = 48, .ldr = 56,
+                                  .bTransposed = true, .bias = true,
+                                  .activation = Activation::Gelu, .residual = true,
+                                  .scaleA = true, .scaleB = true, .alpha = 0.5f,
+                                  .maxImpreciseAcc = 64, .throughCApi = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp32, .out = Dtype::fp32, .M = 30, .N = 24,
+                                  .K = 40, .bias = true, .activation = Activation::SwiGlu,
+                                  .precision = Precision::tf32x3, .throughCApi = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::fp8e4m3, .out = Dtype::fp8e4m3, .M = 40, .N = 48,
+                                  .K = 64, .bTransposed = true, .outScale = 0.5f, .amax = true,
+                                  .throughCApi = true});
 }
 
 TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
