@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tests on the GPU machine, split over SHARDS processes that share the GPU (GoogleTest's
-# sharding; default 5, about 5 minutes on an H200 where one process takes about 20), each with
-# its own kernel cache. Prints each shard's counts, then every failed and skipped test, and
+# sharding; default 5: 321 s on an H200 for the whole suite, 2026-11-29), each with its own
+# kernel cache. Prints each shard's counts, then every failed and skipped test, and
 # exits non-zero if a shard failed. Run from the repository root with the bundle beside it
 # (docs/DEVICE.md):
 #
