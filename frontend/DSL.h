@@ -357,8 +357,6 @@ private:
   // that a block `value` has the descriptor's block shape.
   std::pair<Value, Value> writtenTile(const std::vector<Operand> &offsets, const Operand &value,
                                       const std::string &what, Loc loc) const;
-  void atomic(const char *name, const std::vector<Operand> &offsets, const Operand &value,
-              Loc loc) const;
   Value base_;
   std::vector<Value> shape_, strides_; // i64 scalars
   std::vector<int64_t> block_;

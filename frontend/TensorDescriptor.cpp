@@ -153,30 +153,11 @@ void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand 
 // Triton lowers these to TMA reductions (cp.reduce.async.bulk.tensor), which return nothing;
 // here they are the element atomics of the tile's pointers, relaxed as a bulk reduction is,
 // under the tile's mask. The atomic's own checks (its dtypes) name the user's line.
-void TensorDescriptor::atomic(const char *name, const std::vector<Operand> &offsets,
-                              const Operand &value, Loc l) const {
-  std::string what = std::string(name) + " of a tensor descriptor";
-  auto [ptrs, mask] = writtenTile(offsets, value, what, l);
-  Operand at(ptrs, l), in(mask, l);
-  const std::string op = name;
-  if (op == "atomic_add")
-    dsl::atomic_add(at, value, in, "relaxed", "gpu", l);
-  else if (op == "atomic_min")
-    dsl::atomic_min(at, value, in, "relaxed", "gpu", l);
-  else if (op == "atomic_max")
-    dsl::atomic_max(at, value, in, "relaxed", "gpu", l);
-  else if (op == "atomic_and")
-    dsl::atomic_and(at, value, in, "relaxed", "gpu", l);
-  else if (op == "atomic_or")
-    dsl::atomic_or(at, value, in, "relaxed", "gpu", l);
-  else
-    dsl::atomic_xor(at, value, in, "relaxed", "gpu", l);
-}
-
 #define TRITIUM_DESCRIPTOR_ATOMIC(name)                                                            \
   void TensorDescriptor::name(const std::vector<Operand> &offsets, const Operand &value, Loc l)   \
       const {                                                                                    \
-    atomic(#name, offsets, value, l);                                                            \
+    auto [ptrs, mask] = writtenTile(offsets, value, #name " of a tensor descriptor", l);         \
+    dsl::name(Operand(ptrs, l), value, Operand(mask, l), "relaxed", "gpu", l);                   \
   }
 TRITIUM_DESCRIPTOR_ATOMIC(atomic_add)
 TRITIUM_DESCRIPTOR_ATOMIC(atomic_min)

@@ -86,23 +86,33 @@ int tritium_matmul(int in_dtype, int out_dtype, void *c, const void *a, const vo
   });
 }
 
+// The options the fused, quantized and split-K entries share; the rest keep their defaults.
+static tritium_matmul_options epilogueOptions(const void *bias, const void *residual,
+                                              const float *scale_a, const float *scale_b,
+                                              float alpha, int64_t lda, int64_t ldb, int64_t ldc,
+                                              int64_t ldr, int b_transposed, int activation) {
+  tritium_matmul_options o;
+  tritium_matmul_options_init(&o);
+  o.bias = bias;
+  o.residual = residual;
+  o.scale_a = scale_a;
+  o.scale_b = scale_b;
+  o.alpha = alpha;
+  o.lda = lda, o.ldb = ldb, o.ldc = ldc, o.ldr = ldr;
+  o.b_transposed = b_transposed;
+  o.activation = activation;
+  return o;
+}
+
 int tritium_matmul_fused(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
                          const void *bias, const void *residual, const float *scale_a,
                          const float *scale_b, float alpha, int64_t M, int64_t N, int64_t K,
                          int64_t lda, int64_t ldb, int64_t ldc, int64_t ldr, int b_transposed,
                          int activation, int precision, void *stream) {
-  return guarded([&] {
-    checkActivation(activation);
-    if (precision < 0 || precision > 2)
-      throw std::invalid_argument("precision is " + std::to_string(precision) +
-                                  ", but must be 0 (tf32), 1 (tf32x3) or 2 (ieee)");
-    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
-            .scaleB = scale_b, .alpha = alpha, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
-            .ldc = ldc, .ldr = ldr, .bTransposed = b_transposed != 0,
-            .activation = Activation(activation), .in = toMatmulDtype("in_dtype", in_dtype),
-            .out = toMatmulDtype("out_dtype", out_dtype), .precision = Precision(precision)},
-           toStream(stream));
-  });
+  tritium_matmul_options o = epilogueOptions(bias, residual, scale_a, scale_b, alpha, lda, ldb,
+                                             ldc, ldr, b_transposed, activation);
+  o.precision = precision;
+  return tritium_matmul_with(in_dtype, out_dtype, c, a, b, M, N, K, &o, stream);
 }
 
 int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
@@ -135,17 +145,13 @@ int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, 
                            int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                            int64_t ldc, int64_t ldr, int b_transposed, int activation,
                            void *workspace, int64_t workspace_bytes, void *stream) {
-  return guarded([&] {
-    checkActivation(activation);
-    matmul({.c = c, .a = a, .b = b, .bias = bias, .residual = residual, .scaleA = scale_a,
-            .scaleB = scale_b, .alpha = alpha, .outScale = out_scale, .amax = amax, .M = M,
-            .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ldr = ldr,
-            .bTransposed = b_transposed != 0, .activation = Activation(activation),
-            .in = toMatmulDtype("in_dtype", in_dtype),
-            .out = toMatmulDtype("out_dtype", out_dtype), .workspace = workspace,
-            .workspaceBytes = workspace_bytes},
-           toStream(stream));
-  });
+  tritium_matmul_options o = epilogueOptions(bias, residual, scale_a, scale_b, alpha, lda, ldb,
+                                             ldc, ldr, b_transposed, activation);
+  o.out_scale = out_scale;
+  o.amax = amax;
+  o.workspace = workspace;
+  o.workspace_bytes = workspace_bytes;
+  return tritium_matmul_with(in_dtype, out_dtype, c, a, b, M, N, K, &o, stream);
 }
 
 void tritium_matmul_options_init(tritium_matmul_options *options) {
@@ -187,6 +193,20 @@ int tritium_cumsum(int dtype, void *out, const void *x, int64_t n, void *workspa
   });
 }
 
+// The arguments tritium_attention_forward and its fp8 form share.
+static AttentionArgs forwardArgs(void *o, float *lse, const void *q, const void *k,
+                                 const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
+                                 int64_t seq_q, int64_t seq_kv, int64_t head_dim,
+                                 const int64_t q_strides[3], const int64_t k_strides[3],
+                                 const int64_t v_strides[3], const int64_t o_strides[3],
+                                 int causal, float scale) {
+  return {.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch, .heads = heads,
+          .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv, .headDim = head_dim,
+          .qStrides = strides(q_strides), .kStrides = strides(k_strides),
+          .vStrides = strides(v_strides), .oStrides = strides(o_strides), .causal = causal != 0,
+          .scale = scale};
+}
+
 int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, const void *k,
                               const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
@@ -194,13 +214,11 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
                               const int64_t v_strides[3], const int64_t o_strides[3],
                               int causal, float scale, void *stream) {
   return guarded([&] {
-    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
-                      .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
-                      .headDim = head_dim, .qStrides = strides(q_strides),
-                      .kStrides = strides(k_strides), .vStrides = strides(v_strides),
-                      .oStrides = strides(o_strides), .causal = causal != 0, .scale = scale,
-                      .dtype = toDtype(dtype)},
-                     toStream(stream));
+    AttentionArgs a = forwardArgs(o, lse, q, k, v, batch, heads, kv_heads, seq_q, seq_kv,
+                                  head_dim, q_strides, k_strides, v_strides, o_strides, causal,
+                                  scale);
+    a.dtype = toDtype(dtype);
+    attentionForward(a, toStream(stream));
   });
 }
 
@@ -212,14 +230,13 @@ int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void
                                   int v_transposed, int causal, float scale, float descale_q,
                                   float descale_k, float descale_v, void *stream) {
   return guarded([&] {
-    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
-                      .heads = heads, .kvHeads = kv_heads, .seqQ = seq_q, .seqKV = seq_kv,
-                      .headDim = head_dim, .qStrides = strides(q_strides),
-                      .kStrides = strides(k_strides), .vStrides = strides(v_strides),
-                      .oStrides = strides(o_strides), .causal = causal != 0, .scale = scale,
-                      .dtype = Dtype::fp8e4m3, .descaleQ = descale_q, .descaleK = descale_k,
-                      .descaleV = descale_v, .vTransposed = v_transposed != 0},
-                     toStream(stream));
+    AttentionArgs a = forwardArgs(o, lse, q, k, v, batch, heads, kv_heads, seq_q, seq_kv,
+                                  head_dim, q_strides, k_strides, v_strides, o_strides, causal,
+                                  scale);
+    a.dtype = Dtype::fp8e4m3;
+    a.descaleQ = descale_q, a.descaleK = descale_k, a.descaleV = descale_v;
+    a.vTransposed = v_transposed != 0;
+    attentionForward(a, toStream(stream));
   });
 }
 
