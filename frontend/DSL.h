@@ -322,9 +322,10 @@ void store(const Operand &ptrs, const Operand &value, const Operand &mask, Cache
 //   c_desc.store({pid_m * BM, pid_n * BN}, cast(acc, "bf16"));
 //
 // On Hopper (sm_90a) a 2-D tile that a pipelined range loop loads becomes one TMA copy
-// (cp.async.bulk.tensor) per stage, issued by one thread, when the descriptor's base, shape
+// (cp.async.bulk.tensor) per stage, issued by one thread, and a 2-D tile stored (or added)
+// becomes a TMA store (or reduction) from a staging buffer, when the descriptor's base, shape
 // and strides are kernel arguments or constants and TMA can take them (docs/DSL.md, "Tensor
-// descriptors"); otherwise the tile is loaded element by element, and the results are the same.
+// descriptors"); otherwise the tile is moved element by element, and the results are the same.
 class TensorDescriptor {
 public:
   Value load(const std::vector<Operand> &offsets, Loc loc = Loc::current()) const;
@@ -332,6 +333,7 @@ public:
              Loc loc = Loc::current()) const;
   // Triton's desc.atomic_add (and min, max, and, or, xor): the tile combined into the tensor
   // element by element (relaxed, gpu scope), nothing outside it touched, no old values.
+  // Where the GPU passes can, a TMA reduction does it.
   void atomic_add(const std::vector<Operand> &offsets, const Operand &value,
                   Loc loc = Loc::current()) const;
   void atomic_min(const std::vector<Operand> &offsets, const Operand &value,
@@ -353,10 +355,16 @@ private:
   std::pair<Value, Value> tile(const std::vector<ir::Value *> &offsets, Loc loc) const;
   std::vector<ir::Value *> offsetValues(const std::vector<Operand> &offsets, const char *what,
                                         Loc loc) const;
-  // The tile's pointers and mask at `offsets` for a store or atomic named `what`, checking
-  // that a block `value` has the descriptor's block shape.
-  std::pair<Value, Value> writtenTile(const std::vector<Operand> &offsets, const Operand &value,
-                                      const std::string &what, Loc loc) const;
+  // The tile's pointers, mask and offsets (i64 scalars) for a store or atomic named `what`,
+  // checking that a block `value` has the descriptor's block shape.
+  struct WrittenTile {
+    Value ptrs, mask;
+    std::vector<ir::Value *> offsets;
+  };
+  WrittenTile writtenTile(const std::vector<Operand> &offsets, const Operand &value,
+                          const std::string &what, Loc loc) const;
+  // Appends the descriptor's scalars and the tile's offsets to a traced load, store or atomic.
+  void attach(ir::Op *op, const std::vector<ir::Value *> &offsets, const SourceLoc &loc) const;
   Value base_;
   std::vector<Value> shape_, strides_; // i64 scalars
   std::vector<int64_t> block_;

@@ -2,9 +2,10 @@
 // global memory, loaded and stored a tile at a time. A tile's load is traced as the ordinary
 // masked load it means (every element's address from the offsets and strides, the elements
 // outside the tensor masked to zero), so the interpreter, the layout passes and the cp.async
-// pipeliner treat it like any load; the load also keeps the descriptor's scalars after its own
-// operands ({tensor_rank}, compiler/ir/TensorMap.h), from which the GPU passes may lower it to a
-// TMA copy instead (gpu/ChooseTensorMaps.cpp). Address arithmetic is 64-bit: a descriptor
+// pipeliner treat it like any load; a store or atomic likewise. Each keeps the descriptor's
+// scalars after its own operands ({tensor_rank}, compiler/ir/TensorMap.h), from which the GPU
+// passes may lower it to a TMA copy instead (gpu/ChooseTensorMaps.cpp for loads,
+// gpu/ChooseTensorStores.cpp for stores and reductions). Address arithmetic is 64-bit: a descriptor
 // covers tensors past 2^31 elements.
 #include "frontend/DSL.h"
 #include "frontend/Tracer.h"
@@ -114,50 +115,67 @@ std::vector<ir::Value *> TensorDescriptor::offsetValues(const std::vector<Operan
   return out;
 }
 
-Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc l) const {
-  SourceLoc loc(l);
-  std::vector<ir::Value *> at = offsetValues(offsets, "load of a tensor descriptor", l);
-  auto [ptrs, mask] = tile(at, l);
-  Value v = dsl::load(ptrs, mask, Operand(0, l), {}, l);
-  // The descriptor's scalars ride along after the load's own operands (TensorMap.h).
-  ir::Op *op = v.checked(loc)->definingOp();
+// The descriptor's scalars ride along after the op's own operands (TensorMap.h).
+void TensorDescriptor::attach(ir::Op *op, const std::vector<ir::Value *> &offsets,
+                              const SourceLoc &loc) const {
   op->addOperand(base_.checked(loc));
   for (const Value &s : shape_)
     op->addOperand(s.checked(loc));
   for (const Value &s : strides_)
     op->addOperand(s.checked(loc));
-  for (ir::Value *o : at)
+  for (ir::Value *o : offsets)
     op->addOperand(o);
   op->setAttr("tensor_rank", int64_t(block_.size()));
+}
+
+Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc l) const {
+  SourceLoc loc(l);
+  std::vector<ir::Value *> at = offsetValues(offsets, "load of a tensor descriptor", l);
+  auto [ptrs, mask] = tile(at, l);
+  Value v = dsl::load(ptrs, mask, Operand(0, l), {}, l);
+  attach(v.checked(loc)->definingOp(), at, loc);
   return v;
 }
 
-std::pair<Value, Value> TensorDescriptor::writtenTile(const std::vector<Operand> &offsets,
-                                                      const Operand &value,
-                                                      const std::string &what, Loc l) const {
+TensorDescriptor::WrittenTile TensorDescriptor::writtenTile(const std::vector<Operand> &offsets,
+                                                           const Operand &value,
+                                                           const std::string &what,
+                                                           Loc l) const {
   SourceLoc loc(l);
   std::vector<ir::Value *> at = offsetValues(offsets, what.c_str(), l);
   if (value.kind == Operand::Kind::Value && value.value && value.value->type().isBlock() &&
       value.value->type().shape() != block_)
     userError(what + " of block_shape " + shapeStr(block_) + " got " + value.value->type().str(),
               loc);
-  return tile(at, l);
+  auto [ptrs, mask] = tile(at, l);
+  return {ptrs, mask, at};
+}
+
+// The op just traced in the current block: the store or atomic that a descriptor's scalars
+// are attached to.
+static ir::Op *lastTraced(const SourceLoc &loc) {
+  return Tracer::current(loc).builder().block()->ops().back().get();
 }
 
 void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand &value,
                              Loc l) const {
-  auto [ptrs, mask] = writtenTile(offsets, value, "store to a tensor descriptor", l);
-  dsl::store(ptrs, value, mask, {}, l);
+  SourceLoc loc(l);
+  WrittenTile w = writtenTile(offsets, value, "store to a tensor descriptor", l);
+  dsl::store(w.ptrs, value, w.mask, {}, l);
+  attach(lastTraced(loc), w.offsets, loc);
 }
 
-// Triton lowers these to TMA reductions (cp.reduce.async.bulk.tensor), which return nothing;
-// here they are the element atomics of the tile's pointers, relaxed as a bulk reduction is,
-// under the tile's mask. The atomic's own checks (its dtypes) name the user's line.
+// Element atomics through the tile's pointers, relaxed as a bulk reduction is, under the
+// tile's mask and without old values; with the descriptor's scalars attached, the GPU passes
+// make the supported ones TMA reductions (cp.reduce.async.bulk.tensor, gpu/
+// ChooseTensorStores.cpp). The atomic's own checks (its dtypes) name the user's line.
 #define TRITIUM_DESCRIPTOR_ATOMIC(name)                                                            \
   void TensorDescriptor::name(const std::vector<Operand> &offsets, const Operand &value, Loc l)   \
       const {                                                                                    \
-    auto [ptrs, mask] = writtenTile(offsets, value, #name " of a tensor descriptor", l);         \
-    dsl::name(Operand(ptrs, l), value, Operand(mask, l), "relaxed", "gpu", l);                   \
+    SourceLoc loc(l);                                                                            \
+    WrittenTile w = writtenTile(offsets, value, #name " of a tensor descriptor", l);             \
+    Value old = dsl::name(Operand(w.ptrs, l), value, Operand(w.mask, l), "relaxed", "gpu", l);   \
+    attach(old.checked(loc)->definingOp(), w.offsets, loc);                                      \
   }
 TRITIUM_DESCRIPTOR_ATOMIC(atomic_add)
 TRITIUM_DESCRIPTOR_ATOMIC(atomic_min)

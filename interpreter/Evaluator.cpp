@@ -733,7 +733,7 @@ private:
     ScalarKind k = t.kind();
     int64_t bytes = elementBytes(k);
     const auto &ptrs = in(0).i;
-    const std::vector<int64_t> *mask = op_.numOperands() == 3 ? &in(2).i : nullptr;
+    const std::vector<int64_t> *mask = op_.numOperands() >= 3 ? &in(2).i : nullptr;
     size_t n = count(t);
     // Check every active lane first: a failing store writes nothing.
     for (size_t e = 0; e < n; ++e)
@@ -833,7 +833,7 @@ private:
     std::string kind = cas ? "cas" : op_.strAttr("op");
     int64_t bytes = elementBytes(k);
     const auto &ptrs = in(0).i;
-    const std::vector<int64_t> *mask = !cas && op_.numOperands() == 3 ? &in(2).i : nullptr;
+    const std::vector<int64_t> *mask = !cas && op_.numOperands() >= 3 ? &in(2).i : nullptr;
     size_t n = count(t);
     if (t.isFloat()) {
       auto &o = outF();

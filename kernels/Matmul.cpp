@@ -36,6 +36,7 @@ enum Flags : int {
   kAmax = 128, // amax[0] = max(amax[0], max |C| before out_scale)
   kWarpSpecialize = 256, // with kDescriptors: a producer warp group issues the TMA copies
   kPersistent = 512,     // with kDescriptors: each program walks tiles (one K loop for all)
+  kTmaStore = 1024,      // C's tile through a tensor descriptor (a TMA store on Hopper)
 };
 
 // What the epilogue reads besides the accumulators: C and the tensors of FLAGS, and ACT (0 none,
@@ -47,14 +48,29 @@ struct Epilogue {
   int FLAGS, ACT;
 };
 
-// The epilogue of the tile of rows rm and columns rn: scales, bias, activation, residual,
-// cast, one store. acc is int32 for int8 operands (`integer`); acc_up is SwiGLU's second
-// product (the up projection's columns N + rn).
-void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, Value rm, Value rn) {
+// The BM x BN tile of C at rows m0 + rm and columns n0 + rn: with kTmaStore through a
+// tensor descriptor (one TMA store where the compiler can take C's base and ldc; element
+// stores otherwise), else through pointers.
+struct CTile {
+  Value m0, n0, rm, rn;
+  int BM, BN;
+};
+void storeC(const Epilogue &e, const CTile &t, Value value, Value inC) {
+  if (e.FLAGS & kTmaStore)
+    make_tensor_descriptor(e.c, {e.M, e.N}, {e.ldc, 1}, {t.BM, t.BN}).store({t.m0, t.n0}, value);
+  else
+    store(e.c + t.rm(_, None) * e.ldc + t.rn(None, _), value, inC);
+}
+
+// The epilogue of the tile `t`: scales, bias, activation, residual, cast, one store. acc is
+// int32 for int8 operands (`integer`); acc_up is SwiGLU's second product (the up
+// projection's columns N + rn).
+void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, const CTile &t) {
+  Value rm = t.rm, rn = t.rn;
   auto inM = rm < e.M, inN = rn < e.N;
   auto inC = inM(_, None) & inN(None, _);
   if (e.c.dtype() == "i32") { // int8 products, exact: no epilogue
-    store(e.c + rm(_, None) * e.ldc + rn(None, _), acc, inC);
+    storeC(e, t, acc, inC);
     return;
   }
   // The epilogue's inputs of the product of B's columns `cols`.
@@ -84,7 +100,7 @@ void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, Value rm
   bool fp8 = e.c.dtype() == "fp8e4m3" || e.c.dtype() == "fp8e5m2";
   if (fp8)
     r = r * e.out_scale;
-  store(e.c + rm(_, None) * e.ldc + rn(None, _), cast(r, e.c.dtype()), inC);
+  storeC(e, t, cast(r, e.c.dtype()), inC);
 }
 
 // ACT: as Epilogue's. PRECISION: fp32 operands' Precision.
@@ -148,7 +164,8 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
         if (two)
           acc_up = dot(x, b_tile(k, N + pn * BN), acc_up, options);
         if_(k + BK >= K, [&] {
-          epilogue(e, integer, acc, acc_up, pm * BM + arange(0, BM), pn * BN + arange(0, BN));
+          epilogue(e, integer, acc, acc_up,
+                   {pm * BM, pn * BN, pm * BM + arange(0, BM), pn * BN + arange(0, BN), BM, BN});
           acc = zeros({BM, BN}, integer ? int32 : float32);
           if (two)
             acc_up = zeros({BM, BN}, float32);
@@ -194,7 +211,7 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       store(rows + N + rn(None, _), acc_up, inC);
     return;
   }
-  epilogue(e, integer, acc, acc_up, rm, rn);
+  epilogue(e, integer, acc, acc_up, {pidM * BM, pidN * BN, rm, rn, BM, BN});
 }
 
 // The sum of a split-K product's SPLIT_K partial products (`partial`, as matmul_kernel writes
@@ -222,7 +239,7 @@ void matmul_split_k_sum(Ptr c, Ptr partial, Ptr bias, Ptr residual, Ptr scale_a,
   }
   epilogue({c, bias, residual, scale_a, scale_b, amax, alpha, out_scale, M, N, ldc, ldr, FLAGS,
             ACT},
-           integer, acc, acc_up, rm, rn);
+           integer, acc, acc_up, {pid / pidsN * BM, pid % pidsN * BN, rm, rn, BM, BN});
 }
 
 } // namespace
@@ -335,7 +352,8 @@ int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &p
   bool tma = plan.descriptors && call.descriptorsUsable;
   return (m.bTransposed ? kBNK : 0) | (tma ? kDescriptors : 0) |
          (plan.warpSpecialize && tma ? kWarpSpecialize : 0) |
-         (plan.persistent && tma ? kPersistent : 0) | (m.bias ? kBias : 0) |
+         (plan.persistent && tma ? kPersistent : 0) | (plan.tmaStore && tma ? kTmaStore : 0) |
+         (m.bias ? kBias : 0) |
          (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) | (m.scaleB ? kScaleB : 0) |
          (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
 }

@@ -28,6 +28,9 @@ struct MatmulPlan {
   // tiles than SMs); the slices' partial products meet in the call's workspace, and a second
   // kernel adds them and runs the epilogue. Not with `persistent`.
   int splitK = 1;
+  // With descriptors: C's tile leaves through a tensor descriptor, one TMA store from shared
+  // memory where C's base and ldc allow it (element stores otherwise, or with false).
+  bool tmaStore = true;
   PlanFields fields() const {
     PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
                     {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
@@ -37,6 +40,8 @@ struct MatmulPlan {
       f.emplace_back("persistent", 1);
     if (splitK > 1)
       f.emplace_back("split_k", splitK);
+    if (!tmaStore)
+      f.emplace_back("tma_store", 0);
     return f;
   }
   int64_t tiles(int64_t M, int64_t N) const {

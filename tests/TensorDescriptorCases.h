@@ -181,15 +181,16 @@ std::string checkDescriptorShift(CUstream stream, const std::function<void()> &s
 // Program p combines the p-th [BR, BC] tile of `in` (a stack of tiles) into `out` at rows
 // p x BR / 2 + dr and columns dc: consecutive programs' tiles overlap by half, and the shifts
 // put some of them before the tensor's start or past its end. OP: 0 add, 1 min, 2 max, 3 and,
-// 4 or, 5 xor.
+// 4 or, 5 xor; 6 stores the tile instead, at rows p x BR + dr (tiles side by side).
 inline void descriptorAtomicKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr, Int dc,
                                    int BR, int BC, int OP) {
   auto p = program_id(0);
   auto r = arange(0, BR), c = arange(0, BC);
   auto t = load(in + p * (BR * BC) + r(_, None) * BC + c(None, _));
   auto desc = make_tensor_descriptor(out, {R, C}, {ld, 1}, {BR, BC});
-  std::vector<Operand> at = {p * (BR / 2) + dr, dc};
+  std::vector<Operand> at = {p * (OP == 6 ? BR : BR / 2) + dr, dc}; // stores do not overlap
   switch (OP) {
+  case 6: desc.store(at, t); break;
   case 0: desc.atomic_add(at, t); break;
   case 1: desc.atomic_min(at, t); break;
   case 2: desc.atomic_max(at, t); break;
@@ -200,8 +201,8 @@ inline void descriptorAtomicKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr
 }
 
 // Runs descriptorAtomicKernel on P programs over an R x C tensor (row stride ld) of i32, or of
-// fp32 for add (small integers, so that every order of the additions gives the exact sum),
-// and checks every element, those no tile reaches and the padding past C included.
+// fp32 for add and store (small integers, so that every order of the additions gives the exact
+// sum), and checks every element, those no tile reaches and the padding past C included.
 template <typename Buffer>
 void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, int op,
                            ir::ScalarKind dtype, int P, int R, int C, int ld, int dr, int dc,
@@ -211,7 +212,7 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> small(-50, 50), bits(INT32_MIN, INT32_MAX);
   bool f32 = dtype == ir::ScalarKind::F32;
-  auto draw = [&] { return op >= 3 ? bits(rng) : small(rng); };
+  auto draw = [&] { return op >= 3 && op <= 5 ? bits(rng) : small(rng); }; // bits for bitwise ops
   std::vector<int32_t> init(size_t(R) * ld), tiles(size_t(P) * BR * BC);
   for (auto &x : init)
     x = draw();
@@ -221,7 +222,7 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
   for (int p = 0; p < P; ++p)
     for (int r = 0; r < BR; ++r)
       for (int c = 0; c < BC; ++c) {
-        int64_t row = int64_t(p) * (BR / 2) + dr + r, col = dc + c;
+        int64_t row = int64_t(p) * (op == 6 ? BR : BR / 2) + dr + r, col = dc + c;
         if (row < 0 || row >= R || col < 0 || col >= C)
           continue;
         int64_t &w = want[size_t(row * ld + col)];
@@ -232,7 +233,8 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
         case 2: w = std::max(w, v); break;
         case 3: w = int32_t(w) & int32_t(v); break;
         case 4: w = int32_t(w) | int32_t(v); break;
-        default: w = int32_t(w) ^ int32_t(v); break;
+        case 5: w = int32_t(w) ^ int32_t(v); break;
+        default: w = v; break; // a store
         }
       }
   auto bytesOf = [&](const std::vector<int32_t> &v) {

@@ -105,7 +105,7 @@ bool lowerAtomic(Lowering &l, const ir::Op &op) {
   Elements old;
   for (size_t k = 0; k < ptrs.size(); ++k) {
     llvm::Value *pred = b.getTrue();
-    if (!cas && op.numOperands() == 3)
+    if (!cas && op.numOperands() >= 3)
       pred = l.get(op.operand(2))[k];
     if (scalar)
       pred = b.CreateAnd(pred, b.CreateICmpEQ(l.tid, b.getInt32(0)));

@@ -265,7 +265,7 @@ bool lowerMemory(Lowering &l, const ir::Op &op) {
     const Elements &vals = l.get(op.operand(1));
     Hints hints = hintsOf(l, op);
     for (size_t k = 0; k < ptrs.size(); k += size_t(vec)) {
-      llvm::Value *pred = op.numOperands() == 3 ? l.get(op.operand(2))[k] : nullptr;
+      llvm::Value *pred = op.numOperands() >= 3 ? l.get(op.operand(2))[k] : nullptr;
       // Copies of an element held by several threads are written by its owner only.
       if (ptrV->type().isBlock())
         if (llvm::Value *owns = l.ownsElement(ptrV, int64_t(k)))

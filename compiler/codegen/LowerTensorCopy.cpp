@@ -35,12 +35,15 @@ int64_t tileBytes(const ir::Op &load) {
 
 } // namespace
 
-bool tensorCopyReads(const ir::Op &load, unsigned index) {
-  int64_t rank = ir::tensorRank(load);
-  unsigned offsets = unsigned(4 + 2 * rank);
+bool tensorCopyReads(const ir::Op &op, unsigned index) {
+  int64_t rank = ir::tensorRank(op);
+  bool store = op.kind() == ir::OpKind::TensorStore; // (value, base, ...): LowerTensorStore.cpp
+  unsigned offsets = unsigned((store ? 2 : 4) + 2 * rank);
   if (index >= offsets && index < offsets + unsigned(rank))
     return true;
-  return (index == 1 || index == 2) && !isZero(load.operand(2));
+  if (store)
+    return index == 0;
+  return (index == 1 || index == 2) && !isZero(op.operand(2));
 }
 
 std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn) {

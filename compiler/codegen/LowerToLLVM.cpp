@@ -50,6 +50,8 @@ llvm::Value *Lowering::intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types
 }
 
 void Lowering::barrier() {
+  if (tensorStores)
+    waitForTensorStoreReads(*this);
   if (programsPerCTA > 1) // each program is one warp (Pipeline.cpp checks): sync only it
     intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
   else if (consumersOnly) // barrier 1: the compute warps, the producer warp gone
@@ -111,9 +113,11 @@ public:
         llvm::GlobalValue::NotThreadLocal, 3);
     // Dot tiles are swizzled by the address bits themselves (wgmma, TMA): their buffers sit at
     // multiples of kDotTileAlignment from this base, which must be aligned as much.
-    l_.smem->setAlignment(llvm::Align(ir::findFirst(l_.kernel.body(), ir::OpKind::Dot)
-                                          ? uint64_t(kDotTileAlignment)
-                                          : 16));
+    l_.tensorStores = ir::findFirst(l_.kernel.body(), ir::OpKind::TensorStore) != nullptr;
+    l_.smem->setAlignment(llvm::Align(
+        ir::findFirst(l_.kernel.body(), ir::OpKind::Dot) || l_.tensorStores
+            ? uint64_t(kDotTileAlignment)
+            : 16));
 
     b.SetInsertPoint(llvm::BasicBlock::Create(l_.ctx, "entry", l_.fn));
     l_.tid = l_.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
@@ -136,6 +140,8 @@ public:
     l_.lowerRegion = [this](const ir::Block &region) { return lowerRegion(region); };
     l_.unlowered = opsOnlyCopiesFeed(l_.kernel);
     lowerBlock(body);
+    if (l_.tensorStores)
+      waitForTensorStores(l_);
     b.CreateRetVoid();
   }
 
@@ -176,7 +182,7 @@ private:
         yields_.back() = op.get();
       else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
                !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
-               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) &&
+               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) && !lowerTensorStore(l_, *op) &&
                !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
         internalError(std::string("no lowering for '") + op->name() + "'");
       if (together ? lastProduct : firstProduct) // issued (waits deferred): the other

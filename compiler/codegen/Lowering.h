@@ -53,6 +53,9 @@ struct Lowering {
   llvm::Value *producer = nullptr;
   // Once the producer has left, CTA barriers count the compute warps alone.
   bool consumersOnly = false;
+  // The kernel has tensor_stores: thread 0 waits for TMA's reads of their buffers before each
+  // CTA barrier (LowerTensorStore.cpp).
+  bool tensorStores = false;
   // A ping-pong loop being lowered ({ping_pong}, LowerWarpSpecialization.cpp): the body's first
   // and last products, this thread's warp group and the loop's iteration count.
   struct PingPong {
@@ -172,6 +175,11 @@ bool lowerGeneralReduce(Lowering &l, const ir::Op &op); // reduce with a combine
 bool lowerScan(Lowering &l, const ir::Op &op);           // scan with a combine region
 bool lowerInlineAsm(Lowering &l, const ir::Op &op);      // inline_asm
 bool lowerDot(Lowering &l, const ir::Op &op);            // dot on the tensor cores
+bool lowerTensorStore(Lowering &l, const ir::Op &op);    // tensor_store: TMA stores
+// Thread 0 waits until TMA has read the staging buffers of its tensor_stores (before a CTA
+// barrier), or until their writes are done (before the kernel exits): LowerTensorStore.cpp.
+void waitForTensorStoreReads(Lowering &l);
+void waitForTensorStores(Lowering &l);
 // wgmma.wait_group N with the accumulators passing through it (LowerDot.cpp): the values it
 // returns are the ones to read, so that no read of them moves above the wait. N groups (the
 // newest ones, whose accumulators are not passed) may stay in flight.

@@ -124,10 +124,11 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration);
 void awaitTurn(Lowering &l);
 void passTurn(Lowering &l);
 void endPingPong(Lowering &l, llvm::Value *iterations);
-// Whether the lowering of a TMA-copied load reads its operand `index`: the tile's offsets
-// always; the mask and `other` only where `other` is not the zero TMA fills with; never the
-// element pointers, the base, the shape or the strides (the launch encodes those).
-bool tensorCopyReads(const ir::Op &load, unsigned index);
+// Whether the lowering of a TMA-copied load or a tensor_store reads its operand `index`: the
+// tile's offsets always; a load's mask and `other` only where `other` is not the zero TMA fills
+// with; a tensor_store's value; never the element pointers, the base, the shape or the
+// strides (the launch encodes those).
+bool tensorCopyReads(const ir::Op &op, unsigned index);
 // The ops whose values feed nothing but what the rings' reads do not use: a descriptor tile's
 // per-element addresses and masks (TMA copies), a cp.async tile's element pointers. The
 // lowering skips them: LLVM would delete them, but only after its passes had worked through

@@ -3,7 +3,8 @@
 // result element and warp along the axis for each cross-warp reduction (LowerReduction.cpp
 // alternates them), two banks of warp totals for each scan with several warps along its axis
 // (LowerScan.cpp shares the reductions' alternation), a staging
-// buffer for each convert_layout, reshape and trans (LowerShapes.cpp), and two banks of one slot
+// buffer for each convert_layout, reshape and trans (LowerShapes.cpp) and for each
+// tensor_store's tile (LowerTensorStore.cpp; 1024-byte aligned for TMA's swizzle), and two banks of one slot
 // per program of the cluster for each cluster reduction (its peers write there; LowerCluster.cpp
 // alternates the banks), plus one mbarrier per bank that counts the bytes the peers' writes bring
 // in (kernel attribute cluster_barriers). A cluster reduction of a block gets its block in strips
@@ -54,6 +55,11 @@ int64_t dotStagingBytes(const ir::Op &dot, unsigned i) {
   int64_t batches = r == 3 ? a.shape()[0] : 1, K = a.shape()[size_t(r - 1)];
   int64_t row = (dotStagesSwizzled(dot) ? K : dotStagedRow(K, bytes)) * bytes;
   return batches * (i == 0 ? a.shape()[size_t(r - 2)] : b.shape()[size_t(r - 1)]) * row;
+}
+
+int64_t tensorStoreStagingBytes(const ir::Op &store) {
+  const ir::Type &t = store.operand(0)->type();
+  return t.numElements() * ir::byteWidth(t.kind());
 }
 
 int64_t stagedBlockBytes(const ir::Op &op) {
@@ -116,6 +122,8 @@ static std::string sharedMemoryAdvice(const ir::Op &op) {
   case ir::OpKind::Dot:
     return "the operands are staged in shared memory: use smaller tiles (BLOCK_M, BLOCK_N, "
            "BLOCK_K)";
+  case ir::OpKind::TensorStore:
+    return "the tile is staged in shared memory for its TMA store: store a smaller block_shape";
   default:
     return "make the block smaller, or use fewer warps along the reduced axis";
   }
@@ -163,6 +171,13 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
       for (unsigned i = op.hasAttr("a_regs") ? 1 : 0; i < 2; ++i)
         if (!dotOperandMayComeFromRing(op, i))
           offset = allocateDotStaging(op, i, offset);
+      return;
+    }
+    if (op.kind() == ir::OpKind::TensorStore) {
+      // The tile as TMA reads it (LowerTensorStore.cpp), aligned for its swizzle.
+      offset = (offset + kDotTileAlignment - 1) / kDotTileAlignment * kDotTileAlignment;
+      op.setAttr("smem_offset", offset);
+      offset += tensorStoreStagingBytes(op);
       return;
     }
     if (op.kind() == ir::OpKind::Scan) {
@@ -256,9 +271,12 @@ void allocateSharedMemory(ir::Function &fn, int numWarps, int64_t maxSharedBytes
   // buffers (reductions and scans alternate their banks without a barrier between
   // consecutive ops) come first, each its own. The pool is recorded on the op ({smem_pool},
   // {smem_pool_end}) for the staging that feedDotsFromRings adds later.
+  // A tensor_store's buffer joins the pool too: TMA may still read it after the op, but its
+  // issuing thread waits for those reads before every later barrier (LowerTensorStore.cpp).
   auto pooled = [](const ir::Op &op) {
     return op.kind() == ir::OpKind::ConvertLayout || op.kind() == ir::OpKind::Reshape ||
-           op.kind() == ir::OpKind::Trans || op.kind() == ir::OpKind::Dot;
+           op.kind() == ir::OpKind::Trans || op.kind() == ir::OpKind::Dot ||
+           op.kind() == ir::OpKind::TensorStore;
   };
   for (auto &top : fn.body().ops()) {
     allocateAndTrack(*top);
@@ -334,6 +352,10 @@ void checkSharedMemoryFits(ir::Function &fn, int64_t maxSharedBytes) {
                past("smem_offset", stagedBlockBytes(op))) {
       culprit = &op;
       what = "its staging buffer (" + std::to_string(stagedBlockBytes(op)) + " bytes)";
+    } else if (op.kind() == ir::OpKind::TensorStore &&
+               past("smem_offset", tensorStoreStagingBytes(op))) {
+      culprit = &op;
+      what = "its staging buffer (" + std::to_string(tensorStoreStagingBytes(op)) + " bytes)";
     } else if (op.hasAttr("pipeline_stages") &&
                (past("tensor_barriers", 0) || past("bulk_barriers", 0))) {
       culprit = &op;

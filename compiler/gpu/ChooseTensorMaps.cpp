@@ -85,61 +85,67 @@ ir::TensorMapTerm scaled(ir::TensorMapTerm t, int64_t scale, int64_t divisor = 1
 // The recipe for `load`, or nullopt where TMA cannot take it.
 std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::Op &load,
                                              const AxisAnalysis &axis) {
-  if (ir::tensorRank(load) != 2 || load.hasAttr("resident") || !load.hasAttr("pipelined"))
+  if (ir::tensorRank(load) != 2 || load.kind() != ir::OpKind::Load ||
+      load.hasAttr("resident") || !load.hasAttr("pipelined"))
     return std::nullopt;
   const ir::Type &t = load.result()->type();
   int64_t bytes = ir::byteWidth(t.kind()), rows = t.shape()[0], cols = t.shape()[1];
-  if (t.kind() == ir::ScalarKind::I1 || bytes > 8 || rows > 256 || cols > 256 ||
-      cols * bytes % 16 != 0)
-    return std::nullopt;
-  int base = argumentIndex(fn, ir::tensorBase(load));
-  if (base < 0 || fn.body().argument(unsigned(base))->divisibility() < 16)
-    return std::nullopt;
-  std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
-                       width = known(fn, ir::tensorShape(load, 1)),
-                       stride = known(fn, ir::tensorStride(load, 0));
-  if (!height || !width || !stride || stride->divisibility * bytes % 16 != 0)
-    return std::nullopt;
-  ir::TensorMapRecipe r;
-  r.baseArg = base;
-  r.dtype = t.kind();
-  ir::TensorMapTerm rowBytes = scaled(stride->term, bytes);
-  if (!load.hasAttr("swizzle")) { // read in registers, row-major
-    r.dims = {width->term, height->term};
-    r.strides = {rowBytes};
-    r.box = {cols, rows};
-    return r;
-  }
+  if (!load.hasAttr("swizzle")) // read in registers, row-major
+    return tensorTileRecipe(fn, load, t, 0);
   int64_t span = dotSwizzleBytes(cols * bytes); // 128-byte panels, or one of 64 or 32 bytes
   if (span == 0)
     return std::nullopt;
-  int64_t panel = span / bytes; // columns of one box
-  r.swizzle = span;
-  if (!load.hasAttr("permute_rows")) {
-    r.dims = {width->term, height->term};
-    r.strides = {rowBytes};
-    r.box = {panel, rows};
+  std::optional<ir::TensorMapRecipe> r = tensorTileRecipe(fn, load, t, span);
+  if (!r || !load.hasAttr("permute_rows"))
     return r;
-  }
+  std::optional<Known> height = known(fn, ir::tensorShape(load, 0)),
+                       stride = known(fn, ir::tensorStride(load, 0));
   if (rows % 16 != 0 || height->divisibility % 16 != 0 ||
       axis.get(ir::tensorOffset(load, 0)).divisibility[0] % 16 != 0)
     return std::nullopt;
+  ir::TensorMapTerm rowBytes = scaled(stride->term, bytes);
   ir::TensorMapTerm groups = scaled(height->term, 1, 16);
   if (groups.arg < 0)
     groups = ir::TensorMapTerm{-1, height->term.scale / 16, 1};
-  r.dims = {width->term, ir::TensorMapTerm{-1, 8, 1}, ir::TensorMapTerm{-1, 2, 1}, groups};
-  r.strides = {scaled(rowBytes, 2), rowBytes, scaled(rowBytes, 16)};
-  r.box = {panel, 8, 2, rows / 16};
+  r->dims = {r->dims[0], ir::TensorMapTerm{-1, 8, 1}, ir::TensorMapTerm{-1, 2, 1}, groups};
+  r->strides = {scaled(rowBytes, 2), rowBytes, scaled(rowBytes, 16)};
+  r->box = {r->box[0], 8, 2, rows / 16};
   return r;
 }
 
 } // namespace
 
+std::optional<ir::TensorMapRecipe> tensorTileRecipe(const ir::Function &fn, const ir::Op &op,
+                                                    const ir::Type &tile, int64_t span) {
+  if (ir::tensorRank(op) != 2 || tile.rank() != 2)
+    return std::nullopt;
+  int64_t bytes = ir::byteWidth(tile.kind()), rows = tile.shape()[0], cols = tile.shape()[1];
+  if (tile.kind() == ir::ScalarKind::I1 || bytes > 8 || rows > 256 || cols > 256 ||
+      cols * bytes % 16 != 0 || (span && span != dotSwizzleBytes(cols * bytes)))
+    return std::nullopt;
+  int base = argumentIndex(fn, ir::tensorBase(op));
+  if (base < 0 || fn.body().argument(unsigned(base))->divisibility() < 16)
+    return std::nullopt;
+  std::optional<Known> height = known(fn, ir::tensorShape(op, 0)),
+                       width = known(fn, ir::tensorShape(op, 1)),
+                       stride = known(fn, ir::tensorStride(op, 0));
+  if (!height || !width || !stride || stride->divisibility * bytes % 16 != 0)
+    return std::nullopt;
+  ir::TensorMapRecipe r;
+  r.baseArg = base;
+  r.dtype = tile.kind();
+  r.dims = {width->term, height->term};
+  r.strides = {scaled(stride->term, bytes)};
+  r.box = {span ? span / bytes : cols, rows};
+  r.swizzle = span;
+  return r;
+}
+
 void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes) {
   if (!allowed)
     return;
   AxisAnalysis axis(fn);
-  std::vector<ir::TensorMapRecipe> maps;
+  std::vector<ir::TensorMapRecipe> maps = ir::tensorMapsOf(fn); // tensor_stores' come first
   int64_t end = fn.intAttr("shared_bytes").value_or(0);
   ir::walk(fn.body(), [&](ir::Op &loop) {
     if (loop.kind() != ir::OpKind::For || !loop.hasAttr("pipeline_stages") ||

@@ -3,6 +3,7 @@
 
 #include "compiler/ir/IR.h"
 #include "compiler/ir/Layout.h"
+#include "compiler/ir/TensorMap.h"
 
 namespace tritium {
 
@@ -109,6 +110,21 @@ void feedDotsFromRings(ir::Function &fn);
 // `maxSharedBytes`).
 void chooseTensorMaps(ir::Function &fn, bool allowed, int64_t maxSharedBytes);
 
+// The CUtensorMap recipe of a 2-D `tile` at the tensor descriptor of `op` (a load, store or
+// atomic traced from one: TensorMap.h), boxed in panels of `span` bytes of columns with that
+// swizzle (dotSwizzleBytes of the tile's row; 0: the whole row, unswizzled), or nullopt where
+// TMA cannot take the descriptor: its base must be a pointer argument specialized as 16-byte
+// aligned, its shape and row stride arguments or constants, the row stride a multiple of 16
+// bytes, and the box at most 256 x 256 with rows of a multiple of 16 bytes.
+std::optional<ir::TensorMapRecipe> tensorTileRecipe(const ir::Function &fn, const ir::Op &op,
+                                                    const ir::Type &tile, int64_t span);
+
+// Lets TMA write the 2-D tiles that tensor descriptors store or combine (ChooseTensorStores.cpp,
+// on TIR before layout assignment), where `allowed` and TMA can take the descriptor (and, for
+// an atomic, has its reduction): such a store or atomic becomes a tensor_store (Ops.def), which
+// anchors no layout, its recipe added to {tensor_maps}.
+void chooseTensorStores(ir::Function &fn, bool allowed);
+
 // Gives a loop asking for warp specialization ({warp_specialize}, the DSL's
 // range(...).warp_specialize()) a producer warp group that issues its ring's TMA copies
 // (SpecializeWarps.cpp): {warp_specialized, empty_barriers} on the loop, {producer_warps}
@@ -131,6 +147,8 @@ int64_t allocateStagedBlock(ir::Op &op, int64_t offset);
 // block.
 int64_t dotStagingBytes(const ir::Op &dot, unsigned i);
 int64_t stagedBlockBytes(const ir::Op &op);
+// A tensor_store's staging buffer: its tile, unpadded (LowerTensorStore.cpp).
+int64_t tensorStoreStagingBytes(const ir::Op &store);
 
 // Where dot staging buffers and the rings that dots read start: a multiple of 1024 bytes, the
 // span of one SWIZZLE_128B pattern, which wgmma applies to the address bits themselves.

@@ -6,22 +6,28 @@
 
 namespace tritium::ir {
 
-int64_t tensorRank(const Op &load) {
-  if (load.kind() != OpKind::Load || !load.hasAttr("tensor_rank"))
+int64_t tensorRank(const Op &op) {
+  bool carries = op.kind() == OpKind::Load || op.kind() == OpKind::Store ||
+                 op.kind() == OpKind::AtomicRMW || op.kind() == OpKind::TensorStore;
+  if (!carries || !op.hasAttr("tensor_rank"))
     return 0;
-  return load.intAttr("tensor_rank");
+  return op.intAttr("tensor_rank");
 }
 
-Value *tensorBase(const Op &load) { return load.operand(3); }
-Value *tensorShape(const Op &load, int64_t d) { return load.operand(unsigned(4 + d)); }
-Value *tensorStride(const Op &load, int64_t d) {
-  return load.operand(unsigned(4 + tensorRank(load) + d));
+unsigned tensorScalarsStart(const Op &op) { return op.kind() == OpKind::TensorStore ? 1 : 3; }
+
+Value *tensorBase(const Op &op) { return op.operand(tensorScalarsStart(op)); }
+Value *tensorShape(const Op &op, int64_t d) {
+  return op.operand(unsigned(tensorScalarsStart(op) + 1 + d));
 }
-Value *tensorOffset(const Op &load, int64_t d) {
-  return load.operand(unsigned(4 + 2 * tensorRank(load) + d));
+Value *tensorStride(const Op &op, int64_t d) {
+  return op.operand(unsigned(tensorScalarsStart(op) + 1 + tensorRank(op) + d));
+}
+Value *tensorOffset(const Op &op, int64_t d) {
+  return op.operand(unsigned(tensorScalarsStart(op) + 1 + 2 * tensorRank(op) + d));
 }
 
-bool hasMask(const Op &op) { return op.numOperands() >= 3; }
+bool hasMask(const Op &op) { return op.kind() != OpKind::TensorStore && op.numOperands() >= 3; }
 
 std::string TensorMapTerm::str() const {
   if (arg < 0)

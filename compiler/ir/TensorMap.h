@@ -2,9 +2,11 @@
 // TensorDescriptor.cpp) is an ordinary masked load whose operands go on after (ptr, mask,
 // other) with the descriptor's scalars, {tensor_rank = r} saying how many dimensions:
 //   load(ptr, mask, other, base, shape[0..r), strides[0..r), offsets[0..r)) {tensor_rank = r}
-// (i64 scalars after the base pointer). The pointer and mask already say which elements the
-// load reads; the scalars let the GPU passes read the same tile with one TMA copy
-// (gpu/ChooseTensorMaps.cpp), whose descriptor, a CUtensorMap, the launch encodes from the
+// (i64 scalars after the base pointer); a store or atomic_rmw likewise after (ptr, value,
+// mask). The pointer and mask already say which elements the op touches; the scalars let the
+// GPU passes move the same tile with one TMA copy (gpu/ChooseTensorMaps.cpp), or replace a
+// store or reduction by a tensor_store (value, base, shape, strides, offsets; gpu/
+// ChooseTensorStores.cpp), whose descriptor, a CUtensorMap, the launch encodes from the
 // kernel's arguments following a TensorMapRecipe.
 #pragma once
 
@@ -16,12 +18,13 @@
 
 namespace tritium::ir {
 
-// r for a load traced from a tensor descriptor, 0 for any other op.
-int64_t tensorRank(const Op &load);
-Value *tensorBase(const Op &load);
-Value *tensorShape(const Op &load, int64_t d);
-Value *tensorStride(const Op &load, int64_t d);
-Value *tensorOffset(const Op &load, int64_t d);
+// r for a load, store, atomic_rmw or tensor_store traced from a tensor descriptor, 0 for any
+// other op.
+int64_t tensorRank(const Op &op);
+Value *tensorBase(const Op &op);
+Value *tensorShape(const Op &op, int64_t d);
+Value *tensorStride(const Op &op, int64_t d);
+Value *tensorOffset(const Op &op, int64_t d);
 // Whether a load or store has a mask (and a load its `other`).
 bool hasMask(const Op &op);
 

@@ -205,13 +205,27 @@ private:
     }
   }
 
+  // A tensor descriptor's scalars from operand `first` on (TensorMap.h): the base pointer (a
+  // scalar of `ptr`'s pointee) and i64 scalars.
+  void verifyDescriptorScalars(const Op &op, unsigned first, const Type &ptr) {
+    if (!tensorRank(op))
+      return;
+    for (unsigned i = first; i < op.numOperands(); ++i) {
+      const Type &t = op.operand(i)->type();
+      expect(op, !t.isBlock() && (i == first ? t == ptr.withShape({}) && t.isPtr()
+                                              : t.kind() == ScalarKind::I64),
+             "a tensor descriptor's op takes its base pointer and i64 scalars");
+    }
+  }
+
   void verifyOp(const Op &op) {
     auto n = op.numOperands();
     auto ty = [&](unsigned i) { return op.operand(i)->type(); };
     auto res = [&]() { return op.result()->type(); };
     // Every op but these gives exactly one result (res() reads it); loops, branches and
     // reductions with regions give one per value, checked below.
-    bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::Print ||
+    bool noResult = op.kind() == OpKind::Store || op.kind() == OpKind::TensorStore ||
+                    op.kind() == OpKind::Print ||
                     op.kind() == OpKind::Yield || op.kind() == OpKind::Assert ||
                     op.kind() == OpKind::Assume ||
                     op.kind() == OpKind::Barrier || op.kind() == OpKind::GridDepWait ||
@@ -364,33 +378,47 @@ private:
       expect(op, r >= 0 && r <= 3 && (r ? n == unsigned(4 + 3 * r) : (n == 1 || n == 3)) &&
                      ty(0).isPtr() && res() == ty(0).pointee(),
              "load(ptr[, mask, other]) gives the pointee type");
-      for (unsigned i = 3; r && i < n; ++i)
-        expect(op, !ty(i).isBlock() && (i == 3 ? ty(i) == ty(0).withShape({}) &&
-                                                     ty(i).isPtr()
-                                               : ty(i).kind() == ScalarKind::I64),
-               "a tensor descriptor's load takes its base pointer and i64 scalars");
+      verifyDescriptorScalars(op, 3, ty(0));
       if (n >= 3)
         expect(op, ty(1) == res().withKind(ScalarKind::I1) && ty(2) == res(),
                "load's mask and other must match its shape and type");
       verifyCacheHints(op, loadCacheModifiers());
       break;
     }
-    case OpKind::Store:
-      expect(op, (n == 2 || n == 3) && ty(0).isPtr() && ty(1) == ty(0).pointee() &&
-                     op.numResults() == 0, "store(ptr, value[, mask]) types disagree");
-      if (n == 3)
+    case OpKind::Store: {
+      int64_t r = tensorRank(op);
+      expect(op, r >= 0 && r <= 3 && (r ? n == unsigned(4 + 3 * r) : (n == 2 || n == 3)) &&
+                     ty(0).isPtr() && ty(1) == ty(0).pointee() && op.numResults() == 0,
+             "store(ptr, value[, mask]) types disagree");
+      verifyDescriptorScalars(op, 3, ty(0));
+      if (n >= 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "store's mask has the wrong type");
       verifyCacheHints(op, storeCacheModifiers());
       break;
+    }
+    case OpKind::TensorStore: {
+      int64_t r = tensorRank(op);
+      expect(op, r >= 1 && r <= 3 && n == unsigned(2 + 3 * r) && ty(0).isBlock() &&
+                     ty(0).rank() == r && ty(1).isPtr() && ty(1).pointee() == ty(0).withShape({}),
+             "tensor_store(value, base, shape, strides, offsets) types disagree");
+      verifyDescriptorScalars(op, 1, ty(1));
+      expect(op, op.hasAttr("tensor_map") && op.hasAttr("smem_offset"),
+             "tensor_store needs {tensor_map} and {smem_offset}");
+      break;
+    }
     case OpKind::AtomicRMW:
     case OpKind::AtomicCAS: {
       bool cas = op.kind() == OpKind::AtomicCAS;
-      expect(op, (cas ? n == 3 : (n == 2 || n == 3)) && ty(0).isPtr() && op.numResults() == 1 &&
-                     ty(1) == ty(0).pointee() && res() == ty(0).pointee(),
+      int64_t r = tensorRank(op);
+      expect(op, r >= 0 && r <= 3 &&
+                     (cas ? n == 3 : r ? n == unsigned(4 + 3 * r) : (n == 2 || n == 3)) &&
+                     ty(0).isPtr() && op.numResults() == 1 && ty(1) == ty(0).pointee() &&
+                     res() == ty(0).pointee(),
              "atomics take pointers and values of their pointee type and give the old values");
+      verifyDescriptorScalars(op, 3, ty(0));
       if (cas)
         expect(op, ty(2) == ty(1), "atomic_cas's compare and new values have one type");
-      else if (n == 3)
+      else if (n >= 3)
         expect(op, ty(2) == ty(1).withKind(ScalarKind::I1), "an atomic's mask has the wrong type");
       static const char *sems[] = {"relaxed", "acquire", "release", "acq_rel"};
       static const char *scopes[] = {"cta", "gpu", "sys"};

@@ -25,7 +25,7 @@ namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
               [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]]
-              [--split-k=S | --no-split] [--max-imprecise=N] [--b-nk] [M N K]
+              [--split-k=S | --no-split] [--element-stores] [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -41,7 +41,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   one per SM, each walk tiles in one K loop (MatmulPlan::persistent). --library hands the
   library a workspace (matmulWorkspaceBytes), so that its plans may split K over programs;
   --split-k=S gives it a plan (the tile options') whose S programs per tile each sum a slice
-  of K (MatmulPlan::splitK); --no-split hands it none. --max-imprecise=N (fp8, --library)
+  of K (MatmulPlan::splitK); --no-split hands it none. --element-stores gives it a plan (the
+  tile options') whose C tile leaves by element stores rather than one TMA store
+  (MatmulPlan::tmaStore). --max-imprecise=N (fp8, --library)
   adds the tensor cores' partial sums into fp32 every N of K (MatmulArgs::maxImpreciseAcc).
 )";
 
@@ -114,6 +116,7 @@ struct Options {
   bool library = false; // kernels::matmul instead of the tutorial's kernel
   bool persistent = false; // --library: a program per SM walking tiles (MatmulPlan::persistent)
   int splitK = 1;          // --library: programs per tile, each a slice of K (MatmulPlan::splitK)
+  bool elementStores = false; // --library: C's tile by element stores (MatmulPlan::tmaStore)
   bool noSplit = false;    // --library without a workspace: no plan splits K
   int64_t maxImpreciseAcc = 0; // --max-imprecise: fp8 partial sums into fp32 every N of K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
@@ -148,6 +151,8 @@ Options parseOptions(int argc, char **argv) {
     } else if (a.rfind("--split-k=", 0) == 0) {
       o.splitK = std::atoi(a.c_str() + 10);
       o.library = o.userPlan = true;
+    } else if (a == "--element-stores") {
+      o.library = o.elementStores = o.userPlan = true;
     } else if (a == "--no-split") {
       o.library = o.noSplit = true;
     } else if (a.rfind("--max-imprecise=", 0) == 0) {
@@ -223,7 +228,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   kernels::MatmulPlan plan{.blockM = o.BM, .blockN = o.BN, .blockK = o.BK,
                            .numWarps = o.warps, .numStages = o.stages,
                            .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
-                           .splitK = o.splitK};
+                           .splitK = o.splitK, .tmaStore = !o.elementStores};
   // The library's call, with a workspace for what its plans for this shape may split K into
   // (or the given plan's split) unless --no-split.
   auto dtype = [](const std::string &d) {
@@ -313,6 +318,9 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                   o.noSplit ? ", no workspace" : "");
     else {
       std::string form = o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
+                         : o.library && o.elementStores && o.persistent ? ", library, persistent, element stores"
+                         : o.library && o.elementStores       ? ", library, element stores"
+                         : o.library && o.persistent          ? ", library, persistent"
                          : o.library                          ? ", library"
                          : !o.descriptors                     ? ""
                          : k.artifacts().tensorMaps.empty()   ? ", descriptors"

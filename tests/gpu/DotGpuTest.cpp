@@ -417,4 +417,42 @@ TEST_F(DotGpuTest, LibraryMatmulPersistent) {
   }
 }
 
+// Plans whose C tile leaves by one TMA store (MatmulPlan::tmaStore, the default): partial
+// tiles at both edges (TMA drops what lies past C), every output type, the epilogue's bias and
+// residual, SwiGLU, persistent programs storing a tile per pass of the loop (the staging
+// buffer reused only once TMA has read it), a C whose ldc TMA cannot take (element stores),
+// and a plan that asks for element stores.
+TEST_F(DotGpuTest, LibraryMatmulTmaStore) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "TMA stores are Hopper's";
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan wide{.tmaStore = true},
+      narrow{.blockM = 128, .blockN = 128, .numStages = 3, .tmaStore = true},
+      persistent{.persistent = true, .tmaStore = true},
+      producer{.warpSpecialize = true, .persistent = true, .tmaStore = true},
+      fp8{.blockK = 128, .tmaStore = true}, elements{.tmaStore = false};
+  std::vector<LibraryMatmulCase> cases = {
+      {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = wide},
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 1000, .N = 1032, .K = 512, .plan = narrow},
+      {.out = Dtype::fp32, .M = 333, .N = 264, .K = 96, .plan = narrow},
+      {.in = Dtype::int8, .out = Dtype::int32, .M = 300, .N = 520, .K = 256,
+       .bTransposed = true, .plan = narrow},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = narrow},
+      {.M = 4000, .N = 4100, .K = 520, .residual = true, .plan = persistent},
+      {.M = 2000, .N = 3000, .K = 1000, .bTransposed = true, .plan = producer},
+      {.M = 700, .N = 900, .K = 128, .ldc = 903, .plan = wide}, // rows not on 16 bytes
+      {.M = 2100, .N = 2200, .K = 200, .bias = true, .plan = elements},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true;
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
 } // namespace

@@ -119,9 +119,23 @@ TEST_F(TensorDescriptorGpuTest, AtomicsCombineOverlappingTiles) {
   std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
   checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 90,
                                       96, -5, -3, 16, 64, arch);
+  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 90,
+                                      96, 3, 8, 16, 64, arch);
   for (int op = 0; op < 6; ++op)
     checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, op, ScalarKind::I32, 500, 3000, 70,
                                         72, 3, 7, 16, 64, arch);
+}
+
+// Stores of tiles side by side, at offsets on and off 16 bytes, some before the tensor's start
+// and past its end: TMA stores on Hopper, which write nothing outside the tensor.
+TEST_F(TensorDescriptorGpuTest, StoresClipAtTheTensorsEdges) {
+  SKIP_WITHOUT_GPU();
+  std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
+  for (auto [dr, dc] : {std::pair{-5, -3}, std::pair{3, 8}, std::pair{0, 7}})
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::F32, 300, 4000, 90,
+                                        96, dr, dc, 16, 64, arch);
+  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::I32, 200, 3000, 70,
+                                      72, 3, 5, 32, 32, arch);
 }
 
 } // namespace

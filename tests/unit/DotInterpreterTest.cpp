@@ -389,6 +389,32 @@ TEST_F(DotInterpreterTest, LibraryMatmulSplitK) {
                                  {.M = 3, .N = 80, .K = 4096, .bias = true, .workspace = true});
 }
 
+// Plans whose C tile goes through a tensor descriptor (MatmulPlan::tmaStore): what the
+// interpreter runs is the descriptor's store, masked at C's edges, for every output form.
+TEST_F(DotInterpreterTest, LibraryMatmulTmaStore) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan small{.blockM = 16, .blockN = 32, .blockK = 32, .numWarps = 4,
+                            .numStages = 3, .tmaStore = true};
+  kernels::MatmulPlan persistent = small;
+  persistent.persistent = true;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 70, .K = 72, .bias = true, .residual = true,
+                                  .plan = small});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::int8, .out = Dtype::int32, .M = 33, .N = 40,
+                                  .K = 64, .bTransposed = true, .plan = small});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 40, .N = 48, .K = 40, .activation = Activation::SwiGlu,
+                                  .plan = small});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 72, .ldc = 181, .plan = persistent});
+  kernels::MatmulPlan elements = small;
+  elements.tmaStore = false;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 50, .N = 70, .K = 72, .bias = true, .plan = elements});
+}
+
 // Persistent plans (MatmulPlan::persistent): more tiles than programs (one per SM, 132 in the
 // interpreter), so programs walk two tiles in one K loop, the epilogue between; K not a
 // multiple of the step; the epilogue's bias, residual, amax and SwiGLU's two products.

@@ -267,6 +267,38 @@ TEST_F(DotPtxTest, ProductsThatStageNothingAreWaitedForAtTheirFirstUse) {
 
 } // namespace
 
+// The library's plan with a TMA store (MatmulPlan::tmaStore, the default) at 4096^3 bf16 with a bias: C's
+// 128 x 256 tile leaves as four TMA stores of 64-column panels, staged straight from the
+// accumulator's layout (no convert_layout), and the element stores are gone; ptxas
+// serializes no wgmma. The persistent plan stores a tile per pass of its loop the same way.
+TEST_F(DotPtxTest, LibraryTmaStorePlanStoresCByTma) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  for (bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "persistent" : "one tile a program");
+    kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                          .bias = aligned, .M = 4096, .N = 4096, .K = 4096};
+    kernels::MatmulPlan plan{.persistent = persistent, .tmaStore = true};
+    Artifacts a = kernels::matmulKernel().compileTo(
+        kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+    EXPECT_NE(a.gir.find("tensor_store"), std::string::npos) << a.gir;
+    EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4u);
+    EXPECT_EQ(count(a.ptx, "st.global"), 0u) << a.ptx;
+    if (tritium::testing::ptxasPath().empty())
+      GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_EQ(r.output.find("serializ"), std::string::npos) << r.output;
+  }
+  // A plan that asks for element stores gets them.
+  kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                        .M = 4096, .N = 4096, .K = 4096};
+  Artifacts elements = kernels::matmulKernel().compileTo(
+      kernels::matmulSpecialization(m, kernels::MatmulPlan{.tmaStore = false}, "sm_90a"),
+      Stage::PTX);
+  EXPECT_EQ(elements.gir.find("tensor_store"), std::string::npos);
+  EXPECT_NE(elements.ptx.find("st.global"), std::string::npos);
+}
+
 // The library's persistent plan (MatmulPlan::persistent) at 8192 x 8192 x 512 bf16, with and
 // without a producer warp group: one K loop over a program's tiles, its tiles TMA copies read
 // in place by wgmma, the epilogue under a branch taken at each tile's last step. The kernel

@@ -45,4 +45,11 @@ TEST_F(TensorDescriptorInterpreterTest, AtomicsCombineOverlappingTiles) {
                                       16, 16);
 }
 
+TEST_F(TensorDescriptorInterpreterTest, StoresClipAtTheTensorsEdges) {
+  checkDescriptorAtomic<HostBuffer>(nullptr, sync, 6, ScalarKind::F32, 6, 40, 30, 36, -5, -3, 16,
+                                    32);
+  checkDescriptorAtomic<HostBuffer>(nullptr, sync, 6, ScalarKind::I32, 5, 33, 20, 24, 3, 7, 8,
+                                    16);
+}
+
 } // namespace

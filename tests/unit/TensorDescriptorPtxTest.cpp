@@ -3,7 +3,8 @@
 // stage) when the base is 16-byte aligned and the strides are multiples of 16 bytes, the
 // wgmma's a as a four-dimensional box (its rows permuted within 16); other targets and
 // arguments TMA cannot take keep cp.async, with the same results (the interpreter and GPU
-// tests check those).
+// tests check those). A tile stored or added through a descriptor is a TMA store or reduction
+// under the same conditions.
 #include "TensorDescriptorCases.h"
 #include "PtxChecks.h"
 
@@ -87,8 +88,9 @@ TEST_F(TensorDescriptorPtxTest, ShortRowTilesAreTmaCopiesWithNarrowSwizzles) {
 
 // The elements' addresses and masks of a tile that TMA copies are not lowered at all (LLVM
 // would delete them, after its passes had worked through them): in the lowering's own IR
-// ($TRITIUM_DUMP_DIR/<kernel>.lowered.ll) no address is computed from a or b, while C's
-// epilogue stores still address each of a thread's 128 elements.
+// ($TRITIUM_DUMP_DIR/<kernel>.lowered.ll) no address is computed from a, b or c (C's tile
+// is a TMA store). With C's row stride not a multiple of 16 bytes, C's epilogue stores
+// address each of a thread's 128 elements.
 TEST_F(TensorDescriptorPtxTest, TmaTilesLowerNoElementAddresses) {
   tritium::testing::ScopedTempDir dumps("tritium-dumps");
   ::setenv("TRITIUM_DUMP_DIR", dumps.path().c_str(), 1);
@@ -100,7 +102,40 @@ TEST_F(TensorDescriptorPtxTest, TmaTilesLowerNoElementAddresses) {
   ASSERT_FALSE(ir.empty());
   EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %a,"), 0u);
   EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %b,"), 0u);
-  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %c,"), 128u);
+  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %c,"), 0u);
+}
+
+// C's tile (128 x 256 bf16) leaves by TMA: the accumulator's fragments go to a staging buffer
+// in four swizzled panels of 64 columns, straight from the accumulator's layout (no
+// convert_layout), fenced for the async proxy; one thread issues four stores and commits them,
+// and waits for their reads before the kernel's later barriers and for their writes at its
+// end. C as the descriptor describes it: a 16-byte aligned base, rows a multiple of 16 bytes.
+TEST_F(TensorDescriptorPtxTest, HopperEpilogueIsATmaStore) {
+  Artifacts a = compileMatmul("sm_90a", true);
+  EXPECT_NE(a.tensorMaps.find("bf16 a0 dims=a4,a3 strides=a8*2 box=64,128 swizzle=128"),
+            std::string::npos)
+      << a.tensorMaps;
+  EXPECT_NE(a.gir.find("tensor_store"), std::string::npos) << a.gir;
+  EXPECT_EQ(a.gir.find("convert_layout"), std::string::npos) << a.gir;
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.commit_group;"), 1u);
+  EXPECT_GE(count(a.ptx, "cp.async.bulk.wait_group.read 0;"), 1u);
+  EXPECT_EQ(count(a.ptx, "cp.async.bulk.wait_group 0;"), 1u);
+  EXPECT_EQ(count(a.ptx, "st.global"), 0u) << a.ptx;
+  // 128 x 256 elements on 256 threads: 128 each, two a run, one 4-byte store per run.
+  EXPECT_EQ(count(a.ptx, "st.shared.b32"), 64u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+
+  // C's rows not known to be a multiple of 16 bytes: element stores, as before.
+  Specialization spec{.signature = {"*bf16:16", "*bf16:16", "*bf16:16", "i32:16", "i32:16",
+                                    "i32:16", "i32:16", "i32:16", "i32"},
+                      .constexprs = {128, 256, 64, 4, 0},
+                      .numWarps = 8,
+                      .arch = "sm_90a"};
+  Artifacts odd = descriptorMatmulKernelOf().compileTo(spec, Stage::PTX);
+  EXPECT_EQ(odd.gir.find("tensor_store"), std::string::npos);
+  EXPECT_EQ(count(odd.ptx, "cp.async.bulk.tensor.2d.global"), 0u);
+  EXPECT_NE(odd.ptx.find("st.global"), std::string::npos);
 }
 
 TEST_F(TensorDescriptorPtxTest, TransposedBIsOneTmaBox) {
@@ -126,26 +161,47 @@ TEST_F(TensorDescriptorPtxTest, OtherTargetsAndArgumentsKeepCpAsync) {
 
 } // namespace
 
-// A descriptor's atomics are element atomics on every target (relaxed, as Triton's TMA
-// reductions are): one atom per element of a thread's part of the tile, none issued by TMA.
-TEST_F(TensorDescriptorPtxTest, AtomicsAreRelaxedElementAtomics) {
+// A descriptor's atomics are TMA reductions on sm_90a where TMA has the reduction for the
+// type (cp.reduce.async.bulk.tensor: 32 x 64 four-byte elements, two panels of 32 columns) and,
+// for a float addition, the column offset is known to lie on 16 bytes; element atomics
+// otherwise (relaxed, as TMA's reductions are): one atom per element of a thread's part of
+// the tile.
+TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
   auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
                   {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP"});
-  for (auto [op, dtype, instruction] :
-       {std::tuple{0, "fp32", "atom.relaxed.gpu.global.add.f32"},
-        std::tuple{2, "i32", "atom.relaxed.gpu.global.max.s32"},
-        std::tuple{5, "i32", "atom.relaxed.gpu.global.xor.b32"}}) {
-    SCOPED_TRACE(instruction);
-    std::string t = std::string("*") + dtype + ":16";
-    Specialization spec{.signature = {t, t, "i32", "i32", "i32:16", "i32", "i32"},
-                        .constexprs = {32, 64, op},
+  struct Case {
+    int op;
+    const char *dtype, *arch, *instruction;
+    bool tma;
+    const char *columnOffset = "i32:16";
+  };
+  for (const Case &c :
+       {Case{0, "fp32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile", true},
+        Case{2, "i32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile", true},
+        Case{5, "i32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile", true,
+             "i32"},
+        Case{0, "fp32", "sm_90a", "atom.relaxed.gpu.global.add.f32", false, "i32"},
+        Case{2, "fp32", "sm_90a", "atom.relaxed.gpu.global.max.s32", false}, // no f32 max in TMA
+        Case{0, "fp32", "sm_80", "atom.relaxed.gpu.global.add.f32", false},
+        Case{5, "i32", "sm_80", "atom.relaxed.gpu.global.xor.b32", false}}) {
+    SCOPED_TRACE(std::string(c.instruction) + " " + c.arch + " dc " + c.columnOffset);
+    std::string t = std::string("*") + c.dtype + ":16";
+    Specialization spec{.signature = {t, t, "i32", "i32", "i32:16", "i32", c.columnOffset},
+                        .constexprs = {32, 64, c.op},
                         .numWarps = 4,
-                        .arch = "sm_90a"};
+                        .arch = c.arch};
     Artifacts a = k.compileTo(spec, Stage::PTX);
-    // 32 x 64 elements on 128 threads: 16 each.
-    EXPECT_EQ(count(a.ptx, instruction), 16u);
-    EXPECT_EQ(count(a.ptx, "cp.reduce"), 0u);
-    EXPECT_EQ(a.tensorMaps, "");
-    expectAssembles(a, "sm_90a");
+    if (c.tma) {
+      EXPECT_EQ(count(a.ptx, c.instruction), 2u) << a.ptx;
+      EXPECT_EQ(count(a.ptx, "atom."), 0u);
+      EXPECT_EQ(a.tensorMaps, std::string(c.dtype == std::string("fp32") ? "fp32" : "i32") +
+                                  " a0 dims=a3,a2 strides=a4*4 box=32,32 swizzle=128");
+    } else {
+      // 32 x 64 elements on 128 threads: 16 each (f32 max as two integer atoms each).
+      EXPECT_GE(count(a.ptx, c.instruction), 16u);
+      EXPECT_EQ(count(a.ptx, "cp.reduce"), 0u);
+      EXPECT_EQ(a.tensorMaps, "");
+    }
+    expectAssembles(a, c.arch);
   }
 }
