@@ -36,13 +36,12 @@ int64_t tileBytes(const ir::Op &load) {
 } // namespace
 
 bool tensorCopyReads(const ir::Op &op, unsigned index) {
+  if (op.kind() == ir::OpKind::TensorStore) // all of them (LowerTensorStore.cpp)
+    return true;
   int64_t rank = ir::tensorRank(op);
-  bool store = op.kind() == ir::OpKind::TensorStore; // (value, base, ...): LowerTensorStore.cpp
-  unsigned offsets = unsigned((store ? 2 : 4) + 2 * rank);
+  unsigned offsets = unsigned(4 + 2 * rank);
   if (index >= offsets && index < offsets + unsigned(rank))
     return true;
-  if (store)
-    return index == 0;
   return (index == 1 || index == 2) && !isZero(op.operand(2));
 }
 

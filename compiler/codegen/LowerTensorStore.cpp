@@ -3,7 +3,9 @@
 // to the op's staging buffer in the form TMA reads with the tile's tensor map (dotTileOffset:
 // panels of 128 bytes of columns, swizzled), a run of a row at a time, and fences its writes
 // for the async proxy; after a second barrier, thread 0 issues one cp.async.bulk.tensor (or
-// cp.reduce.async.bulk.tensor) per panel and commits them as one bulk group. TMA reads the
+// cp.reduce.async.bulk.tensor) per panel and commits them as one bulk group. A tile at a
+// negative offset, which TMA refuses, the threads write from the staging buffer instead
+// (storeStaged). TMA reads the
 // buffer after the op has ended: the issuing thread waits for those reads
 // (cp.async.bulk.wait_group.read) before every later CTA barrier, which any later write to
 // that shared memory comes after (Lowering::barrier), and for the writes to complete before
@@ -11,6 +13,8 @@
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/TensorMap.h"
+
+#include <llvm/IR/InlineAsm.h>
 
 namespace tritium::codegen {
 
@@ -22,6 +26,88 @@ void onThreadZeroInPlace(Lowering &l, const std::string &text) {
   llvm::Value *first = l.b.CreateZExt(l.isThreadZero(), l.b.getInt32Ty());
   emitAsm(l, "{\n\t.reg .pred first;\n\tsetp.ne.u32 first, $0, 0;\n\t@first " + text + "\n\t}",
           "r", {first});
+}
+
+// The PTX type suffix and register constraint of element `t` for `st` (op "") or `red`.
+std::pair<std::string, std::string> elementForm(ir::ScalarKind t, const std::string &op) {
+  using K = ir::ScalarKind;
+  int bits = ir::bitWidth(t);
+  if (op.empty())
+    return {".b" + std::to_string(bits), bits == 64 ? "l" : bits == 32 ? "r" : "h"};
+  if (op == "and" || op == "or" || op == "xor")
+    return {".b" + std::to_string(bits), bits == 64 ? "l" : "r"};
+  if (t == K::F32)
+    return {".f32", "f"};
+  if (t == K::F16 || t == K::BF16)
+    return {t == K::F16 ? ".noftz.f16" : ".noftz.bf16", "h"};
+  return {ir::isUnsignedKind(t) ? ".u32" : ".s32", "r"};
+}
+
+// Where TMA cannot take the tile at run time (an offset below zero stops the kernel with an
+// illegal instruction on the H200), the threads write, or combine, the staged tile themselves,
+// row by row from the staging buffer (`offsetOf` gives an element's byte there): 16-byte
+// pieces for a store, which the tile's column offset and the tensor's width (both on 16
+// bytes: ChooseTensorStores.cpp) keep wholly inside or outside the tensor, single elements for
+// a reduction.
+template <typename Offset>
+void storeStaged(Lowering &l, const ir::Op &op, llvm::Value *row, llvm::Value *col,
+                 llvm::Value *staging, Offset offsetOf) {
+  auto &b = l.b;
+  const ir::Type &t = op.operand(0)->type();
+  ir::ScalarKind kind = t.kind();
+  int bytes = ir::byteWidth(kind);
+  int64_t rows = t.shape()[0], cols = t.shape()[1];
+  std::string reduce = op.hasAttr("reduce") ? op.strAttr("reduce") : "";
+  int64_t piece = reduce.empty() ? 16 / bytes : 1; // elements a thread moves at once
+  auto [suffix, constraint] = elementForm(kind, reduce);
+  llvm::Type *wordTy = constraint == "h"   ? b.getInt16Ty()
+                       : constraint == "f" ? b.getFloatTy()
+                       : constraint == "l" ? b.getInt64Ty()
+                                           : b.getInt32Ty();
+  std::string text = reduce.empty()
+                         ? "@$0 st.global.v4.b32 [$1], {$2, $3, $4, $5};"
+                         : "@$0 red.relaxed.gpu.global." + reduce + suffix + " [$1], $2;";
+  std::string constraints = reduce.empty() ? "b,l,r,r,r,r,~{memory}" : "b,l," + constraint + ",~{memory}";
+  llvm::Value *base = l.get(ir::tensorBase(op))[0];
+  llvm::Value *height = l.get(ir::tensorShape(op, 0))[0];
+  llvm::Value *width = l.get(ir::tensorShape(op, 1))[0];
+  llvm::Value *stride = l.get(ir::tensorStride(op, 0))[0];
+  llvm::Type *elemTy = l.elementType(t);
+  int64_t pieces = rows * cols / piece, perRow = cols / piece;
+  for (int64_t first = 0; first < pieces; first += l.threads()) {
+    llvm::Value *q = b.CreateAdd(l.tid, b.getInt32(int32_t(first)));
+    llvm::Value *r = b.CreateUDiv(q, b.getInt32(int32_t(perRow)));
+    llvm::Value *c = b.CreateMul(b.CreateURem(q, b.getInt32(int32_t(perRow))),
+                                 b.getInt32(int32_t(piece)));
+    llvm::Value *gr = b.CreateAdd(row, b.CreateZExt(r, b.getInt64Ty()));
+    llvm::Value *gc = b.CreateAdd(col, b.CreateZExt(c, b.getInt64Ty()));
+    llvm::Value *inside = b.CreateAnd(
+        b.CreateAnd(b.CreateICmpSGE(gr, b.getInt64(0)), b.CreateICmpSLT(gr, height)),
+        b.CreateAnd(b.CreateICmpSGE(gc, b.getInt64(0)), b.CreateICmpSLT(gc, width)));
+    if (first + l.threads() > pieces) // the last round: some threads have no piece
+      inside = b.CreateAnd(inside, b.CreateICmpULT(q, b.getInt32(int32_t(pieces))));
+    llvm::Value *from = b.CreateGEP(b.getInt8Ty(), staging,
+                                    b.CreateZExt(offsetOf(r, c), b.getInt64Ty()));
+    llvm::Value *to = b.CreateGEP(elemTy, base, b.CreateAdd(b.CreateMul(gr, stride), gc));
+    std::vector<llvm::Value *> args{inside, to};
+    std::vector<llvm::Type *> types{b.getInt1Ty(), to->getType()};
+    if (reduce.empty()) {
+      llvm::Value *words = b.CreateAlignedLoad(llvm::FixedVectorType::get(b.getInt32Ty(), 4),
+                                               from, llvm::Align(16));
+      for (unsigned j = 0; j < 4; ++j) {
+        args.push_back(b.CreateExtractElement(words, uint64_t(j)));
+        types.push_back(b.getInt32Ty());
+      }
+    } else {
+      llvm::Value *v = b.CreateAlignedLoad(elemTy, from, llvm::Align(uint64_t(bytes)));
+      if (constraint != "f")
+        v = b.CreateBitCast(v, b.getIntNTy(unsigned(ir::bitWidth(kind))));
+      args.push_back(v);
+      types.push_back(wordTy);
+    }
+    auto *fnTy = llvm::FunctionType::get(b.getVoidTy(), types, false);
+    b.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints, true), args);
+  }
 }
 
 } // namespace
@@ -43,6 +129,15 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
   int64_t span = dotSwizzleBytes(cols * bytes);
   int64_t smemOffset = op.intAttr("smem_offset");
 
+  llvm::Value *row64 = l.get(ir::tensorOffset(op, 0))[0];
+  llvm::Value *col64 = l.get(ir::tensorOffset(op, 1))[0];
+  llvm::Value *staging = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(smemOffset));
+  auto offsetOf = [&](llvm::Value *r, llvm::Value *c) {
+    return span ? dotTileOffset(l, r, c, rows, cols, bytes, false)
+                : b.CreateAdd(b.CreateMul(r, b.getInt32(int32_t(cols * bytes))),
+                              b.CreateMul(c, b.getInt32(bytes))); // unswizzled rows
+  };
+
   l.barrier();
   // Each run of a row that one thread holds goes out as one vector of up to 16 bytes, which the
   // swizzle (16-byte chunks) keeps contiguous.
@@ -58,10 +153,6 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
     if (index[size_t(last)] % vec != 0)
       continue; // written with the run's first element
     std::vector<llvm::Value *> coords = l.coordinates(value, k);
-    llvm::Value *offset =
-        span ? dotTileOffset(l, coords[0], coords[1], rows, cols, bytes, false)
-             : b.CreateAdd(b.CreateMul(coords[0], b.getInt32(int32_t(cols * bytes))),
-                           b.CreateMul(coords[1], b.getInt32(bytes))); // unswizzled rows
     llvm::Value *v = vals[size_t(k)];
     if (vec > 1) {
       v = llvm::PoisonValue::get(llvm::FixedVectorType::get(elemTy, unsigned(vec)));
@@ -71,16 +162,29 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
         v = b.CreateInsertElement(v, vals[size_t(map.registerNumber(at))], uint64_t(j));
       }
     }
-    llvm::Value *ptr = b.CreateGEP(
-        b.getInt8Ty(), l.smem,
-        b.CreateZExt(b.CreateAdd(offset, b.getInt32(int32_t(smemOffset))), b.getInt64Ty()));
+    llvm::Value *ptr = b.CreateGEP(b.getInt8Ty(), staging,
+                                   b.CreateZExt(offsetOf(coords[0], coords[1]), b.getInt64Ty()));
     b.CreateAlignedStore(v, ptr, llvm::Align(uint64_t(vec * bytes)));
   }
+
+  // A negative offset (uniform: the offsets are scalars): the threads write the staged tile.
+  llvm::Value *negative = b.CreateOr(b.CreateICmpSLT(row64, b.getInt64(0)),
+                                     b.CreateICmpSLT(col64, b.getInt64(0)));
+  auto *byTma = llvm::BasicBlock::Create(l.ctx, "tma.store.tile", l.fn);
+  auto *byThreads = llvm::BasicBlock::Create(l.ctx, "tma.store.threads", l.fn);
+  auto *done = llvm::BasicBlock::Create(l.ctx, "tma.store.done", l.fn);
+  b.CreateCondBr(negative, byThreads, byTma);
+  b.SetInsertPoint(byThreads);
+  l.barrier();
+  storeStaged(l, op, row64, col64, staging, offsetOf);
+  b.CreateBr(done);
+
+  b.SetInsertPoint(byTma);
   emitAsm(l, "fence.proxy.async.shared::cta;", "", {});
   l.barrier();
 
-  llvm::Value *row = b.CreateTrunc(l.get(ir::tensorOffset(op, 0))[0], b.getInt32Ty());
-  llvm::Value *col = b.CreateTrunc(l.get(ir::tensorOffset(op, 1))[0], b.getInt32Ty());
+  llvm::Value *row = b.CreateTrunc(row64, b.getInt32Ty());
+  llvm::Value *col = b.CreateTrunc(col64, b.getInt32Ty());
   llvm::Value *map64 = l.tensorMaps.at(size_t(op.intAttr("tensor_map")));
   int64_t panelCols = span ? span / bytes : cols;
   std::string instruction =
@@ -97,6 +201,8 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
     }
     emitAsm(l, "cp.async.bulk.commit_group;", "", {});
   });
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
   return true;
 }
 

@@ -124,10 +124,10 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration);
 void awaitTurn(Lowering &l);
 void passTurn(Lowering &l);
 void endPingPong(Lowering &l, llvm::Value *iterations);
-// Whether the lowering of a TMA-copied load or a tensor_store reads its operand `index`: the
-// tile's offsets always; a load's mask and `other` only where `other` is not the zero TMA fills
-// with; a tensor_store's value; never the element pointers, the base, the shape or the
-// strides (the launch encodes those).
+// Whether the lowering of a TMA-copied load or a tensor_store reads its operand `index`: a
+// load's tile offsets always, its mask and `other` only where `other` is not the zero TMA fills
+// with, never its element pointers, base, shape or strides (the launch encodes those); every
+// operand of a tensor_store (its element path reads the base, shape and strides).
 bool tensorCopyReads(const ir::Op &op, unsigned index);
 // The ops whose values feed nothing but what the rings' reads do not use: a descriptor tile's
 // per-element addresses and masks (TMA copies), a cp.async tile's element pointers. The

@@ -5,7 +5,8 @@
 // where TMA can take the descriptor (tensorTileRecipe: the conditions of a load's copy) and,
 // for an atomic, has the reduction for its type (cp.reduce.async.bulk.tensor: add of f32, f16,
 // bf16 and 32-bit integers; min and max of 32-bit integers; and, or and xor of 32- and 64-bit
-// integers; a float addition only at a column offset known to lie on 16 bytes). The lowering (codegen/LowerTensorStore.cpp) writes the tile to a staging buffer
+// integers), where the tile's column offset and the tensor's width are known to lie on 16
+// bytes. The lowering (codegen/LowerTensorStore.cpp) writes the tile to a staging buffer
 // in TMA's swizzled form (panels of 128 bytes of columns with SWIZZLE_128B, rows of 64 or 32
 // bytes with SWIZZLE_64B / SWIZZLE_32B, other rows unswizzled) from whatever layout the value
 // has, so a tensor_store anchors no layout: a matmul's epilogue stays in the accumulator's
@@ -69,13 +70,17 @@ void chooseTensorStores(ir::Function &fn, bool allowed) {
         reduce = tmaReduction(op.strAttr("op"), t.kind());
         if (reduce.empty() || uses.count(op.result()) || op.strAttr("sem") != "relaxed")
           continue;
-        // A float addition whose tile starts off 16 bytes of a row stops the kernel with an
-        // illegal instruction on the H200 (f32 at column offsets 7 and -3; 4 and 8 run; the
-        // integer reductions run at 7): taken only where the column offset is known aligned.
-        if (ir::isFloatKind(t.kind()) &&
-            axis.get(ir::tensorOffset(op, 1)).divisibility[0] * ir::byteWidth(t.kind()) % 16 != 0)
-          continue;
       }
+      // What the H200 showed: a tile whose columns start off 16 bytes stops the kernel with an
+      // illegal instruction (f32 additions at column offset 7; 4 and 8 run), as does any
+      // negative offset (the lowering goes element by element there); and a TMA store writes
+      // whole 16-byte pieces of a row past the tensor's last column (f32 columns 90 and 91
+      // of rows 96 long, the tensor 90 wide). So the column offset and the width must be
+      // known to lie on 16 bytes.
+      int64_t bytes = ir::byteWidth(t.kind());
+      if (axis.get(ir::tensorOffset(op, 1)).divisibility[0] * bytes % 16 != 0 ||
+          axis.get(ir::tensorShape(op, 1)).divisibility[0] * bytes % 16 != 0)
+        continue;
       if (!t.isBlock() || t.rank() != 2)
         continue;
       int64_t rowBytes = t.shape()[1] * ir::byteWidth(t.kind());

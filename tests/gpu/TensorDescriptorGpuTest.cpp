@@ -119,23 +119,37 @@ TEST_F(TensorDescriptorGpuTest, AtomicsCombineOverlappingTiles) {
   std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
   checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 90,
                                       96, -5, -3, 16, 64, arch);
-  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 90,
-                                      96, 3, 8, 16, 64, arch);
-  for (int op = 0; op < 6; ++op)
+  // On Hopper, TMA reductions where the column offset and the width lie on 16 bytes (88
+  // columns of 4 bytes), element atomics elsewhere; at a negative row offset the threads
+  // combine the staged tile themselves.
+  for (auto [dr, dc] : {std::pair{3, 8}, std::pair{-5, 16}})
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 88,
+                                        96, dr, dc, 16, 64, arch);
+  for (int op = 0; op < 6; ++op) {
     checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, op, ScalarKind::I32, 500, 3000, 70,
                                         72, 3, 7, 16, 64, arch);
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, op, ScalarKind::I32, 500, 3000, 72,
+                                        72, op % 2 ? -3 : 3, 8, 16, 64, arch);
+  }
 }
 
-// Stores of tiles side by side, at offsets on and off 16 bytes, some before the tensor's start
-// and past its end: TMA stores on Hopper, which write nothing outside the tensor.
+// Stores of tiles side by side, some before the tensor's start and past its end. On Hopper,
+// TMA stores where the column offset and the width lie on 16 bytes (offsets 8 and 48 of 88
+// columns of 4 bytes; 48 reaches past the last column), which write nothing outside the
+// tensor; at a negative row offset the threads store the staged tile themselves; element
+// stores at the other offsets (-3, 7) and widths (90).
 TEST_F(TensorDescriptorGpuTest, StoresClipAtTheTensorsEdges) {
   SKIP_WITHOUT_GPU();
   std::string arch = rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";
-  for (auto [dr, dc] : {std::pair{-5, -3}, std::pair{3, 8}, std::pair{0, 7}})
-    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::F32, 300, 4000, 90,
+  for (auto [dr, dc] : {std::pair{-5, -3}, std::pair{3, 8}, std::pair{0, 7}, std::pair{-5, 48},
+                        std::pair{0, 48}})
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::F32, 300, 4000, 88,
                                         96, dr, dc, 16, 64, arch);
-  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::I32, 200, 3000, 70,
-                                      72, 3, 5, 32, 32, arch);
+  checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::F32, 300, 4000, 90,
+                                      96, 3, 8, 16, 64, arch);
+  for (int dr : {3, -3})
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 6, ScalarKind::I32, 200, 3000, 72,
+                                        72, dr, 4, 32, 32, arch);
 }
 
 } // namespace

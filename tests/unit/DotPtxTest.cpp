@@ -282,7 +282,8 @@ TEST_F(DotPtxTest, LibraryTmaStorePlanStoresCByTma) {
         kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
     EXPECT_NE(a.gir.find("tensor_store"), std::string::npos) << a.gir;
     EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4u);
-    EXPECT_EQ(count(a.ptx, "st.global"), 0u) << a.ptx;
+    // Element stores only for a tile at a negative offset: 16 pieces of 16 bytes a thread.
+    EXPECT_EQ(count(a.ptx, "st.global"), 16u) << a.ptx;
     if (tritium::testing::ptxasPath().empty())
       GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
     tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");

@@ -88,9 +88,8 @@ TEST_F(TensorDescriptorPtxTest, ShortRowTilesAreTmaCopiesWithNarrowSwizzles) {
 
 // The elements' addresses and masks of a tile that TMA copies are not lowered at all (LLVM
 // would delete them, after its passes had worked through them): in the lowering's own IR
-// ($TRITIUM_DUMP_DIR/<kernel>.lowered.ll) no address is computed from a, b or c (C's tile
-// is a TMA store). With C's row stride not a multiple of 16 bytes, C's epilogue stores
-// address each of a thread's 128 elements.
+// ($TRITIUM_DUMP_DIR/<kernel>.lowered.ll) no address is computed from a or b, nor from c
+// but for the tile's pieces at a negative offset (C's tile is a TMA store).
 TEST_F(TensorDescriptorPtxTest, TmaTilesLowerNoElementAddresses) {
   tritium::testing::ScopedTempDir dumps("tritium-dumps");
   ::setenv("TRITIUM_DUMP_DIR", dumps.path().c_str(), 1);
@@ -102,14 +101,17 @@ TEST_F(TensorDescriptorPtxTest, TmaTilesLowerNoElementAddresses) {
   ASSERT_FALSE(ir.empty());
   EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %a,"), 0u);
   EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %b,"), 0u);
-  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %c,"), 0u);
+  // C's only addresses: the 16 pieces of 16 bytes a thread writes where the tile's offset is
+  // negative and TMA refuses it (LowerTensorStore.cpp).
+  EXPECT_EQ(count(ir, "getelementptr bfloat, ptr addrspace(1) %c,"), 16u);
 }
 
 // C's tile (128 x 256 bf16) leaves by TMA: the accumulator's fragments go to a staging buffer
 // in four swizzled panels of 64 columns, straight from the accumulator's layout (no
 // convert_layout), fenced for the async proxy; one thread issues four stores and commits them,
 // and waits for their reads before the kernel's later barriers and for their writes at its
-// end. C as the descriptor describes it: a 16-byte aligned base, rows a multiple of 16 bytes.
+// end. C as the descriptor describes it: a 16-byte aligned base, rows and width a multiple of
+// 16 bytes.
 TEST_F(TensorDescriptorPtxTest, HopperEpilogueIsATmaStore) {
   Artifacts a = compileMatmul("sm_90a", true);
   EXPECT_NE(a.tensorMaps.find("bf16 a0 dims=a4,a3 strides=a8*2 box=64,128 swizzle=128"),
@@ -121,7 +123,10 @@ TEST_F(TensorDescriptorPtxTest, HopperEpilogueIsATmaStore) {
   EXPECT_EQ(count(a.ptx, "cp.async.bulk.commit_group;"), 1u);
   EXPECT_GE(count(a.ptx, "cp.async.bulk.wait_group.read 0;"), 1u);
   EXPECT_EQ(count(a.ptx, "cp.async.bulk.wait_group 0;"), 1u);
-  EXPECT_EQ(count(a.ptx, "st.global"), 0u) << a.ptx;
+  // The threads write the staged tile themselves only where its offset is negative: 16 pieces
+  // of 16 bytes each.
+  EXPECT_EQ(count(a.ptx, "st.global"), 16u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "st.global.v4.b32"), 16u) << a.ptx;
   // 128 x 256 elements on 256 threads: 128 each, two a run, one 4-byte store per run.
   EXPECT_EQ(count(a.ptx, "st.shared.b32"), 64u) << a.ptx;
   expectAssembles(a, "sm_90a");
@@ -162,9 +167,8 @@ TEST_F(TensorDescriptorPtxTest, OtherTargetsAndArgumentsKeepCpAsync) {
 } // namespace
 
 // A descriptor's atomics are TMA reductions on sm_90a where TMA has the reduction for the
-// type (cp.reduce.async.bulk.tensor: 32 x 64 four-byte elements, two panels of 32 columns) and,
-// for a float addition, the column offset is known to lie on 16 bytes; element atomics
-// otherwise (relaxed, as TMA's reductions are): one atom per element of a thread's part of
+// type (cp.reduce.async.bulk.tensor: 32 x 64 four-byte elements, two panels of 32 columns) and
+// the column offset and the width are known to lie on 16 bytes; element atomics otherwise (relaxed, as TMA's reductions are): one atom per element of a thread's part of
 // the tile.
 TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
   auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
@@ -178,15 +182,15 @@ TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
   for (const Case &c :
        {Case{0, "fp32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile", true},
         Case{2, "i32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.max.tile", true},
-        Case{5, "i32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile", true,
-             "i32"},
+        Case{5, "i32", "sm_90a", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.tile", true},
+        Case{5, "i32", "sm_90a", "atom.relaxed.gpu.global.xor.b32", false, "i32"},
         Case{0, "fp32", "sm_90a", "atom.relaxed.gpu.global.add.f32", false, "i32"},
         Case{2, "fp32", "sm_90a", "atom.relaxed.gpu.global.max.s32", false}, // no f32 max in TMA
         Case{0, "fp32", "sm_80", "atom.relaxed.gpu.global.add.f32", false},
         Case{5, "i32", "sm_80", "atom.relaxed.gpu.global.xor.b32", false}}) {
     SCOPED_TRACE(std::string(c.instruction) + " " + c.arch + " dc " + c.columnOffset);
     std::string t = std::string("*") + c.dtype + ":16";
-    Specialization spec{.signature = {t, t, "i32", "i32", "i32:16", "i32", c.columnOffset},
+    Specialization spec{.signature = {t, t, "i32", "i32:16", "i32:16", "i32", c.columnOffset},
                         .constexprs = {32, 64, c.op},
                         .numWarps = 4,
                         .arch = c.arch};
