@@ -5,7 +5,8 @@
 // integer bit operations, transposes, dots (alone, or accumulated in a loop that resets them),
 // flips and sorts, cumulative products and custom
 // scans, gathers, histograms, interleaves, ravels and swizzle2d, bitcasts, assumes and topk,
-// range loops with carried blocks, if_ on runtime scalars and atomics. The same program runs in the interpreter and on the GPU
+// range loops with carried blocks, if_ on runtime scalars and atomics; some 2-D programs store
+// through a tensor descriptor. The same program runs in the interpreter and on the GPU
 // (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
 // compared; any failure prints its seed.
 #pragma once
@@ -226,7 +227,15 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     }
     pool.push_back(r);
   }
-  store(out + offs, pool.back(), mask);
+  // A third of the 2-D programs whose rows hold 16 bytes or more store the whole block through
+  // a tensor descriptor instead (a TMA store on Hopper, from whatever layout the value has),
+  // chosen apart from the program's own draws so that the other seeds' programs stay as they
+  // were.
+  if (rank == 2 && s.shape[1] >= 4 && (SEED * 2246822519u >> 28) % 3 == 0)
+    make_tensor_descriptor(out, {s.shape[0], s.shape[1]}, {s.shape[1], 1}, s.shape)
+        .store({0, 0}, pool.back());
+  else
+    store(out + offs, pool.back(), mask);
   // Every program adds its active element count: exact in any order.
   atomic_add(count, sum(reshape(cast(mask, int32), {s.elements()}), 0));
 }
@@ -246,7 +255,7 @@ inline tritium::detail::FunctionKernel<Ptr, Ptr, Ptr, Ptr, Int, Int, uint32_t> &
 
 inline CompiledKernel &compileSeed(uint32_t seed) {
   ProgramShape s = shapeFor(seed);
-  return randomKernel().compile({.signature = {"*fp32", "*i32", "*fp32", "*fp32", "i32", "i32"},
+  return randomKernel().compile({.signature = {"*fp32:16", "*i32", "*fp32", "*fp32", "i32", "i32"},
                                  .constexprs = {int64_t(seed)},
                                  .numWarps = s.numWarps});
 }
