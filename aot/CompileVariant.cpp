@@ -58,7 +58,8 @@ CompiledVariant compileVariant(const Variant &v, const std::string &ptxasPath) {
     if (!k.artifacts().tensorMaps.empty())
       throw UserError("its tensor descriptors' tiles are TMA copies, whose CUtensorMaps the "
                       "ahead-of-time launchers do not encode; compile the variant with "
-                      "bulkCopies = false (its tiles are then cp.async copies)");
+                      "bulkCopies = false (its tiles are then cp.async copies or element "
+                      "loads and stores)");
     c.cacheKey = meta.cacheKey;
     // The kernel's meaning without where its source lives: stable across checkouts.
     Artifacts tir = v.kernel->compileTo(v.spec, Stage::TIR, {.locations = false});
