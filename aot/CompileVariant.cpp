@@ -55,11 +55,11 @@ CompiledVariant compileVariant(const Variant &v, const std::string &ptxasPath) {
     c.waitsOnPriorKernel = k.artifacts().waitsOnPriorKernel;
     c.syncsGrid = k.artifacts().syncsGrid;
     c.ptx = k.artifacts().ptx;
-    if (!k.artifacts().tensorMaps.empty())
-      throw UserError("its tensor descriptors' tiles are TMA copies, whose CUtensorMaps the "
-                      "ahead-of-time launchers do not encode; compile the variant with "
-                      "bulkCopies = false (its tiles are then cp.async copies or element "
-                      "loads and stores)");
+    std::optional<std::vector<ir::TensorMapRecipe>> maps =
+        ir::parseTensorMaps(k.artifacts().tensorMaps);
+    if (!maps)
+      throw UserError("its tensor maps' recipes do not parse: " + k.artifacts().tensorMaps);
+    c.tensorMaps = *maps;
     c.cacheKey = meta.cacheKey;
     // The kernel's meaning without where its source lives: stable across checkouts.
     Artifacts tir = v.kernel->compileTo(v.spec, Stage::TIR, {.locations = false});

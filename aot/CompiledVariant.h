@@ -4,6 +4,7 @@
 
 #include "aot/Aot.h"
 #include "aot/Ptxas.h"
+#include "compiler/ir/TensorMap.h"
 
 #include <string>
 #include <utility>
@@ -36,6 +37,9 @@ struct CompiledVariant {
   std::string cacheKey;   // tritium's disk-cache key of this compiled kernel
   std::string kernelHash; // the hash of its TIR without source locations
   std::string dtype;      // the pointers' element types, distinct, comma separated: "fp32"
+  // The CUtensorMaps the launchers encode from the arguments and pass after them (TMA copies
+  // and stores; compiler/ir/TensorMap.h), in the kernel's order.
+  std::vector<ir::TensorMapRecipe> tensorMaps;
 };
 
 // Compiles `v` through its kernel's cache and assembles it with `ptxasPath`. Throws UserError

@@ -36,12 +36,86 @@ std::string declaredParams(const CompiledVariant &v) {
   return s;
 }
 
-// "  void *params[] = {&output_ptr, &input_ptr, &n_rows};\n": the launch's parameter array.
+// "  void *params[] = {&output_ptr, &input_ptr, &n_rows};\n": the launch's parameter array,
+// after the kernel's CUtensorMaps are encoded where it has some (they follow the arguments).
 std::string paramPointers(const CompiledVariant &v) {
-  std::string s = "  void *params[] = {";
+  std::string s;
+  size_t maps = v.tensorMaps.size();
+  if (maps)
+    s += "  CUtensorMap maps[" + std::to_string(maps) + "];\n  if (CUresult r = " +
+         v.variant.name + "_tensor_maps(maps" + [&] {
+           std::string a;
+           for (const LauncherParam &p : v.params)
+             a += ", " + p.name;
+           return a;
+         }() + "); r != CUDA_SUCCESS)\n    return r;\n";
+  s += "  void *params[] = {";
   for (size_t i = 0; i < v.params.size(); ++i)
     s += (i ? ", &" : "&") + v.params[i].name;
+  for (size_t i = 0; i < maps; ++i)
+    s += ", &maps[" + std::to_string(i) + "]";
   return s + "};\n";
+}
+
+// The driver's name of a TMA element type (runtime/TensorMap.cpp's choice).
+std::string tensorMapType(ir::ScalarKind k) {
+  switch (k) {
+  case ir::ScalarKind::F32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+  case ir::ScalarKind::F16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  case ir::ScalarKind::BF16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+  case ir::ScalarKind::I32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+  case ir::ScalarKind::U32: return "CU_TENSOR_MAP_DATA_TYPE_UINT32";
+  case ir::ScalarKind::I64: return "CU_TENSOR_MAP_DATA_TYPE_INT64";
+  case ir::ScalarKind::U64: return "CU_TENSOR_MAP_DATA_TYPE_UINT64";
+  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return "CU_TENSOR_MAP_DATA_TYPE_UINT16";
+  default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // 8-bit kinds: the bytes move as they are
+  }
+}
+
+// A recipe's number as C: "(int64_t)(n_cols) * 4 / 1" or a constant.
+std::string termText(const CompiledVariant &v, const ir::TensorMapTerm &t) {
+  if (t.arg < 0)
+    return std::to_string(t.scale / t.divisor);
+  return "(int64_t)(" + v.params.at(size_t(t.arg)).name + ") * " + std::to_string(t.scale) +
+         " / " + std::to_string(t.divisor);
+}
+
+// <name>_tensor_maps: encodes the kernel's CUtensorMaps from the launch's arguments, as
+// tritium's runtime does at JIT time (an error names the recipe); empty without any.
+std::string tensorMapsFunction(const CompiledVariant &v) {
+  if (v.tensorMaps.empty())
+    return "";
+  const std::string &n = v.variant.name;
+  std::ostringstream o;
+  o << "// The kernel's CUtensorMaps (TMA copies and stores), from the arguments.\n"
+    << "CUresult " << n << "_tensor_maps(CUtensorMap *maps" << declaredParams(v) << ") {\n";
+  for (const LauncherParam &p : v.params)
+    o << "  (void)" << p.name << ";\n";
+  for (size_t i = 0; i < v.tensorMaps.size(); ++i) {
+    const ir::TensorMapRecipe &r = v.tensorMaps[i];
+    std::string dims, strides, box;
+    for (const ir::TensorMapTerm &t : r.dims)
+      dims += (dims.empty() ? "" : ", ") + termText(v, t);
+    for (const ir::TensorMapTerm &t : r.strides)
+      strides += (strides.empty() ? "" : ", ") + termText(v, t);
+    for (int64_t b : r.box)
+      box += (box.empty() ? "" : ", ") + std::to_string(b);
+    o << "  {\n"
+      << "    const int64_t dims[] = {" << dims << "};\n"
+      << "    const int64_t strides[] = {" << (strides.empty() ? "0" : strides) << "};\n"
+      << "    const unsigned box[] = {" << box << "};\n"
+      << "    if (CUresult r = tritium_aot::encodeTensorMap(\"" << n << ": tensor map " << i
+      << " '" << r.str() << "'\", &maps[" << i << "], " << tensorMapType(r.dtype) << ", "
+      << r.dims.size() << ", uint64_t(" << v.params.at(size_t(r.baseArg)).name
+      << "), dims, strides, box, "
+      << (r.swizzle == 128  ? "CU_TENSOR_MAP_SWIZZLE_128B"
+          : r.swizzle == 64 ? "CU_TENSOR_MAP_SWIZZLE_64B"
+          : r.swizzle == 32 ? "CU_TENSOR_MAP_SWIZZLE_32B"
+                            : "CU_TENSOR_MAP_SWIZZLE_NONE")
+      << ");\n        r != CUDA_SUCCESS)\n      return r;\n  }\n";
+  }
+  o << "  return CUDA_SUCCESS;\n}\n\n";
+  return o.str();
 }
 
 // "output_ptr, input_ptr, n_rows"
@@ -222,6 +296,7 @@ std::string sourcePart(const CompiledVariant &v, const std::string &base) {
     << "// not.\n"
     << "bool " << n << "_fits(std::string *why" << declaredParams(v) << ") {\n"
     << fitsChecks(v) << "  return true;\n}\n\n"
+    << tensorMapsFunction(v)
     << "CUresult " << n << "_launch_programs(CUstream stream, int64_t programs" << declaredParams(v)
     << ") {\n"
     << paramPointers(v) << "  return tritium_aot::launchPrograms(" << n << "_image, " << n

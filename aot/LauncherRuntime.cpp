@@ -26,6 +26,42 @@ std::string describe(CUresult r) {
   return s;
 }
 
+// One CUtensorMap of a TMA tile (a recipe of the kernel's, its numbers from the arguments),
+// checked as tritium's runtime checks it (runtime/TensorMap.cpp). `what` names the launcher
+// and the recipe; dims and box innermost first; strides in bytes, of dims 1 .. rank - 1.
+[[maybe_unused]] CUresult encodeTensorMap(const std::string &what, CUtensorMap *out,
+                                          CUtensorMapDataType type, unsigned rank,
+                                          uint64_t base, const int64_t *dims,
+                                          const int64_t *strides, const unsigned *box,
+                                          CUtensorMapSwizzle swizzle) {
+  if ((base & 15) != 0)
+    return fail(CUDA_ERROR_INVALID_VALUE, what + ": the base is not 16-byte aligned, which TMA "
+                                                 "requires");
+  cuuint64_t d[5], s[4];
+  cuuint32_t b[5], one[5];
+  for (unsigned i = 0; i < rank; ++i) {
+    if (dims[i] < 1 || dims[i] > (int64_t(1) << 32))
+      return fail(CUDA_ERROR_INVALID_VALUE, what + ": " + std::to_string(dims[i]) +
+                                                " elements along a dimension; TMA takes 1 to 2^32");
+    d[i] = cuuint64_t(dims[i]);
+    b[i] = box[i];
+    one[i] = 1;
+  }
+  for (unsigned i = 0; i + 1 < rank; ++i) {
+    if (strides[i] < 16 || (strides[i] & 15) != 0 || strides[i] >= (int64_t(1) << 40))
+      return fail(CUDA_ERROR_INVALID_VALUE, what + ": a stride of " + std::to_string(strides[i]) +
+                                                " bytes; TMA takes multiples of 16 below 2^40");
+    s[i] = cuuint64_t(strides[i]);
+  }
+  CUresult r = cuTensorMapEncodeTiled(out, type, rank, reinterpret_cast<void *>(base), d, s, b,
+                                      one, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return fail(r, what + ": cuTensorMapEncodeTiled: " + describe(r));
+  return CUDA_SUCCESS;
+}
+
 // One embedded kernel: its code and how it must be launched.
 struct Image {
   const char *name;  // the launcher's name

@@ -282,6 +282,42 @@ TEST(AotGenerateTest, AKernelThatWaitsOnThePreviousOneOverlapsIt) {
   EXPECT_NE(old.source.find("false, false};"), std::string::npos);
 }
 
+// A kernel whose descriptor tiles are TMA copies and a TMA store (sm_90a): the launchers encode
+// its CUtensorMaps from the arguments as tritium's runtime does (cuTensorMapEncodeTiled, the
+// recipe's numbers from the named arguments) and pass them after the arguments; the files
+// still compile against cuda.h alone.
+void tiled_copy(Ptr out, Ptr in, Int rows, Int cols, int BR, int BC) {
+  auto src = make_tensor_descriptor(in, {rows, cols}, {cols, 1}, {BR, BC});
+  auto dst = make_tensor_descriptor(out, {rows, cols}, {cols, 1}, {BR, BC});
+  for (auto r : range(0, rows, BR, 3))
+    dst.store({r, program_id(0) * BC}, src.load({r, program_id(0) * BC}) * 2.0);
+}
+
+TEST(AotGenerateTest, LaunchersEncodeTheTensorMapsOfTmaTiles) {
+  REQUIRE_PTXAS();
+  tritium::testing::ScopedCacheDir cache;
+  tritium::testing::ScopedTempDir dir("tritium-aot-test");
+  static auto k = kernel("tiled_copy", tiled_copy, {"out", "in", "rows", "cols", "BR", "BC"});
+  aot::Variant v{.name = "tiled_copy_tma",
+                 .kernel = &k,
+                 .spec = {.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16"},
+                          .constexprs = {32, 64},
+                          .arch = "sm_90a"},
+                 .grid = aot::GridRule::PerProgram};
+  aot::GeneratedFiles f = generateScale({v}, "tiled_copy_tma");
+  // The load's map (in) and the store's (out), each two panels of 32 columns.
+  EXPECT_EQ(countOf(f.source, "tritium_aot::encodeTensorMap(\"tiled_copy_tma: tensor map "), 2u)
+      << f.source;
+  EXPECT_NE(f.source.find("uint64_t(out)"), std::string::npos);
+  EXPECT_NE(f.source.find("uint64_t(in)"), std::string::npos);
+  EXPECT_NE(f.source.find("(int64_t)(cols) * 4 / 1"), std::string::npos) << f.source;
+  EXPECT_NE(f.source.find("&maps[0], &maps[1]};"), std::string::npos);
+  EXPECT_NE(f.source.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"),
+            std::string::npos);
+  aot::writeFiles(f, dir.path());
+  EXPECT_EQ(compileOnly(dir.path(), "tiled_copy_tma.cpp", false), "");
+}
+
 TEST(AotGenerateTest, DispatcherTriesVariantsInOrderAndTakesADtypeWhenTheyDiffer) {
   REQUIRE_PTXAS();
   tritium::testing::ScopedCacheDir cache;
