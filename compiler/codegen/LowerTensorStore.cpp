@@ -5,11 +5,10 @@
 // for the async proxy; after a second barrier, thread 0 issues one cp.async.bulk.tensor (or
 // cp.reduce.async.bulk.tensor) per panel and commits them as one bulk group. A tile at a
 // negative offset, which TMA refuses, the threads write from the staging buffer instead
-// (storeStaged). TMA reads the
-// buffer after the op has ended: the issuing thread waits for those reads
-// (cp.async.bulk.wait_group.read) before every later CTA barrier, which any later write to
-// that shared memory comes after (Lowering::barrier), and for the writes to complete before
-// the kernel exits (waitForTensorStores).
+// (storeStaged). TMA reads the buffer after the op has ended: the issuing thread waits for
+// those reads (cp.async.bulk.wait_group.read) before every later CTA barrier, which any later
+// write to that shared memory comes after (Lowering::barrier), and for the writes to complete
+// before the kernel exits (waitForTensorStores).
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/TensorMap.h"
