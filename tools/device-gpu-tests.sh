@@ -9,7 +9,9 @@
 #   FILTER='Attention*Gpu*' bash tools/device-gpu-tests.sh
 #
 # BUNDLE (default device-bundle), OUT (the shards' logs; default a temporary folder), SHARDS,
-# FILTER (a --gtest_filter; default '*Gpu*'), LIMIT (seconds per shard; default 900).
+# FILTER (a --gtest_filter; default '*Gpu*'), LIMIT (seconds per shard; default 900), SLOW (with
+# the default FILTER: tests that run in a process of their own beside the shards, so that no
+# shard holds two of them; default the three slowest, 45-210 s each on an H200 alone).
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-$(mktemp -d /tmp/tritium-gpu-tests.XXXXXX)}
@@ -18,19 +20,32 @@ mkdir -p "$O"
 export LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -x "$B/tritium_tests" ] || { echo "no $B/tritium_tests: bash tools/build-device-bundle.sh" >&2; exit 2; }
 start=$SECONDS
-for ((i = 0; i < N; i++)); do
+F=${FILTER:-*Gpu*}
+slow=""
+if [ -z "${FILTER:-}" ]; then
+  slow=${SLOW-KernelLibraryGpuTest.EveryCandidatePlanIsCorrect:DotGpuTest.LibraryMatmulPersistent:AttentionGpuTest.Backward}
+fi
+shards=()
+for ((i = 0; i < N; i++)); do shards+=("$i"); done
+[ -n "$slow" ] && shards+=("slow")
+for i in "${shards[@]}"; do
   (
     cache=$(mktemp -d /tmp/tritium-gpu-tests-cache.XXXXXX)
-    TRITIUM_CACHE_DIR=$cache GTEST_TOTAL_SHARDS=$N GTEST_SHARD_INDEX=$i \
-      timeout "${LIMIT:-900}" "$B/tritium_tests" --gtest_filter="${FILTER:-*Gpu*}" \
-      > "$O/shard$i.log" 2>&1
+    if [ "$i" = slow ]; then
+      TRITIUM_CACHE_DIR=$cache timeout "${LIMIT:-900}" "$B/tritium_tests" \
+        --gtest_filter="$slow" > "$O/shard$i.log" 2>&1
+    else
+      TRITIUM_CACHE_DIR=$cache GTEST_TOTAL_SHARDS=$N GTEST_SHARD_INDEX=$i \
+        timeout "${LIMIT:-900}" "$B/tritium_tests" --gtest_filter="$F${slow:+-$slow}" \
+        > "$O/shard$i.log" 2>&1
+    fi
     echo $? > "$O/shard$i.rc"
     rm -rf "$cache"
   ) &
 done
 wait
 status=0
-for ((i = 0; i < N; i++)); do
+for i in "${shards[@]}"; do
   rc=$(cat "$O/shard$i.rc")
   counts=$(grep -aE '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$O/shard$i.log" |
     sed 's/, listed below://' | tr -s ' ' | tr '\n' ' ')
