@@ -6,6 +6,7 @@
 #include "aot/CText.h"
 #include "aot/LauncherRuntime.h"
 #include "runtime/Cache.h"
+#include "runtime/TensorMap.h"
 
 #include <algorithm>
 #include <cctype>
@@ -36,6 +37,14 @@ std::string declaredParams(const CompiledVariant &v) {
   return s;
 }
 
+// "output_ptr, input_ptr, n_rows"
+std::string passedArgs(const CompiledVariant &v) {
+  std::string s;
+  for (const LauncherParam &p : v.params)
+    s += ", " + p.name;
+  return s;
+}
+
 // "  void *params[] = {&output_ptr, &input_ptr, &n_rows};\n": the launch's parameter array,
 // after the kernel's CUtensorMaps are encoded where it has some (they follow the arguments).
 std::string paramPointers(const CompiledVariant &v) {
@@ -43,33 +52,14 @@ std::string paramPointers(const CompiledVariant &v) {
   size_t maps = v.tensorMaps.size();
   if (maps)
     s += "  CUtensorMap maps[" + std::to_string(maps) + "];\n  if (CUresult r = " +
-         v.variant.name + "_tensor_maps(maps" + [&] {
-           std::string a;
-           for (const LauncherParam &p : v.params)
-             a += ", " + p.name;
-           return a;
-         }() + "); r != CUDA_SUCCESS)\n    return r;\n";
+         v.variant.name + "_tensor_maps(maps" + passedArgs(v) + "); r != CUDA_SUCCESS)\n" +
+         "    return r;\n";
   s += "  void *params[] = {";
   for (size_t i = 0; i < v.params.size(); ++i)
     s += (i ? ", &" : "&") + v.params[i].name;
   for (size_t i = 0; i < maps; ++i)
     s += ", &maps[" + std::to_string(i) + "]";
   return s + "};\n";
-}
-
-// The driver's name of a TMA element type (runtime/TensorMap.cpp's choice).
-std::string tensorMapType(ir::ScalarKind k) {
-  switch (k) {
-  case ir::ScalarKind::F32: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-  case ir::ScalarKind::F16: return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
-  case ir::ScalarKind::BF16: return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
-  case ir::ScalarKind::I32: return "CU_TENSOR_MAP_DATA_TYPE_INT32";
-  case ir::ScalarKind::U32: return "CU_TENSOR_MAP_DATA_TYPE_UINT32";
-  case ir::ScalarKind::I64: return "CU_TENSOR_MAP_DATA_TYPE_INT64";
-  case ir::ScalarKind::U64: return "CU_TENSOR_MAP_DATA_TYPE_UINT64";
-  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return "CU_TENSOR_MAP_DATA_TYPE_UINT16";
-  default: return "CU_TENSOR_MAP_DATA_TYPE_UINT8"; // 8-bit kinds: the bytes move as they are
-  }
 }
 
 // A recipe's number as C: "(int64_t)(n_cols) * 4 / 1" or a constant.
@@ -105,7 +95,7 @@ std::string tensorMapsFunction(const CompiledVariant &v) {
       << "    const int64_t strides[] = {" << (strides.empty() ? "0" : strides) << "};\n"
       << "    const unsigned box[] = {" << box << "};\n"
       << "    if (CUresult r = tritium_aot::encodeTensorMap(\"" << n << ": tensor map " << i
-      << " '" << r.str() << "'\", &maps[" << i << "], " << tensorMapType(r.dtype) << ", "
+      << " '" << r.str() << "'\", &maps[" << i << "], " << rt::tensorMapType(r.dtype).value().name << ", "
       << r.dims.size() << ", uint64_t(" << v.params.at(size_t(r.baseArg)).name
       << "), dims, strides, box, "
       << (r.swizzle == 128  ? "CU_TENSOR_MAP_SWIZZLE_128B"
@@ -116,14 +106,6 @@ std::string tensorMapsFunction(const CompiledVariant &v) {
   }
   o << "  return CUDA_SUCCESS;\n}\n\n";
   return o.str();
-}
-
-// "output_ptr, input_ptr, n_rows"
-std::string passedArgs(const CompiledVariant &v) {
-  std::string s;
-  for (const LauncherParam &p : v.params)
-    s += ", " + p.name;
-  return s;
 }
 
 std::string joinTypes(const CompiledVariant &v) {

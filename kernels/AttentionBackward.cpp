@@ -409,22 +409,27 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   return s;
 }
 
+// The query rows of every head: delta's entries.
+static int64_t queryRows(const AttentionBackwardArgs &a) {
+  return (a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads;
+}
+
 // Delta's bytes, rounded up so that the one-pass dQ accumulator after them starts on 256
 // bytes.
 static int64_t deltaBytes(const AttentionBackwardArgs &a) {
-  return ((a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads * 4 + 255) / 256 * 256;
+  return (queryRows(a) * 4 + 255) / 256 * 256;
 }
 
 // The one-pass dQ accumulator's row stride ([head_dim, rows]): the query rows rounded up to 16,
 // so that TMA can take it (rows on 16 bytes, a width known to be).
 static int64_t accumulatorRows(const AttentionBackwardArgs &a) {
-  return ((a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads + 15) / 16 * 16;
+  return (queryRows(a) + 15) / 16 * 16;
 }
 
 int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &a) {
   if (a.dqInOnePass) // delta, then the accumulator on 256 bytes
     return deltaBytes(a) + accumulatorRows(a) * a.headDim * 4;
-  return (a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads * 4;
+  return queryRows(a) * 4;
 }
 
 void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,

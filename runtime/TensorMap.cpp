@@ -4,31 +4,29 @@
 
 namespace tritium::rt {
 
-namespace {
-
-std::optional<CUtensorMapDataType> dataType(ir::ScalarKind k) {
+std::optional<TensorMapType> tensorMapType(ir::ScalarKind k) {
+#define TRITIUM_TMA_TYPE(t) TensorMapType{CU_TENSOR_MAP_DATA_TYPE_##t, "CU_TENSOR_MAP_DATA_TYPE_" #t}
   switch (k) {
-  case ir::ScalarKind::F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  case ir::ScalarKind::F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  case ir::ScalarKind::BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  case ir::ScalarKind::I32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
-  case ir::ScalarKind::U32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
-  case ir::ScalarKind::I64: return CU_TENSOR_MAP_DATA_TYPE_INT64;
-  case ir::ScalarKind::U64: return CU_TENSOR_MAP_DATA_TYPE_UINT64;
-  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  case ir::ScalarKind::F32: return TRITIUM_TMA_TYPE(FLOAT32);
+  case ir::ScalarKind::F16: return TRITIUM_TMA_TYPE(FLOAT16);
+  case ir::ScalarKind::BF16: return TRITIUM_TMA_TYPE(BFLOAT16);
+  case ir::ScalarKind::I32: return TRITIUM_TMA_TYPE(INT32);
+  case ir::ScalarKind::U32: return TRITIUM_TMA_TYPE(UINT32);
+  case ir::ScalarKind::I64: return TRITIUM_TMA_TYPE(INT64);
+  case ir::ScalarKind::U64: return TRITIUM_TMA_TYPE(UINT64);
+  case ir::ScalarKind::I16: case ir::ScalarKind::U16: return TRITIUM_TMA_TYPE(UINT16);
   case ir::ScalarKind::I8: case ir::ScalarKind::U8: case ir::ScalarKind::F8E4M3:
   case ir::ScalarKind::F8E5M2:
-    return CU_TENSOR_MAP_DATA_TYPE_UINT8; // the bytes move as they are
+    return TRITIUM_TMA_TYPE(UINT8); // the bytes move as they are
   default:
     return std::nullopt;
   }
+#undef TRITIUM_TMA_TYPE
 }
-
-} // namespace
 
 std::string encodeTensorMap(const ir::TensorMapRecipe &r, const std::function<int64_t(int)> &arg,
                             const std::function<std::string(int)> &argName, CUtensorMap *out) {
-  std::optional<CUtensorMapDataType> type = dataType(r.dtype);
+  std::optional<TensorMapType> type = tensorMapType(r.dtype);
   if (!type)
     return "a tensor descriptor of " + ir::dtypeName(r.dtype) + " has no TMA element type";
   auto value = [&](const ir::TensorMapTerm &t) {
@@ -65,7 +63,7 @@ std::string encodeTensorMap(const ir::TensorMapRecipe &r, const std::function<in
                                : r.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                                  : CU_TENSOR_MAP_SWIZZLE_NONE;
   CUresult res = Driver::get().cuTensorMapEncodeTiled(
-      out, *type, cuuint32_t(rank), reinterpret_cast<void *>(base), dims, strides, box,
+      out, type->type, cuuint32_t(rank), reinterpret_cast<void *>(base), dims, strides, box,
       elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (res != CUDA_SUCCESS)

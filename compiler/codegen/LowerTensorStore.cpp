@@ -27,12 +27,10 @@ void onThreadZeroInPlace(Lowering &l, const std::string &text) {
           "r", {first});
 }
 
-// The PTX type suffix and register constraint of element `t` for `st` (op "") or `red`.
-std::pair<std::string, std::string> elementForm(ir::ScalarKind t, const std::string &op) {
+// The PTX type suffix and register constraint of `red.<op>` on elements of `t`.
+std::pair<std::string, std::string> reductionForm(ir::ScalarKind t, const std::string &op) {
   using K = ir::ScalarKind;
   int bits = ir::bitWidth(t);
-  if (op.empty())
-    return {".b" + std::to_string(bits), bits == 64 ? "l" : bits == 32 ? "r" : "h"};
   if (op == "and" || op == "or" || op == "xor")
     return {".b" + std::to_string(bits), bits == 64 ? "l" : "r"};
   if (t == K::F32)
@@ -58,15 +56,16 @@ void storeStaged(Lowering &l, const ir::Op &op, llvm::Value *row, llvm::Value *c
   int64_t rows = t.shape()[0], cols = t.shape()[1];
   std::string reduce = op.hasAttr("reduce") ? op.strAttr("reduce") : "";
   int64_t piece = reduce.empty() ? 16 / bytes : 1; // elements a thread moves at once
-  auto [suffix, constraint] = elementForm(kind, reduce);
-  llvm::Type *wordTy = constraint == "h"   ? b.getInt16Ty()
-                       : constraint == "f" ? b.getFloatTy()
-                       : constraint == "l" ? b.getInt64Ty()
-                                           : b.getInt32Ty();
-  std::string text = reduce.empty()
-                         ? "@$0 st.global.v4.b32 [$1], {$2, $3, $4, $5};"
-                         : "@$0 red.relaxed.gpu.global." + reduce + suffix + " [$1], $2;";
-  std::string constraints = reduce.empty() ? "b,l,r,r,r,r,~{memory}" : "b,l," + constraint + ",~{memory}";
+  // What a thread runs per piece, and the type of the value it passes.
+  std::string text = "@$0 st.global.v4.b32 [$1], {$2, $3, $4, $5};";
+  std::string constraints = "b,l,r,r,r,r,~{memory}";
+  llvm::Type *wordTy = b.getInt32Ty();
+  if (!reduce.empty()) {
+    auto [suffix, constraint] = reductionForm(kind, reduce);
+    text = "@$0 red.relaxed.gpu.global." + reduce + suffix + " [$1], $2;";
+    constraints = "b,l," + constraint + ",~{memory}";
+    wordTy = constraint == "f" ? b.getFloatTy() : b.getIntNTy(unsigned(ir::bitWidth(kind)));
+  }
   llvm::Value *base = l.get(ir::tensorBase(op))[0];
   llvm::Value *height = l.get(ir::tensorShape(op, 0))[0];
   llvm::Value *width = l.get(ir::tensorShape(op, 1))[0];
@@ -99,9 +98,7 @@ void storeStaged(Lowering &l, const ir::Op &op, llvm::Value *row, llvm::Value *c
       }
     } else {
       llvm::Value *v = b.CreateAlignedLoad(elemTy, from, llvm::Align(uint64_t(bytes)));
-      if (constraint != "f")
-        v = b.CreateBitCast(v, b.getIntNTy(unsigned(ir::bitWidth(kind))));
-      args.push_back(v);
+      args.push_back(b.CreateBitCast(v, wordTy));
       types.push_back(wordTy);
     }
     auto *fnTy = llvm::FunctionType::get(b.getVoidTy(), types, false);

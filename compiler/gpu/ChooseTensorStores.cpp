@@ -18,7 +18,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <unordered_set>
 
 namespace tritium {
 
@@ -47,10 +47,10 @@ int64_t tileBytes(const ir::Type &t) { return t.numElements() * ir::byteWidth(t.
 void chooseTensorStores(ir::Function &fn, bool allowed) {
   if (!allowed || fn.intAttr("programs_per_cta").value_or(1) > 1)
     return;
-  std::unordered_map<const ir::Value *, int> uses;
+  std::unordered_set<const ir::Value *> used;
   ir::walk(fn.body(), [&](ir::Op &op) {
     for (const ir::Value *v : op.operands())
-      ++uses[v];
+      used.insert(v);
   });
   std::vector<ir::TensorMapRecipe> maps = ir::tensorMapsOf(fn);
   AxisAnalysis axis(fn);
@@ -68,7 +68,7 @@ void chooseTensorStores(ir::Function &fn, bool allowed) {
       std::string reduce;
       if (atomic) {
         reduce = tmaReduction(op.strAttr("op"), t.kind());
-        if (reduce.empty() || uses.count(op.result()) || op.strAttr("sem") != "relaxed")
+        if (reduce.empty() || used.count(op.result()) || op.strAttr("sem") != "relaxed")
           continue;
       }
       // What the H200 showed: a tile whose columns start off 16 bytes stops the kernel with an
