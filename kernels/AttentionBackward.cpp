@@ -28,12 +28,9 @@ namespace {
 constexpr double kLog2e = 1.4426950408889634;
 
 // delta[r] = sum_d dO[r, d] O[r, d] over the rows r = (b x heads + h) x seq_q + s of every
-// (batch, head); O and dO share their strides. DQ_ATOMIC: also zeros the rows of the one-pass
-// dQ accumulator, kept transposed ([D, acc_rows], acc_rows the rows rounded up to 16) so that
-// the dK/dV kernel's [D, BM] tiles of dQ^T add into it as TMA reductions.
-void attention_bwd_delta(Ptr delta, Ptr dq_acc, Ptr o, Ptr dout, Int rows, Int acc_rows,
-                         Int heads, Int seq_q, Int sob, Int soh, Int sos, int BM, int D,
-                         int DQ_ATOMIC) {
+// (batch, head); O and dO share their strides.
+void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, Int heads, Int seq_q, Int sob,
+                         Int soh, Int sos, int BM, int D) {
   auto r = cast(program_id(0), int64) * BM + arange(0, BM);
   auto d = arange(0, D);
   auto in = r(_, None) < rows;
@@ -41,21 +38,6 @@ void attention_bwd_delta(Ptr delta, Ptr dq_acc, Ptr o, Ptr dout, Int rows, Int a
   auto at = (bh / heads * sob + bh % heads * soh + s * sos)(_, None) + d(None, _);
   auto x = cast(load(o + at, in, 0), float32) * cast(load(dout + at, in, 0), float32);
   store(delta + r, sum(x, 1), r < rows);
-  if (DQ_ATOMIC) // the dQ accumulator's rows start from zero
-    store(dq_acc + d(None, _) * acc_rows + r(_, None), zeros({BM, D}, float32), in);
-}
-
-// dQ = scale x the fp32 accumulator that the dK/dV kernel summed (DQ_ATOMIC; [D, acc_rows]),
-// rows as delta's; dQ laid out as Q.
-void attention_bwd_dq_convert(Ptr dq, Ptr dq_acc, Float scale, Int rows, Int acc_rows,
-                              Int heads, Int seq_q, Int sqb, Int sqh, Int sqs, int BM, int D) {
-  auto r = cast(program_id(0), int64) * BM + arange(0, BM);
-  auto d = arange(0, D);
-  auto in = r(_, None) < rows;
-  auto s = r % seq_q, bh = r / seq_q;
-  auto at = (bh / heads * sqb + bh % heads * sqh + s * sqs)(_, None) + d(None, _);
-  auto acc = load(dq_acc + d(None, _) * acc_rows + r(_, None), in, 0);
-  store(dq + at, cast(acc * scale, dq.dtype()), in);
 }
 
 // Whether query rows rm (1-D) see keys rn (1-D), as a [rows of `rowsFirst` ? rm : rn, ...]
@@ -105,12 +87,12 @@ Value rowsAt(Value b, Value h, Value r, Value first, Value sb, Value sh, Value s
 // gradients, 1 dV alone, 2 dK alone (head_dim 256: two [BN, 256] fp32 accumulators are 256
 // registers a thread on one warp group).
 void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
-                        Ptr dq_acc, Ptr cu_q, Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv,
+                        Ptr cu_q, Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv,
                         Int heads, Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh,
                         Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
-                        Int q_rows, Int kv_rows, Int acc_rows, Int win_left, Int win_right,
-                        int BM, int BN, int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN,
-                        int DESC, int WS, int PART, int DQ_ATOMIC) {
+                        Int q_rows, Int kv_rows, Int win_left, Int win_right, int BM, int BN,
+                        int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC,
+                        int WS, int PART) {
   const bool wantDV = PART != 2, wantDK = PART != 1;
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
@@ -140,9 +122,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   // descriptors over all q_rows rows (TMA copies on Hopper, no per-thread addresses); rows
   // past a head's end belong to the next head (or lie past the tensor, read as zeros), and the
   // mask keeps them out of P^T and so of both products.
-  std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc, dq_desc;
-  if (DQ_ATOMIC) // the one-pass dQ^T accumulator, [D, acc_rows] (attention_bwd_delta)
-    dq_desc = make_tensor_descriptor(dq_acc, {D, acc_rows}, {acc_rows, 1}, {D, BM});
+  std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc;
   if (DESC) {
     q_desc = make_tensor_descriptor(q, {q_rows, D}, {D, 1}, {BM, D});
     do_desc = make_tensor_descriptor(dout, {q_rows, D}, {D, 1}, {BM, D});
@@ -195,16 +175,6 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       auto dpt = dot(v_tile, trans(do_tile)); // [BN, BM]
       auto dst = pt * (dpt - asRow(dl));
       dk_acc = dot(cast(dst, q.dtype()), q_tile, dk_acc);
-      if (DQ_ATOMIC) {
-        // This block's part of dQ, transposed (dQ^T = K^T dS^T: head_dim on the rows, where
-        // the CTA's warp groups lie), added into the fp32 accumulator (scaled once at the end)
-        // by one TMA reduction where the rows allow it. Queries past the sequence add zeros
-        // (their P^T and so dS^T are masked) into the next head's or sequence's rows, or past
-        // the accumulator, where the descriptor drops them.
-        auto dqt = dot(trans(k_tile), cast(dst, q.dtype())); // [D, BM]
-        Value first = VARLEN ? cast(h * seq_q + q0 + start, int64) : bh * seq_q + start;
-        dq_desc->atomic_add({0, first}, dqt);
-      }
     }
   };
   if (WS) {
@@ -304,27 +274,19 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
 
 Kernel &deltaKernel() {
   static auto k = kernel("attention_bwd_delta", attention_bwd_delta,
-                         {"delta", "dq_acc", "o", "dout", "rows", "acc_rows", "heads", "seq_q",
-                          "sob", "soh", "sos", "BM", "D", "DQ_ATOMIC"});
-  return k;
-}
-Kernel &dqConvertKernel() {
-  static auto k = kernel("attention_bwd_dq_convert", attention_bwd_dq_convert,
-                         {"dq", "dq_acc", "scale", "rows", "acc_rows", "heads", "seq_q", "sqb",
-                          "sqh", "sqs", "BM", "D"});
+                         {"delta", "o", "dout", "rows", "heads", "seq_q", "sob", "soh", "sos",
+                          "BM", "D"});
   return k;
 }
 } // namespace
 
 Kernel &attentionBackwardDkDvKernel() {
   static auto k = kernel("attention_bwd_dkdv", attention_bwd_dkdv,
-                         {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "dq_acc", "cu_q",
-                          "cu_kv",
+                         {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
-                          "q_rows", "kv_rows", "acc_rows", "win_left", "win_right", "BM", "BN",
-                          "D", "STAGES", "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART",
-                          "DQ_ATOMIC"});
+                          "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
@@ -399,37 +361,15 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
                    .awaitPreviousKernel = true};
   if (dkdv) {
     s.signature.insert(s.signature.begin(), t); // dk and dv
-    s.signature.insert(s.signature.begin() + 8, "*fp32"); // dq_acc, after delta
-    s.signature.insert(s.signature.end() - 2, "i64");     // acc_rows, after kv_rows
     s.constexprs.push_back(int(part));
-    s.constexprs.push_back(a.dqInOnePass && part != kDvOnly ? 1 : 0);
   }
   if (!arch.empty())
     s.arch = arch;
   return s;
 }
 
-// The query rows of every head: delta's entries.
-static int64_t queryRows(const AttentionBackwardArgs &a) {
-  return (a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads;
-}
-
-// Delta's bytes, rounded up so that the one-pass dQ accumulator after them starts on 256
-// bytes.
-static int64_t deltaBytes(const AttentionBackwardArgs &a) {
-  return (queryRows(a) * 4 + 255) / 256 * 256;
-}
-
-// The one-pass dQ accumulator's row stride ([head_dim, rows]): the query rows rounded up to 16,
-// so that TMA can take it (rows on 16 bytes, a width known to be).
-static int64_t accumulatorRows(const AttentionBackwardArgs &a) {
-  return (queryRows(a) + 15) / 16 * 16;
-}
-
 int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &a) {
-  if (a.dqInOnePass) // delta, then the accumulator on 256 bytes
-    return deltaBytes(a) + accumulatorRows(a) * a.headDim * 4;
-  return queryRows(a) * 4;
+  return (a.cuSeqlensQ ? a.totalQ : a.batch * a.seqQ) * a.heads * 4;
 }
 
 void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
@@ -462,10 +402,6 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
             v = args.pointer("v", a.v), o = args.pointer("o", a.o),
             dout = args.pointer("dout", a.dout), lse = args.pointer("lse", a.lse),
             delta = args.pointer("workspace", a.workspace);
-  bool atomicDq = a.dqInOnePass;
-  // The fp32 dQ accumulator after delta in the workspace (atomic form only).
-  KernelArg dqAcc =
-      atomicDq ? KernelArg(reinterpret_cast<char *>(a.workspace) + deltaBytes(a)) : delta;
   KernelArg cuQ = varlen ? args.pointer("cuSeqlensQ", a.cuSeqlensQ) : o,
             cuKV = varlen ? args.pointer("cuSeqlensKV", a.cuSeqlensKV) : o;
   if (a.batch * a.heads > 65535)
@@ -489,15 +425,13 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   // The LSE's and delta's rows: [batch, heads, seq_q], or [heads, total_q] for varlen batches
   // (as one batch of total_q rows).
   int32_t lseStride = int32_t(varlen ? a.totalQ : a.seqQ);
-  int64_t rows = (varlen ? 1 : a.batch) * a.heads * lseStride, accRows = accumulatorRows(a);
+  int64_t rows = (varlen ? 1 : a.batch) * a.heads * lseStride;
   {
-    std::initializer_list<KernelArg> launchArgs = {delta,   dqAcc,   o,       dout,
-                                                   rows,    accRows, int32_t(a.heads),
-                                                   lseStride, os.batch, os.head, os.seq};
-    Specialization s{.signature = {"*fp32", "*fp32", t, t, "i64", "i64", "i32", "i32", "i64",
-                                   "i64", "i64"},
-                     .constexprs = {64, D, atomicDq ? 1 : 0}, .numWarps = 4,
-                     .awaitPreviousKernel = true};
+    std::initializer_list<KernelArg> launchArgs = {delta,           o,         dout,   rows,
+                                                   int32_t(a.heads), lseStride, os.batch,
+                                                   os.head,         os.seq};
+    Specialization s{.signature = {"*fp32", t, t, "i64", "i32", "i32", "i64", "i64", "i64"},
+                     .constexprs = {64, D}, .numWarps = 4, .awaitPreviousKernel = true};
     if (!arch.empty())
       s.arch = arch;
     deltaKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream, launchArgs);
@@ -509,11 +443,11 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   int64_t qRows = a.batch * a.heads * a.seqQ, kvRows = a.batch * kvHeads * seqKV;
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
-        dk,       dv,      q,      k,        v,       dout,   lse,      delta,   dqAcc,
-        cuQ,      cuKV,     qkScale, scale,  lseStride, int32_t(seqKV), int32_t(a.heads),
+        dk,       dv,      q,      k,        v,       dout,   lse,      delta,   cuQ,
+        cuKV,     qkScale, scale,  lseStride, int32_t(seqKV), int32_t(a.heads),
         int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
-        os.batch, os.head, os.seq, qRows,    kvRows,  accRows, left,     right};
+        os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
     Grid3 grid{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1};
     // (A vector: the array behind an initializer_list chosen by ?: ends with the full
     // expression, before the loop reads it.)
@@ -525,18 +459,7 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
                        .specializedFor(launchArgs))
           .launch(grid, stream, launchArgs);
   }
-  if (atomicDq) {
-    std::initializer_list<KernelArg> launchArgs = {dq,      dqAcc,   scale,  rows,
-                                                   accRows, int32_t(a.heads), lseStride,
-                                                   qs.batch, qs.head, qs.seq};
-    Specialization s{.signature = {t, "*fp32", "fp32", "i64", "i64", "i32", "i32", "i64", "i64",
-                                   "i64"},
-                     .constexprs = {64, D}, .numWarps = 4, .awaitPreviousKernel = true};
-    if (!arch.empty())
-      s.arch = arch;
-    dqConvertKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream,
-                                                                   launchArgs);
-  } else {
+  {
     std::initializer_list<KernelArg> launchArgs = {
         dq,       q,       k,      v,        dout,    lse,    delta,    cuQ,     cuKV,
         qkScale,  scale,   lseStride, int32_t(seqKV),   int32_t(a.heads),

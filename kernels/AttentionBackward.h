@@ -3,8 +3,7 @@
 // scores reaching memory. Three kernels: delta = rowsum(dO * O) per query row; one program per
 // block of keys walks every query block of every query head that reads its K/V head (grouped
 // queries: the sum over the group stays in one program, so dK and dV are deterministic) and
-// accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ
-// (or, with dqInOnePass, the dK/dV kernel adds up dQ too and a last kernel converts it).
+// accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
 // [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads) through strides,
 // so [batch, seq, heads, head_dim] too, or varlen batches packed one after another; causal
 // masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim 64,
@@ -48,18 +47,9 @@ struct AttentionBackwardArgs {
   // total_q], as the varlen forward writes it.
   const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
   int64_t totalQ = 0;
-  // dQ summed in one pass (5 products a step instead of 7): the dK/dV kernel adds each key
-  // block's part of dQ into an fp32 accumulator in the workspace, as one TMA reduction of the
-  // [head_dim, BM] tile on Hopper where the rows allow it (element atomics otherwise), and a
-  // last kernel scales and converts it. The order of the additions varies from run to run, so
-  // dQ is not bit-identical between runs; false (the default) computes dQ by a kernel of its
-  // own, which reads the scores and dP again. Experimental: passes in the interpreter, not yet
-  // run or timed on a GPU.
-  bool dqInOnePass = false;
 };
 
-// The workspace the backward needs: delta, one fp32 per query row and head, and with
-// dqInOnePass the fp32 dQ accumulator, head_dim per row.
+// The workspace the backward needs: delta, one fp32 per query row and head.
 int64_t attentionBackwardWorkspaceBytes(const AttentionBackwardArgs &args);
 
 // How the dK/dV and dQ kernels run: the rows each program owns (keys for dK/dV, queries for

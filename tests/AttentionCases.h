@@ -36,8 +36,6 @@ struct AttentionCase {
   // planAttentionBackward's.
   std::optional<kernels::AttentionPlan> plan;
   std::optional<kernels::AttentionBackwardPlan> backwardPlan;
-  // The backward's dQ added up in the dK/dV kernel (AttentionBackwardArgs::dqInOnePass).
-  bool dqInOnePass = false;
 
   std::string str() const {
     std::ostringstream s;
@@ -61,8 +59,6 @@ struct AttentionCase {
         << backwardPlan->numWarps << "x" << backwardPlan->numStages
         << (backwardPlan->splitDkDv ? " split" : "")
         << (backwardPlan->warpSpecialize ? " producer" : "");
-    if (dqInOnePass)
-      s << " dQ in one pass";
     s << " d" << headDim << (causal ? " causal" : "")
       << (windowLeft >= 0 || windowRight >= 0
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
@@ -414,7 +410,7 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
       .scale = c.scale, .dtype = c.dtype, .windowLeft = c.windowLeft,
       .windowRight = c.windowRight, .qStrides = r.qs, .kStrides = r.ks, .vStrides = r.ks,
       .oStrides = r.os, .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
-      .totalQ = varlen ? rowsQ : 0, .dqInOnePass = c.dqInOnePass};
+      .totalQ = varlen ? rowsQ : 0};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
   kernels::attentionBackward(bargs, stream, c.backwardPlan ? &*c.backwardPlan : nullptr);

@@ -181,12 +181,16 @@ std::string checkDescriptorShift(CUstream stream, const std::function<void()> &s
 // Program p combines the p-th [BR, BC] tile of `in` (a stack of tiles) into `out` at rows
 // p x BR / 2 + dr and columns dc: consecutive programs' tiles overlap by half, and the shifts
 // put some of them before the tensor's start or past its end. OP: 0 add, 1 min, 2 max, 3 and,
-// 4 or, 5 xor; 6 stores the tile instead, at rows p x BR + dr (tiles side by side).
+// 4 or, 5 xor; 6 stores the tile instead, at rows p x BR + dr (tiles side by side). PRODUCT:
+// the tile (fp32 of small integers) is first multiplied by the identity on the tensor cores,
+// so that what is combined or stored is a product's accumulator in its own layout.
 inline void descriptorAtomicKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr, Int dc,
-                                   int BR, int BC, int OP) {
+                                   int BR, int BC, int OP, int PRODUCT) {
   auto p = program_id(0);
   auto r = arange(0, BR), c = arange(0, BC);
   auto t = load(in + p * (BR * BC) + r(_, None) * BC + c(None, _));
+  if (PRODUCT)
+    t = dot(cast(t, float16), cast(c(_, None) == c(None, _), float16));
   auto desc = make_tensor_descriptor(out, {R, C}, {ld, 1}, {BR, BC});
   std::vector<Operand> at = {p * (OP == 6 ? BR : BR / 2) + dr, dc}; // stores do not overlap
   switch (OP) {
@@ -206,7 +210,8 @@ inline void descriptorAtomicKernel(Ptr out, Ptr in, Int R, Int C, Int ld, Int dr
 template <typename Buffer>
 void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, int op,
                            ir::ScalarKind dtype, int P, int R, int C, int ld, int dr, int dc,
-                           int BR, int BC, const std::string &arch = "") {
+                           int BR, int BC, const std::string &arch = "", int warps = 4,
+                           bool product = false) {
   using namespace tensorcores;
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
@@ -251,10 +256,10 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
   };
   Buffer dout = uploadBytes<Buffer>(bytesOf(init)), din = uploadBytes<Buffer>(bytesOf(tiles));
   auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
-                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP"});
+                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP", "PRODUCT"});
   std::string t = "*" + ir::dtypeName(dtype);
   Specialization spec{.signature = {t, t, "i32", "i32", "i32", "i32", "i32"},
-                      .constexprs = {BR, BC, op}, .numWarps = 4};
+                      .constexprs = {BR, BC, op, product ? 1 : 0}, .numWarps = warps};
   if (!arch.empty())
     spec.arch = arch;
   std::initializer_list<KernelArg> args = {dout, din, R, C, ld, dr, dc};
@@ -281,7 +286,8 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
   }
   EXPECT_EQ(bad, 0u) << "descriptor atomic op " << op << " " << ir::dtypeName(dtype) << " " << P
                      << " programs on " << R << "x" << C << " ld " << ld << " by (" << dr << ", "
-                     << dc << ") tiles " << BR << "x" << BC << ": " << bad << " wrong (seed "
+                     << dc << ") tiles " << BR << "x" << BC << (product ? " of a product" : "")
+                     << " on " << warps << " warps: " << bad << " wrong (seed "
                      << seed << "):\n"
                      << first.str();
 }

@@ -31,7 +31,7 @@ namespace {
 // Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
 constexpr int kTimed = 25, kWarmups = 5;
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward [--dq-in-one-pass]] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
                  [Z H S D]
@@ -43,9 +43,7 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   read it in place.
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
-  FLOPs; its results are checked by the tests, not here (--dq-in-one-pass: dQ added up in
-  the dK/dV kernel by TMA reductions instead of a kernel of its own,
-  AttentionBackwardArgs::dqInOnePass). --plan=BMxBNxWxS runs the forward
+  FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
   on BM query rows and BN keys a step, W warps and S stages instead of planAttention's
   (a trailing "ws" adds a producer warp group that issues the K/V copies, "pp" that and
   the compute warp groups' turns at the products, "ov" runs each warp group's softmax under
@@ -67,7 +65,6 @@ struct Options {
   bool decode = false;
   int64_t page = 0;
   bool backward = false;
-  bool dqInOnePass = false;
   bool vTransposed = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
@@ -98,8 +95,6 @@ Options parse(int argc, char **argv) {
       o.vTransposed = true;
     } else if (a == "--backward") {
       o.backward = true;
-    } else if (a == "--dq-in-one-pass") {
-      o.dqInOnePass = true;
     } else if (a.rfind("--plan=", 0) == 0) {
       long long bm = 0, bn = 0, w = 0, st = 0;
       int used = 0;
@@ -299,7 +294,6 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
           .k = args.k, .v = args.v, .o = args.o, .dout = address(ddo), .lse = args.lse,
           .batch = o.Z, .heads = o.H, .kvHeads = G, .seqQ = o.S, .headDim = o.D,
           .causal = o.causal, .dtype = args.dtype};
-      b.dqInOnePass = o.dqInOnePass;
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
       const kernels::AttentionBackwardPlan *bplan = o.backwardPlan ? &*o.backwardPlan : nullptr;

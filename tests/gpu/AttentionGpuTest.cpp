@@ -104,32 +104,6 @@ TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   }
 }
 
-// dQ added up in the dK/dV kernel by TMA reductions (AttentionBackwardArgs::dqInOnePass):
-// every head dim, causal and not, GQA 4:1 (seq_q 320: each head's rows start on 16 bytes of
-// the accumulator, so the reductions are TMA's; 301: element atomics), the producer plan,
-// varlen batches.
-TEST_F(AttentionGpuTest, BackwardWithDqInOnePass) {
-  SKIP_WITHOUT_GPU();
-  for (int64_t d : {64, 128, 256})
-    for (bool causal : {false, true})
-      for (int64_t seqQ : {320, 301})
-        checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
-                                             {.dtype = kernels::Dtype::fp16, .batch = 2,
-                                              .heads = 4, .kvHeads = 1, .seqQ = seqQ,
-                                              .seqKV = 333, .headDim = d, .causal = causal,
-                                              .oLikeQ = true, .dqInOnePass = true});
-  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(128);
-  plan.warpSpecialize = true;
-  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
-                                       {.heads = 4, .kvHeads = 2, .seqQ = 256, .seqKV = 300,
-                                        .headDim = 128, .causal = true, .oLikeQ = true,
-                                        .backwardPlan = plan, .dqInOnePass = true});
-  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
-                                       {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 1,
-                                        .varlenQ = {300, 0, 1, 129}, .varlenKV = {333, 0, 7, 129},
-                                        .dqInOnePass = true});
-}
-
 // Varlen batches (an empty sequence, a single token, more keys than queries), every head dim,
 // causal and not, GQA 4:1.
 TEST_F(AttentionGpuTest, BackwardVarlen) {

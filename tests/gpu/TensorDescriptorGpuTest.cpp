@@ -125,6 +125,11 @@ TEST_F(TensorDescriptorGpuTest, AtomicsCombineOverlappingTiles) {
   for (auto [dr, dc] : {std::pair{3, 8}, std::pair{-5, 16}})
     checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 600, 4000, 88,
                                         96, dr, dc, 16, 64, arch);
+  // A product's accumulator on two warp groups ([128, 64] on 8 warps, wgmma on Hopper), added
+  // by element atomics (column offset 3 of 301 columns) and by TMA reductions (8 of 300).
+  for (auto [C, dc] : {std::pair{301, 3}, std::pair{300, 8}})
+    checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, 0, ScalarKind::F32, 60, 4000, C,
+                                        304, 5, dc, 128, 64, arch, 8, true);
   for (int op = 0; op < 6; ++op) {
     checkDescriptorAtomic<DeviceBuffer>(stream().get(), sync, op, ScalarKind::I32, 500, 3000, 70,
                                         72, 3, 7, 16, 64, arch);

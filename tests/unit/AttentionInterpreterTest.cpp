@@ -156,11 +156,9 @@ TEST_F(AttentionInterpreterTest, Backward) {
                                       .headDim = 128, .causal = true});
   // head_dim 256: dV and dK by two programs per block of keys; O laid out as Q, so that
   // dK/dV reads Q and dO through descriptors too.
-  for (bool dqInOnePass : {false, true})
-    checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                       {.heads = 2, .kvHeads = 1, .seqQ = 40, .seqKV = 70,
-                                        .headDim = 256, .causal = true, .oLikeQ = true,
-                                        .dqInOnePass = dqInOnePass});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 1, .seqQ = 40, .seqKV = 70,
+                                      .headDim = 256, .causal = true, .oLikeQ = true});
   // A producer warp group (one loop over the group's query heads and blocks in dK/dV): GQA
   // 3:1, causal with more keys than queries, blocks of 16 so that heads take several steps.
   for (int64_t d : {64, 256}) {
@@ -172,34 +170,6 @@ TEST_F(AttentionInterpreterTest, Backward) {
                                         .headDim = d, .causal = true, .oLikeQ = true,
                                         .backwardPlan = plan});
   }
-}
-
-// dQ added up in the dK/dV kernel (AttentionBackwardArgs::dqInOnePass): GQA 2:1 (several
-// key blocks and query heads add into the same rows), lengths that are not multiples of any
-// block, causal with more keys than queries, a window, the producer plan, and varlen batches
-// with an empty sequence and a single token.
-TEST_F(AttentionInterpreterTest, BackwardWithDqInOnePass) {
-  checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
-                                      .seqQ = 70, .seqKV = 90, .dqInOnePass = true});
-  checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.heads = 2, .kvHeads = 1, .seqQ = 50, .seqKV = 100,
-                                      .headDim = 128, .causal = true, .oLikeQ = true,
-                                      .dqInOnePass = true});
-  checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.heads = 2, .kvHeads = 1, .seqQ = 100, .seqKV = 100,
-                                      .causal = true, .windowLeft = 17, .dqInOnePass = true});
-  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(64);
-  plan.ownRows = plan.stepRows = 16;
-  plan.warpSpecialize = true;
-  checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.heads = 3, .kvHeads = 1, .seqQ = 50, .seqKV = 70,
-                                      .causal = true, .oLikeQ = true, .backwardPlan = plan,
-                                      .dqInOnePass = true});
-  checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
-                                      .varlenQ = {37, 0, 1, 100}, .varlenKV = {37, 0, 5, 130},
-                                      .dqInOnePass = true});
 }
 
 // Sliding windows (one bounded on both sides, one causal with a left reach) and the

@@ -40,6 +40,9 @@ TEST_F(TensorDescriptorInterpreterTest, TilesOutsideTheTensorReadZeros) {
 TEST_F(TensorDescriptorInterpreterTest, AtomicsCombineOverlappingTiles) {
   checkDescriptorAtomic<HostBuffer>(nullptr, sync, 0, ScalarKind::F32, 6, 40, 30, 36, -5, -3, 16,
                                     32);
+  // A product's accumulator (the GPU test's [128, 64] tiles on 8 warps).
+  checkDescriptorAtomic<HostBuffer>(nullptr, sync, 0, ScalarKind::F32, 3, 200, 61, 64, 5, 3, 128,
+                                    64, "", 8, true);
   for (int op = 0; op < 6; ++op)
     checkDescriptorAtomic<HostBuffer>(nullptr, sync, op, ScalarKind::I32, 5, 33, 20, 24, 3, 7,
                                       16, 16);

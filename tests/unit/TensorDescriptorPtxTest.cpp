@@ -172,7 +172,7 @@ TEST_F(TensorDescriptorPtxTest, OtherTargetsAndArgumentsKeepCpAsync) {
 // the tile.
 TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
   auto k = kernel("descriptor_atomic", descriptorAtomicKernel,
-                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP"});
+                  {"out", "in", "R", "C", "ld", "dr", "dc", "BR", "BC", "OP", "PRODUCT"});
   struct Case {
     int op;
     const char *dtype, *arch, *instruction;
@@ -191,7 +191,7 @@ TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
     SCOPED_TRACE(std::string(c.instruction) + " " + c.arch + " dc " + c.columnOffset);
     std::string t = std::string("*") + c.dtype + ":16";
     Specialization spec{.signature = {t, t, "i32", "i32:16", "i32:16", "i32", c.columnOffset},
-                        .constexprs = {32, 64, c.op},
+                        .constexprs = {32, 64, c.op, 0},
                         .numWarps = 4,
                         .arch = c.arch};
     Artifacts a = k.compileTo(spec, Stage::PTX);
