@@ -195,12 +195,14 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   // head_dim 256 need 272 KB of shared memory on sm_90; 64 x 64 on one warp group fit.
   if (headDim > 128 && !warpGroups)
     return {.blockM = 64, .blockN = 64, .numWarps = 4, .numStages = 2};
-  // 16-bit head_dim 64: a producer warp group for the K/V copies, 2 stages: 380.6 TFLOP/s at
-  // 4 x 32 x 4096 on an H200, against 362.7 with 3 (docs/notes/attention.md, "The softmax's
-  // instructions").
+  // 16-bit head_dim 64 on warp groups: 64 queries on one warp group, 128 keys a step, 2 stages,
+  // so that two or three programs share a SM and one's softmax runs under another's products:
+  // 469.2 TFLOP/s at 4 x 32 x 4096 on an H200 against 378.4 for 128 queries on two warp groups
+  // with a producer, 374.3 against 286.0 at 16 x 16 x 1024 (docs/notes/attention.md, "Head
+  // dim 64: programs side by side"). Without wgmma, 128 x 128 on 8 warps.
   if (headDim <= 64 && dtype != Dtype::fp8e4m3)
-    return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
-            .warpSpecialize = warpGroups};
+    return warpGroups ? AttentionPlan{.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2}
+                      : AttentionPlan{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   if (headDim > 128) // the 128 x 256 query tile takes 64 KiB of shared memory
     return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2};
   // 16-bit head_dim 128: 128 keys a step halve the steps' fixed costs (326 against 276

@@ -140,11 +140,15 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
 // warps, which wait on each stage's "full" mbarrier, release it on its "empty" one, meet at no
 // CTA barrier in the loop (the barriers after it count them alone) and take turns at the
 // products, group by group.
+// The plan at head_dim 128; head_dim 64's own plan has no producer (below).
+const kernels::AttentionPlan kProducerPlan{.blockM = 128, .blockN = 128, .numWarps = 8,
+                                           .numStages = 2, .warpSpecialize = true};
+
 TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
   for (int64_t D : {64, 128})
     for (bool causal : {false, true}) {
       SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
-      Artifacts a = compileForward(D, causal);
+      Artifacts a = compileForward(D, causal, -1, false, kernels::Dtype::bf16, kProducerPlan);
       EXPECT_EQ(count(a.gir, "warp_specialized = 1"), 1u) << a.gir;
       EXPECT_EQ(a.producerWarps, 4);
       EXPECT_NE(a.ptx.find(".reqntid 384"), std::string::npos);
@@ -174,6 +178,32 @@ TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
   EXPECT_EQ(count(v.gir, "warp_specialized"), 0u);
 }
 
+// Head_dim 64's plan: 64 queries on one warp group (no producer), 128 keys a step, both
+// products on wgmma, K and V by TMA, no spills, and shared memory for three programs a SM
+// (notes/attention.md, "Head dim 64: programs side by side").
+TEST_F(AttentionPtxTest, HeadDim64RunsProgramsSideBySide) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "");
+    Artifacts a = compileForward(64, causal);
+    EXPECT_EQ(a.producerWarps, 0);
+    EXPECT_NE(a.ptx.find(".reqntid 128"), std::string::npos);
+    EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
+    EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir; // P from registers
+    EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+    EXPECT_LE(a.sharedBytes, 76 * 1024) << a.gir;
+    if (tritium::testing::ptxasPath().empty())
+      GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+    std::smatch m;
+    if (std::regex_search(r.output, m, std::regex("Used (\\d+) registers")))
+      std::printf("head_dim 64%s: %s registers, %lld bytes of shared memory\n",
+                  causal ? " causal" : "", m[1].str().c_str(), (long long)a.sharedBytes);
+  }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
 // product and the previous step's P V product, then waits for the scores alone
 // (wgmma.wait_group 1), so that its softmax runs under P V; the rescale waits for P V.
@@ -181,7 +211,7 @@ TEST_F(AttentionPtxTest, SoftmaxUnderThePreviousProduct) {
   for (int64_t D : {64, 128})
     for (bool causal : {false, true}) {
       SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
-      kernels::AttentionPlan plan = kernels::planAttention(D);
+      kernels::AttentionPlan plan = kProducerPlan;
       plan.overlapSoftmax = true;
       Artifacts a = compileForward(D, causal, -1, false, kernels::Dtype::bf16, plan);
       EXPECT_NE(a.tir.find("OVERLAP = 1"), std::string::npos);
