@@ -159,6 +159,17 @@ TEST_F(AttentionGpuTest, TransposedValues) {
                                  {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4,
                                   .kvHeads = 1, .seqQ = 257, .seqKV = 301, .headDim = d,
                                   .causal = true, .vTransposed = true});
+  // 64 queries on one warp group (several programs a SM), as bf16's head_dim-64 plan: faster
+  // for fp8 with V transposed in one run (notes/attention.md, "fp8"), not yet the plan.
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(
+          stream().get(), sync,
+          {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 300,
+           .seqKV = 320, .headDim = d, .causal = causal, .descaleQ = 0.5f, .descaleK = 1.5f,
+           .descaleV = 2.0f, .vTransposed = true,
+           .plan = kernels::AttentionPlan{.blockM = 64, .blockN = 128, .numWarps = 4,
+                                          .numStages = 2}});
   checkAttention<DeviceBuffer>(stream().get(), sync,
                                {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 200, .seqKV = 200,
                                 .headDim = 128, .causal = true, .seqMajor = true,

@@ -113,11 +113,15 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
   // shared memory, and its tiles are TMA copies too (at head_dim 64, Q's and K's rows of 64
   // bytes with SWIZZLE_64B). P is staged: wgmma's 8-bit register fragments hold other columns
   // than the accumulator's.
+  // (Also on one warp group of 64 queries, as bf16's head_dim-64 plan.)
   for (int64_t D : {64, 128})
-    for (bool ws : {false, true}) {
-      SCOPED_TRACE("fp8 V^T head_dim " + std::to_string(D) + (ws ? " producer" : ""));
+    for (int form : {0, 1, 2}) {
+      SCOPED_TRACE("fp8 V^T head_dim " + std::to_string(D) +
+                   (form == 1 ? " producer" : form == 2 ? " one warp group" : ""));
       kernels::AttentionPlan plan{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
-                                  .warpSpecialize = ws};
+                                  .warpSpecialize = form == 1};
+      if (form == 2)
+        plan = {.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2};
       Artifacts f = compileForward(D, false, -1, false, kernels::Dtype::fp8e4m3, plan, true);
       EXPECT_EQ(count(f.gir, "wgmma = 1"), 2u) << f.gir;
       EXPECT_EQ(count(f.gir, "b_k_major = 1"), 2u) << f.gir;
