@@ -6,9 +6,12 @@
 // not fit their specialization, naming the argument, then prints "no GPU: <reason>" and exits 0.
 // With a GPU: launches the single-variant softmax and the dispatcher (fp32 and fp16, two row
 // buckets) on fresh random inputs over poisoned outputs, from one thread and then from two at
-// once, and checks every element against a double-precision reference; exits 1 on any mismatch.
+// once, and checks every element against a double-precision reference; on a Hopper GPU also
+// the descriptor kernel tiled_scale, whose launcher encodes its TMA tensor maps; exits 1 on
+// any mismatch.
 #include "softmax_any.h"
 #include "softmax_fp32_1024.h"
+#include "tiled_scale.h"
 
 #include <cuda.h>
 
@@ -72,6 +75,16 @@ void checkRefusals() {
   expect(r == CUDA_ERROR_INVALID_VALUE && contains(softmax_any_last_error(), "n_cols <= 4096"),
          std::string("8192 columns are refused: ") + softmax_any_last_error());
   std::printf("refused as it should: %s\n", softmax_any_last_error());
+  // The descriptor kernel: its tensor maps need 16-byte bases and rows ("*fp32:16", "i32:16").
+  r = tiled_scale(nullptr, 4, 0x1000, 0x2004, 100, 256);
+  expect(r == CUDA_ERROR_INVALID_VALUE && contains(tiled_scale_last_error(), "('in')") &&
+             contains(tiled_scale_last_error(), "16-byte aligned"),
+         std::string("a misaligned input is refused: ") + tiled_scale_last_error());
+  r = tiled_scale(nullptr, 4, 0x1000, 0x2000, 100, 100);
+  expect(r == CUDA_ERROR_INVALID_VALUE &&
+             contains(tiled_scale_last_error(), "('cols') was specialized as divisible"),
+         std::string("cols 100 is refused: ") + tiled_scale_last_error());
+  std::printf("refused as it should: %s\n", tiled_scale_last_error());
 }
 
 // IEEE half <-> float, round to nearest even (the host has no _Float16 we may rely on).
@@ -182,6 +195,47 @@ bool runCase(const char *label, bool fp16, int rows, int cols, int stride, CUstr
   return bad == 0;
 }
 
+// The descriptor kernel on `stream`: out = 2 x in over rows x cols fp32 (exact), one program
+// per 64 columns; its launcher encodes the two tensor maps from the arguments. Every element
+// of the poisoned output is checked.
+bool runTiledScale(const char *label, int rows, int cols, CUstream stream, uint64_t seed) {
+  size_t elems = size_t(rows) * cols, bytes = elems * 4;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> in(elems), out(elems);
+  for (float &v : in)
+    v = dist(rng);
+  CUdeviceptr din = 0, dout = 0;
+  CHECK_CU(cuMemAlloc(&din, bytes));
+  CHECK_CU(cuMemAlloc(&dout, bytes));
+  CHECK_CU(cuMemcpyHtoD(din, in.data(), bytes));
+  CHECK_CU(cuMemsetD8Async(dout, 0xff, bytes, stream));
+  CUresult r = tiled_scale(stream, (cols + 63) / 64, dout, din, rows, cols);
+  if (r != CUDA_SUCCESS) {
+    std::printf("FAILED: %s: launch returned %s: %s\n", label, errorName(r).c_str(),
+                tiled_scale_last_error());
+    ++failures;
+    cuMemFree(din);
+    cuMemFree(dout);
+    return false;
+  }
+  CHECK_CU(cuStreamSynchronize(stream));
+  CHECK_CU(cuMemcpyDtoH(out.data(), dout, bytes));
+  cuMemFree(din);
+  cuMemFree(dout);
+  int bad = 0;
+  for (size_t i = 0; i < elems; ++i)
+    if (!(out[i] == 2.0f * in[i]) && bad++ < 3) // NaN (unwritten) fails too
+      std::printf("  %s: [%zu, %zu] got %.9g, want %.9g\n", label, i / size_t(cols),
+                  i % size_t(cols), double(out[i]), 2.0 * in[i]);
+  std::printf("%s: %d x %d: %s\n", label, rows, cols, bad ? "WRONG" : "ok");
+  if (bad)
+    ++failures;
+  return bad == 0;
+}
+
+bool hopper = false; // tiled_scale's variant is sm_90a code
+
 // Every GPU case on `stream`; `seed` makes each thread's inputs its own.
 bool runAll(CUstream stream, uint64_t seed, const char *who) {
   std::string p = who;
@@ -210,6 +264,11 @@ bool runAll(CUstream stream, uint64_t seed, const char *who) {
                 stream, seed + 5, dispatch("fp32"), softmax_any_last_error);
   ok &= runCase((p + " softmax_any fp16 781").c_str(), true, 999, 781, 781, stream, seed + 6,
                 dispatch("fp16"), softmax_any_last_error);
+  if (hopper) { // rows and columns that end inside a tile, and a whole one
+    ok &= runTiledScale((p + " tiled_scale").c_str(), 1000, 208, stream, seed + 7);
+    ok &= runTiledScale((p + " tiled_scale").c_str(), 31, 16, stream, seed + 8);
+    ok &= runTiledScale((p + " tiled_scale").c_str(), 4096, 1024, stream, seed + 9);
+  }
   return ok;
 }
 
@@ -238,6 +297,13 @@ int main() {
   std::printf("GPU: %s (%s, %d threads x %d warps, %d registers, grid rule %s)\n", name,
               softmax_fp32_1024_ARCH, 32, softmax_fp32_1024_NUM_WARPS, softmax_fp32_1024_REGISTERS,
               softmax_fp32_1024_GRID_RULE);
+  int major = 0, minor = 0;
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  hopper = major == 9 && minor == 0;
+  if (!hopper)
+    std::printf("tiled_scale skipped: its %s variant needs sm_90, this GPU is sm_%d%d\n",
+                tiled_scale_ARCH, major, minor);
   std::random_device seeds;
   uint64_t seed = (uint64_t(seeds()) << 32) | seeds();
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
