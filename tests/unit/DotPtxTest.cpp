@@ -333,8 +333,9 @@ TEST_F(DotPtxTest, LibraryPersistentPlanIsOneRingOverItsTiles) {
     ASSERT_EQ(r.exitCode, 0) << r.output;
     // The producer's 24 registers (setmaxnreg.dec) hold the tile walk's divisions only with
     // spills (124 bytes today); the compute warps spill nothing.
-    if (!producer)
+    if (!producer) {
       EXPECT_NE(r.output.find(" 0 bytes spill stores"), std::string::npos) << r.output;
+    }
     // ptxas serializes every wgmma where another instruction touches the registers of one in
     // flight.
     EXPECT_EQ(r.output.find("C7514"), std::string::npos) << r.output;
