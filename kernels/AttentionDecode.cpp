@@ -59,12 +59,12 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   // Causal: token t sees positions up to len - seq_q + t.
   auto last = len - seq_q + t;
   for (auto start : range(lo, hi, BN, STAGES)) {
-    // The positions twice: as the tile's rows (addresses, masks of the loads) and as the
-    // scores' columns; one block in both roles would need a layout conversion inside the
-    // loop, which keeps the loads out of the pipeliner's rings.
+    // The positions, both the tiles' rows (addresses, masks of the loads) and the scores'
+    // columns: layout assignment computes this index math again in each role's layout, so no
+    // conversion through shared memory keeps the loads out of the pipeliner's rings
+    // (docs/notes/attention.md, "Decode").
     auto pos = start + arange(0, BN);
     auto in = pos < hi;
-    auto pos_col = start + arange(0, BN);
     // Each position's row in the caches (elements, before the head).
     Value k_row, v_row;
     if (PAGED) {
@@ -83,9 +83,9 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
     auto k_tile = load(k + k_row + kvh * skh + rd(None, _), in(_, None), 0);
     auto v_tile = load(v + v_row + kvh * svh + rd(None, _), in(_, None), 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale;
-    auto valid = (pos_col(None, _) < hi) & row_ok(_, None);
+    auto valid = (pos(None, _) < hi) & row_ok(_, None);
     if (CAUSAL)
-      valid = valid & (pos_col(None, _) <= last(_, None));
+      valid = valid & (pos(None, _) <= last(_, None));
     s = where(valid, s, -INFINITY);
     auto m_new = maximum(m_i, max(s, 1));
     auto m_use = where(m_new == -INFINITY, 0.0, m_new);
