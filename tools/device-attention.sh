@@ -9,7 +9,9 @@
 # usage: bash tools/device-attention.sh            PEERS=path/peer_kernels.py bash tools/device-attention.sh
 #        DECODE=1 adds the decode runs (examples/attention --decode), BACKWARD=1 the backward's
 #        (--backward, and with PEERS SDPA's backward at head_dim 256 from
-#        tools/peer_attention_backward.py), and SKIP_FORWARD=1 leaves out the forward's.
+#        tools/peer_attention_backward.py), FP8=1 the fp8 forward with V transposed, and
+#        SKIP_FORWARD=1 leaves out the forward's. PLANS="64x128x4x2 128x128x8x2ws ..." also runs
+#        every bf16 forward shape (and FP8's) with each --plan, beside the planner's plan.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-attention}
@@ -18,9 +20,12 @@ cache=$(mktemp -d /tmp/tritium-attention-cache.XXXXXX)
 trap 'rm -rf "$cache"' EXIT
 export TRITIUM_CACHE_DIR=$cache LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# The peers first, so that a time limit cuts tritium's runs, not them.
+# The peers first, so that a time limit cuts tritium's runs, not them; SDPA also at head_dim
+# 64 on short sequences, which the anchors' script leaves out.
 if [ -n "${PEERS:-}" ]; then
   python3 "$PEERS" attention ${PEER_KINDS:-} > "$O/peers.csv" 2> "$O/peers.log" || echo "peers exited with $?"
+  [ "${SKIP_FORWARD:-0}" = 1 ] ||
+    python3 "$(dirname "$0")/peer_sdpa_forward.py" 16x16x1024x64x0 16x16x1024x64x1 >> "$O/peers.csv" 2>> "$O/peers.log"
 fi
 run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TFLOP/s,wrong"
   local dt=$1 z=$2 h=$3 s=$4 d=$5
@@ -34,17 +39,30 @@ run() { # dtype Z H S D [options]: one line "tritium,dtype,ZxHxSxD,options,ms,TF
   wrong=$(echo "$out" | sed -n 's/.*: \([0-9]*\) of [0-9]* sampled elements wrong.*/\1/p')
   echo "tritium,$dt,${z}x${h}x${s}x${d},$*,${t:-FAILED},wrong=${wrong:-?}"
 }
+shapes=("4 32 4096 64" "16 16 1024 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128")
 [ "${SKIP_FORWARD:-0}" = 1 ] || {
   for dt in bf16 fp16; do
-    for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128"; do
+    for s in "${shapes[@]}"; do
       # shellcheck disable=SC2086
       run $dt $s
     done
   done
-  for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128" "1 32 16384 128"; do
-    # shellcheck disable=SC2086
-    run bf16 $s --causal
+  for s in "${shapes[@]}"; do
+    for plan in "" ${PLANS:-}; do
+      # shellcheck disable=SC2086
+      run bf16 $s --causal ${plan:+--plan=$plan}
+      # shellcheck disable=SC2086
+      [ -n "$plan" ] && run bf16 $s --plan=$plan
+    done
   done
+  if [ "${FP8:-0}" = 1 ]; then
+    for s in "4 32 4096 64" "4 32 4096 128" "16 16 1024 128"; do
+      for plan in "" ${PLANS:-}; do
+        # shellcheck disable=SC2086
+        run fp8e4m3 $s --v-transposed ${plan:+--plan=$plan}
+      done
+    done
+  fi
 } > "$O/tritium.csv"
 # The backward (BACKWARD=1): the forward's shapes again with --backward, whose second line is
 # the backward's time (2.5 times the forward's FLOPs).
