@@ -11,7 +11,8 @@
 #        (--backward, and with PEERS SDPA's backward at head_dim 256 from
 #        tools/peer_attention_backward.py), FP8=1 the fp8 forward with V transposed, and
 #        SKIP_FORWARD=1 leaves out the forward's. PLANS="64x128x4x2 128x128x8x2ws ..." also runs
-#        every bf16 forward shape (and FP8's) with each --plan, beside the planner's plan.
+#        every bf16 forward shape (and FP8's) with each --plan, beside the planner's plan, and
+#        BACKWARD_PLANS="64x64x4x2 ..." each backward shape with each --backward-plan.
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-/tmp/tritium-attention}
@@ -80,10 +81,12 @@ if [ "${BACKWARD:-0}" = 1 ]; then
   # SDPA's backward at head_dim 256, which the anchors' script leaves out.
   [ -n "${PEERS:-}" ] && python3 "$(dirname "$0")/peer_attention_backward.py" 256 >> "$O/peers.csv" 2>> "$O/peers.log"
   for s in "4 32 4096 64" "4 32 4096 128" "4 32 4096 256"; do
-    # shellcheck disable=SC2086
-    backward bf16 $s
-    # shellcheck disable=SC2086
-    backward bf16 $s --causal
+    for plan in "" ${BACKWARD_PLANS:-}; do
+      # shellcheck disable=SC2086
+      backward bf16 $s ${plan:+--backward-plan=$plan}
+      # shellcheck disable=SC2086
+      backward bf16 $s --causal ${plan:+--backward-plan=$plan}
+    done
   done > "$O/backward.csv"
 fi
 # Decode (DECODE=1): one token per sequence, 32 query heads on 8 KV heads, head_dim 128,
