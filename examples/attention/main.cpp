@@ -32,7 +32,7 @@ namespace {
 constexpr int kTimed = 25, kWarmups = 5;
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
-                 [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [Z H S D]
+                 [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
                  [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
@@ -51,7 +51,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's
   ("split": dV and dK by two kernels, as head_dim 256 needs; "ws": a producer warp group
-  copies the walked tiles).
+  copies the walked tiles); --backward-block-store has the plan (given or planned) store dK
+  and dV a whole tile at a time through descriptors (AttentionBackwardPlan::blockStore).
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's;
@@ -68,6 +69,7 @@ struct Options {
   bool vTransposed = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
+  bool blockStore = false;                                     // --backward-block-store
   std::optional<kernels::AttentionDecodePlan> decodePlan;     // --decode-plan
 };
 
@@ -125,6 +127,8 @@ Options parse(int argc, char **argv) {
                                                       .numStages = int(st),
                                                       .splitDkDv = f.rfind("split", 0) == 0,
                                                       .warpSpecialize = f.find("ws") != std::string::npos};
+    } else if (a == "--backward-block-store") {
+      o.backward = o.blockStore = true;
     } else if (a.rfind("--page=", 0) == 0) {
       o.page = std::atoll(a.c_str() + 7);
     } else if (a.rfind("--kv-heads=", 0) == 0) {
@@ -296,7 +300,12 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
           .causal = o.causal, .dtype = args.dtype};
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
-      const kernels::AttentionBackwardPlan *bplan = o.backwardPlan ? &*o.backwardPlan : nullptr;
+      std::optional<kernels::AttentionBackwardPlan> plan = o.backwardPlan;
+      if (o.blockStore) {
+        plan = plan ? *plan : kernels::planAttentionBackward(o.D);
+        plan->blockStore = true;
+      }
+      const kernels::AttentionBackwardPlan *bplan = plan ? &*plan : nullptr;
       double bt = kernels::timeLaunches(
           stream, [&] { kernels::attentionBackward(b, stream, bplan); }, kTimed, kWarmups);
       std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));

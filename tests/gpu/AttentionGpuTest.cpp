@@ -89,6 +89,29 @@ TEST_F(AttentionGpuTest, Backward) {
                                                         .splitDkDv = true}});
 }
 
+// Plans with blockStore, keys a multiple of the own rows, K and V dense: dK and dV stored a
+// whole tile of rows at a time through descriptors (TMA stores on Hopper), every head dim, GQA
+// 4:1, causal and not, and the producer plan.
+TEST_F(AttentionGpuTest, BackwardStoresWholeKeyBlocks) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(d);
+      plan.blockStore = true;
+      checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                           {.dtype = kernels::Dtype::fp16, .batch = 2,
+                                            .heads = 4, .kvHeads = 1, .seqQ = 300,
+                                            .seqKV = 384, .headDim = d, .causal = causal,
+                                            .oLikeQ = true, .backwardPlan = plan});
+    }
+  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(128);
+  plan.warpSpecialize = plan.blockStore = true;
+  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                       {.heads = 4, .kvHeads = 2, .seqQ = 256, .seqKV = 256,
+                                        .headDim = 128, .causal = true, .oLikeQ = true,
+                                        .backwardPlan = plan});
+}
+
 // Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim.
 TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   SKIP_WITHOUT_GPU();

@@ -174,6 +174,26 @@ TEST_F(AttentionInterpreterTest, Backward) {
 
 // Sliding windows (one bounded on both sides, one causal with a left reach) and the
 // [batch, seq, heads, head_dim] layout through strides.
+// Plans with blockStore, keys a multiple of the own rows, K and V dense: each program's dK and
+// dV rows are one tile of the [kv_rows, head_dim] matrix, stored through descriptors
+// (BLOCK_STORE); every head dim, GQA 2:1, causal and not, and the producer plan.
+TEST_F(AttentionInterpreterTest, BackwardStoresWholeKeyBlocks) {
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(d);
+      plan.blockStore = true;
+      checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                         {.dtype = kernels::Dtype::fp16, .heads = 2,
+                                          .kvHeads = 1, .seqQ = 70, .seqKV = 256, .headDim = d,
+                                          .causal = causal, .backwardPlan = plan});
+    }
+  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(64);
+  plan.warpSpecialize = plan.blockStore = true;
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 2, .seqQ = 64, .seqKV = 128,
+                                      .oLikeQ = true, .backwardPlan = plan});
+}
+
 TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,

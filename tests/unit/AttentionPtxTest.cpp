@@ -245,12 +245,15 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096;
   KernelArg p = KernelArg::pointer(0x10000);
   for (int64_t D : {64, 128, 256})
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+    for (int form : {0, 1, 2}) { // 1: causal; 2: dK and dV stored as whole tiles (blockStore)
+      bool causal = form == 1, blockStore = form == 2;
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : "") +
+                   (blockStore ? " block store" : ""));
       kernels::AttentionBackwardArgs a{.batch = B, .heads = H, .kvHeads = KH, .seqQ = S,
                                        .headDim = D, .causal = causal};
       kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(D);
       EXPECT_EQ(plan.splitDkDv, D == 256);
+      plan.blockStore = blockStore;
       // Dense strides (specialized as multiples of 16), unbounded windows, no varlen (its
       // cu_seqlens pointers are unused).
       int64_t qb = H * S * D, kb = KH * S * D, sd = S * D;
@@ -293,6 +296,15 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
         // loops only per-row statistics (a row or a column of the tile) change layout, never
         // a 2-D tile (layout assignment moves a broadcast's source, not the broadcast).
         EXPECT_EQ(count(x.gir, "a_regs = 1"), c.registerOperands) << x.gir;
+        // With blockStore (the keys a multiple of the own rows), dK and dV leave as one TMA
+        // store each.
+        if (c.name != "dQ") {
+          EXPECT_NE(x.tir.find(blockStore ? "BLOCK_STORE = 1" : "BLOCK_STORE = 0"),
+                    std::string::npos);
+          EXPECT_EQ(count(x.gir, "tensor_store %"),
+                    blockStore ? (c.name == "dK/dV" ? 2u : 1u) : 0u)
+              << x.gir;
+        }
         std::istringstream lines(x.gir);
         std::smatch m;
         for (std::string line; std::getline(lines, line);) {
@@ -319,8 +331,9 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
         ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes spill stores")))
             << r.output;
         std::printf("head_dim %lld%s, %s: %s bytes of spill stores\n", (long long)D,
-                    causal ? " causal" : "", c.name.c_str(), m[1].str().c_str());
-        EXPECT_LE(std::stoi(m[1]), 768) << r.output;
+                    causal ? " causal" : blockStore ? " block store" : "", c.name.c_str(),
+                    m[1].str().c_str());
+        EXPECT_LE(std::stoi(m[1]), blockStore ? 256 : 768) << r.output;
       }
     }
 }
