@@ -350,6 +350,15 @@ static bool backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
                     denseStrides(a.vStrides, kvHeads, seqKV, d);
 }
 
+// Whether each dK/dV program's rows of K and V (so of dK and dV) are one [ownRows, head_dim]
+// tile of the dense [kv_rows, head_dim] matrix, none of them the next head's (BLOCK_STORE).
+static bool wholeKeyBlocks(const AttentionBackwardArgs &a, int ownRows) {
+  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  return !a.cuSeqlensQ && seqKV > 0 && seqKV % ownRows == 0 &&
+         denseStrides(a.kStrides, kvHeads, seqKV, a.headDim) &&
+         denseStrides(a.vStrides, kvHeads, seqKV, a.headDim);
+}
+
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
                                                const AttentionBackwardPlan &plan,
                                                const std::string &arch, BackwardPart part) {
@@ -376,11 +385,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   if (dkdv) {
     s.signature.insert(s.signature.begin(), t); // dk and dv
     s.constexprs.push_back(int(part));
-    int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ;
-    bool blockStore = plan.blockStore && !varlen && seqKV > 0 && seqKV % plan.ownRows == 0 &&
-                      denseStrides(a.kStrides, kvHeads, seqKV, a.headDim) &&
-                      denseStrides(a.vStrides, kvHeads, seqKV, a.headDim);
-    s.constexprs.push_back(blockStore ? 1 : 0);
+    s.constexprs.push_back(plan.blockStore && wholeKeyBlocks(a, plan.ownRows) ? 1 : 0);
   }
   if (!arch.empty())
     s.arch = arch;

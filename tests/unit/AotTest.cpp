@@ -5,6 +5,7 @@
 // mistakes are UserErrors that name the variant and the mistake. The launchers' behaviour on a
 // GPU is tests/aot_consumer's (tools/ci-aot.sh).
 #include "TestSupport.h"
+#include "aot_consumer/TiledScaleKernel.h"
 
 #include "aot/Aot.h"
 #include "aot/CText.h"
@@ -285,19 +286,14 @@ TEST(AotGenerateTest, AKernelThatWaitsOnThePreviousOneOverlapsIt) {
 // A kernel whose descriptor tiles are TMA copies and a TMA store (sm_90a): the launchers encode
 // its CUtensorMaps from the arguments as tritium's runtime does (cuTensorMapEncodeTiled, the
 // recipe's numbers from the named arguments) and pass them after the arguments; the files
-// still compile against cuda.h alone.
-void tiled_copy(Ptr out, Ptr in, Int rows, Int cols, int BR, int BC) {
-  auto src = make_tensor_descriptor(in, {rows, cols}, {cols, 1}, {BR, BC});
-  auto dst = make_tensor_descriptor(out, {rows, cols}, {cols, 1}, {BR, BC});
-  for (auto r : range(0, rows, BR, 3))
-    dst.store({r, program_id(0) * BC}, src.load({r, program_id(0) * BC}) * 2.0);
-}
+// still compile against cuda.h alone. The kernel is the AOT consumer's tiled_scale.
 
 TEST(AotGenerateTest, LaunchersEncodeTheTensorMapsOfTmaTiles) {
   REQUIRE_PTXAS();
   tritium::testing::ScopedCacheDir cache;
   tritium::testing::ScopedTempDir dir("tritium-aot-test");
-  static auto k = kernel("tiled_copy", tiled_copy, {"out", "in", "rows", "cols", "BR", "BC"});
+  static auto k = kernel("tiled_scale", aot_consumer::tiled_scale,
+                         {"out", "in", "rows", "cols", "BR", "BC"});
   aot::Variant v{.name = "tiled_copy_tma",
                  .kernel = &k,
                  .spec = {.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16"},
