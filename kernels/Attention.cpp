@@ -221,6 +221,11 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   // gave the same within noise (564.0). Head_dim 64 with V transposed: 128 keys and the
   // producer, 375.0 (363.4 without it, 278.4 on 64 keys); V as stored keeps 64 keys (128
   // spilled 748 bytes).
+  // With V transposed on warp groups, 64 queries on one warp group (as 16-bit head_dim 64):
+  // two programs share a SM; 627.6 against 564.2 at head_dim 128, 412.9 against 377.7 at 64
+  // (docs/perf/attention-one-group-h200-2026-11-30.txt).
+  if (vTransposed && warpGroups)
+    return {.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2};
   if (headDim > 64)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   if (vTransposed)

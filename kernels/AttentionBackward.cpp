@@ -313,27 +313,28 @@ Kernel &attentionBackwardDqKernel() {
   return k;
 }
 
-// With the scores transposed in dK/dV, P^T and dS^T feed their products from registers. On the
-// H200 (4 x 32 x 4096, bf16; docs/notes/attention.md, "Backward"): at head_dim 128, 128 own
-// rows on two warp groups (each a wgmma of 64 rows) and 64 rows a step, 206.8 TFLOP/s against
-// 130.0 for 64 x 64 on one warp group; at head_dim 64 the reverse, 207.3 against 182.2 (the
-// smaller tile leaves room for two CTAs a SM).
+// With the scores transposed in dK/dV, P^T and dS^T feed their products from registers.
+// At head_dim 64 and 128, 64 own rows on one warp group and 64 rows a step: at 128 the kernels
+// compile to 255 registers and 99 KB of shared memory, so two programs share a SM, 396.8-399.0
+// TFLOP/s against 367.6 for 128 own rows on two warp groups (4 x 32 x 4096 bf16, H200,
+// docs/notes/attention.md, "Backward").
 // At head_dim 256, dK and dV take two programs of 64 keys on one warp group, each with one
 // [64, 256] fp32 accumulator (128 registers a thread), and dQ 64 queries on one: ptxas for
 // sm_90a spills none of the three kernels but 12 bytes. A producer warp group copies their
 // walked tiles: 321.6 TFLOP/s against 301.7 without (4 x 32 x 4096, H200; 235.1 on 32 rows a
-// step; docs/notes/attention.md, "Head dim 256").
+// step; docs/notes/attention.md, "Head dim 256"). Where the keys allow it, dK and dV leave as
+// whole tiles (blockStore): 324.7-327.0 against 318.1-320.4, and no spills in dK; at head_dim
+// 64 and 128 it measured 0-2% slower and stays off.
 AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
-  if (headDim <= 64)
-    return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
   if (headDim > 128)
     return AttentionBackwardPlan{.ownRows = 64,
                                  .stepRows = 64,
                                  .numWarps = 4,
                                  .numStages = 2,
                                  .splitDkDv = true,
-                                 .warpSpecialize = true};
-  return AttentionBackwardPlan{.ownRows = 128, .stepRows = 64, .numWarps = 8, .numStages = 2};
+                                 .warpSpecialize = true,
+                                 .blockStore = true};
+  return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
 }
 
 // Whether the tiles that a kernel walks (Q and dO for dK/dV, K and V for dQ) are dense
