@@ -235,6 +235,30 @@ TEST_F(AttentionGpuTest, Forward) {
                                 .causal = true});
 }
 
+// Plans a caller may pass: 64 queries and 64 keys a step on one warp group at head_dim 128 (2
+// and 3 stages: 82 and 115 KB, two programs a SM; slower than the planner's, notes/attention.md),
+// bf16 and fp8 with V transposed: lengths no multiple of a block, causal with more keys than
+// queries, GQA 4:1.
+TEST_F(AttentionGpuTest, ForwardOnOneWarpGroupAtHeadDim128) {
+  SKIP_WITHOUT_GPU();
+  for (int stages : {2, 3})
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(
+          stream().get(), sync,
+          {.batch = 2, .heads = 8, .kvHeads = 2, .seqQ = 300, .seqKV = 333, .headDim = 128,
+           .causal = causal,
+           .plan = kernels::AttentionPlan{.blockM = 64, .blockN = 64, .numWarps = 4,
+                                          .numStages = stages}});
+  for (bool causal : {false, true})
+    checkAttention<DeviceBuffer>(
+        stream().get(), sync,
+        {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 300,
+         .seqKV = 320, .headDim = 128, .causal = causal, .descaleQ = 0.5f, .descaleK = 1.5f,
+         .descaleV = 2.0f, .vTransposed = true,
+         .plan = kernels::AttentionPlan{.blockM = 64, .blockN = 64, .numWarps = 4,
+                                        .numStages = 2}});
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax: each softmax under the previous
 // P V product, one step more than the keys), with the producer warp group, alone and with the
 // compute groups' turns: sequences that are not multiples of a block, causal with more
