@@ -275,7 +275,7 @@ double timeLaunches(CUstream stream, const std::function<void()> &launch, int re
     launch(); // the first compiles and loads
   std::vector<double> ms;
   rt::Event start, end;
-  for (int r = 0; r < repetitions; ++r) {
+  for (int r = 0; r < std::max(repetitions, 1); ++r) {
     rt::l2Flush(stream);
     start.record(stream);
     launch();
@@ -284,6 +284,21 @@ double timeLaunches(CUstream stream, const std::function<void()> &launch, int re
   }
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
   return ms[ms.size() / 2];
+}
+
+double benchmarkLaunches(CUstream stream, const std::function<void()> &launch, double warmupMs,
+                         double repeatMs) {
+  launch(); // compiles and loads
+  rt::Event start, end;
+  start.record(stream);
+  for (int i = 0; i < 5; ++i) {
+    rt::l2Flush(stream);
+    launch();
+  }
+  end.record(stream);
+  double estimate = std::max(double(end.msSince(start)) / 5, 1e-3);
+  return timeLaunches(stream, launch, std::max(1, int(repeatMs / estimate)),
+                      std::max(1, int(warmupMs / estimate)));
 }
 
 } // namespace tritium::kernels

@@ -80,9 +80,17 @@ void resetAutotune(); // back to following TRITIUM_AUTOTUNE
 
 // Median time in milliseconds of `launch` on `stream` (CUDA events, L2 flushed before each of
 // `repetitions` runs, after `warmups` untimed runs, the first of which also compiles and
-// loads). The autotuner's trials and the examples' and benchmarks' timings.
+// loads). The autotuner's trials.
 double timeLaunches(CUstream stream, const std::function<void()> &launch, int repetitions = 9,
                     int warmups = 1);
+
+// Median time in milliseconds of `launch` on `stream` timed as the peers' scripts time theirs
+// (triton.testing.do_bench(warmup=25, rep=200)): five flushed launches estimate one, then
+// about `warmupMs` of untimed launches and `repeatMs` of timed ones, each after an L2 flush.
+// A fixed count of repetitions would time a 2-ms kernel over 50 ms while its peers run for
+// 200, at clocks that a longer run of tensor-core work lowers. The examples' timings.
+double benchmarkLaunches(CUstream stream, const std::function<void()> &launch,
+                         double warmupMs = 25, double repeatMs = 200);
 
 // Runs prepare(0 .. count-1) on up to 8 threads, each with the caller's CUDA context current
 // and launches there only loading their kernels (PrepareOnlyScope): the candidates' compiles

@@ -28,8 +28,8 @@ using namespace tritium;
 
 namespace {
 
-// Timings: the median of 25 runs after 5 warm-ups, each after an L2 flush.
-constexpr int kTimed = 25, kWarmups = 5;
+// Timings as the peers' scripts take theirs (kernels::benchmarkLaunches: about 25 ms of
+// warm-up, then the median of about 200 ms of runs, each after an L2 flush).
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store] [Z H S D]
@@ -282,8 +282,8 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
               o.dtype.c_str(), (long long)o.Z, (long long)o.H, (long long)o.S, (long long)o.D,
               o.causal ? " causal" : "", (long long)bad, (long long)checked);
   if (time) {
-    double t = kernels::timeLaunches(
-        stream, [&] { kernels::attentionForward(args, stream, plan); }, kTimed, kWarmups);
+    double t = kernels::benchmarkLaunches(
+        stream, [&] { kernels::attentionForward(args, stream, plan); });
     double flops = 4.0 * double(o.Z * o.H) * double(o.S) * double(o.S) * double(o.D) /
                    (o.causal ? 2 : 1);
     std::printf("  %.3f ms, %.1f TFLOP/s\n", t, flops / (t * 1e9));
@@ -306,8 +306,8 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
         plan->blockStore = true;
       }
       const kernels::AttentionBackwardPlan *bplan = plan ? &*plan : nullptr;
-      double bt = kernels::timeLaunches(
-          stream, [&] { kernels::attentionBackward(b, stream, bplan); }, kTimed, kWarmups);
+      double bt = kernels::benchmarkLaunches(
+          stream, [&] { kernels::attentionBackward(b, stream, bplan); });
       std::printf("  backward %.3f ms, %.1f TFLOP/s\n", bt, 2.5 * flops / (bt * 1e9));
     }
   }
@@ -387,16 +387,15 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
               (long long)o.D, o.page ? (" pages of " + std::to_string(o.page)).c_str() : "",
               (long long)bad, (long long)checked);
   if (time) {
-    double t = kernels::timeLaunches(
-        stream,
-        [&] { kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr); },
-        kTimed, kWarmups);
+    double t = kernels::benchmarkLaunches(stream, [&] {
+      kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr);
+    });
     // The cache the decode reads (its used positions), and a copy of as many bytes.
     size_t bytes = size_t(2 * o.Z * o.S * G * o.D * 2);
     Buffer from(bytes), to(bytes);
-    double c = kernels::timeLaunches(stream, [&] {
+    double c = kernels::benchmarkLaunches(stream, [&] {
       TRITIUM_CU(cuMemcpyDtoDAsync(to.ptr(), from.ptr(), bytes, stream));
-    }, kTimed, kWarmups);
+    });
     double rate = double(bytes) / (t * 1e6), copyRate = 2.0 * double(bytes) / (c * 1e6);
     std::printf("  %.4f ms, %.0f GB/s, copy %.0f GB/s, %.2f of copy\n", t, rate, copyRate,
                 rate / copyRate);
