@@ -7,7 +7,11 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
               torch.autograd.grad of SDPA (dQ, dK and dV);
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
               transposed) against tritium's bf16 forward on the same values, the issue's fp8
-              target being 1.6 times it.
+              target being 1.6 times it;
+  decode      tritium_attention_decode (one query token per sequence, 32 query heads on 8 KV
+              heads, head_dim 128; a contiguous cache and one of pages of 16 in shuffled
+              order) against a device-to-device copy of the cache's bytes: shapes Z x S,
+              sequences x cached positions.
 Operands are torch.randn in bf16 (fp8: the same values cast to e4m3). Each system runs once
 before it is timed and its outputs are compared with SDPA's in fp32 on the same operands: the
 largest difference must stay within 2% (fp8: 8%, against SDPA on the e4m3 values) of the
@@ -17,12 +21,14 @@ rep=200, return_mode="median"), L2 cleared before every repetition. TFLOP/s = 4 
 (halved when causal), times 2.5 for the backward, as FlashAttention counts them.
 
 Targets (the attention issue's, judged in the table): forward and backward at least 1.1 x
-SDPA; fp8 at least 1.6 x tritium's bf16 forward.
+SDPA; fp8 at least 1.6 x tritium's bf16 forward; decode reading the cache at 0.85 of the copy
+or better (GB/s = the cache's bytes / time; the copy's counts bytes read and written).
 
 Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,system,ms,TFLOPs,
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
-usage: python3 tools/bench_attention.py [KERNEL...] [--shapes=ZxHxSxD,...] [--reps=MS]
+usage: python3 tools/bench_attention.py [forward] [backward] [fp8] [decode]
+           [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
 Run from the repository root on the GPU machine (docs/BENCHMARKS.md).
@@ -38,14 +44,19 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "backward", "fp8")
-CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status")
+KERNELS = ("forward", "backward", "fp8", "decode")
+CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
-          "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128))}
-TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08}
-TARGET = {"forward": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6)}
+          "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128)),
+          # (sequences, cached positions, page size; 0: contiguous)
+          "decode": ((1, 4096, 0), (1, 4096, 16), (1, 131072, 0), (1, 131072, 16),
+                     (8, 32768, 0), (8, 32768, 16), (64, 4096, 0), (64, 4096, 16))}
+TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08, "decode": 0.02}
+TARGET = {"forward": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
+          "decode": ("copy", 0.85)}
+DECODE_HEADS, DECODE_KV_HEADS, DECODE_D = 32, 8, 128
 BF16 = 2  # the C interface's dtype code
 
 
@@ -67,13 +78,24 @@ class TritiumAttention(bk.Tritium):
     # workspace, workspace_bytes, stream
     SIGNATURES["tritium_attention_backward"] = ("i" + "p" * 11 + "l" * 7 + "p" * 4 + "i" + "ll" +
                                                 "f" + "pl" + "p")
+    # dtype, o, lse, q, k, v, seq_lens, block_table, page_size, max_pages, batch, heads,
+    # kv_heads, seq_q, max_seq_kv, head_dim, 4 stride arrays, causal, scale, workspace,
+    # workspace_bytes, stream
+    SIGNATURES["tritium_attention_decode"] = "i" + "p" * 7 + "l" * 8 + "p" * 4 + "if" + "pl" + "p"
 
     def workspace(self, Z, H, S):
+        return self.sized("tritium_attention_backward_workspace", Z, H, S, 0)
+
+    def decode_workspace(self, Z, S):
+        return self.sized("tritium_attention_decode_workspace", Z, DECODE_HEADS, DECODE_KV_HEADS, 1,
+                          S, DECODE_D)
+
+    def sized(self, name, *sizes):
         import ctypes
-        fn = self.lib.tritium_attention_backward_workspace
-        fn.argtypes = [ctypes.c_int64] * 4
+        fn = getattr(self.lib, name)
+        fn.argtypes = [ctypes.c_int64] * len(sizes)
         fn.restype = ctypes.c_int64
-        return int(fn(Z, H, S, 0))
+        return int(fn(*sizes))
 
 
 def say(*parts):
@@ -102,14 +124,19 @@ class Bench:
                                        return_mode="median")
 
     def row(self, kernel, shape, causal, system, ms=None, status="ok"):
-        text = "x".join(str(v) for v in shape)
+        text = shape_text(kernel, shape)
         if ms is None:
-            r = dict(zip(CSV_COLUMNS, (kernel, text, int(causal), system, status, "", status)))
+            r = dict(zip(CSV_COLUMNS, (kernel, text, int(causal), system, status, "", status, "")))
             say(f"{kernel:8} {text:>14} {'causal' if causal else '':6} {system:12} {status}")
+        elif kernel == "decode":  # bandwidth: the cache's bytes (a copy moves them twice)
+            gbps = decode_bytes(*shape) * (2 if system == "copy" else 1) / ms / 1e6
+            r = dict(zip(CSV_COLUMNS, (kernel, text, int(causal), system, f"{ms:.5f}", "",
+                                       status, f"{gbps:.1f}")))
+            say(f"{kernel:8} {text:>14} {system:12} {ms:9.5f} ms {gbps:8.1f} GB/s")
         else:
             tf = flops(kernel, *shape, causal) / ms / 1e9
             r = dict(zip(CSV_COLUMNS, (kernel, text, int(causal), system, f"{ms:.5f}",
-                                       f"{tf:.1f}", status)))
+                                       f"{tf:.1f}", status, "")))
             say(f"{kernel:8} {text:>14} {'causal' if causal else '':6} {system:12} {ms:9.5f} ms "
                 f"{tf:8.1f} TFLOP/s")
         self.rows.append(r)
@@ -142,7 +169,49 @@ class Bench:
         return self.tritium.bind("tritium_attention_forward", BF16, o, lse, q, k, v, Z, H, H, S, S,
                                  D, None, None, None, None, int(causal), 0.0)
 
+    def decode(self, shape):
+        Z, S, page = shape
+        torch.manual_seed(Z * 1000003 + S + page)
+        KH, D, H = DECODE_KV_HEADS, DECODE_D, DECODE_HEADS
+        q = torch.randn(Z, 1, H, D, device="cuda", dtype=torch.bfloat16)
+        o = torch.empty_like(q)
+        if page:  # [pages, page, kv_heads, D], each sequence's pages in shuffled order
+            pages = Z * S // page
+            k, v = (torch.randn(pages, page, KH, D, device="cuda", dtype=torch.bfloat16)
+                    for _ in range(2))
+            table = torch.randperm(pages, device="cuda", dtype=torch.int64).to(torch.int32)
+            table = table.view(Z, S // page)
+            gather = lambda c: c[table.long()].reshape(Z, S, KH, D)  # noqa: E731
+        else:  # [batch, seq, kv_heads, D]
+            k, v = (torch.randn(Z, S, KH, D, device="cuda", dtype=torch.bfloat16)
+                    for _ in range(2))
+            table = None
+            gather = lambda c: c  # noqa: E731
+        # The reference: SDPA in fp32 on each query head's KV head, [Z, 1, H, D].
+        kf, vf = (gather(c).float().permute(0, 2, 1, 3).repeat_interleave(H // KH, dim=1)
+                  for c in (k, v))
+        ref = (torch.nn.functional.scaled_dot_product_attention(
+            q.float().permute(0, 2, 1, 3), kf, vf).permute(0, 2, 1, 3),)
+        del kf, vf
+        n = self.tritium.decode_workspace(Z, S)
+        work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
+        ours = self.tritium.bind("tritium_attention_decode", BF16, o, None, q, k, v, None, table,
+                                 page, S // page if page else 0, Z, H, KH, 1, S, D, None, None,
+                                 None, None, 1, 0.0, work, n)
+        self.measure("decode", shape, False, "tritium", ours, (o,), ref)
+        src = torch.empty(decode_bytes(*shape), dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        try:
+            self.row("decode", shape, False, "copy", self.time(lambda: dst.copy_(src)))
+        except Exception as e:  # noqa: BLE001
+            say(f"FAILED copy decode {shape}: {type(e).__name__}: {e}")
+            self.row("decode", shape, False, "copy", status="failed")
+        del src, dst, k, v
+        torch.cuda.empty_cache()
+
     def case(self, kernel, shape, causal):
+        if kernel == "decode":
+            return self.decode(shape) if not causal else None
         Z, H, S, D = shape
         torch.manual_seed(Z * 1000003 + H * 1009 + S + D)
         sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -196,19 +265,34 @@ class Bench:
               "per repetition", file=self.out)
         self.writer.writerow(CSV_COLUMNS)
         for kernel in kernels:
-            for shape in shapes or SHAPES[kernel]:
+            # --shapes (Z x H x S x D) names the forward, backward and fp8 shapes.
+            for shape in (shapes if shapes and kernel != "decode" else SHAPES[kernel]):
                 for causal in (False, True):
                     self.case(kernel, shape, causal)
 
 
+def decode_bytes(Z, S, page):
+    """The K and V cache bytes a decode of Z sequences of S positions reads."""
+    return 2 * Z * S * DECODE_KV_HEADS * DECODE_D * 2
+
+
+def shape_text(kernel, shape):
+    if kernel == "decode":
+        Z, S, page = shape
+        return f"{Z}x{S}" + (f"p{page}" if page else "")
+    return "x".join(str(v) for v in shape)
+
+
 def table(rows):
-    """The table's lines: per kernel, shape and mask, tritium against its target's peer."""
+    """The table's lines: per kernel, shape and mask, tritium against its target's peer
+    (TFLOP/s; GB/s for decode)."""
     figures = {}
     for r in rows:
         key = (r["kernel"], r["shape"], r["causal"] in ("1", 1, True))
-        figures.setdefault(key, {})[r["system"]] = r["TFLOPs"] if r["status"] == "ok" else r["status"]
-    lines = ["| kernel | Z x H x S x D | causal | tritium TFLOP/s | peer | peer TFLOP/s | ratio | "
-             "target |", "| --- | --- | --- | ---: | --- | ---: | ---: | --- |"]
+        figure = r.get("GBps") if r["kernel"] == "decode" else r["TFLOPs"]
+        figures.setdefault(key, {})[r["system"]] = figure if r["status"] == "ok" else r["status"]
+    lines = ["| kernel | shape | causal | tritium | peer | peer's | ratio | target |",
+             "| --- | --- | --- | ---: | --- | ---: | ---: | --- |"]
     met = 0
     for (kernel, shape, causal), f in figures.items():
         peer, factor = TARGET[kernel]
@@ -222,7 +306,7 @@ def table(rows):
         ratio = ours / theirs if ours and theirs else None
         ok = ratio is not None and ratio >= factor
         met += ok
-        peer_name = "tritium bf16" if peer == "tritium_bf16" else "SDPA"
+        peer_name = {"tritium_bf16": "tritium bf16", "copy": "copy"}.get(peer, "SDPA")
         lines.append(f"| {kernel} | {shape.replace('x', ' x ')} | {'yes' if causal else 'no'} | "
                      f"{f.get('tritium', '-')} | {peer_name} | {f.get(peer, '-')} | "
                      f"{'-' if ratio is None else format(ratio, '.2f')} | "
@@ -239,7 +323,8 @@ def read_csv(path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("kernels", nargs="*", help=f"of {', '.join(KERNELS)} (default: all)")
-    p.add_argument("--shapes", default="", help="ZxHxSxD,... (default: each kernel's)")
+    p.add_argument("--shapes", default="",
+                   help="ZxHxSxD,... for forward, backward and fp8 (default: each kernel's)")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--lib", default="device-bundle")

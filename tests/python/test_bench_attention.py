@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench_attention as ba  # noqa: E402
 
-HEADER = "kernel,shape,causal,system,ms,TFLOPs,status\n"
+HEADER = "kernel,shape,causal,system,ms,TFLOPs,status,GBps\n"
 
 
 def table(text):
@@ -52,6 +52,18 @@ class TableTest(unittest.TestCase):
         lines = table("backward,4x32x4096x64,0,tritium,wrong,,wrong\n"
                       "backward,4x32x4096x64,0,sdpa,1,440,ok\n")
         self.assertIn("| wrong | SDPA | 440 | - | not met (1.1 x) |", lines[2])
+
+    def test_decode_is_judged_by_gb_per_s_against_the_copy(self):
+        lines = table("decode,8x32768p16,0,tritium,1,,ok,3400\n"
+                      "decode,8x32768p16,0,copy,1,,ok,4000\n")
+        self.assertIn("| decode | 8 x 32768p16 | no | 3400 | copy | 4000 | 0.85 | met (0.85 x) |",
+                      lines[2])
+
+    def test_decode_bytes_and_shape_names(self):
+        self.assertEqual(ba.decode_bytes(1, 4096, 0), 2 * 4096 * 8 * 128 * 2)
+        self.assertEqual(ba.shape_text("decode", (8, 32768, 16)), "8x32768p16")
+        self.assertEqual(ba.shape_text("decode", (1, 4096, 0)), "1x4096")
+        self.assertEqual(ba.shape_text("forward", (4, 32, 4096, 128)), "4x32x4096x128")
 
     def test_from_csv_prints_the_table(self):
         with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
