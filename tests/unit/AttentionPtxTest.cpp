@@ -208,6 +208,34 @@ TEST_F(AttentionPtxTest, HeadDim64RunsProgramsSideBySide) {
   }
 }
 
+// fp8 with V transposed takes the same form at both head dims: 64 queries on one warp group,
+// 128 keys a step, both products on wgmma with V's tiles read in place, no spills, and little
+// enough shared memory for two programs a SM (80 KiB at head_dim 128).
+TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+      kernels::AttentionPlan plan = kernels::planAttention(D, kernels::Dtype::fp8e4m3, true, true);
+      EXPECT_EQ(plan.blockM, 64);
+      EXPECT_EQ(plan.blockN, 128);
+      EXPECT_EQ(plan.numWarps, 4);
+      EXPECT_FALSE(plan.warpSpecialize);
+      Artifacts a = compileForward(D, causal, -1, false, kernels::Dtype::fp8e4m3, plan, true);
+      EXPECT_EQ(a.producerWarps, 0);
+      EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
+      EXPECT_NE(a.ptx.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"),
+                std::string::npos);
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+      EXPECT_LE(a.sharedBytes, 82 * 1024) << a.gir;
+      if (tritium::testing::ptxasPath().empty())
+        GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+      tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+      ASSERT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+    }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
 // product and the previous step's P V product, then waits for the scores alone
 // (wgmma.wait_group 1), so that its softmax runs under P V; the rescale waits for P V.
