@@ -184,10 +184,11 @@ int64_t chunkOf(const AttentionDecodeArgs &a, int64_t splits, int blockN) {
 
 } // namespace
 
-AttentionDecodePlan planAttentionDecode(bool) {
+AttentionDecodePlan planAttentionDecode(bool, int64_t headDim) {
   // Paged caches too, now that their tiles are ring copies: 0.55-0.58 of copy against 0.31-0.32
   // for 32 positions on 8 warps and 0.33-0.34 for 4 stages (H200, docs/notes/attention.md).
-  return {.blockN = 64, .numWarps = 4, .numStages = 3, .splits = 0};
+  // Head_dim 256 keeps the bytes a stage holds (and so those in flight a SM): 32 positions.
+  return {.blockN = headDim > 128 ? 32 : 64, .numWarps = 4, .numStages = 3, .splits = 0};
 }
 
 int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &a, int splits) {
@@ -204,8 +205,8 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   Arguments args("attentionDecode");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
-  if (a.headDim != 64 && a.headDim != 128)
-    args.fail("head_dim must be 64 or 128, got " + std::to_string(a.headDim));
+  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
+    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
   args.atLeast("batch", a.batch, 1);
   int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 1);
@@ -247,7 +248,7 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   DecodeCacheStrides ks = cacheStrides(a.kStrides, "k"), vs = cacheStrides(a.vStrides, "v");
   if (a.batch * kvHeads > 65535)
     args.fail("batch x kv_heads must be at most 65535, got " + std::to_string(a.batch * kvHeads));
-  AttentionDecodePlan plan = given ? *given : planAttentionDecode(paged);
+  AttentionDecodePlan plan = given ? *given : planAttentionDecode(paged, D);
   args.planBlock(plan.blockN);
   int64_t splits = a.workspace ? planSplits(a, plan) : 1;
   int64_t need = splits > 1 ? attentionDecodeWorkspaceBytes(a, int(splits)) : 0;

@@ -9,7 +9,7 @@
 // through strides, found through a block table ([batch, max_pages] int32 page numbers).
 // Sequences have their own lengths (`seq_lens`, int32 [batch]) or one length for all. With
 // seq_q > 1 (speculative tokens), query token t of a sequence of length L sees positions up
-// to L - seq_q + t when `causal`. fp16 or bf16; head_dim 64 or 128. Pointers are device
+// to L - seq_q + t when `causal`. fp16 or bf16; head_dim 64, 128 or 256. Pointers are device
 // addresses (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on `stream`.
 #pragma once
 
@@ -63,8 +63,10 @@ struct AttentionDecodePlan {
 };
 // The plan for a contiguous or a paged cache (the same today: 64 positions a step on 4 warps,
 // 3 stages; a paged cache's block-table entries are loaded again where its tiles are copied
-// ahead, so both read the cache through cp.async rings).
-AttentionDecodePlan planAttentionDecode(bool paged);
+// ahead, so both read the cache through cp.async rings). At head_dim 256, 32 positions a step,
+// so that the ring's three stages of K and V tiles (96 KB; 105 KB with the kernel's other
+// buffers) still leave room for two programs a SM, as the parts' count assumes.
+AttentionDecodePlan planAttentionDecode(bool paged, int64_t headDim = 128);
 
 // Bytes of scratch the split parts of a decode with `args` need (fp32 partial outputs and
 // log-sum-exps) for `splits` parts (0: the planner's choice on the current GPU).

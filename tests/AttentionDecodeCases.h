@@ -86,7 +86,7 @@ void checkDecode(CUstream stream, const std::function<void()> &sync, const Decod
       .pageSize = c.pageSize, .maxPages = maxPages, .batch = c.batch, .heads = c.heads,
       .kvHeads = c.kvHeads, .seqQ = c.seqQ, .maxSeqKV = maxSeq, .headDim = D,
       .causal = c.causal, .dtype = c.dtype};
-  kernels::AttentionDecodePlan plan = kernels::planAttentionDecode(c.pageSize != 0);
+  kernels::AttentionDecodePlan plan = kernels::planAttentionDecode(c.pageSize != 0, D);
   plan.splits = c.splits;
   int64_t workBytes = c.splits == 1 ? 0 : kernels::attentionDecodeWorkspaceBytes(args, c.splits);
   Buffer work = poisonedBytes<Buffer>(size_t(std::max<int64_t>(workBytes, 16)));

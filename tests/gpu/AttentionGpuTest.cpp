@@ -316,6 +316,13 @@ TEST_F(AttentionGpuTest, Decode) {
   checkDecode<DeviceBuffer>(stream().get(), sync,
                             {.batch = 2, .heads = 4, .kvHeads = 4, .seqLens = {300, 129},
                              .pageSize = 1, .splits = 3});
+  // Head_dim 256 (32 positions a step): contiguous and paged, GQA 4:1, speculative tokens.
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 3, .heads = 16, .kvHeads = 4, .headDim = 256,
+                             .seqLens = {2000, 0, 333}});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 8, .kvHeads = 2, .seqQ = 3, .headDim = 256,
+                             .seqLens = {1500, 17}, .pageSize = 16});
 }
 
 } // namespace

@@ -344,6 +344,13 @@ TEST_F(AttentionInterpreterTest, Decode) {
   checkDecode<HostBuffer>(nullptr, sync,
                           {.batch = 2, .heads = 2, .kvHeads = 1, .seqLens = {41, 100},
                            .pageSize = 12, .splits = 2});
+  // Head_dim 256 (32 positions a step), contiguous and paged, split and whole.
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 2, .heads = 4, .kvHeads = 2, .headDim = 256,
+                           .seqLens = {70, 0}, .splits = 2});
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 2, .headDim = 256,
+                           .seqLens = {45}, .pageSize = 16, .splits = 1});
 }
 
 TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
@@ -370,6 +377,9 @@ TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
   a.workspace = nullptr;
   a.seqQ = 40;
   expectError("heads / kv_heads x seq_q must be at most 128");
+  a.seqQ = 1;
+  a.headDim = 96;
+  expectError("head_dim must be 64, 128 or 256, got 96");
 }
 
 } // namespace

@@ -19,11 +19,13 @@ namespace {
 
 class AttentionPtxTest : public tritium::testing::CompilerTest {};
 
-Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDecodePlan &plan) {
+Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDecodePlan &plan,
+                        int64_t headDim = 128) {
   static int32_t table = 0, lens = 0;
   kernels::AttentionDecodeArgs a{.seqLens = &lens, .blockTable = paged ? &table : nullptr,
                                  .pageSize = paged ? 16 : 0, .maxPages = 256, .batch = 4,
-                                 .heads = 32, .kvHeads = 8, .maxSeqKV = 4096, .headDim = 128};
+                                 .heads = 32, .kvHeads = 8, .maxSeqKV = 4096,
+                                 .headDim = headDim};
   Specialization spec =
       kernels::attentionDecodeSpecialization(a, plan, splits, "sm_90a");
   // As a launch specializes it: 16-byte aligned pointers, one query token (":1"), 4 query heads
@@ -389,6 +391,30 @@ TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
     // load per row a thread holds (8 of 64), for each of the prologue's iterations and the body.
     EXPECT_LE(count(p.ptx, "ld.global.b32"), 8u * 4u) << p.ptx;
     expectAssembles(p, "sm_90a");
+  }
+}
+
+// Head_dim 256: 32 positions a step keep the ring's K and V tiles at 96 KB (105 KB with the
+// kernel's other buffers), so two programs share a SM as the parts' count assumes; contiguous
+// and paged, the tiles are ring copies and ptxas spills nothing (209 and 246 registers).
+TEST_F(AttentionPtxTest, DecodeAtHeadDim256FitsTwoProgramsASm) {
+  for (bool paged : {false, true}) {
+    SCOPED_TRACE(paged ? "paged" : "contiguous");
+    kernels::AttentionDecodePlan plan = kernels::planAttentionDecode(paged, 256);
+    EXPECT_EQ(plan.blockN, 32);
+    Artifacts a = compileDecode(paged, 16, plan, 256);
+    EXPECT_NE(a.gir.find("pipelined = 1"), std::string::npos) << a.gir;
+    EXPECT_GE(count(a.ptx, "cp.async.cg.shared.global"), 2u);
+    EXPECT_LE(a.sharedBytes, 113 * 1024) << a.gir;
+    if (tritium::testing::ptxasPath().empty())
+      GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+    std::smatch m;
+    if (std::regex_search(r.output, m, std::regex("Used (\\d+) registers")))
+      std::printf("decode head_dim 256%s: %s registers, %lld bytes of shared memory\n",
+                  paged ? " paged" : "", m[1].str().c_str(), (long long)a.sharedBytes);
   }
 }
 
