@@ -9,9 +9,9 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
               transposed) against tritium's bf16 forward on the same values, the issue's fp8
               target being 1.6 times it;
   decode      tritium_attention_decode (one query token per sequence, 32 query heads on 8 KV
-              heads, head_dim 128; a contiguous cache and one of pages of 16 in shuffled
-              order) against a device-to-device copy of the cache's bytes: shapes Z x S,
-              sequences x cached positions.
+              heads, head_dim 128 and 256; a contiguous cache and one of pages of 16 in
+              shuffled order) against a device-to-device copy of the cache's bytes: shapes
+              Z x S [x D], sequences x cached positions.
 Operands are torch.randn in bf16 (fp8: the same values cast to e4m3). Each system runs once
 before it is timed and its outputs are compared with SDPA's in fp32 on the same operands: the
 largest difference must stay within 2% (fp8: 8%, against SDPA on the e4m3 values) of the
@@ -50,13 +50,15 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128)),
-          # (sequences, cached positions, page size; 0: contiguous)
-          "decode": ((1, 4096, 0), (1, 4096, 16), (1, 131072, 0), (1, 131072, 16),
-                     (8, 32768, 0), (8, 32768, 16), (64, 4096, 0), (64, 4096, 16))}
+          # (sequences, cached positions, page size (0: contiguous), head_dim)
+          "decode": ((1, 4096, 0, 128), (1, 4096, 16, 128), (1, 131072, 0, 128),
+                     (1, 131072, 16, 128), (8, 32768, 0, 128), (8, 32768, 16, 128),
+                     (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
+                     (8, 32768, 16, 256))}
 TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08, "decode": 0.02}
 TARGET = {"forward": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
           "decode": ("copy", 0.85)}
-DECODE_HEADS, DECODE_KV_HEADS, DECODE_D = 32, 8, 128
+DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
 
 
@@ -86,9 +88,9 @@ class TritiumAttention(bk.Tritium):
     def workspace(self, Z, H, S):
         return self.sized("tritium_attention_backward_workspace", Z, H, S, 0)
 
-    def decode_workspace(self, Z, S):
+    def decode_workspace(self, Z, S, D):
         return self.sized("tritium_attention_decode_workspace", Z, DECODE_HEADS, DECODE_KV_HEADS, 1,
-                          S, DECODE_D)
+                          S, D)
 
     def sized(self, name, *sizes):
         import ctypes
@@ -170,9 +172,9 @@ class Bench:
                                  D, None, None, None, None, int(causal), 0.0)
 
     def decode(self, shape):
-        Z, S, page = shape
-        torch.manual_seed(Z * 1000003 + S + page)
-        KH, D, H = DECODE_KV_HEADS, DECODE_D, DECODE_HEADS
+        Z, S, page, D = shape
+        torch.manual_seed(Z * 1000003 + S + page + D)
+        KH, H = DECODE_KV_HEADS, DECODE_HEADS
         q = torch.randn(Z, 1, H, D, device="cuda", dtype=torch.bfloat16)
         o = torch.empty_like(q)
         if page:  # [pages, page, kv_heads, D], each sequence's pages in shuffled order
@@ -193,7 +195,7 @@ class Bench:
         ref = (torch.nn.functional.scaled_dot_product_attention(
             q.float().permute(0, 2, 1, 3), kf, vf).permute(0, 2, 1, 3),)
         del kf, vf
-        n = self.tritium.decode_workspace(Z, S)
+        n = self.tritium.decode_workspace(Z, S, D)
         work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
         ours = self.tritium.bind("tritium_attention_decode", BF16, o, None, q, k, v, None, table,
                                  page, S // page if page else 0, Z, H, KH, 1, S, D, None, None,
@@ -271,15 +273,15 @@ class Bench:
                     self.case(kernel, shape, causal)
 
 
-def decode_bytes(Z, S, page):
+def decode_bytes(Z, S, page, D):
     """The K and V cache bytes a decode of Z sequences of S positions reads."""
-    return 2 * Z * S * DECODE_KV_HEADS * DECODE_D * 2
+    return 2 * Z * S * DECODE_KV_HEADS * D * 2
 
 
 def shape_text(kernel, shape):
     if kernel == "decode":
-        Z, S, page = shape
-        return f"{Z}x{S}" + (f"p{page}" if page else "")
+        Z, S, page, D = shape
+        return f"{Z}x{S}" + (f"p{page}" if page else "") + (f"x{D}" if D != 128 else "")
     return "x".join(str(v) for v in shape)
 
 

@@ -60,9 +60,11 @@ class TableTest(unittest.TestCase):
                       lines[2])
 
     def test_decode_bytes_and_shape_names(self):
-        self.assertEqual(ba.decode_bytes(1, 4096, 0), 2 * 4096 * 8 * 128 * 2)
-        self.assertEqual(ba.shape_text("decode", (8, 32768, 16)), "8x32768p16")
-        self.assertEqual(ba.shape_text("decode", (1, 4096, 0)), "1x4096")
+        self.assertEqual(ba.decode_bytes(1, 4096, 0, 128), 2 * 4096 * 8 * 128 * 2)
+        self.assertEqual(ba.decode_bytes(1, 4096, 16, 256), 2 * 4096 * 8 * 256 * 2)
+        self.assertEqual(ba.shape_text("decode", (8, 32768, 16, 128)), "8x32768p16")
+        self.assertEqual(ba.shape_text("decode", (1, 4096, 0, 128)), "1x4096")
+        self.assertEqual(ba.shape_text("decode", (8, 32768, 0, 256)), "8x32768x256")
         self.assertEqual(ba.shape_text("forward", (4, 32, 4096, 128)), "4x32x4096x128")
 
     def test_from_csv_prints_the_table(self):
