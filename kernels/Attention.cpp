@@ -35,6 +35,9 @@ using namespace tritium::dsl;
 // products need it, in place where the other form is transposed through shared memory every
 // step. With KV_DESC its tiles come through a descriptor over all v_rows = batch x kv_heads x
 // D rows.
+// HD: the head dim, where D is it rounded up to a power of two (blocks' extents are): columns
+// from HD on are masked off the loads of Q (and of K and V through pointers) and the store of
+// O, and lie past the tensors' width for descriptors, which read them as zeros.
 static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, Ptr cu_kv,
                                  Float qk_scale, Float o_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
@@ -44,7 +47,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
                                  int PING_PONG, int SCALE_IN_EXP, int EVEN_KV, int OVERLAP,
-                                 int V_T) {
+                                 int V_T, int HD) {
   // Causal programs of the last query blocks see the most keys: they start first, so that the
   // grid's tail is made of short programs (507.7 against 492.6 TFLOP/s at 1 x 32 x 16384 x
   // 128 on an H200; docs/notes/attention.md, "Causal programs heaviest first").
@@ -55,6 +58,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D);
   auto rn0 = arange(0, BN);
+  // Rows' masks with the padded columns cut (as written when nothing is padded).
+  auto cols = [&](Value rows_ok) { return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok; };
   Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
   if (VARLEN) { // this sequence's rows
     q0 = cast(load(cu_q + b), int64);
@@ -70,11 +75,11 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0, v_row0;
   if (KV_DESC) {
-    k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
+    k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
     v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
-                 : make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+                 : make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
     kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
-    v_row0 = (b * (heads / groups) + kvh) * D;
+    v_row0 = (b * (heads / groups) + kvh) * HD; // (V^T's rows past HD: the next head's, unused)
   }
   // The [BN, D] tile of V from key `start`: as stored, or V^T's [D, BN] tile transposed.
   auto v_desc_tile = [&](Value start) {
@@ -128,7 +133,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     auto p_prev = zeros({BM, BN}, q.dtype());
     for (auto start :
          range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
-      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
       auto k_tile = k_desc->load({kv_row0 + start, 0});
       auto v_tile = v_desc_tile(maximum(start - BN, lo));
       auto s = dot(q_tile, trans(k_tile));
@@ -146,16 +151,17 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       // The query tile, loaded in the loop that does not change it: copied once into shared
       // memory before the loop, where both products read it in place, instead of held in
       // registers across the loop.
-      auto q_tile = load(q_rows, rm(_, None) < seqQ, 0);
+      auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
       auto rn = start + rn0;
       Value k_tile, v_tile;
       if (KV_DESC) {
         k_tile = k_desc->load({kv_row0 + start, 0});
         v_tile = v_desc_tile(start);
       } else {
-        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), rn(_, None) < seqKV, 0);
-        v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), rn(None, _) < seqKV, 0))
-                     : load(v_base + rn(_, None) * svs + rd(None, _), rn(_, None) < seqKV, 0);
+        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
+        auto vt_ok = HD < D ? (rn(None, _) < seqKV) & (rd < HD)(_, None) : rn(None, _) < seqKV;
+        v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), vt_ok, 0))
+                     : load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
       }
       auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
       acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
@@ -170,7 +176,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     out = out * o_scale;
   auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
                        : o + b * sob + h * soh + rm(_, None) * sos + rd(None, _);
-  store(o_rows, cast(out, o.dtype()), rm(_, None) < seqQ);
+  store(o_rows, cast(out, o.dtype()), cols(rm(_, None) < seqQ));
   if (HAS_LSE) { // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
     auto lse_rows = VARLEN ? lse + h * seq_q + q0 + rm : lse + bh * seq_q + rm;
     store(lse_rows, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
@@ -186,7 +192,7 @@ Kernel &attentionForwardKernel() {
                           "sob", "soh", "sos", "kv_rows", "v_rows", "win_left", "win_right", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
                           "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP",
-                          "V_T"});
+                          "V_T", "HD"});
   return k;
 }
 
@@ -266,7 +272,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                     "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
-                      .constexprs = {plan.blockM, plan.blockN, a.headDim, plan.numStages,
+                      .constexprs = {plan.blockM, plan.blockN, paddedHeadDim(a.headDim),
+                                     plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
                                      tma ? 1 : 0, windowed(a) ? 1 : 0, varlen ? 1 : 0,
                                      plan.warpSpecialize && tma ? 1 : 0,
@@ -274,7 +281,7 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                      scaleInExp ? 1 : 0,
                                      !varlen && seqKV % plan.blockN == 0 ? 1 : 0,
                                      plan.overlapSoftmax && tma ? 1 : 0,
-                                     a.vTransposed ? 1 : 0},
+                                     a.vTransposed ? 1 : 0, a.headDim},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -289,8 +296,7 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     args.fail("dtype must be fp16, bf16 or fp8e4m3, got " + dtypeName(a.dtype));
   if (a.dtype != Dtype::fp8e4m3 && (a.descaleQ != 1 || a.descaleK != 1 || a.descaleV != 1))
     args.fail("descales apply to fp8e4m3 operands only (dtype is " + dtypeName(a.dtype) + ")");
-  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
-    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
+  checkHeadDim(args, a.headDim);
   args.atLeast("batch", a.batch, 1);
   int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 0);

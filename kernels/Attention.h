@@ -9,7 +9,8 @@
 // bottom-right alignment; a sliding window bounds the keys on either side as well. The log-sum-exp of each row's scaled scores (natural log) is written
 // to `lse` ([batch, heads, seq_q] fp32) when it is given, for a backward pass. fp16, bf16 or
 // fp8 e4m3 (with descales, into a bf16 output);
-// head_dim 64, 128 or 256. Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
+// head_dim a multiple of 16 from 16 to 256 (other than 16, 32, 64, 128 and 256 padded to the
+// next power of two). Pointers are device addresses (host addresses under TRITIUM_INTERPRET=1);
 // the call is asynchronous on `stream`.
 #pragma once
 

@@ -59,4 +59,16 @@ WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, in
   return {reach(windowLeft), causal ? 0 : reach(windowRight)};
 }
 
+void checkHeadDim(const Arguments &args, int64_t headDim) {
+  if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
+    args.fail("head_dim must be a multiple of 16 from 16 to 256, got " + std::to_string(headDim));
+}
+
+int64_t paddedHeadDim(int64_t headDim) {
+  int64_t d = 16;
+  while (d < headDim)
+    d *= 2;
+  return d;
+}
+
 } // namespace tritium::kernels

@@ -44,4 +44,10 @@ struct WindowReach {
 };
 WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, int64_t unbounded);
 
+// Head dims the kernels take: multiples of 16 from 16 to 256. A block's extent is a power of
+// two, so a head dim that is not one is padded up to the next (96 -> 128: the products then
+// do a third more work than they need), its extra columns masked off the loads and stores.
+void checkHeadDim(const Arguments &args, int64_t headDim);
+int64_t paddedHeadDim(int64_t headDim);
+
 } // namespace tritium::kernels

@@ -235,6 +235,27 @@ TEST_F(AttentionGpuTest, Forward) {
                                 .causal = true});
 }
 
+// Head dims padded to the next power of two (80, 96, 192) and 32: dense K and V (descriptors
+// reading the padded columns as zeros), strided ones, V transposed, causal, GQA.
+TEST_F(AttentionGpuTest, ForwardAtOtherHeadDims) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {32, 80, 96, 192})
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 2, .heads = 8, .kvHeads = 2, .seqQ = 300,
+                                  .seqKV = 333, .headDim = d, .causal = d != 96});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 1,
+                                .seqQ = 257, .seqKV = 300, .headDim = 80, .seqMajor = true});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.heads = 2, .kvHeads = 2, .seqQ = 256, .seqKV = 256,
+                                .headDim = 96, .causal = true, .vTransposed = true});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4,
+                                .kvHeads = 2, .seqQ = 300, .seqKV = 320, .headDim = 96,
+                                .descaleQ = 0.5f, .descaleK = 1.5f, .descaleV = 2.0f,
+                                .vTransposed = true});
+}
+
 // Plans a caller may pass: 64 queries and 64 keys a step on one warp group at head_dim 128 (2
 // and 3 stages: 82 and 115 KB, two programs a SM; slower than the planner's, notes/attention.md),
 // bf16 and fp8 with V transposed: lengths no multiple of a block, causal with more keys than

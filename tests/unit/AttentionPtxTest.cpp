@@ -210,6 +210,26 @@ TEST_F(AttentionPtxTest, HeadDim64RunsProgramsSideBySide) {
   }
 }
 
+// Head dims padded to a power of two (80 and 96 to 128) take the plan of their padded size,
+// both products on warp groups, K and V through descriptors (TMA reads the padded columns as
+// zeros). (At 32 the P V product, 32 columns, runs on mma.sync.)
+TEST_F(AttentionPtxTest, ForwardAtOtherHeadDimsRunsOnWarpGroups) {
+  for (int64_t D : {80, 96})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+      Artifacts a = compileForward(D, causal);
+      EXPECT_NE(a.tir.find("HD = " + std::to_string(D)), std::string::npos);
+      EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+      if (tritium::testing::ptxasPath().empty())
+        GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+      tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+      ASSERT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+    }
+}
+
 // fp8 with V transposed takes the same form at both head dims: 64 queries on one warp group,
 // 128 keys a step, both products on wgmma with V's tiles read in place, no spills, and little
 // enough shared memory for two programs a SM (80 KiB at head_dim 128).
