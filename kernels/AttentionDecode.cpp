@@ -10,6 +10,7 @@
 #include "frontend/Kernel.h"
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
+#include "kernels/AttentionArguments.h"
 #include "runtime/Device.h"
 
 #include <algorithm>
@@ -32,13 +33,15 @@ namespace {
 // slots full of the division's subroutine.
 // SPLIT: the part's output (normalized) and log2-sum-exp go to o_part and lse_part, row-major
 // [batch, heads, seq_q, splits(, D)]; otherwise the one part is the answer.
+// HD: the head dim, D it rounded up to a power of two; columns from HD on are masked off the
+// loads and the stores (and are zeros in the parts).
 void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Ptr k, Ptr v,
                              Ptr seq_lens, Ptr block_table, Float qk_scale, Int seq_q,
                              Int max_seq, Int heads, Int groups, Int chunk, Int splits, Int sqb,
                              Int sqh, Int sqs, Int skp, Int sks, Int skh, Int svp, Int svs,
                              Int svh, Int sob, Int soh, Int sos, Int bt_stride,
                              int R, int BN, int D, int STAGES, int CAUSAL, int HAS_LSE,
-                             int PAGED, int HAS_LENS, int SPLIT) {
+                             int PAGED, int HAS_LENS, int SPLIT, int HD) {
   auto split = program_id(0);
   auto bk = program_id(1);
   auto kv_heads = heads / groups;
@@ -48,11 +51,13 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   auto h = kvh * groups + r / seq_q;
   auto row_ok = r < groups * seq_q;
   auto rd = arange(0, D);
+  // A mask of rows with the padded columns cut (as written when nothing is padded).
+  auto cols = [&](Value rows_ok) { return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok; };
   Value len = HAS_LENS ? cast(load(seq_lens + b), int64) : Value(max_seq);
   auto lo = split * chunk;
   auto hi = minimum(len, lo + chunk);
   auto q_tile = load(q + b * sqb + h(_, None) * sqh + t(_, None) * sqs + rd(None, _),
-                     row_ok(_, None), 0);
+                     cols(row_ok(_, None)), 0);
   auto m_i = full({R}, -INFINITY, float32);
   auto l_i = zeros({R}, float32);
   auto acc = zeros({R, D}, float32);
@@ -80,8 +85,8 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
       k_row = (b * skp + pos * sks)(_, None);
       v_row = (b * svp + pos * svs)(_, None);
     }
-    auto k_tile = load(k + k_row + kvh * skh + rd(None, _), in(_, None), 0);
-    auto v_tile = load(v + v_row + kvh * svh + rd(None, _), in(_, None), 0);
+    auto k_tile = load(k + k_row + kvh * skh + rd(None, _), cols(in(_, None)), 0);
+    auto v_tile = load(v + v_row + kvh * svh + rd(None, _), cols(in(_, None)), 0);
     auto s = dot(q_tile, trans(k_tile)) * qk_scale;
     auto valid = (pos(None, _) < hi) & row_ok(_, None);
     if (CAUSAL)
@@ -105,7 +110,7 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
     store(lse_part + part, m_i + log2(l_safe), row_ok);
   } else {
     store(o + b * sob + h(_, None) * soh + t(_, None) * sos + rd(None, _), cast(out, o.dtype()),
-          row_ok(_, None));
+          cols(row_ok(_, None)));
     if (HAS_LSE)
       store(lse + row, (m_i + log2(l_safe)) * 0.6931471805599453, row_ok);
   }
@@ -114,7 +119,7 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
 // One program per (sequence, head, token): the parts weighed by 2^(lse_part - max).
 void attention_decode_combine_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Int seq_q,
                                      Int heads, Int splits, Int sob, Int soh, Int sos, int S,
-                                     int D, int HAS_LSE) {
+                                     int D, int HAS_LSE, int HD) {
   auto row = program_id(0);
   auto t = row % seq_q, bh = row / seq_q;
   auto b = bh / heads, h = bh % heads;
@@ -128,7 +133,10 @@ void attention_decode_combine_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, I
   auto parts = load(o_part + (row * splits + rs(_, None)) * D + rd(None, _), rs(_, None) < splits,
                     0.0);
   auto out = sum(parts * w(_, None), 0) / where(total == 0.0, 1.0, total);
-  store(o + b * sob + h * soh + t * sos + rd, cast(out, o.dtype()));
+  if (HD < D)
+    store(o + b * sob + h * soh + t * sos + rd, cast(out, o.dtype()), rd < HD);
+  else
+    store(o + b * sob + h * soh + t * sos + rd, cast(out, o.dtype()));
   if (HAS_LSE)
     store(lse + row, (m + log2(total)) * 0.6931471805599453);
 }
@@ -141,7 +149,7 @@ Kernel &attentionDecodeKernel() {
       {"o", "lse", "o_part", "lse_part", "q", "k", "v", "seq_lens", "block_table", "qk_scale",
        "seq_q", "max_seq", "heads", "groups", "chunk", "splits", "sqb", "sqh", "sqs", "skp", "sks",
        "skh", "svp", "svs", "svh", "sob", "soh", "sos", "bt_stride", "R", "BN", "D",
-       "STAGES", "CAUSAL", "HAS_LSE", "PAGED", "HAS_LENS", "SPLIT"});
+       "STAGES", "CAUSAL", "HAS_LSE", "PAGED", "HAS_LENS", "SPLIT", "HD"});
   return k;
 }
 
@@ -150,7 +158,7 @@ namespace {
 Kernel &combineKernel() {
   static auto k = kernel("attention_decode_combine", attention_decode_combine_kernel,
                          {"o", "lse", "o_part", "lse_part", "seq_q", "heads", "splits", "sob",
-                          "soh", "sos", "S", "D", "HAS_LSE"});
+                          "soh", "sos", "S", "D", "HAS_LSE", "HD"});
   return k;
 }
 
@@ -197,7 +205,7 @@ int64_t attentionDecodeWorkspaceBytes(const AttentionDecodeArgs &a, int splits) 
   int64_t s = planSplits(a, plan);
   if (s <= 1)
     return 0;
-  return a.batch * a.heads * a.seqQ * s * (a.headDim + 1) * 4;
+  return a.batch * a.heads * a.seqQ * s * (paddedHeadDim(a.headDim) + 1) * 4;
 }
 
 void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
@@ -205,8 +213,7 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   Arguments args("attentionDecode");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
-  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
-    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
+  checkHeadDim(args, a.headDim);
   args.atLeast("batch", a.batch, 1);
   int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 1);
@@ -259,7 +266,8 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   if (splits > 1) {
     partO = args.pointer("workspace", a.workspace);
     partLse = args.pointer("workspace", static_cast<char *>(a.workspace) +
-                                            a.batch * a.heads * a.seqQ * splits * D * 4);
+                                            a.batch * a.heads * a.seqQ * splits *
+                                                paddedHeadDim(D) * 4);
   }
   int64_t chunk = chunkOf(a, splits, plan.blockN);
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
@@ -281,7 +289,7 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   std::string t = "*" + dtypeName(a.dtype);
   Specialization cs{.signature = {t, "*fp32", "*fp32", "*fp32", "i64", "i64", "i64", "i64", "i64",
                                   "i64"},
-                    .constexprs = {nextPowerOfTwo(splits), D, a.lse ? 1 : 0},
+                    .constexprs = {nextPowerOfTwo(splits), paddedHeadDim(D), a.lse ? 1 : 0, D},
                     .numWarps = 4,
                     .awaitPreviousKernel = true};
   combineKernel()
@@ -299,10 +307,10 @@ Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
       .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
                     "i64", "i64", "i64", "i64", "i64", "i64"},
-      .constexprs = {rows, plan.blockN, a.headDim, plan.numStages,
+      .constexprs = {rows, plan.blockN, paddedHeadDim(a.headDim), plan.numStages,
                      a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0,
                      a.blockTable ? a.pageSize : 0,
-                     a.seqLens ? 1 : 0, splits > 1 ? 1 : 0},
+                     a.seqLens ? 1 : 0, splits > 1 ? 1 : 0, a.headDim},
       .numWarps = plan.numWarps,
       // As the library's other kernels: its launch overlaps the previous kernel's tail, and
       // the combine's overlaps the parts' (at 16 MB of cache the two launches dominate).

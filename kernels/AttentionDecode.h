@@ -9,7 +9,8 @@
 // through strides, found through a block table ([batch, max_pages] int32 page numbers).
 // Sequences have their own lengths (`seq_lens`, int32 [batch]) or one length for all. With
 // seq_q > 1 (speculative tokens), query token t of a sequence of length L sees positions up
-// to L - seq_q + t when `causal`. fp16 or bf16; head_dim 64, 128 or 256. Pointers are device
+// to L - seq_q + t when `causal`. fp16 or bf16; head_dim a multiple of 16 up to 256 (others
+// than powers of two padded to the next, as the forward's). Pointers are device
 // addresses (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on `stream`.
 #pragma once
 

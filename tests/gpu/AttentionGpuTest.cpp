@@ -344,6 +344,13 @@ TEST_F(AttentionGpuTest, Decode) {
   checkDecode<DeviceBuffer>(stream().get(), sync,
                             {.batch = 2, .heads = 8, .kvHeads = 2, .seqQ = 3, .headDim = 256,
                              .seqLens = {1500, 17}, .pageSize = 16});
+  // Head_dim 96, padded to 128: contiguous and paged.
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 16, .kvHeads = 4, .headDim = 96,
+                             .seqLens = {2000, 129}});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 8, .kvHeads = 8, .headDim = 96,
+                             .seqLens = {700, 1}, .pageSize = 16});
 }
 
 } // namespace

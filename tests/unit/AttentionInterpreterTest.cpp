@@ -371,6 +371,13 @@ TEST_F(AttentionInterpreterTest, Decode) {
   checkDecode<HostBuffer>(nullptr, sync,
                           {.batch = 1, .heads = 2, .kvHeads = 1, .seqQ = 2, .headDim = 256,
                            .seqLens = {45}, .pageSize = 16, .splits = 1});
+  // Head dims padded to a power of two (96 -> 128, 80 -> 128): split parts and paged.
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 2, .heads = 4, .kvHeads = 2, .headDim = 96,
+                           .seqLens = {70, 33}, .splits = 2});
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 1, .heads = 2, .kvHeads = 2, .seqQ = 2, .headDim = 80,
+                           .seqLens = {50}, .pageSize = 16, .splits = 1});
 }
 
 TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
@@ -398,8 +405,8 @@ TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
   a.seqQ = 40;
   expectError("heads / kv_heads x seq_q must be at most 128");
   a.seqQ = 1;
-  a.headDim = 96;
-  expectError("head_dim must be 64, 128 or 256, got 96");
+  a.headDim = 72;
+  expectError("head_dim must be a multiple of 16 from 16 to 256, got 72");
 }
 
 } // namespace
