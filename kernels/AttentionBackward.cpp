@@ -30,10 +30,10 @@ constexpr double kLog2e = 1.4426950408889634;
 // delta[r] = sum_d dO[r, d] O[r, d] over the rows r = (b x heads + h) x seq_q + s of every
 // (batch, head); O and dO share their strides.
 void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, Int heads, Int seq_q, Int sob,
-                         Int soh, Int sos, int BM, int D) {
+                         Int soh, Int sos, int BM, int D, int HD) {
   auto r = cast(program_id(0), int64) * BM + arange(0, BM);
   auto d = arange(0, D);
-  auto in = r(_, None) < rows;
+  auto in = HD < D ? (r(_, None) < rows) & (d < HD)(None, _) : r(_, None) < rows;
   auto s = r % seq_q, bh = r / seq_q;
   auto at = (bh / heads * sob + bh % heads * soh + s * sos)(_, None) + d(None, _);
   auto x = cast(load(o + at, in, 0), float32) * cast(load(dout + at, in, 0), float32);
@@ -79,6 +79,12 @@ Value rowsAt(Value b, Value h, Value r, Value first, Value sb, Value sh, Value s
                 : b * sb + h * sh + r(_, None) * ss + rd(None, _);
 }
 
+// A mask of rows `rows_ok` ([rows, 1]) over the D columns rd, the padded ones (from HD on,
+// where D is the head dim HD rounded up to a power of two) cut; as given when none is.
+Value columnsOf(Value rows_ok, Value rd, int D, int HD) {
+  return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok;
+}
+
 // One program: BN keys of one (batch, K/V head); every query block of every query head of
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
 // products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
@@ -96,7 +102,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
                         Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
                         Int q_rows, Int kv_rows, Int win_left, Int win_right, int BM, int BN,
                         int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC,
-                        int WS, int PART, int BLOCK_STORE) {
+                        int WS, int PART, int BLOCK_STORE, int HD) {
   const bool wantDV = PART != 2, wantDK = PART != 1;
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
@@ -106,7 +112,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
   auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
   auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
-  auto in_kv = rn(_, None) < seqKV;
+  auto in_kv = columnsOf(rn(_, None) < seqKV, rd, D, HD);
   Value dk_acc = wantDK ? zeros({BN, D}, float32) : Value();
   Value dv_acc = wantDV ? zeros({BN, D}, float32) : Value();
   auto shift = seqKV - seqQ;
@@ -128,8 +134,8 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   // mask keeps them out of P^T and so of both products.
   std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc;
   if (DESC) {
-    q_desc = make_tensor_descriptor(q, {q_rows, D}, {D, 1}, {BM, D});
-    do_desc = make_tensor_descriptor(dout, {q_rows, D}, {D, 1}, {BM, D});
+    q_desc = make_tensor_descriptor(q, {q_rows, HD}, {HD, 1}, {BM, D});
+    do_desc = make_tensor_descriptor(dout, {q_rows, HD}, {HD, 1}, {BM, D});
   }
   // One step: the queries [start, start + BM) of query head h (bh: its batch and head).
   auto step = [&](Value h, Value bh, Value start) {
@@ -138,7 +144,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
     auto k_tile = load(k + k_at, in_kv, 0);
     Value v_tile = wantDK ? load(v + v_at, in_kv, 0) : Value();
     auto rm = start + rm0;
-    auto in_q = rm(_, None) < seqQ;
+    auto in_q = columnsOf(rm(_, None) < seqQ, rd, D, HD);
     auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
     auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
     Value q_tile, do_tile;
@@ -206,10 +212,10 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   if (BLOCK_STORE) {
     Value row0 = (b * kv_heads + kvh) * seq_kv + pid_n * BN;
     if (wantDK)
-      make_tensor_descriptor(dk, {kv_rows, D}, {D, 1}, {BN, D})
+      make_tensor_descriptor(dk, {kv_rows, HD}, {HD, 1}, {BN, D})
           .store({row0, 0}, cast(dk_acc * scale, dk.dtype()));
     if (wantDV)
-      make_tensor_descriptor(dv, {kv_rows, D}, {D, 1}, {BN, D})
+      make_tensor_descriptor(dv, {kv_rows, HD}, {HD, 1}, {BN, D})
           .store({row0, 0}, cast(dv_acc, dv.dtype()));
     return;
   }
@@ -226,14 +232,14 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
                       Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb,
                       Int svh, Int svs, Int sob, Int soh, Int sos, Int q_rows, Int kv_rows,
                       Int win_left, Int win_right, int BM, int BN, int D, int STAGES, int CAUSAL,
-                      int WINDOW, int VARLEN, int DESC, int WS) {
+                      int WINDOW, int VARLEN, int DESC, int WS, int HD) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
   auto kvh = h / groups;
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D), rn0 = arange(0, BN);
   auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
-  auto in_q = rm(_, None) < seqQ;
+  auto in_q = columnsOf(rm(_, None) < seqQ, rd, D, HD);
   auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
   auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
   auto row = VARLEN ? h * seq_q + q0 + rm : cast(bh, int64) * seq_q + rm;
@@ -249,8 +255,8 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0;
   if (DESC) {
-    k_desc = make_tensor_descriptor(k, {kv_rows, D}, {D, 1}, {BN, D});
-    v_desc = make_tensor_descriptor(v, {kv_rows, D}, {D, 1}, {BN, D});
+    k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
+    v_desc = make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
     kv_row0 = cast(b * (heads / groups) + kvh, int64) * seq_kv;
   }
   // WS (with DESC): a producer warp group copies the K and V tiles.
@@ -260,7 +266,7 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto q_tile = load(q + q_at, in_q, 0);
     auto do_tile = load(dout + do_at, in_q, 0);
     auto rn = start + rn0;
-    auto in_kv = rn(_, None) < seqKV;
+    auto in_kv = columnsOf(rn(_, None) < seqKV, rd, D, HD);
     auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
     auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
     Value k_tile, v_tile;
@@ -289,7 +295,7 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
 Kernel &deltaKernel() {
   static auto k = kernel("attention_bwd_delta", attention_bwd_delta,
                          {"delta", "o", "dout", "rows", "heads", "seq_q", "sob", "soh", "sos",
-                          "BM", "D"});
+                          "BM", "D", "HD"});
   return k;
 }
 } // namespace
@@ -300,7 +306,7 @@ Kernel &attentionBackwardDkDvKernel() {
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
                           "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
-                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART", "BLOCK_STORE"});
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART", "BLOCK_STORE", "HD"});
   return k;
 }
 Kernel &attentionBackwardDqKernel() {
@@ -309,7 +315,7 @@ Kernel &attentionBackwardDqKernel() {
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
                           "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
-                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS"});
+                          "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "HD"});
   return k;
 }
 
@@ -378,7 +384,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
                                  "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
                                  "i32", "i32"},
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
-                                  dkdv ? plan.ownRows : plan.stepRows, a.headDim,
+                                  dkdv ? plan.ownRows : plan.stepRows, paddedHeadDim(a.headDim),
                                   plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
                                   varlen ? 1 : 0, descriptors ? 1 : 0, producer ? 1 : 0},
                    .numWarps = plan.numWarps,
@@ -388,6 +394,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
     s.constexprs.push_back(int(part));
     s.constexprs.push_back(plan.blockStore && wholeKeyBlocks(a, plan.ownRows) ? 1 : 0);
   }
+  s.constexprs.push_back(a.headDim);
   if (!arch.empty())
     s.arch = arch;
   return s;
@@ -402,8 +409,7 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   Arguments args("attentionBackward");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16)
     args.fail("dtype must be fp16 or bf16, got " + dtypeName(a.dtype));
-  if (a.headDim != 64 && a.headDim != 128 && a.headDim != 256)
-    args.fail("head_dim must be 64, 128 or 256, got " + std::to_string(a.headDim));
+  checkHeadDim(args, a.headDim);
   args.atLeast("batch", a.batch, 1);
   int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads);
   args.atLeast("seq_q", a.seqQ, 0);
@@ -456,7 +462,8 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
                                                    int32_t(a.heads), lseStride, os.batch,
                                                    os.head,         os.seq};
     Specialization s{.signature = {"*fp32", t, t, "i64", "i32", "i32", "i64", "i64", "i64"},
-                     .constexprs = {64, D}, .numWarps = 4, .awaitPreviousKernel = true};
+                     .constexprs = {64, paddedHeadDim(D), D}, .numWarps = 4,
+                     .awaitPreviousKernel = true};
     if (!arch.empty())
       s.arch = arch;
     deltaKernel().compile(s.specializedFor(launchArgs)).launch((rows + 63) / 64, stream, launchArgs);

@@ -6,9 +6,10 @@
 // accumulates dK and dV; one program per block of queries walks the keys and accumulates dQ.
 // [batch, heads, seq, head_dim] tensors (K, V, dK, dV with kv_heads heads) through strides,
 // so [batch, seq, heads, head_dim] too, or varlen batches packed one after another; causal
-// masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim 64,
-// 128 or 256 (whose dK and dV accumulators do not fit one warp group's registers together:
-// two programs per block of keys, one for dV and one for dK, each computing the scores). The log-sum-exp and the workspace are dense [batch, heads, seq_q] ([heads, total_q]
+// masks aligned bottom-right and sliding windows, as the forward's; fp16 or bf16, head_dim a
+// multiple of 16 up to 256, padded to a power of two as the forward's (past 128 the dK and dV
+// accumulators do not fit one warp group's registers together: two programs per block of
+// keys, one for dV and one for dK, each computing the scores). The log-sum-exp and the workspace are dense [batch, heads, seq_q] ([heads, total_q]
 // for varlen). dQ, dK and dV are written, not accumulated into. Pointers are device addresses
 // (host addresses under TRITIUM_INTERPRET=1); the call is asynchronous on `stream`.
 #pragma once

@@ -98,6 +98,22 @@ TEST_F(AttentionGpuTest, Backward) {
                                                         .splitDkDv = true}});
 }
 
+// Head dims padded to a power of two (80 and 96 to 128, 192 to 256) and 32, against
+// double-precision gradients: descriptors and pointers, GQA, causal, dK and dV as whole tiles.
+TEST_F(AttentionGpuTest, BackwardAtOtherHeadDims) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {32, 80, 96, 192})
+    checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                         {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 4,
+                                          .kvHeads = 1, .seqQ = 300, .seqKV = 333, .headDim = d,
+                                          .causal = true, .oLikeQ = d != 32});
+  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(96);
+  plan.blockStore = true;
+  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                       {.heads = 4, .kvHeads = 2, .seqQ = 256, .seqKV = 256,
+                                        .headDim = 96, .oLikeQ = true, .backwardPlan = plan});
+}
+
 // Plans with blockStore, keys a multiple of the own rows, K and V dense: dK and dV stored a
 // whole tile of rows at a time through descriptors (TMA stores on Hopper), every head dim, GQA
 // 4:1, causal and not, and the producer plan.

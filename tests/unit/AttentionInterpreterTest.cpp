@@ -192,6 +192,22 @@ TEST_F(AttentionInterpreterTest, Backward) {
   }
 }
 
+// Head dims padded to a power of two (80 and 96 to 128, 192 to 256) and 32: Q, dO, K and V
+// through descriptors (O laid out as Q) and through pointers, dK and dV as whole tiles.
+TEST_F(AttentionInterpreterTest, BackwardAtOtherHeadDims) {
+  for (int64_t d : {32, 96, 192})
+    checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                       {.heads = 2, .kvHeads = 1, .seqQ = 50, .seqKV = 70,
+                                        .headDim = d, .causal = true, .oLikeQ = d != 32});
+  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(80);
+  plan.ownRows = plan.stepRows = 16;
+  plan.blockStore = true;
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp16, .heads = 2, .kvHeads = 2,
+                                      .seqQ = 40, .seqKV = 64, .headDim = 80, .oLikeQ = true,
+                                      .backwardPlan = plan});
+}
+
 // Sliding windows (one bounded on both sides, one causal with a left reach) and the
 // [batch, seq, heads, head_dim] layout through strides.
 // Plans with blockStore, keys a multiple of the own rows, K and V dense: each program's dK and
@@ -277,7 +293,8 @@ TEST_F(AttentionInterpreterTest, BackwardRefusesBadArguments) {
   refuses("attentionBackward: dq is null", [](auto &a) { a.dq = nullptr; });
   refuses("attentionBackward: workspace is null", [](auto &a) { a.workspace = nullptr; });
   refuses("dtype must be fp16 or bf16, got fp32", [](auto &a) { a.dtype = kernels::Dtype::fp32; });
-  refuses("head_dim must be 64, 128 or 256, got 96", [](auto &a) { a.headDim = 96; });
+  refuses("head_dim must be a multiple of 16 from 16 to 256, got 72",
+          [](auto &a) { a.headDim = 72; });
   refuses("heads (4) must be a multiple of kv_heads (3)", [](auto &a) { a.kvHeads = 3; });
   refuses("window_left", [](auto &a) { a.windowLeft = -2; });
   refuses("o's sequence stride 32 is less than head_dim 64",

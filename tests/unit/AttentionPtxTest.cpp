@@ -294,7 +294,7 @@ TEST_F(AttentionPtxTest, SoftmaxUnderThePreviousProduct) {
 TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096;
   KernelArg p = KernelArg::pointer(0x10000);
-  for (int64_t D : {64, 128, 256})
+  for (int64_t D : {64, 96, 128, 256}) // (96: padded to 128)
     for (int form : {0, 1, 2}) { // 1: causal; 2: dK and dV stored as whole tiles (blockStore)
       bool causal = form == 1, blockStore = form == 2;
       SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : "") +
