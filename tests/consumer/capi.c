@@ -44,11 +44,12 @@ int main(void) {
   int varlenOk = rc != 0 && strstr(error, "attentionForward: cu_seqlens_q is null") != NULL;
   printf("%s: tritium_attention_forward_varlen without cu_seqlens returns %d: %s\n",
          varlenOk ? "ok" : "FAILED", rc, error);
-  rc = tritium_attention_decode(2, &b, NULL, &b, &b, &b, NULL, NULL, 0, 0, 1, 8, 2, 1, 64, 96,
+  rc = tritium_attention_decode(2, &b, NULL, &b, &b, &b, NULL, NULL, 0, 0, 1, 8, 2, 1, 64, 72,
                                 NULL, NULL, NULL, NULL, 1, 0.f, NULL, 0, NULL);
   error = tritium_last_error();
-  int decodeOk = rc != 0 && strstr(error, "head_dim must be 64 or 128, got 96") != NULL;
-  printf("%s: tritium_attention_decode with head_dim 96 returns %d: %s\n",
+  int decodeOk =
+      rc != 0 && strstr(error, "head_dim must be a multiple of 16 from 16 to 256, got 72") != NULL;
+  printf("%s: tritium_attention_decode with head_dim 72 returns %d: %s\n",
          decodeOk ? "ok" : "FAILED", rc, error);
   rc = tritium_matmul_quantized(2, 3, NULL, &b, &b, NULL, NULL, NULL, NULL, 1.f, 448.f, &b, 8,
                                 8, 8, 0, 0, 0, 0, 0, 0, NULL);
