@@ -107,6 +107,9 @@ TEST_F(AttentionGpuTest, BackwardAtOtherHeadDims) {
                                          {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 4,
                                           .kvHeads = 1, .seqQ = 300, .seqKV = 333, .headDim = d,
                                           .causal = true, .oLikeQ = d != 32});
+  checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                       {.heads = 4, .kvHeads = 2, .headDim = 80, .causal = true,
+                                        .varlenQ = {300, 0, 77}, .varlenKV = {333, 5, 77}});
   kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(96);
   plan.blockStore = true;
   checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
@@ -270,6 +273,9 @@ TEST_F(AttentionGpuTest, ForwardAtOtherHeadDims) {
                                 .kvHeads = 2, .seqQ = 300, .seqKV = 320, .headDim = 96,
                                 .descaleQ = 0.5f, .descaleK = 1.5f, .descaleV = 2.0f,
                                 .vTransposed = true});
+  checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
+                                     {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
+                                      .heads = 8, .kvHeads = 2, .headDim = 96, .causal = true});
 }
 
 // Plans a caller may pass: 64 queries and 64 keys a step on one warp group at head_dim 128 (2

@@ -61,6 +61,9 @@ TEST_F(AttentionInterpreterTest, ForwardAtOtherHeadDims) {
                              {.dtype = kernels::Dtype::fp8e4m3, .heads = 2, .kvHeads = 1,
                               .seqQ = 64, .seqKV = 80, .headDim = 96, .descaleQ = 0.5f,
                               .descaleK = 1.5f, .descaleV = 2.0f, .vTransposed = true});
+  checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                   {.seqQ = {17, 0, 60}, .seqKV = {50, 3, 60}, .heads = 4,
+                                    .kvHeads = 2, .headDim = 96, .causal = true});
 }
 
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): one step more than the keys, the
@@ -199,6 +202,9 @@ TEST_F(AttentionInterpreterTest, BackwardAtOtherHeadDims) {
     checkAttentionBackward<HostBuffer>(nullptr, sync,
                                        {.heads = 2, .kvHeads = 1, .seqQ = 50, .seqKV = 70,
                                         .headDim = d, .causal = true, .oLikeQ = d != 32});
+  checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                     {.heads = 2, .kvHeads = 1, .headDim = 80, .causal = true,
+                                      .varlenQ = {17, 0, 60}, .varlenKV = {50, 3, 60}});
   kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(80);
   plan.ownRows = plan.stepRows = 16;
   plan.blockStore = true;
