@@ -47,8 +47,10 @@ torch, triton = bk.torch, bk.triton
 KERNELS = ("forward", "backward", "fp8", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
-                      (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128)),
-          "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
+                      (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
+                      (4, 32, 4096, 96)),  # 96: padded to 128
+          "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
+                       (4, 32, 4096, 96)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128)),
           # (sequences, cached positions, page size (0: contiguous), head_dim)
           "decode": ((1, 4096, 0, 128), (1, 4096, 16, 128), (1, 131072, 0, 128),
