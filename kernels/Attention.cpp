@@ -9,6 +9,7 @@
 #include "kernels/Arguments.h"
 #include "kernels/AttentionArguments.h"
 #include "kernels/AttentionKeyRange.h"
+#include "kernels/PaddedColumns.h"
 #include "runtime/Device.h"
 
 #include <cmath>
@@ -58,8 +59,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D);
   auto rn0 = arange(0, BN);
-  // Rows' masks with the padded columns cut (as written when nothing is padded).
-  auto cols = [&](Value rows_ok) { return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok; };
+  auto cols = [&](Value rows_ok) { return paddedColumns(rows_ok, rd, D, HD); };
   Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
   if (VARLEN) { // this sequence's rows
     q0 = cast(load(cu_q + b), int64);

@@ -2,6 +2,7 @@
 #include "kernels/AttentionArguments.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 namespace tritium::kernels {
@@ -65,10 +66,7 @@ void checkHeadDim(const Arguments &args, int64_t headDim) {
 }
 
 int64_t paddedHeadDim(int64_t headDim) {
-  int64_t d = 16;
-  while (d < headDim)
-    d *= 2;
-  return d;
+  return std::max<int64_t>(16, int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(headDim, 1)))));
 }
 
 } // namespace tritium::kernels

@@ -10,6 +10,7 @@
 #include "kernels/Arguments.h"
 #include "kernels/AttentionArguments.h"
 #include "kernels/AttentionKeyRange.h"
+#include "kernels/PaddedColumns.h"
 #include "runtime/Device.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ void attention_bwd_delta(Ptr delta, Ptr o, Ptr dout, Int rows, Int heads, Int se
                          Int soh, Int sos, int BM, int D, int HD) {
   auto r = cast(program_id(0), int64) * BM + arange(0, BM);
   auto d = arange(0, D);
-  auto in = HD < D ? (r(_, None) < rows) & (d < HD)(None, _) : r(_, None) < rows;
+  auto in = paddedColumns(r(_, None) < rows, d, D, HD);
   auto s = r % seq_q, bh = r / seq_q;
   auto at = (bh / heads * sob + bh % heads * soh + s * sos)(_, None) + d(None, _);
   auto x = cast(load(o + at, in, 0), float32) * cast(load(dout + at, in, 0), float32);
@@ -79,12 +80,6 @@ Value rowsAt(Value b, Value h, Value r, Value first, Value sb, Value sh, Value s
                 : b * sb + h * sh + r(_, None) * ss + rd(None, _);
 }
 
-// A mask of rows `rows_ok` ([rows, 1]) over the D columns rd, the padded ones (from HD on,
-// where D is the head dim HD rounded up to a power of two) cut; as given when none is.
-Value columnsOf(Value rows_ok, Value rd, int D, int HD) {
-  return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok;
-}
-
 // One program: BN keys of one (batch, K/V head); every query block of every query head of
 // its group. The scores are computed transposed (keys x queries), so that dV and dK are
 // products of the tiles as they are. dK and dV are laid out as K and V, dO as O.
@@ -112,7 +107,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
   auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
   auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
-  auto in_kv = columnsOf(rn(_, None) < seqKV, rd, D, HD);
+  auto in_kv = paddedColumns(rn(_, None) < seqKV, rd, D, HD);
   Value dk_acc = wantDK ? zeros({BN, D}, float32) : Value();
   Value dv_acc = wantDV ? zeros({BN, D}, float32) : Value();
   auto shift = seqKV - seqQ;
@@ -144,7 +139,7 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
     auto k_tile = load(k + k_at, in_kv, 0);
     Value v_tile = wantDK ? load(v + v_at, in_kv, 0) : Value();
     auto rm = start + rm0;
-    auto in_q = columnsOf(rm(_, None) < seqQ, rd, D, HD);
+    auto in_q = paddedColumns(rm(_, None) < seqQ, rd, D, HD);
     auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
     auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
     Value q_tile, do_tile;
@@ -239,7 +234,7 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   auto rm = pid_m * BM + arange(0, BM);
   auto rd = arange(0, D), rn0 = arange(0, BN);
   auto [seqQ, seqKV, q0, kv0] = sequenceOf(cu_q, cu_kv, b, seq_q, seq_kv, VARLEN);
-  auto in_q = columnsOf(rm(_, None) < seqQ, rd, D, HD);
+  auto in_q = paddedColumns(rm(_, None) < seqQ, rd, D, HD);
   auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
   auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
   auto row = VARLEN ? h * seq_q + q0 + rm : cast(bh, int64) * seq_q + rm;
@@ -266,7 +261,7 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto q_tile = load(q + q_at, in_q, 0);
     auto do_tile = load(dout + do_at, in_q, 0);
     auto rn = start + rn0;
-    auto in_kv = columnsOf(rn(_, None) < seqKV, rd, D, HD);
+    auto in_kv = paddedColumns(rn(_, None) < seqKV, rd, D, HD);
     auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
     auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
     Value k_tile, v_tile;

@@ -11,6 +11,7 @@
 #include "interpreter/Interpreter.h"
 #include "kernels/Arguments.h"
 #include "kernels/AttentionArguments.h"
+#include "kernels/PaddedColumns.h"
 #include "runtime/Device.h"
 
 #include <algorithm>
@@ -51,8 +52,7 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   auto h = kvh * groups + r / seq_q;
   auto row_ok = r < groups * seq_q;
   auto rd = arange(0, D);
-  // A mask of rows with the padded columns cut (as written when nothing is padded).
-  auto cols = [&](Value rows_ok) { return HD < D ? rows_ok & (rd < HD)(None, _) : rows_ok; };
+  auto cols = [&](Value rows_ok) { return paddedColumns(rows_ok, rd, D, HD); };
   Value len = HAS_LENS ? cast(load(seq_lens + b), int64) : Value(max_seq);
   auto lo = split * chunk;
   auto hi = minimum(len, lo + chunk);

@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton where present)
 
+say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
 KERNELS = ("forward", "backward", "fp8", "decode")
@@ -100,10 +101,6 @@ class TritiumAttention(bk.Tritium):
         fn.argtypes = [ctypes.c_int64] * len(sizes)
         fn.restype = ctypes.c_int64
         return int(fn(*sizes))
-
-
-def say(*parts):
-    print(*parts, file=sys.stderr, flush=True)
 
 
 def check(kernel, got, ref):
@@ -317,11 +314,6 @@ def table(rows):
                      f"{'met' if ok else 'not met'} ({factor:g} x) |")
     lines.append(f"targets met at {met} of {len(figures)} rows")
     return lines
-
-
-def read_csv(path):
-    with open(path) as f:
-        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
 
 
 def main(argv=None):

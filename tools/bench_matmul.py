@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton where present)
 
+say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton, tl = bk.torch, bk.triton, bk.tl
 
 CSV_COLUMNS = ("kernel", "dtype", "shape", "system", "ms", "TFLOPs", "GBps", "status")
@@ -157,10 +158,6 @@ class TritiumMatmul(bk.Tritium):
 
 
 # ------------------------------------------------------------------------------ the bench
-def say(*parts):
-    print(*parts, file=sys.stderr, flush=True)
-
-
 def check(dtype, got, ref):
     """None where `got` is within the tolerance of the fp32 reference, else why not."""
     diff = (got.float() - ref).abs().max().item()
@@ -320,11 +317,6 @@ def table(rows):
                      f"{text(ratios['copy'], '{:.2f}')} | {verdict} |")
     lines.append(f"targets met at {met} of {total} shapes")
     return lines
-
-
-def read_csv(path):
-    with open(path) as f:
-        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
 
 
 def main(argv=None):

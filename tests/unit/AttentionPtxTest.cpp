@@ -221,12 +221,7 @@ TEST_F(AttentionPtxTest, ForwardAtOtherHeadDimsRunsOnWarpGroups) {
       EXPECT_NE(a.tir.find("HD = " + std::to_string(D)), std::string::npos);
       EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
       EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
-      if (tritium::testing::ptxasPath().empty())
-        GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-      tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
-      ASSERT_EQ(r.exitCode, 0) << r.output;
-      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
-      EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+      expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
     }
 }
 
@@ -249,12 +244,7 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
                 std::string::npos);
       EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
       EXPECT_LE(a.sharedBytes, 82 * 1024) << a.gir;
-      if (tritium::testing::ptxasPath().empty())
-        GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-      tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
-      ASSERT_EQ(r.exitCode, 0) << r.output;
-      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
-      EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
+      expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
     }
 }
 
@@ -426,15 +416,7 @@ TEST_F(AttentionPtxTest, DecodeAtHeadDim256FitsTwoProgramsASm) {
     EXPECT_NE(a.gir.find("pipelined = 1"), std::string::npos) << a.gir;
     EXPECT_GE(count(a.ptx, "cp.async.cg.shared.global"), 2u);
     EXPECT_LE(a.sharedBytes, 113 * 1024) << a.gir;
-    if (tritium::testing::ptxasPath().empty())
-      GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
-    ASSERT_EQ(r.exitCode, 0) << r.output;
-    EXPECT_NE(r.output.find("0 bytes spill stores"), std::string::npos) << r.output;
-    std::smatch m;
-    if (std::regex_search(r.output, m, std::regex("Used (\\d+) registers")))
-      std::printf("decode head_dim 256%s: %s registers, %lld bytes of shared memory\n",
-                  paged ? " paged" : "", m[1].str().c_str(), (long long)a.sharedBytes);
+    expectAssembles(a, "sm_90a"); // without spills
   }
 }
 
