@@ -35,7 +35,7 @@ enum Flags : int {
   kAlpha = 64,
   kAmax = 128, // amax[0] = max(amax[0], max |C| before out_scale)
   kWarpSpecialize = 256, // with kDescriptors: a producer warp group issues the TMA copies
-  kPersistent = 512,     // with kDescriptors: each program walks tiles (one K loop for all)
+  kPersistent = 512,     // with kDescriptors: each program walks tiles, a K loop each
   kTmaStore = 1024,      // C's tile through a tensor descriptor (a TMA store on Hopper)
 };
 
@@ -151,25 +151,21 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
     };
     if (FLAGS & kPersistent) {
-      // One loop over this program's tiles' K steps together (tiles pid, pid + programs, ...),
-      // so that the ring loads the next tile's first steps while this one's epilogue runs.
-      auto steps = cdiv(K, BK), programs = num_programs(0);
-      auto mine = cdiv(pidsM * pidsN - pid, programs);
-      for (auto it :
-           range(0, mine * steps, 1, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
-        auto t = pid + it / steps * programs, k = it % steps * BK;
+      // One program per SM walks tiles pid, pid + programs, ...; each tile's K loop as the
+      // per-tile kernel's. With a producer warp group the warps split before the walk, and the
+      // producer fills the ring with the next tile's first steps while this tile's epilogue runs.
+      for (auto t : range(pid, pidsM * pidsN, num_programs(0))) {
         auto [pm, pn] = swizzle2d(t / pidsN, t % pidsN, pidsM, pidsN, GROUP_M);
-        auto x = a_desc.load({pm * BM, k});
-        acc = dot(x, b_tile(k, pn * BN), acc, options);
-        if (two)
-          acc_up = dot(x, b_tile(k, N + pn * BN), acc_up, options);
-        if_(k + BK >= K, [&] {
-          epilogue(e, integer, acc, acc_up,
-                   {pm * BM, pn * BN, pm * BM + arange(0, BM), pn * BN + arange(0, BN), BM, BN});
-          acc = zeros({BM, BN}, integer ? int32 : float32);
+        auto tacc = zeros({BM, BN}, integer ? int32 : float32);
+        auto tacc_up = zeros({BM, BN}, float32);
+        for (auto k : range(0, K, BK, STAGES).warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
+          auto x = a_desc.load({pm * BM, k});
+          tacc = dot(x, b_tile(k, pn * BN), tacc, options);
           if (two)
-            acc_up = zeros({BM, BN}, float32);
-        });
+            tacc_up = dot(x, b_tile(k, N + pn * BN), tacc_up, options);
+        }
+        epilogue(e, integer, tacc, tacc_up,
+                 {pm * BM, pn * BN, pm * BM + arange(0, BM), pn * BN + arange(0, BN), BM, BN});
       }
       return;
     }

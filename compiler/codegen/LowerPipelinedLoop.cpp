@@ -119,7 +119,7 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
       bool resident = op->hasAttr("resident");
       (resident ? plan.residents : plan.loads).push_back(op.get());
       for (unsigned i = 0; i < op->numOperands(); ++i)
-        if (!op->hasAttr("tensor_map") || tensorCopyReads(*op, i))
+        if (!op->hasAttr("tensor_map") || ir::tensorCopyReads(*op, i))
           collectSlice(op->operand(i), body, resident ? residentSlice : slice);
     }
   for (const auto &op : body.ops()) { // program order
@@ -371,18 +371,6 @@ void finishRing(Lowering &l, const PipelinePlan &plan) {
     l.intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
 }
 
-// Whether `v` is the constant +0.0 or 0: what a cp.async of zero bytes leaves in the buffer.
-bool isZero(const ir::Value *v) {
-  const ir::Op *def = v->definingOp();
-  if (!def || def->kind() != ir::OpKind::Constant)
-    return false;
-  const ir::Attr &a = def->attr("value");
-  if (std::holds_alternative<int64_t>(a))
-    return std::get<int64_t>(a) == 0;
-  return std::holds_alternative<double>(a) && std::get<double>(a) == 0.0 &&
-         !std::signbit(std::get<double>(a));
-}
-
 void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPosition &at) {
   auto &b = l.b;
   // Masked lanes of a cp.async ring were filled with zeros (src-size 0): an `other` of 0 needs
@@ -391,7 +379,7 @@ void lowerPipelinedLoad(Lowering &l, const ir::Op &load, const Lowering::RingPos
   std::optional<PipelinePlan> plan = pipelinePlan(loop);
   bool resident = load.hasAttr("resident"); // copied per thread, into one buffer
   bool zeroFilled =
-      ir::hasMask(load) && isZero(load.operand(2)) && (resident || !plan->bulk());
+      ir::hasMask(load) && ir::isPositiveZero(load.operand(2)) && (resident || !plan->bulk());
   llvm::Value *stage = resident ? b.getInt32(0) : at.stage;
   const ir::Value *res = load.result();
   llvm::Type *ty = l.elementType(res->type());

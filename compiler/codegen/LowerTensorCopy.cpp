@@ -35,16 +35,6 @@ int64_t tileBytes(const ir::Op &load) {
 
 } // namespace
 
-bool tensorCopyReads(const ir::Op &op, unsigned index) {
-  if (op.kind() == ir::OpKind::TensorStore) // all of them (LowerTensorStore.cpp)
-    return true;
-  int64_t rank = ir::tensorRank(op);
-  unsigned offsets = unsigned(4 + 2 * rank);
-  if (index >= offsets && index < offsets + unsigned(rank))
-    return true;
-  return (index == 1 || index == 2) && !isZero(op.operand(2));
-}
-
 std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn) {
   std::unordered_set<const ir::Op *> skipped;
 
@@ -69,7 +59,7 @@ std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn) {
   auto unread = [&](const ir::Op *op, const ir::Op *user, unsigned index, bool &ring) {
     bool sameBody = op->parentBlock() == user->parentBlock();
     if (user->hasAttr("tensor_map"))
-      return !tensorCopyReads(*user, index);
+      return !ir::tensorCopyReads(*user, index);
     if (user->hasAttr("pipelined"))
       return ring = index == 0 && sameBody;
     if (ringOnly.count(user))

@@ -180,11 +180,8 @@ private:
         lowerWhile(*op);
       else if (op->kind() == ir::OpKind::Yield)
         yields_.back() = op.get();
-      else if (!lowerElementwise(l_, *op) && !lowerMemory(l_, *op) && !lowerReduction(l_, *op) &&
-               !lowerShapes(l_, *op) && !lowerMath(l_, *op) && !lowerAtomic(l_, *op) &&
-               !lowerGeneralReduce(l_, *op) && !lowerScan(l_, *op) && !lowerInlineAsm(l_, *op) && !lowerDot(l_, *op) && !lowerTensorStore(l_, *op) &&
-               !lowerPrint(l_, *op) && !lowerAssume(l_, *op) && !lowerCluster(l_, *op) && !lowerGridDependency(l_, *op) && !lowerGridSync(l_, *op))
-        internalError(std::string("no lowering for '") + op->name() + "'");
+      else
+        lowerOp(*op);
       if (together ? lastProduct : firstProduct) // issued (waits deferred): the other
         passTurn(l_);                             // group's products may queue
     }
@@ -195,6 +192,17 @@ private:
         internalError("a block issued wgmma products while outer ones were pending");
       waitForPendingWgmma(l_);
     }
+  }
+
+  // An op without regions.
+  void lowerOp(const ir::Op &op) {
+    if (!lowerElementwise(l_, op) && !lowerMemory(l_, op) && !lowerReduction(l_, op) &&
+        !lowerShapes(l_, op) && !lowerMath(l_, op) && !lowerAtomic(l_, op) &&
+        !lowerGeneralReduce(l_, op) && !lowerScan(l_, op) && !lowerInlineAsm(l_, op) &&
+        !lowerDot(l_, op) && !lowerTensorStore(l_, op) && !lowerPrint(l_, op) &&
+        !lowerAssume(l_, op) && !lowerCluster(l_, op) && !lowerGridDependency(l_, op) &&
+        !lowerGridSync(l_, op))
+      internalError(std::string("no lowering for '") + op.name() + "'");
   }
 
   // Waits for the pending wgmma dots' results that `op` reads, in its own operands or, for an
@@ -249,12 +257,25 @@ private:
     llvm::Value *ub = l_.get(op.operand(1))[0];
     llvm::Value *step = l_.get(op.operand(2))[0];
     std::optional<PipelinePlan> plan = pipelinePlan(op);
+    // The warps split before a persistent kernel's loop over its tiles, whose inner loop's ring
+    // (set up once, here) the producer fills across tiles; the inner loop counts its
+    // iterations on from the tiles before (ringBase).
+    const ir::Op *inner = op.hasAttr("warp_split") ? warpSpecializedLoopIn(op) : nullptr;
+    std::optional<PipelinePlan> innerPlan;
+    if (inner) {
+      innerPlan = pipelinePlan(*inner);
+      startRing(l_, *innerPlan);
+      splitOffProducerAround(l_, *innerPlan, op, *inner, lb, ub, step,
+                             [this](const ir::Op &o) { lowerOp(o); });
+    }
+    bool acrossTiles = plan && plan->warpSpecialized() && l_.ringBase;
     // Rings of consecutive loops share shared memory (PipelineLoads): no thread may still be
     // reading an earlier loop's ring when this prologue starts writing. Loop bounds are
     // CTA-uniform scalars, so every thread reaches its barriers.
     if (plan) {
-      startRing(l_, *plan);
-      if (plan->warpSpecialized())
+      if (!acrossTiles)
+        startRing(l_, *plan);
+      if (plan->warpSpecialized() && !acrossTiles)
         splitOffProducer(l_, *plan, op, lb, ub, step);
       issueResidents(l_, *plan, op, lb, ub);
       if (plan->warpSpecialized())
@@ -272,6 +293,9 @@ private:
     SliceLoads prefetched;
     if (prefetch)
       prefetched = prefetchSliceLoads(l_, *plan, op, ivAt(lb, plan->lookahead()), ub);
+    llvm::Value *base = acrossTiles ? l_.ringBase : nullptr;
+    llvm::Value *firstStage =
+        base ? b.CreateURem(base, b.getInt32(plan->buffers()), "stage.first") : b.getInt32(0);
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(l_.ctx, "loop.header", l_.fn);
     auto *bodyBB = llvm::BasicBlock::Create(l_.ctx, "loop.body", l_.fn);
@@ -296,10 +320,16 @@ private:
       carried.push_back(phis);
     }
     l_.set(body.argument(0), {iv});
+    llvm::PHINode *ringBase = nullptr;
+    if (inner) {
+      ringBase = b.CreatePHI(b.getInt32Ty(), 2, "ring.base");
+      ringBase->addIncoming(b.getInt32(0), pre);
+      l_.ringBase = ringBase;
+    }
     llvm::PHINode *readStage = nullptr, *writeStage = nullptr, *iteration = nullptr;
     if (plan) {
       readStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.read");
-      readStage->addIncoming(b.getInt32(0), pre);
+      readStage->addIncoming(firstStage, pre);
       writeStage = b.CreatePHI(b.getInt32Ty(), 2, "stage.write");
       writeStage->addIncoming(b.getInt32(plan->lookahead() % plan->buffers()), pre);
       iteration = b.CreatePHI(b.getInt32Ty(), 2, "ring.iteration");
@@ -324,7 +354,7 @@ private:
     if (plan) {
       llvm::Value *aheadIv = b.CreateAdd(
           iv, b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), plan->lookahead())));
-      waitForStage(l_, *plan, readStage, iteration);
+      waitForStage(l_, *plan, readStage, base ? b.CreateAdd(base, iteration) : iteration);
       // cp.async refills the stage the previous iteration read (the one before it while a
       // wgmma is in flight: Pipelining.h); a bulk ring refills this
       // iteration's stage once it has been read (lowerPipelinedLoad).
@@ -345,6 +375,8 @@ private:
       releaseStage(l_, *plan, readStage, iteration);
     llvm::BasicBlock *latch = b.GetInsertBlock();
     iv->addIncoming(b.CreateAdd(iv, step, "iv.next"), latch);
+    if (ringBase)
+      ringBase->addIncoming(l_.ringBase, latch);
     if (plan) {
       auto next = [&](llvm::Value *stage) {
         llvm::Value *n = b.CreateAdd(stage, b.getInt32(1));
@@ -376,10 +408,29 @@ private:
     }
     if (l_.pingPong)
       endPingPong(l_, iteration);
-    if (plan)
+    if (acrossTiles) {
+      // The last iteration's stage, which its product read until the wait above, is free;
+      // the next tile's iterations count on from this one's.
+      if (plan->wgmmaInFlight)
+        releaseStage(l_, *plan, readStage, iteration);
+      l_.ringBase = b.CreateAdd(base, iteration, "ring.base.next");
+    } else if (plan) {
       finishRing(l_, *plan);
-    if (plan && op.hasAttr("ring_reuses_smem")) // ops after the loop write over the ring
+    }
+    if (plan && !acrossTiles && op.hasAttr("ring_reuses_smem")) // ops after it write over it
       l_.barrier();
+    if (inner) {
+      l_.ringBase = nullptr;
+      finishRing(l_, *innerPlan);
+    }
+  }
+
+  // The warp-specialized loop in the body of a loop with {warp_split} (SpecializeWarps).
+  static const ir::Op *warpSpecializedLoopIn(const ir::Op &outer) {
+    for (const auto &op : outer.body()->ops())
+      if (op->kind() == ir::OpKind::For && op->hasAttr("warp_specialized"))
+        return op.get();
+    internalError("a loop split for warp specialization holds no warp-specialized loop");
   }
 
   // Lowers a region and returns its yield (left in the insertion block it ends in).

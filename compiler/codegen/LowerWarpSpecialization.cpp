@@ -8,6 +8,13 @@
 // (setmaxnreg.inc), wait on "full" for each iteration's stage (parity: iteration / stages) and
 // arrive on "empty" at the iteration's end, one arrival per warp; they meet at no CTA barrier
 // in the loop, and the barriers after it name only them (barrier 1), the producer being gone.
+// A loop nested in a persistent kernel's loop over its tiles ({warp_split} on the outer loop)
+// splits the warps before the outer loop instead: the producer's lane walks the outer loop
+// too, computing each tile's offsets (analysis/ProducerPrefix.h) and issuing its K steps, so
+// that it fills the ring with the next tile's first steps while the compute warps run this
+// tile's epilogue. The ring's iteration count, which gives the stages and the mbarriers'
+// parities, then runs across tiles on both sides.
+#include "compiler/analysis/ProducerPrefix.h"
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 
@@ -16,6 +23,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace tritium::codegen {
 
@@ -46,31 +54,31 @@ void setMaxRegisters(Lowering &l, const char *action, const char *attr) {
 
 } // namespace
 
-void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
-                      llvm::Value *ub, llvm::Value *step) {
+namespace {
+
+// The producer's walk of `loop`'s iterations lb, lb + step, ... < ub, from the ring's iteration
+// n (counted across every run of the loop) in `stage`: for each, wait until the compute warps
+// have released the stage, then issue its copies. Leaves the insertion point after the loop
+// and returns n and the stage there.
+std::pair<llvm::Value *, llvm::Value *> issueEveryIteration(Lowering &l, const PipelinePlan &plan,
+                                                            const ir::Op &loop, llvm::Value *lb,
+                                                            llvm::Value *ub, llvm::Value *step,
+                                                            llvm::Value *n0, llvm::Value *stage0) {
   auto &b = l.b;
-  if (!l.producer)
-    internalError("a warp-specialized loop in a kernel without a producer warp");
-  auto *producerBB = llvm::BasicBlock::Create(l.ctx, "producer", l.fn);
+  llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *header = llvm::BasicBlock::Create(l.ctx, "producer.header", l.fn);
   auto *body = llvm::BasicBlock::Create(l.ctx, "producer.body", l.fn);
-  auto *leave = llvm::BasicBlock::Create(l.ctx, "producer.exit", l.fn);
-  auto *compute = llvm::BasicBlock::Create(l.ctx, "compute", l.fn);
-  b.CreateCondBr(l.producer, producerBB, compute);
-
-  // One lane issues; the group's others leave at once.
-  b.SetInsertPoint(producerBB);
-  setMaxRegisters(l, "dec", "producer_registers");
-  b.CreateCondBr(b.CreateICmpEQ(l.hardwareTid, b.getInt32(l.threads())), header, leave);
+  auto *done = llvm::BasicBlock::Create(l.ctx, "producer.done", l.fn);
+  b.CreateBr(header);
   b.SetInsertPoint(header);
   llvm::PHINode *iv = b.CreatePHI(lb->getType(), 2, "producer.iv");
-  iv->addIncoming(lb, producerBB);
+  iv->addIncoming(lb, pre);
   llvm::PHINode *stage = b.CreatePHI(b.getInt32Ty(), 2, "producer.stage");
-  stage->addIncoming(b.getInt32(0), producerBB);
+  stage->addIncoming(stage0, pre);
   llvm::PHINode *n = b.CreatePHI(b.getInt32Ty(), 2, "producer.iteration");
-  n->addIncoming(b.getInt32(0), producerBB);
+  n->addIncoming(n0, pre);
   bool isUnsigned = loop.operand(0)->type().isUnsigned();
-  b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, leave);
+  b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, done);
 
   b.SetInsertPoint(body);
   // Iteration n reuses the stage of iteration n - stages: the (n / stages - 1)-th release of
@@ -93,7 +101,28 @@ void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop,
   n->addIncoming(b.CreateAdd(n, b.getInt32(1)), b.GetInsertBlock());
   iv->addIncoming(b.CreateAdd(iv, step), b.GetInsertBlock());
   b.CreateBr(header);
+  b.SetInsertPoint(done);
+  return {n, stage};
+}
 
+// Branches the producer warp group off (it gives its registers back; one lane runs
+// `producerWork`, then all leave the kernel) and continues with the compute warps, which take
+// the registers and from then on meet at barriers of their own.
+template <typename F> void split(Lowering &l, F producerWork) {
+  auto &b = l.b;
+  auto *producerBB = llvm::BasicBlock::Create(l.ctx, "producer", l.fn);
+  auto *work = llvm::BasicBlock::Create(l.ctx, "producer.lane", l.fn);
+  auto *leave = llvm::BasicBlock::Create(l.ctx, "producer.exit", l.fn);
+  auto *compute = llvm::BasicBlock::Create(l.ctx, "compute", l.fn);
+  b.CreateCondBr(l.producer, producerBB, compute);
+
+  // One lane issues; the group's others leave at once.
+  b.SetInsertPoint(producerBB);
+  setMaxRegisters(l, "dec", "producer_registers");
+  b.CreateCondBr(b.CreateICmpEQ(l.hardwareTid, b.getInt32(l.threads())), work, leave);
+  b.SetInsertPoint(work);
+  producerWork();
+  b.CreateBr(leave);
   b.SetInsertPoint(leave);
   b.CreateRetVoid();
 
@@ -103,6 +132,63 @@ void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop,
   l.tid = l.hardwareTid;
   l.producer = nullptr;
   l.consumersOnly = true;
+}
+
+} // namespace
+
+void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
+                      llvm::Value *ub, llvm::Value *step) {
+  if (!l.producer)
+    internalError("a warp-specialized loop in a kernel without a producer warp");
+  split(l, [&] {
+    issueEveryIteration(l, plan, loop, lb, ub, step, l.b.getInt32(0), l.b.getInt32(0));
+  });
+}
+
+void splitOffProducerAround(Lowering &l, const PipelinePlan &plan, const ir::Op &outer,
+                            const ir::Op &inner, llvm::Value *lb, llvm::Value *ub,
+                            llvm::Value *step,
+                            const std::function<void(const ir::Op &)> &lowerOp) {
+  auto &b = l.b;
+  if (!l.producer)
+    internalError("a warp-specialized loop in a kernel without a producer warp");
+  split(l, [&] {
+    // The outer loop, its body the ops the ring's copies need, then the inner loop's copies;
+    // the ring's iteration and stage carry on from tile to tile.
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(l.ctx, "producer.outer", l.fn);
+    auto *body = llvm::BasicBlock::Create(l.ctx, "producer.outer.body", l.fn);
+    auto *done = llvm::BasicBlock::Create(l.ctx, "producer.outer.done", l.fn);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode *iv = b.CreatePHI(lb->getType(), 2, "producer.tile");
+    iv->addIncoming(lb, pre);
+    llvm::PHINode *n = b.CreatePHI(b.getInt32Ty(), 2, "producer.ring.iteration");
+    n->addIncoming(b.getInt32(0), pre);
+    llvm::PHINode *stage = b.CreatePHI(b.getInt32Ty(), 2, "producer.ring.stage");
+    stage->addIncoming(b.getInt32(0), pre);
+    bool isUnsigned = outer.operand(0)->type().isUnsigned();
+    b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, done);
+
+    b.SetInsertPoint(body);
+    // Scalars alone (SpecializeWarps): what one lane computes is what every thread would.
+    llvm::Value *tid = l.tid, *producer = l.producer;
+    l.tid = b.getInt32(0);
+    l.producer = nullptr;
+    l.set(outer.body()->argument(0), {iv});
+    for (const ir::Op *op : producerPrefix(outer, inner))
+      lowerOp(*op);
+    l.tid = tid;
+    l.producer = producer;
+    auto [nOut, stageOut] = issueEveryIteration(l, plan, inner, l.get(inner.operand(0))[0],
+                                                l.get(inner.operand(1))[0],
+                                                l.get(inner.operand(2))[0], n, stage);
+    n->addIncoming(nOut, b.GetInsertBlock());
+    stage->addIncoming(stageOut, b.GetInsertBlock());
+    iv->addIncoming(b.CreateAdd(iv, step), b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(done);
+  });
 }
 
 void awaitResidents(Lowering &l, const PipelinePlan &plan) {

@@ -133,6 +133,10 @@ struct Lowering {
     llvm::Value *stage, *iteration, *aheadIv, *ub;
   };
   std::unordered_map<const ir::Op *, RingPosition> rings;
+  // In the body of a loop that the warps split before ({warp_split}): the iterations that its
+  // warp-specialized inner loop's ring ran in earlier iterations of it (the ring's stages and
+  // parities count on from there; LowerWarpSpecialization.cpp).
+  llvm::Value *ringBase = nullptr;
   // The stage buffer (this iteration's) of each ring-loaded tile that a dot reads straight from
   // the ring (gpu/FeedDotsFromRings.cpp), set when the load is lowered.
   std::unordered_map<const ir::Value *, llvm::Value *> ringTiles;

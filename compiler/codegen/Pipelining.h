@@ -4,6 +4,7 @@
 
 #include "compiler/codegen/Lowering.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -108,6 +109,14 @@ void enterWithProducerWarp(Lowering &l);
 // count them alone (Lowering::consumersOnly).
 void splitOffProducer(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
                       llvm::Value *ub, llvm::Value *step);
+// The same for a loop nested in a persistent kernel's loop over its tiles (`outer`, with
+// {warp_split}), before the outer loop: the producer's lane walks the outer loop too, running
+// the outer body's ops that the copies need (lowered by `lowerOp`), and carries the ring's
+// iteration and stage from tile to tile.
+void splitOffProducerAround(Lowering &l, const PipelinePlan &plan, const ir::Op &outer,
+                            const ir::Op &inner, llvm::Value *lb, llvm::Value *ub,
+                            llvm::Value *step,
+                            const std::function<void(const ir::Op &)> &lowerOp);
 // After issueResidents: the compute warps wait for the resident copies once, before the loop.
 void awaitResidents(Lowering &l, const PipelinePlan &plan);
 // The "empty" mbarrier of `stage` (an i32 value), and the compute warps' arrival on it at the
@@ -124,18 +133,11 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration);
 void awaitTurn(Lowering &l);
 void passTurn(Lowering &l);
 void endPingPong(Lowering &l, llvm::Value *iterations);
-// Whether the lowering of a TMA-copied load or a tensor_store reads its operand `index`: a
-// load's tile offsets always, its mask and `other` only where `other` is not the zero TMA fills
-// with, never its element pointers, base, shape or strides (the launch encodes those); every
-// operand of a tensor_store (its element path reads the base, shape and strides).
-bool tensorCopyReads(const ir::Op &op, unsigned index);
 // The ops whose values feed nothing but what the rings' reads do not use: a descriptor tile's
 // per-element addresses and masks (TMA copies), a cp.async tile's element pointers. The
 // lowering skips them: LLVM would delete them, but only after its passes had worked through
 // them (a third of a 128 x 256 x 64 matmul's IR), and it cannot delete a masked load (volatile
 // assembly) such as a paged cache's block-table entries, which the copies load ahead.
 std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn);
-// Whether `v` is the constant +0.0 or 0: what a cp.async of zero bytes leaves in the buffer.
-bool isZero(const ir::Value *v);
 
 } // namespace tritium::codegen

@@ -23,6 +23,15 @@
 // The producer runs the kernel's code before the loop as a double of warps 0-3 (it needs the
 // loop's bounds and the tiles' offsets), so that code may only compute and read: the loop must
 // be at the kernel's top level with no store, atomic, print, ring or other loop before it.
+// A persistent kernel nests the loop in one top-level loop over its tiles, the epilogue after
+// it: the warps then split before that outer loop, whose iterations the producer walks too,
+// running the outer body's scalar code that the inner loop's bounds and tiles need (no more),
+// so that it fills the ring with the next tile's first steps while the compute warps run this
+// tile's epilogue (LowerWarpSpecialization.cpp). The outer loop carries nothing but its
+// induction variable, its body before the inner loop only computes and reads, and no other
+// loop runs in it:
+//   for    {warp_split = 1}   (the outer loop; the ring's stages count across its iterations)
+#include "compiler/analysis/ProducerPrefix.h"
 #include "compiler/gpu/GpuPasses.h"
 
 #include <algorithm>
@@ -36,12 +45,58 @@ constexpr int64_t kProducerWarps = 4, kProducerRegisters = 24;
 
 int64_t alignTo(int64_t bytes, int64_t align) { return (bytes + align - 1) / align * align; }
 
+// Whether the producer may run `op` as the compute warps do: it computes or reads.
+bool harmless(const ir::Op &op) {
+  return op.numRegions() == 0 &&
+         (ir::trait(op) != ir::OpTrait::Effect || op.kind() == ir::OpKind::Assume ||
+          op.kind() == ir::OpKind::GridDepWait);
+}
+
+// Why the code of `block` before `until` cannot run in the producer too, or "".
+std::string impureBefore(const ir::Block &block, const ir::Op &until, const char *where) {
+  for (const auto &op : block.ops()) {
+    if (op.get() == &until)
+      break;
+    if (!harmless(*op))
+      return std::string("'") + op->name() + "' before the " + where +
+             ": the producer warp runs that code too, so it may only compute and read";
+  }
+  return "";
+}
+
+// Why the outer loop `outer` of a nested warp-specialized `loop` cannot be split before (see
+// above), or "".
+std::string nestedRefusal(const ir::Op &outer, const ir::Op &loop) {
+  if (outer.kind() != ir::OpKind::For)
+    return "only a loop at the kernel's top level, or in a top-level loop, is warp-specialized";
+  if (outer.numOperands() > 3)
+    return "the outer loop carries values, which the producer warp cannot compute";
+  if (std::string why = impureBefore(*outer.body(), loop, "inner loop"); !why.empty())
+    return why;
+  std::string other;
+  ir::walk(*outer.body(), [&](ir::Op &op) {
+    if (op.kind() == ir::OpKind::For && &op != &loop)
+      other = "another loop in the outer loop: the producer walks the inner loop's ring alone";
+  });
+  if (!other.empty())
+    return other;
+  // The producer evaluates, in one lane, the outer body's ops that the inner loop's bounds and
+  // the tiles' offsets need: scalars alone.
+  std::string block;
+  for (const ir::Op *op : producerPrefix(outer, loop))
+    if (op->numResults() > 0 && op->result()->type().rank() > 0)
+      block = std::string("'") + op->name() + "' gives the ring's offsets a block, not a scalar";
+  return block;
+}
+
 // Why `loop` (asking for warp specialization) cannot have it, or "" where it can.
 std::string refusal(const ir::Function &fn, const ir::Op &loop, bool claimed) {
   if (claimed)
     return "another loop of the kernel has the producer warp";
-  if (loop.parentBlock() != &fn.body())
-    return "only a loop at the kernel's top level is warp-specialized";
+  const ir::Op *outer = loop.parentBlock()->parentOp();
+  bool nested = loop.parentBlock() != &fn.body();
+  if (nested && (!outer || outer->parentBlock() != &fn.body()))
+    return "only a loop at the kernel's top level, or in a top-level loop, is warp-specialized";
   if (fn.intAttr("programs_per_cta").value_or(1) > 1 || fn.intAttr("cluster_size").value_or(1) > 1)
     return "programs per CTA and clusters keep every warp computing";
   if (!loop.hasAttr("tensor_barriers"))
@@ -49,17 +104,10 @@ std::string refusal(const ir::Function &fn, const ir::Op &loop, bool claimed) {
   for (const auto &op : loop.body()->ops())
     if (op->hasAttr("pipelined") && !op->hasAttr("resident") && !op->hasAttr("tensor_map"))
       return "a load of the ring is copied per thread (cp.async), not by TMA";
-  for (const auto &op : fn.body().ops()) {
-    if (op.get() == &loop)
-      break;
-    bool harmless = ir::trait(*op) != ir::OpTrait::Effect ||
-                    op->kind() == ir::OpKind::Assume || op->kind() == ir::OpKind::GridDepWait;
-    if (!harmless || op->numRegions() > 0)
-      return std::string("'") + op->name() +
-             "' before the loop: the producer warp runs that code too, so it may only compute "
-             "and read";
-  }
-  return "";
+  std::string why = impureBefore(fn.body(), nested ? *outer : loop, "loop");
+  if (why.empty() && nested)
+    why = nestedRefusal(*outer, loop);
+  return why;
 }
 
 // Why the compute warp groups of `loop` cannot take turns at its products (see above), or "".
@@ -111,6 +159,8 @@ void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
       return;
     }
     claimed = true;
+    if (loop.parentBlock() != &fn.body())
+      loop.parentBlock()->parentOp()->setAttr("warp_split", int64_t(1));
     loop.setAttr("warp_specialized", int64_t(1));
     loop.setAttr("empty_barriers", at);
     if (loop.hasAttr("ping_pong_asked")) {

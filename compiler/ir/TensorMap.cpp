@@ -2,7 +2,9 @@
 
 #include "compiler/support/Error.h"
 
+#include <cmath>
 #include <sstream>
+#include <variant>
 
 namespace tritium::ir {
 
@@ -28,6 +30,29 @@ Value *tensorOffset(const Op &op, int64_t d) {
 }
 
 bool hasMask(const Op &op) { return op.kind() != OpKind::TensorStore && op.numOperands() >= 3; }
+
+bool isPositiveZero(const Value *v) {
+  const Op *def = v->definingOp();
+  if (def && def->kind() == OpKind::Splat)
+    return isPositiveZero(def->operand(0));
+  if (!def || def->kind() != OpKind::Constant)
+    return false;
+  const Attr &a = def->attr("value");
+  if (std::holds_alternative<int64_t>(a))
+    return std::get<int64_t>(a) == 0;
+  return std::holds_alternative<double>(a) && std::get<double>(a) == 0.0 &&
+         !std::signbit(std::get<double>(a));
+}
+
+bool tensorCopyReads(const Op &op, unsigned index) {
+  if (op.kind() == OpKind::TensorStore) // all of them (codegen/LowerTensorStore.cpp)
+    return true;
+  int64_t rank = tensorRank(op);
+  unsigned offsets = unsigned(4 + 2 * rank);
+  if (index >= offsets && index < offsets + unsigned(rank))
+    return true;
+  return (index == 1 || index == 2) && !isPositiveZero(op.operand(2));
+}
 
 std::string TensorMapTerm::str() const {
   if (arg < 0)

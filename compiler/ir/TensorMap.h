@@ -27,6 +27,14 @@ Value *tensorStride(const Op &op, int64_t d);
 Value *tensorOffset(const Op &op, int64_t d);
 // Whether a load or store has a mask (and a load its `other`).
 bool hasMask(const Op &op);
+// Whether `v` is the constant +0.0 or 0, or a block of it: what TMA fills out-of-bounds elements with, and what a
+// cp.async of zero bytes leaves in its buffer.
+bool isPositiveZero(const Value *v);
+// Whether the TMA copy of a load traced from a descriptor, or a tensor_store, reads its operand
+// `index`: a load's tile offsets always, its mask and `other` only where `other` is not the zero
+// TMA fills with, never its element pointers, base, shape or strides (the launch encodes
+// those); every operand of a tensor_store (its element path reads the base, shape and strides).
+bool tensorCopyReads(const Op &op, unsigned index);
 
 // One number of a CUtensorMap: (arg < 0 ? 1 : the kernel's argument `arg`) x scale / divisor.
 struct TensorMapTerm {

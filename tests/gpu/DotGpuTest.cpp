@@ -388,19 +388,22 @@ TEST_F(DotGpuTest, LibraryMatmulSplitK) {
 }
 
 // Persistent plans (MatmulPlan::persistent): more tiles than SMs, so programs walk several
-// tiles in one K loop, each tile's epilogue between its last step and the next tile's first;
-// K not a multiple of the step; the epilogue's bias, residual and amax; fp8 operands read
-// K-major; SwiGLU's two products; and with a producer warp group issuing the copies.
+// tiles, each with its own K loop and epilogue; K not a multiple of the step; the epilogue's
+// bias, residual and amax; fp8 operands read K-major; SwiGLU's two products; and with a
+// producer warp group whose ring runs on across the tiles (one K step a tile, three, many).
 TEST_F(DotGpuTest, LibraryMatmulPersistent) {
   SKIP_WITHOUT_GPU();
   if (rt::Context::current().props().arch() != "sm_90")
     GTEST_SKIP() << "persistent plans read their tiles through TMA descriptors on Hopper";
   using kernels::Activation;
   using kernels::Dtype;
-  kernels::MatmulPlan wide{.persistent = true},
+  // (128 x 256 tiles keep C's staging beside the ring, so 3 stages fit where 4 did not.)
+  kernels::MatmulPlan wide{.numStages = 3, .persistent = true},
       narrow{.blockM = 128, .blockN = 128, .persistent = true},
-      producer{.warpSpecialize = true, .persistent = true},
-      fp8{.blockK = 128, .persistent = true};
+      producer{.numStages = 3, .warpSpecialize = true, .persistent = true},
+      fp8{.blockK = 128, .numStages = 3, .persistent = true},
+      fp8Producer{.blockK = 128, .numStages = 3, .warpSpecialize = true, .persistent = true},
+      narrowProducer{.blockM = 128, .blockN = 128, .warpSpecialize = true, .persistent = true};
   std::vector<LibraryMatmulCase> cases = {
       {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = wide},
       {.in = Dtype::fp16, .out = Dtype::fp16, .M = 4096, .N = 4096, .K = 512, .plan = wide},
@@ -409,6 +412,14 @@ TEST_F(DotGpuTest, LibraryMatmulPersistent) {
        .scaleA = true, .plan = fp8},
       {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
        .activation = Activation::SwiGlu, .plan = narrow},
+      // The producer's ring runs across tiles: K of 1, 3 and many steps, tiles at the edges.
+      {.M = 1100, .N = 2100, .K = 40, .residual = true, .plan = producer},
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 4096, .N = 4096, .K = 136, .plan = producer},
+      {.M = 300, .N = 700, .K = 3000, .bias = true, .plan = producer},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8Producer},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = narrowProducer},
   };
   for (LibraryMatmulCase c : cases) {
     c.onWgmma = true;
@@ -430,8 +441,8 @@ TEST_F(DotGpuTest, LibraryMatmulTmaStore) {
   using kernels::Dtype;
   kernels::MatmulPlan wide{.tmaStore = true},
       narrow{.blockM = 128, .blockN = 128, .numStages = 3, .tmaStore = true},
-      persistent{.persistent = true, .tmaStore = true},
-      producer{.warpSpecialize = true, .persistent = true, .tmaStore = true},
+      persistent{.numStages = 3, .persistent = true, .tmaStore = true},
+      producer{.numStages = 3, .warpSpecialize = true, .persistent = true, .tmaStore = true},
       fp8{.blockK = 128, .tmaStore = true}, elements{.tmaStore = false};
   std::vector<LibraryMatmulCase> cases = {
       {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = wide},

@@ -277,7 +277,8 @@ TEST_F(DotPtxTest, LibraryTmaStorePlanStoresCByTma) {
     SCOPED_TRACE(persistent ? "persistent" : "one tile a program");
     kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
                           .bias = aligned, .M = 4096, .N = 4096, .K = 4096};
-    kernels::MatmulPlan plan{.persistent = persistent, .tmaStore = true};
+    kernels::MatmulPlan plan{.numStages = persistent ? 3 : 4, .persistent = persistent,
+                             .tmaStore = true};
     Artifacts a = kernels::matmulKernel().compileTo(
         kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
     EXPECT_NE(a.gir.find("tensor_store"), std::string::npos) << a.gir;
@@ -301,43 +302,42 @@ TEST_F(DotPtxTest, LibraryTmaStorePlanStoresCByTma) {
 }
 
 // The library's persistent plan (MatmulPlan::persistent) at 8192 x 8192 x 512 bf16, with and
-// without a producer warp group: one K loop over a program's tiles, its tiles TMA copies read
-// in place by wgmma, the epilogue under a branch taken at each tile's last step. The kernel
-// resets its accumulator to zeros there; foldAccumulatorResets makes that the product's
-// accumulate flag (wgmma's scale-d), so no instruction writes zeros into the accumulator's
-// registers. The branch reads the product, so each step waits for its own (wait_group 0:
-// docs/notes/tensor-cores.md, "Persistent tiles"). ptxas serializes no wgmma.
-TEST_F(DotPtxTest, LibraryPersistentPlanIsOneRingOverItsTiles) {
+// without a producer warp group: one program per SM walks its tiles, each with the per-tile
+// kernel's K loop (its product left in flight from step to step: wait_group 1) and epilogue.
+// With the producer the warps split once, before the walk (one setmaxnreg pair); the producer
+// walks the tiles too, and the compute warps meet at no CTA-wide barrier after the split.
+// ptxas serializes no wgmma and spills nothing.
+TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
   const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
   kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
                         .M = 8192, .N = 8192, .K = 512};
   for (bool producer : {false, true}) {
     SCOPED_TRACE(producer ? "producer warp group" : "no producer");
-    kernels::MatmulPlan plan{.warpSpecialize = producer, .persistent = true};
+    kernels::MatmulPlan plan{.numStages = 3, .warpSpecialize = producer, .persistent = true};
     EXPECT_EQ(kernels::matmulGrid(m, plan, 132), 132);
     Artifacts a = kernels::matmulKernel().compileTo(
         kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
-    EXPECT_EQ(count(a.gir, " = for "), 1u) << a.gir;
-    EXPECT_NE(a.gir.find("tensor_barriers"), std::string::npos) << a.gir;
-    EXPECT_NE(a.gir.find("wgmma = 1, ring_a = 1, ring_b = 1"), std::string::npos) << a.gir;
-    EXPECT_EQ(count(a.gir, " = if "), 1u) << a.gir;
-    EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+    EXPECT_EQ(count(a.gir, "for "), 2u) << a.gir;
+    EXPECT_EQ(count(a.gir, "warp_split = 1"), producer ? 1u : 0u) << a.gir;
+    EXPECT_EQ(count(a.gir, "warp_specialized = 1"), producer ? 1u : 0u) << a.gir;
+    EXPECT_NE(a.gir.find("wgmma = 1, ring_a = 1, ring_b = 1, in_flight = 1"), std::string::npos)
+        << a.gir;
     EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u);
-    // The loop carries the flag beside the accumulator.
-    EXPECT_NE(a.tir.find(": block<128x256xf32>, i1  loc("), std::string::npos) << a.tir;
-    EXPECT_EQ(count(a.ptx, "setp.ne.b32 p, "), 1u) << a.ptx; // the first K step only
-    EXPECT_EQ(a.gir.find("in_flight"), std::string::npos) << a.gir;
+    EXPECT_NE(a.ptx.find("wgmma.wait_group.sync.aligned \t1;"), std::string::npos) << a.ptx;
+    EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4u);
+    if (producer) {
+      EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"), 1u);
+      EXPECT_EQ(count(a.ptx, "setmaxnreg.inc.sync.aligned.u32 240;"), 1u);
+      // Barrier 0 only sets up the ring's mbarriers, before the split.
+      size_t split = a.ptx.find("setmaxnreg.inc");
+      EXPECT_EQ(a.ptx.find("bar.sync \t0;", split), std::string::npos) << a.ptx;
+      EXPECT_NE(a.ptx.find("bar.sync \t1, 256;"), std::string::npos);
+    }
     if (tritium::testing::ptxasPath().empty())
       GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
     tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
     ASSERT_EQ(r.exitCode, 0) << r.output;
-    // The producer's 24 registers (setmaxnreg.dec) hold the tile walk's divisions only with
-    // spills (124 bytes today); the compute warps spill nothing.
-    if (!producer) {
-      EXPECT_NE(r.output.find(" 0 bytes spill stores"), std::string::npos) << r.output;
-    }
-    // ptxas serializes every wgmma where another instruction touches the registers of one in
-    // flight.
+    EXPECT_NE(r.output.find(" 0 bytes spill stores"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("C7514"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("serializ"), std::string::npos) << r.output;
   }

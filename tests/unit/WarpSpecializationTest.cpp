@@ -21,7 +21,8 @@ namespace {
 class WarpSpecializationTest : public tritium::testing::CompilerTest {};
 
 // out[64, 64] = the sum over row tiles of x [rows, 64] (fp16), tiles read through a descriptor
-// in a warp-specialized loop. NESTED: that loop inside another; STORE_FIRST: a store before it.
+// in a warp-specialized loop. NESTED: that loop inside another (1) or two others (2);
+// STORE_FIRST: a store before it.
 void tileSum(Ptr out, Ptr x, Int rows, int NESTED, int STORE_FIRST, int PING_PONG) {
   auto d = make_tensor_descriptor(x, {rows, 64}, {64, 1}, {64, 64});
   auto r = arange(0, 64), c = arange(0, 64);
@@ -33,9 +34,13 @@ void tileSum(Ptr out, Ptr x, Int rows, int NESTED, int STORE_FIRST, int PING_PON
     for (auto i : range(0, rows, 64, 3).warp_specialize().ping_pong(PING_PONG))
       acc = acc + cast(d.load({i, 0}), float32);
   };
-  if (NESTED)
+  if (NESTED == 1) // the outer loop carries acc
     for (auto o : range(0, 2))
       walk();
+  else if (NESTED == 2) // two loops deep
+    for (auto o : range(0, 2))
+      for (auto p : range(0, 1))
+        walk();
   else
     walk();
   store(at, acc);
@@ -65,7 +70,9 @@ TEST_F(WarpSpecializationTest, TheProducerWarpGroupOrTheReasonWhyNot) {
     std::string arch, why;
   };
   for (const Case &c : {
-           Case{1, 0, 0, "sm_90a", "only a loop at the kernel's top level is warp-specialized"},
+           Case{1, 0, 0, "sm_90a", "the outer loop carries values, which the producer warp"},
+           Case{2, 0, 0, "sm_90a",
+                "only a loop at the kernel's top level, or in a top-level loop, is warp-spec"},
            Case{0, 1, 0, "sm_90a", "'store' before the loop: the producer warp runs that code"},
            Case{0, 0, 0, "sm_80", "the loop's tiles are not copied by TMA"},
        }) {
