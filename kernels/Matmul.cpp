@@ -411,7 +411,8 @@ int64_t partialBytes(const MatmulArgs &m, int splitK) {
 // What a plan depends on in a call besides its shape.
 MatmulTypes matmulTypes(const MatmulArgs &m, bool canSplitK) {
   return {.in = m.in, .exactFp32 = m.in == Dtype::fp32 && m.precision != Precision::tf32,
-          .twoProducts = m.activation == Activation::SwiGlu, .canSplitK = canSplitK};
+          .twoProducts = m.activation == Activation::SwiGlu, .canSplitK = canSplitK,
+          .outBytes = int64_t(dtypeBytes(m.out))};
 }
 
 // The SMs that plans fill: the current device's; 132 (an H100's or H200's) in the interpreter

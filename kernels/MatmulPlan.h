@@ -21,8 +21,10 @@ struct MatmulPlan {
   bool descriptors = true;
   // With descriptors: a producer warp group issues the TMA copies (range(...).warp_specialize()).
   bool warpSpecialize = false;
-  // With descriptors: one program per SM walks tiles in one K loop, the next tile's first
-  // steps loading under this tile's epilogue.
+  // With descriptors: one program per SM walks tiles, each with its own K loop and epilogue;
+  // with warpSpecialize the producer warp group walks them too, loading the next tile's first
+  // steps under this tile's epilogue. C's staging buffer then sits beside the ring: 128 x 256
+  // tiles of 16-bit operands fit 3 stages.
   bool persistent = false;
   // Programs per tile, each summing a slice of the K range (split-K, for shapes with fewer
   // tiles than SMs); the slices' partial products meet in the call's workspace, and a second
@@ -60,6 +62,9 @@ struct MatmulTypes {
   bool twoProducts = false;
   // The call has a workspace: plans may split K.
   bool canSplitK = false;
+  // C's element size: a persistent plan stages C's tile beside its ring, which 4-byte
+  // elements leave too little room for.
+  int64_t outBytes = 2;
 };
 
 // The slices of K that fill the SMs with p's tiles: the largest power of two, at most 16, whose
@@ -67,10 +72,11 @@ struct MatmulTypes {
 // alone fill half the SMs.
 int splitKFor(const MatmulPlan &p, int64_t M, int64_t N, int64_t K, int smCount);
 
-// 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors (1.10 and
-// 1.15 of cuBLAS at 4096^3 and 8192^3 bf16 on the H200); 64 x 128 through pointers where fewer
-// 128 x 256 tiles than SMs would leave SMs idle; 16 x 64 x (512 bytes) on 4 warps for a few
-// rows (decode: the weights' bytes).
+// 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors; for at
+// most 8 K steps over at least two tiles a SM, the same tiles persistent with a producer warp
+// group and 3 stages; 64 x 128 with the producer where fewer 128 x 256 tiles than SMs would
+// leave SMs idle (split K where the call has a workspace and K is long); 16 x 64 x (512 bytes)
+// on 4 warps for a few rows (decode: the weights' bytes).
 MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes types = {});
 // What the autotuner times: the planner's plan and its neighbours (those through descriptors
 // only when `descriptorsUsable`).

@@ -416,8 +416,8 @@ TEST_F(DotInterpreterTest, LibraryMatmulTmaStore) {
 }
 
 // Persistent plans (MatmulPlan::persistent): more tiles than programs (one per SM, 132 in the
-// interpreter), so programs walk two tiles in one K loop, the epilogue between; K not a
-// multiple of the step; the epilogue's bias, residual, amax and SwiGLU's two products.
+// interpreter), so programs walk two tiles, a K loop and an epilogue each; K not a multiple of
+// the step; the epilogue's bias, residual, amax and SwiGLU's two products; with a producer.
 TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   using kernels::Activation;
   using kernels::Dtype;
@@ -436,4 +436,16 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 150, .N = 240, .K = 64, .activation = Activation::SwiGlu,
                                   .plan = persistent});
+  kernels::MatmulPlan producer = persistent;
+  producer.warpSpecialize = true;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 72, .residual = true, .plan = producer});
+  // The planner takes the persistent plan with a producer for at most 8 K steps over at least
+  // two 128 x 256 tiles a SM, where C's staging leaves the ring 3 stages (16-bit C, not fp32).
+  kernels::MatmulPlan shortK = kernels::planMatmul(8192, 8192, 512, 132);
+  EXPECT_TRUE(shortK.persistent && shortK.warpSpecialize && shortK.numStages == 3 &&
+              shortK.blockM == 128 && shortK.blockN == 256);
+  EXPECT_FALSE(kernels::planMatmul(8192, 8192, 1024, 132).persistent);
+  EXPECT_FALSE(kernels::planMatmul(8192, 8192, 512, 132, {.outBytes = 4}).persistent);
+  EXPECT_FALSE(kernels::planMatmul(2048, 2048, 512, 132).persistent); // 128 tiles
 }
