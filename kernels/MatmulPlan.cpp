@@ -16,13 +16,17 @@ namespace {
 MatmulPlan forProducts(MatmulPlan p, MatmulTypes t) {
   if (t.twoProducts && p.blockM * p.blockN > 128 * 128)
     p.blockN /= 2;
+  if (t.twoProducts && p.persistent) // the second B tile: C's staging leaves 3 stages
+    p.numStages = std::min(p.numStages, 3);
   return p;
 }
 } // namespace
 
 namespace {
-MatmulPlan persistentWide(MatmulTypes t) {
-  MatmulPlan p{128, 256, kOf(128, t), 8, 3, true, true};
+// One program per SM walking 128 x 128 tiles, a producer warp group filling the ring across
+// them: 4 stages beside C's staging (forProducts: 3 with SwiGLU's second B tile).
+MatmulPlan persistentPlan(MatmulTypes t) {
+  MatmulPlan p{128, 128, kOf(128, t), 8, 4, true, true};
   p.persistent = true;
   return p;
 }
@@ -53,12 +57,12 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
     return {128, 128, 32, 8, 3, true};
   MatmulPlan wide{128, 256, kOf(128, t), 8, 4, true};
   // Short K over many tiles: one program per SM walks its tiles, a producer warp group filling
-  // the ring with the next tile's first steps under this tile's epilogue (3 stages: C's staging
-  // sits beside the ring). At 8192 x 8192 x 512 bf16 on an H200: 510.5 TFLOP/s against 473.1
-  // for a program per tile; even at 4096 x 4096 x 1024, 1-3% behind at long K
+  // the ring with the next tile's first steps under this tile's epilogue. On an H200, bf16,
+  // TFLOP/s against a program per 128 x 256 tile: 528.3 / 473.1 at 8192 x 8192 x 512, 612.2 /
+  // 584.8 at 4096 x 4096 x 1024; 656.9 / 688.6 at 4096^3, so long K keeps the wide plan
   // (docs/notes/tensor-cores.md, "Persistent tiles").
-  if (wide.tiles(M, N) >= 2 * smCount && K <= 8 * wide.blockK && t.outBytes <= 2)
-    return persistentWide(t);
+  if (wide.tiles(M, N) >= 2 * smCount && K <= 16 * wide.blockK && t.outBytes <= 2)
+    return persistentPlan(t);
   // Fewer tiles than SMs: 64 x 128 tiles, copied by a producer warp group (at 1024^3 on an
   // H200: 11.2 us, against 12.5 without it and 13.1 through pointers).
   if (wide.tiles(M, N) < smCount) {
@@ -97,8 +101,12 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
            {128, 256, k, 8, 4, true, true}, {128, 128, k, 8, 4, true, true},
            {64, 128, k, 4, 4, true, true}};
     // Persistent, where programs walk several tiles (see planMatmul).
-    if (all[0].tiles(M, N) >= 2 * smCount && t.outBytes <= 2)
-      all.push_back(persistentWide(t));
+    if (all[0].tiles(M, N) >= 2 * smCount && t.outBytes <= 2) {
+      MatmulPlan wider{128, 256, k, 8, 3, true, true}; // (C's staging leaves 3 stages)
+      wider.persistent = true;
+      all.push_back(wider);
+      all.push_back(persistentPlan(t));
+    }
   }
   for (MatmulPlan &p : all)
     p = forProducts(p, t);

@@ -73,8 +73,8 @@ struct MatmulTypes {
 int splitKFor(const MatmulPlan &p, int64_t M, int64_t N, int64_t K, int smCount);
 
 // 128 x 256 x (128 bytes) tiles on two warp groups with 4 stages through descriptors; for at
-// most 8 K steps over at least two tiles a SM, the same tiles persistent with a producer warp
-// group and 3 stages; 64 x 128 with the producer where fewer 128 x 256 tiles than SMs would
+// most 16 K steps over at least two such tiles a SM, 128 x 128 tiles persistent with a
+// producer warp group; 64 x 128 with the producer where fewer 128 x 256 tiles than SMs would
 // leave SMs idle (split K where the call has a workspace and K is long); 16 x 64 x (512 bytes)
 // on 4 warps for a few rows (decode: the weights' bytes).
 MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes types = {});

@@ -440,12 +440,14 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   producer.warpSpecialize = true;
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 200, .N = 176, .K = 72, .residual = true, .plan = producer});
-  // The planner takes the persistent plan with a producer for at most 8 K steps over at least
-  // two 128 x 256 tiles a SM, where C's staging leaves the ring 3 stages (16-bit C, not fp32).
+  // The planner takes the persistent plan with a producer for at most 16 K steps over at least
+  // two 128 x 256 tiles a SM, where C's staging leaves the ring room (16-bit C, not fp32).
   kernels::MatmulPlan shortK = kernels::planMatmul(8192, 8192, 512, 132);
-  EXPECT_TRUE(shortK.persistent && shortK.warpSpecialize && shortK.numStages == 3 &&
-              shortK.blockM == 128 && shortK.blockN == 256);
-  EXPECT_FALSE(kernels::planMatmul(8192, 8192, 1024, 132).persistent);
+  EXPECT_TRUE(shortK.persistent && shortK.warpSpecialize && shortK.numStages == 4 &&
+              shortK.blockM == 128 && shortK.blockN == 128);
+  EXPECT_EQ(kernels::planMatmul(8192, 8192, 512, 132, {.twoProducts = true}).numStages, 3);
+  EXPECT_TRUE(kernels::planMatmul(4096, 4096, 1024, 132).persistent);
+  EXPECT_FALSE(kernels::planMatmul(4096, 4096, 2048, 132).persistent);
   EXPECT_FALSE(kernels::planMatmul(8192, 8192, 512, 132, {.outBytes = 4}).persistent);
   EXPECT_FALSE(kernels::planMatmul(2048, 2048, 512, 132).persistent); // 128 tiles
 }

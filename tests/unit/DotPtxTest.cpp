@@ -341,4 +341,18 @@ TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
     EXPECT_EQ(r.output.find("C7514"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("serializ"), std::string::npos) << r.output;
   }
+  // The planner's persistent plans fit their shared memory: fp16, and SwiGLU's two products.
+  for (kernels::Activation act : {kernels::Activation::None, kernels::Activation::SwiGlu}) {
+    kernels::MatmulArgs s = m;
+    s.activation = act;
+    s.in = s.out = kernels::Dtype::fp16;
+    kernels::MatmulPlan plan = kernels::planMatmul(8192, 8192, 512, 132,
+                                                   {.in = s.in, .twoProducts = act != kernels::Activation::None});
+    ASSERT_TRUE(plan.persistent);
+    Artifacts a = kernels::matmulKernel().compileTo(
+        kernels::matmulSpecialization(s, plan, "sm_90a"), Stage::PTX);
+    // (SwiGLU's second B tile is copied per thread, so its loop keeps every warp computing.)
+    EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"),
+              act == kernels::Activation::None ? 1u : 0u);
+  }
 }
