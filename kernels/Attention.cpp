@@ -44,142 +44,157 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
                                  Int soh, Int sos, Int kv_rows, Int v_rows, Int win_left,
-                                 Int win_right, int BM,
+                                 Int win_right, Int batch, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
                                  int PING_PONG, int SCALE_IN_EXP, int EVEN_KV, int OVERLAP,
-                                 int V_T, int HD) {
+                                 int V_T, int HD, int PERSISTENT) {
+  // One (query block, batch x head) tile: the kernel's body, run once per program or, with
+  // PERSISTENT, for each tile of the program's walk.
+  auto tile = [&](Value pid_m, Value bh) {
+    auto b = bh / heads, h = bh % heads;
+    auto kvh = h / groups;
+    auto rm = pid_m * BM + arange(0, BM);
+    auto rd = arange(0, D);
+    auto rn0 = arange(0, BN);
+    auto cols = [&](Value rows_ok) { return paddedColumns(rows_ok, rd, D, HD); };
+    Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
+    if (VARLEN) { // this sequence's rows
+      q0 = cast(load(cu_q + b), int64);
+      kv0 = cast(load(cu_kv + b), int64);
+      seqQ = cast(load(cu_q + b + 1), int64) - q0;
+      seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
+    }
+    // (Each form written whole, so that the fixed-length one compiles as it always has.)
+    auto q_rows = VARLEN ? q + h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
+                         : q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
+    auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
+    auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
+    std::optional<TensorDescriptor> k_desc, v_desc;
+    Value kv_row0, v_row0;
+    if (KV_DESC) {
+      k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
+      v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
+                   : make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
+      kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
+      v_row0 = (b * (heads / groups) + kvh) * HD; // (V^T's rows past HD: the next head's, unused)
+    }
+    // The [BN, D] tile of V from key `start`: as stored, or V^T's [D, BN] tile transposed.
+    auto v_desc_tile = [&](Value start) {
+      return V_T ? trans(v_desc->load({v_row0, start})) : v_desc->load({kv_row0 + start, 0});
+    };
+    auto m_i = full({BM}, -INFINITY, float32);
+    auto l_i = zeros({BM}, float32);
+    auto acc = zeros({BM, D}, float32);
+    // Causal: query row i sees keys up to i + (seq_kv - seq_q); a sliding window also bounds
+    // the first step (AttentionKeyRange.h).
+    auto shift = seqKV - seqQ;
+    auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
+                             WINDOW, VARLEN);
+    // The online softmax of one step's scores `s` (unscaled) of keys rn: updates m_i and l_i
+    // and returns the probabilities and the factor that rescales the sums so far.
+    auto softmax = [&](Value s, Value start, Value rn) {
+      if (!SCALE_IN_EXP)
+        s = s * qk_scale;
+      auto mask = [&] {
+        std::optional<Value> valid;
+        auto both = [&](Value c) { valid = valid ? *valid & c : c; };
+        if (!EVEN_KV)
+          both(rn(None, _) < seqKV);
+        if (CAUSAL)
+          both(rn(None, _) <= rm(_, None) + shift);
+        if (WINDOW)
+          both((rn(None, _) >= rm(_, None) + (shift - win_left)) &
+               (rn(None, _) <= rm(_, None) + (shift + win_right)));
+        if (valid)
+          s = where(*valid, s, -INFINITY);
+      };
+      // Only the steps that reach past the keys or the first row's last key mask their scores.
+      maskWhereNeeded(WINDOW, CAUSAL,
+                      EVEN_KV ? std::nullopt : std::optional<Value>(start + BN > seqKV),
+                      start + (BN - 1) > pid_m * BM + shift, mask);
+      // With a positive scale the row maximum of the raw scores, scaled, is that of the scaled
+      // ones, and each score's scale and shift is one fused multiply-add.
+      auto m_new = maximum(m_i, SCALE_IN_EXP ? max(s, 1) * qk_scale : max(s, 1));
+      // A row that has seen no key yet keeps -inf: subtract 0 from it instead (no NaN).
+      auto m_use = where(m_new == -INFINITY, 0.0, m_new);
+      auto p = exp2((SCALE_IN_EXP ? s * qk_scale : s) - m_use(_, None));
+      auto alpha = exp2(m_i - m_use);
+      return std::tuple{p, alpha, m_new, l_i * alpha + sum(p, 1)};
+    };
+    if (OVERLAP) {
+      // FlashAttention-3's order within a warp group: each step issues its scores' product and
+      // the previous step's P V product together, then runs its softmax while the tensor cores
+      // work on P V (the scores' wait leaves P V in flight: wgmma.wait_group 1). So the loop
+      // runs one step more: the first adds no P V (P is zero; V is the first step's tile), the
+      // last's scores (keys from `hi`: zeros past the tensor, or the next head's) are not used.
+      auto p_prev = zeros({BM, BN}, q.dtype());
+      for (auto start :
+           range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
+        auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
+        auto k_tile = k_desc->load({kv_row0 + start, 0});
+        auto v_tile = v_desc_tile(maximum(start - BN, lo));
+        auto s = dot(q_tile, trans(k_tile));
+        acc = dot(p_prev, v_tile, acc);
+        auto [p, alpha, m_new, l_new] = softmax(s, start, start + rn0);
+        auto used = start < hi; // not the step past the last
+        acc = acc * where(used, alpha, 1.0)(_, None);
+        m_i = where(used, m_new, m_i);
+        l_i = where(used, l_new, l_i);
+        p_prev = cast(p, q.dtype());
+      }
+    } else {
+      for (auto start :
+           range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
+        // The query tile, loaded in the loop that does not change it: copied once into shared
+        // memory before the loop, where both products read it in place, instead of held in
+        // registers across the loop.
+        auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
+        auto rn = start + rn0;
+        Value k_tile, v_tile;
+        if (KV_DESC) {
+          k_tile = k_desc->load({kv_row0 + start, 0});
+          v_tile = v_desc_tile(start);
+        } else {
+          k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
+          auto vt_ok = HD < D ? (rn(None, _) < seqKV) & (rd < HD)(_, None) : rn(None, _) < seqKV;
+          v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), vt_ok, 0))
+                       : load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
+        }
+        auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
+        acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
+        m_i = m_new;
+        l_i = l_new;
+      }
+    }
+    // Rows without any key (causal, seq_q > seq_kv) give zeros.
+    auto l_safe = where(l_i == 0.0, 1.0, l_i);
+    auto out = acc / l_safe(_, None);
+    if (q.dtype() == "fp8e4m3") // V's descale (P was quantized as it is, in [0, 1])
+      out = out * o_scale;
+    auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
+                         : o + b * sob + h * soh + rm(_, None) * sos + rd(None, _);
+    store(o_rows, cast(out, o.dtype()), cols(rm(_, None) < seqQ));
+    if (HAS_LSE) { // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
+      auto lse_rows = VARLEN ? lse + h * seq_q + q0 + rm : lse + bh * seq_q + rm;
+      store(lse_rows, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
+    }
+  };
   // Causal programs of the last query blocks see the most keys: they start first, so that the
   // grid's tail is made of short programs (507.7 against 492.6 TFLOP/s at 1 x 32 x 16384 x
   // 128 on an H200; docs/notes/attention.md, "Causal programs heaviest first").
-  auto pid_m = CAUSAL ? num_programs(0) - 1 - program_id(0) : program_id(0);
-  auto bh = program_id(1);
-  auto b = bh / heads, h = bh % heads;
-  auto kvh = h / groups;
-  auto rm = pid_m * BM + arange(0, BM);
-  auto rd = arange(0, D);
-  auto rn0 = arange(0, BN);
-  auto cols = [&](Value rows_ok) { return paddedColumns(rows_ok, rd, D, HD); };
-  Value seqQ = seq_q, seqKV = seq_kv, q0, kv0;
-  if (VARLEN) { // this sequence's rows
-    q0 = cast(load(cu_q + b), int64);
-    kv0 = cast(load(cu_kv + b), int64);
-    seqQ = cast(load(cu_q + b + 1), int64) - q0;
-    seqKV = cast(load(cu_kv + b + 1), int64) - kv0;
+  if (!PERSISTENT) {
+    tile(CAUSAL ? num_programs(0) - 1 - program_id(0) : program_id(0), program_id(1));
+    return;
   }
-  // (Each form written whole, so that the fixed-length one compiles as it always has.)
-  auto q_rows = VARLEN ? q + h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
-                       : q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
-  auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
-  auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
-  std::optional<TensorDescriptor> k_desc, v_desc;
-  Value kv_row0, v_row0;
-  if (KV_DESC) {
-    k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
-    v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
-                 : make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
-    kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
-    v_row0 = (b * (heads / groups) + kvh) * HD; // (V^T's rows past HD: the next head's, unused)
-  }
-  // The [BN, D] tile of V from key `start`: as stored, or V^T's [D, BN] tile transposed.
-  auto v_desc_tile = [&](Value start) {
-    return V_T ? trans(v_desc->load({v_row0, start})) : v_desc->load({kv_row0 + start, 0});
-  };
-  auto m_i = full({BM}, -INFINITY, float32);
-  auto l_i = zeros({BM}, float32);
-  auto acc = zeros({BM, D}, float32);
-  // Causal: query row i sees keys up to i + (seq_kv - seq_q); a sliding window also bounds
-  // the first step (AttentionKeyRange.h).
-  auto shift = seqKV - seqQ;
-  auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
-                           WINDOW, VARLEN);
-  // The online softmax of one step's scores `s` (unscaled) of keys rn: updates m_i and l_i
-  // and returns the probabilities and the factor that rescales the sums so far.
-  auto softmax = [&](Value s, Value start, Value rn) {
-    if (!SCALE_IN_EXP)
-      s = s * qk_scale;
-    auto mask = [&] {
-      std::optional<Value> valid;
-      auto both = [&](Value c) { valid = valid ? *valid & c : c; };
-      if (!EVEN_KV)
-        both(rn(None, _) < seqKV);
-      if (CAUSAL)
-        both(rn(None, _) <= rm(_, None) + shift);
-      if (WINDOW)
-        both((rn(None, _) >= rm(_, None) + (shift - win_left)) &
-             (rn(None, _) <= rm(_, None) + (shift + win_right)));
-      if (valid)
-        s = where(*valid, s, -INFINITY);
-    };
-    // Only the steps that reach past the keys or the first row's last key mask their scores.
-    maskWhereNeeded(WINDOW, CAUSAL,
-                    EVEN_KV ? std::nullopt : std::optional<Value>(start + BN > seqKV),
-                    start + (BN - 1) > pid_m * BM + shift, mask);
-    // With a positive scale the row maximum of the raw scores, scaled, is that of the scaled
-    // ones, and each score's scale and shift is one fused multiply-add.
-    auto m_new = maximum(m_i, SCALE_IN_EXP ? max(s, 1) * qk_scale : max(s, 1));
-    // A row that has seen no key yet keeps -inf: subtract 0 from it instead (no NaN).
-    auto m_use = where(m_new == -INFINITY, 0.0, m_new);
-    auto p = exp2((SCALE_IN_EXP ? s * qk_scale : s) - m_use(_, None));
-    auto alpha = exp2(m_i - m_use);
-    return std::tuple{p, alpha, m_new, l_i * alpha + sum(p, 1)};
-  };
-  if (OVERLAP) {
-    // FlashAttention-3's order within a warp group: each step issues its scores' product and
-    // the previous step's P V product together, then runs its softmax while the tensor cores
-    // work on P V (the scores' wait leaves P V in flight: wgmma.wait_group 1). So the loop
-    // runs one step more: the first adds no P V (P is zero; V is the first step's tile), the
-    // last's scores (keys from `hi`: zeros past the tensor, or the next head's) are not used.
-    auto p_prev = zeros({BM, BN}, q.dtype());
-    for (auto start :
-         range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
-      auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
-      auto k_tile = k_desc->load({kv_row0 + start, 0});
-      auto v_tile = v_desc_tile(maximum(start - BN, lo));
-      auto s = dot(q_tile, trans(k_tile));
-      acc = dot(p_prev, v_tile, acc);
-      auto [p, alpha, m_new, l_new] = softmax(s, start, start + rn0);
-      auto used = start < hi; // not the step past the last
-      acc = acc * where(used, alpha, 1.0)(_, None);
-      m_i = where(used, m_new, m_i);
-      l_i = where(used, l_new, l_i);
-      p_prev = cast(p, q.dtype());
-    }
-  } else {
-    for (auto start :
-         range(lo, hi, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
-      // The query tile, loaded in the loop that does not change it: copied once into shared
-      // memory before the loop, where both products read it in place, instead of held in
-      // registers across the loop.
-      auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
-      auto rn = start + rn0;
-      Value k_tile, v_tile;
-      if (KV_DESC) {
-        k_tile = k_desc->load({kv_row0 + start, 0});
-        v_tile = v_desc_tile(start);
-      } else {
-        k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
-        auto vt_ok = HD < D ? (rn(None, _) < seqKV) & (rd < HD)(_, None) : rn(None, _) < seqKV;
-        v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), vt_ok, 0))
-                     : load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
-      }
-      auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
-      acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
-      m_i = m_new;
-      l_i = l_new;
-    }
-  }
-  // Rows without any key (causal, seq_q > seq_kv) give zeros.
-  auto l_safe = where(l_i == 0.0, 1.0, l_i);
-  auto out = acc / l_safe(_, None);
-  if (q.dtype() == "fp8e4m3") // V's descale (P was quantized as it is, in [0, 1])
-    out = out * o_scale;
-  auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)
-                       : o + b * sob + h * soh + rm(_, None) * sos + rd(None, _);
-  store(o_rows, cast(out, o.dtype()), cols(rm(_, None) < seqQ));
-  if (HAS_LSE) { // natural log: (m + log2(l)) x ln 2, in the scaled scores' units
-    auto lse_rows = VARLEN ? lse + h * seq_q + q0 + rm : lse + bh * seq_q + rm;
-    store(lse_rows, (m_i + log2(l_safe)) * 0.6931471805599453, rm < seqQ);
+  // Persistent (fixed-length batches): each program walks tiles t = pid, pid + programs, ...,
+  // query block by query block over every head (the last blocks first when causal); with a
+  // producer warp group the warps split before this loop, and the producer loads the next
+  // tile's first keys and values while this tile's output is stored.
+  auto blocks = cdiv(seq_q, BM), bhs = batch * heads;
+  for (auto t : range(program_id(0), blocks * bhs, num_programs(0))) {
+    auto m = t / bhs;
+    tile(CAUSAL ? blocks - 1 - m : m, t % bhs);
   }
 }
 
@@ -189,10 +204,11 @@ Kernel &attentionForwardKernel() {
                           "seq_q",
                           "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
-                          "sob", "soh", "sos", "kv_rows", "v_rows", "win_left", "win_right", "BM", "BN",
+                          "sob", "soh", "sos", "kv_rows", "v_rows", "win_left", "win_right",
+                          "batch", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
                           "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP",
-                          "V_T", "HD"});
+                          "V_T", "HD", "PERSISTENT"});
   return k;
 }
 
@@ -271,7 +287,7 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                     "i64",
                                     "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
+                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
                       .constexprs = {plan.blockM, plan.blockN, paddedHeadDim(a.headDim),
                                      plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
@@ -281,7 +297,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                                      scaleInExp ? 1 : 0,
                                      !varlen && seqKV % plan.blockN == 0 ? 1 : 0,
                                      plan.overlapSoftmax && tma ? 1 : 0,
-                                     a.vTransposed ? 1 : 0, a.headDim},
+                                     a.vTransposed ? 1 : 0, a.headDim,
+                                     plan.persistent && !varlen ? 1 : 0},
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
@@ -337,11 +354,14 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      a.batch * kvHeads * seqKV, a.batch * kvHeads * D, window.left, window.right};
+      a.batch * kvHeads * seqKV, a.batch * kvHeads * D, window.left, window.right, a.batch};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
-  attentionForwardKernel()
-      .compile(attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs))
-      .launch(Grid3{blocks, a.batch * a.heads, 1}, stream, launchArgs);
+  CompiledKernel &c = attentionForwardKernel().compile(
+      attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs));
+  if (plan.persistent && !varlen) // as many programs as fit the SMs at once, at most a tile each
+    c.launch(Grid3{c.persistentGrid(blocks * a.batch * a.heads), 1, 1}, stream, launchArgs);
+  else
+    c.launch(Grid3{blocks, a.batch * a.heads, 1}, stream, launchArgs);
 }
 
 } // namespace tritium::kernels

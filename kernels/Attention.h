@@ -76,6 +76,11 @@ struct AttentionPlan {
   // Each warp group's softmax runs under its own previous P V product (FlashAttention-3's
   // order; dense K and V through tensor descriptors only).
   bool overlapSoftmax = false;
+  // As many programs as fit the SMs at once walk the (query block, head) tiles, the heaviest
+  // first when causal; with warpSpecialize the producer warp group walks them too, loading the
+  // next tile's keys and values under this tile's epilogue. Fixed-length batches (varlen ones
+  // keep a program per tile).
+  bool persistent = false;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
 // get smaller tiles at head_dim 256. `vTransposed`: AttentionArgs::vTransposed.

@@ -53,7 +53,7 @@ struct AttentionCase {
     if (plan)
       s << " plan " << plan->blockM << "x" << plan->blockN << "x" << plan->numWarps << "x"
         << plan->numStages << (plan->warpSpecialize ? " producer" : "")
-        << (plan->overlapSoftmax ? " overlap" : "");
+        << (plan->overlapSoftmax ? " overlap" : "") << (plan->persistent ? " persistent" : "");
     if (backwardPlan)
       s << " backward plan " << backwardPlan->ownRows << "x" << backwardPlan->stepRows << "x"
         << backwardPlan->numWarps << "x" << backwardPlan->numStages

@@ -31,7 +31,7 @@ namespace {
 // Timings as the peers' scripts take theirs (kernels::benchmarkLaunches: about 25 ms of
 // warm-up, then the median of about 200 ms of runs, each after an L2 flush).
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]] [--persistent]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
                  [Z H S D]
@@ -48,6 +48,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   (a trailing "ws" adds a producer warp group that issues the K/V copies, "pp" that and
   the compute warp groups' turns at the products, "ov" runs each warp group's softmax under
   its previous P V product, "wsov" both the producer and that, "ppov" all three);
+  --persistent runs the forward's plan (given or planned) persistent: as many programs as fit
+  the SMs walk the tiles (AttentionPlan::persistent).
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's
   ("split": dV and dK by two kernels, as head_dim 256 needs; "ws": a producer warp group
@@ -70,6 +72,7 @@ struct Options {
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
   bool blockStore = false;                                     // --backward-block-store
+  bool persistent = false; // --persistent: the forward's plan walks tiles (AttentionPlan)
   std::optional<kernels::AttentionDecodePlan> decodePlan;     // --decode-plan
 };
 
@@ -127,6 +130,8 @@ Options parse(int argc, char **argv) {
                                                       .numStages = int(st),
                                                       .splitDkDv = f.rfind("split", 0) == 0,
                                                       .warpSpecialize = f.find("ws") != std::string::npos};
+    } else if (a == "--persistent") {
+      o.persistent = true;
     } else if (a == "--backward-block-store") {
       o.backward = o.blockStore = true;
     } else if (a.rfind("--page=", 0) == 0) {
@@ -230,7 +235,12 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
                                        : o.dtype == "bf16" ? kernels::Dtype::bf16
                                                            : kernels::Dtype::fp16,
                               .vTransposed = o.vTransposed};
-  const kernels::AttentionPlan *plan = o.plan ? &*o.plan : nullptr;
+  std::optional<kernels::AttentionPlan> chosen = o.plan;
+  if (o.persistent && !chosen) // the planner's plan (for sm_90a), persistent
+    chosen = kernels::planAttention(o.D, args.dtype, true, o.vTransposed);
+  if (o.persistent)
+    chosen->persistent = true;
+  const kernels::AttentionPlan *plan = chosen ? &*chosen : nullptr;
   kernels::attentionForward(args, stream, plan);
   sync();
   std::vector<unsigned char> raw(outBytes);

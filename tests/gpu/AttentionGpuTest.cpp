@@ -302,6 +302,30 @@ TEST_F(AttentionGpuTest, ForwardOnOneWarpGroupAtHeadDim128) {
                                         .numStages = 2}});
 }
 
+// Persistent plans (AttentionPlan::persistent): more tiles than the programs that fit the SMs
+// at once, so each program walks several, the last query blocks first when causal; the
+// producer's ring runs on across tiles (head_dim 128), one warp group without it (64), head_dim
+// 256; GQA, a window, more queries than keys, and sequences that are not multiples of a block.
+TEST_F(AttentionGpuTest, ForwardPersistent) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128, 256}) {
+    kernels::AttentionPlan plan = kernels::planAttention(d);
+    plan.persistent = true;
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.batch = 4, .heads = 16, .kvHeads = 2, .seqQ = 1000,
+                                    .seqKV = 1000, .headDim = d, .causal = causal,
+                                    .plan = plan});
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 3, .heads = 8, .kvHeads = 8, .seqQ = 700,
+                                  .seqKV = 333, .headDim = d, .causal = true, .plan = plan});
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 2, .heads = 32, .kvHeads = 4, .seqQ = 1100,
+                                  .seqKV = 1100, .headDim = d, .windowLeft = 100,
+                                  .windowRight = 0, .plan = plan});
+  }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax: each softmax under the previous
 // P V product, one step more than the keys), with the producer warp group, alone and with the
 // compute groups' turns: sequences that are not multiples of a block, causal with more

@@ -43,6 +43,35 @@ TEST_F(AttentionInterpreterTest, Forward) {
                               .causal = true, .scale = 0.3f});
 }
 
+// Persistent plans (AttentionPlan::persistent): fewer programs than tiles, so each walks
+// several (query block, head) tiles, the last query blocks first when causal; GQA, causal with
+// more queries than keys, a window, strided K and V (the plain loop), head_dim 64 and 256; a
+// varlen batch keeps a program per tile.
+TEST_F(AttentionInterpreterTest, ForwardPersistent) {
+  kernels::AttentionPlan producer = kernels::planAttention(128);
+  producer.blockM = 32; // more tiles than the interpreter's programs
+  producer.persistent = true;
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 150, .seqKV = 130,
+                              .headDim = 128, .plan = producer});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.batch = 2, .heads = 2, .kvHeads = 1, .seqQ = 90, .seqKV = 40,
+                              .headDim = 128, .causal = true, .plan = producer});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 4, .kvHeads = 4, .seqQ = 100, .seqKV = 100,
+                              .headDim = 128, .windowLeft = 20, .windowRight = 5,
+                              .seqMajor = true, .plan = producer});
+  kernels::AttentionPlan d64 = kernels::planAttention(64), d256 = kernels::planAttention(256);
+  d64.blockM = d256.blockM = 16;
+  d64.persistent = d256.persistent = true;
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.batch = 3, .heads = 2, .kvHeads = 1, .seqQ = 70, .seqKV = 70,
+                              .headDim = 64, .causal = true, .plan = d64});
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.heads = 2, .kvHeads = 1, .seqQ = 50, .seqKV = 60, .headDim = 256,
+                              .plan = d256});
+}
+
 // Head dims that are not 64, 128 or 256: 32, and 80, 96 and 192, padded to the next power of
 // two (their extra columns masked off the loads and stores, or read as zeros through the
 // descriptors): dense K and V, strided ones, V transposed, causal, GQA.

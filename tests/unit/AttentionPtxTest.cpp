@@ -61,7 +61,7 @@ Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool v
                               1.0f,      S,     S,
                               H,         int64_t(1), H * S * D, S * D, D,     H * S * D,
                               S * D,     D,     H * S * D, S * D, svs,   H * S * D, S * D,
-                              D,         B * H * S, B * H * D, left, right});
+                              D,         B * H * S, B * H * D, left, right, B});
   return kernels::attentionForwardKernel().compileTo(spec, Stage::PTX);
 }
 
@@ -182,6 +182,33 @@ TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
   Artifacts v = compileForward(128, false, -1, true);
   EXPECT_EQ(v.producerWarps, 0);
   EXPECT_EQ(count(v.gir, "warp_specialized"), 0u);
+}
+
+// Persistent plans (AttentionPlan::persistent): head_dim 128's with the producer splits the
+// warps once, before the tile walk (one setmaxnreg pair; the producer's lane walks the tiles
+// too), the ring's iterations counted across tiles, no spills; head_dim 64's (no producer)
+// walks its tiles on one warp group.
+TEST_F(AttentionPtxTest, PersistentPlansWalkTheirTiles) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "");
+    kernels::AttentionPlan plan = kernels::planAttention(128);
+    plan.persistent = true;
+    Artifacts a = compileForward(128, causal, -1, false, kernels::Dtype::bf16, plan);
+    EXPECT_EQ(count(a.gir, "warp_split = 1"), 1u) << a.gir;
+    EXPECT_EQ(count(a.gir, "warp_specialized = 1"), 1u);
+    EXPECT_EQ(count(a.ptx, "setmaxnreg.dec"), 1u);
+    EXPECT_EQ(count(a.ptx, "setmaxnreg.inc"), 1u);
+    EXPECT_NE(a.ptx.find("bar.sync \t1, 256;"), std::string::npos);
+    EXPECT_EQ(a.ptx.find("bar.sync \t0;", a.ptx.find("setmaxnreg.inc")), std::string::npos);
+    EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
+    expectAssembles(a, "sm_90a");
+    kernels::AttentionPlan d64 = kernels::planAttention(64);
+    d64.persistent = true;
+    Artifacts b = compileForward(64, causal, -1, false, kernels::Dtype::bf16, d64);
+    EXPECT_EQ(count(b.gir, "  for "), 1u) << b.gir; // the walk (the K loop is indented deeper)
+    EXPECT_EQ(b.producerWarps, 0);
+    expectAssembles(b, "sm_90a");
+  }
 }
 
 // Head_dim 64's plan: 64 queries on one warp group (no producer), 128 keys a step, both
