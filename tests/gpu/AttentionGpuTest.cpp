@@ -308,20 +308,22 @@ TEST_F(AttentionGpuTest, ForwardOnOneWarpGroupAtHeadDim128) {
 // 256; GQA, a window, more queries than keys, and sequences that are not multiples of a block.
 TEST_F(AttentionGpuTest, ForwardPersistent) {
   SKIP_WITHOUT_GPU();
+  // Short sequences over many heads: 256-384 tiles, more than the programs that fit at once,
+  // at little reference work.
   for (int64_t d : {64, 128, 256}) {
     kernels::AttentionPlan plan = kernels::planAttention(d);
     plan.persistent = true;
     for (bool causal : {false, true})
       checkAttention<DeviceBuffer>(stream().get(), sync,
-                                   {.batch = 4, .heads = 16, .kvHeads = 2, .seqQ = 1000,
-                                    .seqKV = 1000, .headDim = d, .causal = causal,
+                                   {.batch = 8, .heads = 16, .kvHeads = 2, .seqQ = 130,
+                                    .seqKV = 130, .headDim = d, .causal = causal,
                                     .plan = plan});
     checkAttention<DeviceBuffer>(stream().get(), sync,
-                                 {.batch = 3, .heads = 8, .kvHeads = 8, .seqQ = 700,
-                                  .seqKV = 333, .headDim = d, .causal = true, .plan = plan});
+                                 {.batch = 8, .heads = 16, .kvHeads = 16, .seqQ = 200,
+                                  .seqKV = 90, .headDim = d, .causal = true, .plan = plan});
     checkAttention<DeviceBuffer>(stream().get(), sync,
-                                 {.batch = 2, .heads = 32, .kvHeads = 4, .seqQ = 1100,
-                                  .seqKV = 1100, .headDim = d, .windowLeft = 100,
+                                 {.batch = 8, .heads = 16, .kvHeads = 4, .seqQ = 150,
+                                  .seqKV = 150, .headDim = d, .windowLeft = 40,
                                   .windowRight = 0, .plan = plan});
   }
 }
