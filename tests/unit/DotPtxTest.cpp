@@ -341,6 +341,15 @@ TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
     EXPECT_EQ(r.output.find("C7514"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("serializ"), std::string::npos) << r.output;
   }
+  // A persistent plan of 128 x 256 tiles asking for 4 stages: C's staging beside the ring
+  // leaves room for 3, which the ring keeps (PipelineLoads fits the stages to what is left).
+  Artifacts four = kernels::matmulKernel().compileTo(
+      kernels::matmulSpecialization(
+          m, kernels::MatmulPlan{.warpSpecialize = true, .persistent = true}, "sm_90a"),
+      Stage::GIR);
+  EXPECT_NE(four.gir.find("num_stages = 4, warp_specialize = 1, pipeline_stages = 3"),
+            std::string::npos)
+      << four.gir;
   // The planner's persistent plans fit their shared memory: fp16, and SwiGLU's two products.
   for (kernels::Activation act : {kernels::Activation::None, kernels::Activation::SwiGlu}) {
     kernels::MatmulArgs s = m;
