@@ -214,10 +214,6 @@ void setAffineCarries(Lowering &l, const ir::Op &loop, const std::vector<AffineC
   }
 }
 
-llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub) {
-  return loop.operand(0)->type().isUnsigned() ? l.b.CreateICmpULT(iv, ub)
-                                              : l.b.CreateICmpSLT(iv, ub);
-}
 
 // `loaded` gives the slice's loads' values, loaded before (prefetchSliceLoads), instead of
 // loading them again.
@@ -263,6 +259,11 @@ void atIteration(Lowering &l, const ir::Op &loop, const std::vector<const ir::Op
 }
 
 } // namespace
+
+llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub) {
+  return loop.operand(0)->type().isUnsigned() ? l.b.CreateICmpULT(iv, ub)
+                                              : l.b.CreateICmpSLT(iv, ub);
+}
 
 void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
                     llvm::Value *ub) {

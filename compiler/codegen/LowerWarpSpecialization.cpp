@@ -56,6 +56,16 @@ void setMaxRegisters(Lowering &l, const char *action, const char *attr) {
 
 namespace {
 
+// Lowers what `lower` emits as the compute warps' thread 0 would, in the producer's lane.
+template <typename F> void asThreadZero(Lowering &l, F lower) {
+  llvm::Value *tid = l.tid, *producer = l.producer;
+  l.tid = l.b.getInt32(0);
+  l.producer = nullptr;
+  lower();
+  l.tid = tid;
+  l.producer = producer;
+}
+
 // The producer's walk of `loop`'s iterations lb, lb + step, ... < ub, from the ring's iteration
 // n (counted across every run of the loop) in `stage`: for each, wait until the compute warps
 // have released the stage, then issue its copies. Leaves the insertion point after the loop
@@ -77,8 +87,7 @@ std::pair<llvm::Value *, llvm::Value *> issueEveryIteration(Lowering &l, const P
   stage->addIncoming(stage0, pre);
   llvm::PHINode *n = b.CreatePHI(b.getInt32Ty(), 2, "producer.iteration");
   n->addIncoming(n0, pre);
-  bool isUnsigned = loop.operand(0)->type().isUnsigned();
-  b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, done);
+  b.CreateCondBr(below(l, loop, iv, ub), body, done);
 
   b.SetInsertPoint(body);
   // Iteration n reuses the stage of iteration n - stages: the (n / stages - 1)-th release of
@@ -89,12 +98,7 @@ std::pair<llvm::Value *, llvm::Value *> issueEveryIteration(Lowering &l, const P
     waitParity(l, emptyBarrierAddress(l, plan, stage), parity);
   });
   // The copies: issued by "thread 0", which this lane is here.
-  llvm::Value *tid = l.tid, *producer = l.producer;
-  l.tid = b.getInt32(0);
-  l.producer = nullptr;
-  issueStage(l, plan, loop, iv, ub, stage, nullptr);
-  l.tid = tid;
-  l.producer = producer;
+  asThreadZero(l, [&] { issueStage(l, plan, loop, iv, ub, stage, nullptr); });
   llvm::Value *next = b.CreateAdd(stage, b.getInt32(1));
   stage->addIncoming(b.CreateSelect(b.CreateICmpEQ(next, S), b.getInt32(0), next),
                      b.GetInsertBlock());
@@ -167,19 +171,15 @@ void splitOffProducerAround(Lowering &l, const PipelinePlan &plan, const ir::Op 
     n->addIncoming(b.getInt32(0), pre);
     llvm::PHINode *stage = b.CreatePHI(b.getInt32Ty(), 2, "producer.ring.stage");
     stage->addIncoming(b.getInt32(0), pre);
-    bool isUnsigned = outer.operand(0)->type().isUnsigned();
-    b.CreateCondBr(isUnsigned ? b.CreateICmpULT(iv, ub) : b.CreateICmpSLT(iv, ub), body, done);
+    b.CreateCondBr(below(l, outer, iv, ub), body, done);
 
     b.SetInsertPoint(body);
     // Scalars alone (SpecializeWarps): what one lane computes is what every thread would.
-    llvm::Value *tid = l.tid, *producer = l.producer;
-    l.tid = b.getInt32(0);
-    l.producer = nullptr;
     l.set(outer.body()->argument(0), {iv});
-    for (const ir::Op *op : producerPrefix(outer, inner))
-      lowerOp(*op);
-    l.tid = tid;
-    l.producer = producer;
+    asThreadZero(l, [&] {
+      for (const ir::Op *op : producerPrefix(outer, inner))
+        lowerOp(*op);
+    });
     auto [nOut, stageOut] = issueEveryIteration(l, plan, inner, l.get(inner.operand(0))[0],
                                                 l.get(inner.operand(1))[0],
                                                 l.get(inner.operand(2))[0], n, stage);

@@ -50,6 +50,8 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop);
 // Before the prologue: no thread may still read an earlier loop's ring that shares these bytes
 // (and bulk rings set up their mbarriers).
 void startRing(Lowering &l, const PipelinePlan &plan);
+// Whether `iv` is below the bound `ub` of `loop` (a `for`): unsigned bounds compare unsigned.
+llvm::Value *below(Lowering &l, const ir::Op &loop, llvm::Value *iv, llvm::Value *ub);
 // Before the prologue: copies the resident loads, if the loop runs at least once (lb < ub).
 void issueResidents(Lowering &l, const PipelinePlan &plan, const ir::Op &loop, llvm::Value *lb,
                     llvm::Value *ub);
