@@ -10,6 +10,10 @@ Systems, per shape and dtype:
                 over the tutorial's six configurations; bf16 and fp16 only);
   copy          (the decode shape, M <= 64) torch's copy_ of the operands' and C's bytes: the
                 ceiling for a product that is a read of its weights.
+With --swiglu (bf16 and fp16), C = silu(A x B_gate) * (A x B_up) for B = [B_gate | B_up] of
+[K, 2N]: tritium's one kernel with the SwiGLU epilogue against torch's matmul into [M, 2N]
+and silu(gate) * up (cuBLAS and two elementwise kernels), the rows' dtype marked "+swiglu";
+TFLOP/s count both products (4 M N K). No targets apply.
 A is [M, K] row-major; B is [K, N] row-major for bf16 and fp16 (the tutorial's layout) and
 [N, K] (nn.Linear's, as _scaled_mm takes it) for fp8. C is bf16 for fp8 operands, else the
 operands' dtype.
@@ -31,7 +35,7 @@ Output: a progress line per measurement on stderr; CSV (kernel,dtype,shape,syste
 GBps,status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
 usage: python3 tools/bench_matmul.py [--dtypes=bf16,fp16,fp8e4m3] [--shapes=MxNxK,...]
-           [--no-triton] [--reps=MS] [--warmup=MS] [--lib=DIR] [-o FILE]
+           [--swiglu] [--no-triton] [--reps=MS] [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_matmul.py --from-csv=FILE   (the table only; needs no GPU or torch)
 Run from the repository root on the GPU machine (docs/BENCHMARKS.md).
 """
@@ -71,6 +75,8 @@ def moved_bytes(dtype, M, N, K):
 def target(dtype, M, N, K):
     """(peer, factor) pairs the issue asks tritium to reach at this shape, or () for none:
     peer 'torch', 'triton' or 'copy' (a fraction of the copy's GB/s)."""
+    if dtype.endswith("+swiglu"):
+        return ()
     if dtype.startswith("fp8"):
         return (("torch", 0.95),)
     if M <= DECODE_ROWS:
@@ -133,26 +139,27 @@ class TritiumMatmul(bk.Tritium):
     # lda, ldb, ldc, ldr, b_transposed, activation, workspace, workspace_bytes, stream
     SIGNATURES["tritium_matmul_split_k"] = "ii" + "p" * 7 + "ff" + "p" + "l" * 7 + "ii" + "pl" + "p"
 
-    def workspace_for(self, in_dtype, out_dtype, M, N, K, b_transposed):
+    def workspace_for(self, in_dtype, out_dtype, M, N, K, b_transposed, activation=0):
         fn = self.lib.tritium_matmul_workspace
         fn.argtypes = [ctypes.c_int] * 2 + [ctypes.c_int64] * 3 + [ctypes.c_int] * 2
         fn.restype = ctypes.c_int64
-        n = int(fn(CAPI_DTYPE[in_dtype], CAPI_DTYPE[out_dtype], M, N, K, b_transposed, 0))
+        n = int(fn(CAPI_DTYPE[in_dtype], CAPI_DTYPE[out_dtype], M, N, K, b_transposed,
+                   activation))
         if n < 0:
             raise bk.TritiumError(f"tritium_matmul_workspace: {self.last_error()}")
         return n
 
-    def matmul(self, dtype, a, b, c, b_transposed):
+    def matmul(self, dtype, a, b, c, b_transposed, activation=0):
         """A closure computing C = A x B (B [N, K] when b_transposed) through the library, with
-        the workspace its plans ask for."""
+        the workspace its plans ask for; activation 3: SwiGLU of B's two halves."""
         M, K = a.shape
         N = c.shape[1]
         out = "bf16" if dtype.startswith("fp8") else dtype
-        bytes_ = self.workspace_for(dtype, out, M, N, K, b_transposed)
+        bytes_ = self.workspace_for(dtype, out, M, N, K, b_transposed, activation)
         workspace = torch.empty(bytes_, dtype=torch.uint8, device="cuda") if bytes_ else None
         call = self.bind("tritium_matmul_split_k", CAPI_DTYPE[dtype], CAPI_DTYPE[out], c, a, b,
                          None, None, None, None, 1.0, 1.0, None, M, N, K, 0, 0, 0, 0,
-                         b_transposed, 0, workspace, bytes_)
+                         b_transposed, activation, workspace, bytes_)
         call.workspace = workspace  # kept alive with the closure
         return call
 
@@ -182,12 +189,15 @@ class Bench:
     def row(self, dtype, shape, system, ms=None, status="ok"):
         M, N, K = shape
         text = f"{M}x{N}x{K}"
+        products = 1
+        if self.opts.swiglu:
+            dtype, products = dtype + "+swiglu", 2
         if ms is None:
             r = dict(zip(CSV_COLUMNS, ("matmul", dtype, text, system, status, "", "", status)))
             say(f"matmul {dtype:8} {text:>16} {system:11} {status}")
         else:
-            tflops = 2 * M * N * K / ms / 1e9
-            gbps = moved_bytes(dtype, M, N, K) / ms / 1e6
+            tflops = 2 * M * N * K * products / ms / 1e9
+            gbps = moved_bytes(dtype, M, N * products, K) / ms / 1e6
             r = dict(zip(CSV_COLUMNS, ("matmul", dtype, text, system, f"{ms:.5f}",
                                        f"{tflops:.1f}", f"{gbps:.1f}", status)))
             say(f"matmul {dtype:8} {text:>16} {system:11} {ms:9.5f} ms {tflops:8.1f} TFLOP/s "
@@ -220,7 +230,7 @@ class Bench:
     def copy(self, dtype, shape):
         """The copy of the same bytes, half read and half written."""
         M, N, K = shape
-        n = moved_bytes(dtype, M, N, K) // 2
+        n = moved_bytes(dtype, M, N * (2 if self.opts.swiglu else 1), K) // 2
         src = torch.empty(n, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
         self.row(dtype, shape, "copy", self.time(lambda: dst.copy_(src)))
@@ -240,6 +250,19 @@ class Bench:
                 systems.append((name, lambda fast=fast: torch._scaled_mm(
                     a, b_nk.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
                     use_fast_accum=fast)))
+        elif self.opts.swiglu:
+            t = bk.torch_dtype(dtype)
+            a = torch.randn(M, K, device="cuda", dtype=t)
+            b = torch.randn(K, 2 * N, device="cuda", dtype=t)
+            h = a.float() @ b.float()
+            ref = torch.nn.functional.silu(h[:, :N]) * h[:, N:]
+            del h
+            c = torch.empty(M, N, device="cuda", dtype=t)
+            def unfused():
+                h = torch.matmul(a, b)
+                torch.mul(torch.nn.functional.silu(h[:, :N]), h[:, N:], out=c)
+            systems = [("tritium", self.tritium.matmul(dtype, a, b, c, 0, activation=3)),
+                       ("torch", unfused)]
         else:
             t = bk.torch_dtype(dtype)
             a = torch.randn(M, K, device="cuda", dtype=t)
@@ -324,6 +347,8 @@ def main(argv=None):
     p.add_argument("--dtypes", default=",".join(DTYPES))
     p.add_argument("--shapes", default="", help="MxNxK,... (default: the issue's shapes)")
     p.add_argument("--no-triton", action="store_true")
+    p.add_argument("--swiglu", action="store_true",
+                   help="C = silu(A B_gate) * (A B_up): tritium's fused epilogue against torch")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--lib", default="device-bundle")
@@ -337,6 +362,8 @@ def main(argv=None):
         raise SystemExit(f"bench_matmul: torch and triton are needed to measure ({bk.MISSING})")
     dtypes = [d for d in opts.dtypes.split(",") if d]
     for d in dtypes:
+        if opts.swiglu and d.startswith("fp8"):
+            raise SystemExit("bench_matmul: --swiglu takes bf16 and fp16")
         if d not in DTYPES:
             raise SystemExit(f"bench_matmul: --dtypes: '{d}' is none of {', '.join(DTYPES)}")
     shapes = []

@@ -6,9 +6,9 @@
 //   for  {tensor_barriers = O}            one mbarrier per stage, from byte O
 // The CUtensorMap is encoded by the launch from the kernel's arguments (TensorMapRecipe), so
 // the base must be a pointer argument specialized as 16-byte aligned, the shape's and the row
-// stride's numbers arguments or constants, and the row stride a multiple of 16 bytes (an
-// argument specialized as divisible by 16). TMA writes the tile where the ring's readers look
-// for it:
+// stride's numbers arguments, constants or an argument times a constant (SwiGLU's 2 x N
+// columns), and the row stride a multiple of 16 bytes (an argument specialized as divisible
+// by 16). TMA writes the tile where the ring's readers look for it:
 //   - a tile read in registers: the box is the tile, row-major, unswizzled;
 //   - a tile a dot reads in place ({swizzle}): boxes of 128 bytes of columns with
 //     SWIZZLE_128B, one per panel (codegen dotTileOffset), or rows of 64 or 32 bytes with
@@ -68,8 +68,25 @@ std::optional<Known> known(const ir::Function &fn, const ir::Value *v) {
     return k;
   }
   int arg = argumentIndex(fn, v);
-  if (arg < 0)
+  if (arg < 0) {
+    // An argument times a constant (SwiGLU's two halves of B: 2 x N columns).
+    const ir::Op *def = v->definingOp();
+    while (def && def->kind() == ir::OpKind::Cast && def->operand(0)->type().isInt())
+      def = def->operand(0)->definingOp();
+    if (!def || def->kind() != ir::OpKind::Mul)
+      return std::nullopt;
+    for (unsigned i : {0u, 1u})
+      if (std::optional<int64_t> c = constantOf(def->operand(1 - i)); c && *c > 0)
+        if (int inner = argumentIndex(fn, def->operand(i)); inner >= 0) {
+          Known k;
+          k.term.arg = inner;
+          k.term.scale = *c;
+          k.divisibility =
+              std::max(1, fn.body().argument(unsigned(inner))->divisibility()) * (*c & -*c);
+          return k;
+        }
     return std::nullopt;
+  }
   Known k;
   k.term.arg = arg;
   k.divisibility = std::max(1, fn.body().argument(unsigned(arg))->divisibility());

@@ -33,7 +33,7 @@ namespace {
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]] [--persistent]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store] [Z H S D]
-       attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS]
+       attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS[xP]]
                  [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
   1 x 2 x 100 x 64 in the interpreter), checks sampled rows against a double-precision
@@ -58,7 +58,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's;
-  --decode-plan=BNxWxS: BN positions a step, W warps, S stages instead of the planner's.
+  --decode-plan=BNxWxS[xP]: BN positions a step, W warps, S stages (and P parts per sequence
+  and KV head) instead of the planner's.
 )";
 
 struct Options {
@@ -91,11 +92,12 @@ Options parse(int argc, char **argv) {
     } else if (a == "--decode") {
       o.decode = true;
     } else if (a.rfind("--decode-plan=", 0) == 0) {
-      long long bn = 0, w = 0, st = 0;
-      if (std::sscanf(a.c_str() + 14, "%lldx%lldx%lld", &bn, &w, &st) != 3)
-        throw std::runtime_error("--decode-plan takes BNxWxS, got " + a.substr(14));
+      long long bn = 0, w = 0, st = 0, parts = 0;
+      int n = std::sscanf(a.c_str() + 14, "%lldx%lldx%lldx%lld", &bn, &w, &st, &parts);
+      if (n != 3 && n != 4)
+        throw std::runtime_error("--decode-plan takes BNxWxS[xP], got " + a.substr(14));
       o.decodePlan = kernels::AttentionDecodePlan{.blockN = int(bn), .numWarps = int(w),
-                                                  .numStages = int(st)};
+                                                  .numStages = int(st), .splits = int(parts)};
     } else if (a == "--v-transposed") {
       o.vTransposed = true;
     } else if (a == "--backward") {
@@ -352,7 +354,8 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
       .pageSize = o.page, .maxPages = pagesPerSeq, .batch = o.Z, .heads = o.H, .kvHeads = G,
       .seqQ = 1, .maxSeqKV = o.S, .headDim = o.D,
       .dtype = o.dtype == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
-  int64_t workBytes = kernels::attentionDecodeWorkspaceBytes(args);
+  int64_t workBytes = kernels::attentionDecodeWorkspaceBytes(
+      args, o.decodePlan ? o.decodePlan->splits : 0);
   Buffer work(size_t(std::max<int64_t>(workBytes, 16)));
   args.workspace = address(work);
   args.workspaceBytes = workBytes;

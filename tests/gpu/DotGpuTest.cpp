@@ -420,6 +420,9 @@ TEST_F(DotGpuTest, LibraryMatmulPersistent) {
        .scaleA = true, .plan = fp8Producer},
       {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
        .activation = Activation::SwiGlu, .plan = narrowProducer},
+      // SwiGLU's up tile through TMA at columns N + j of B's 2 x N: N no multiple of the tile.
+      {.M = 1000, .N = 1000, .K = 200, .activation = Activation::SwiGlu, .residual = true,
+       .plan = narrowProducer},
   };
   for (LibraryMatmulCase c : cases) {
     c.onWgmma = true;

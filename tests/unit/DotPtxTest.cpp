@@ -360,8 +360,17 @@ TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
     ASSERT_TRUE(plan.persistent);
     Artifacts a = kernels::matmulKernel().compileTo(
         kernels::matmulSpecialization(s, plan, "sm_90a"), Stage::PTX);
-    // (SwiGLU's second B tile is copied per thread, so its loop keeps every warp computing.)
-    EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"),
-              act == kernels::Activation::None ? 1u : 0u);
+    // SwiGLU's second B tile (columns N + j of a 2 x N wide B) is a TMA copy too (two
+    // 128-byte panels beside A's one copy and B's two), so its loop has a producer as well.
+    EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"), 1u);
+    // B's map spans its 2 x N columns (N is argument 12) for SwiGLU.
+    EXPECT_NE(a.gir.find(act == kernels::Activation::None ? " a2 dims=a12,a13 "
+                                                            : " a2 dims=a12*2,a13 "),
+              std::string::npos)
+        << a.gir;
+    EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.shared::cluster") +
+                  count(a.ptx, "cp.async.bulk.tensor.4d.shared::cluster"),
+              act == kernels::Activation::None ? 3u : 5u)
+        << a.ptx;
   }
 }
