@@ -22,6 +22,7 @@ struct DecodeCase {
   int64_t batch = 2, heads = 8, kvHeads = 1, seqQ = 1, headDim = 64;
   std::vector<int32_t> seqLens = {100, 37}; // one per sequence
   int64_t pageSize = 0;                      // 0: a contiguous cache
+  bool headMajor = false; // contiguous: [batch, kv_heads, positions, D] (else positions first)
   int splits = 0;                            // 0: the planner's; 1: no workspace
   bool causal = true;
 
@@ -31,7 +32,9 @@ struct DecodeCase {
       << seqQ << " d" << headDim << " lens";
     for (int32_t l : seqLens)
       s << " " << l;
-    s << (pageSize ? " pages of " + std::to_string(pageSize) : " contiguous") << " splits "
+    s << (pageSize ? " pages of " + std::to_string(pageSize)
+                   : headMajor ? " contiguous, heads first" : " contiguous")
+      << " splits "
       << splits << (causal ? " causal" : "");
     return s.str();
   }
@@ -57,11 +60,23 @@ void checkDecode(CUstream stream, const std::function<void()> &sync, const Decod
   };
   auto slotOf = [&](int64_t p) { return c.pageSize ? p % c.pageSize : p; };
   auto cacheAt = [&](int64_t b, int64_t p, int64_t h, int64_t d) {
+    if (c.headMajor)
+      return size_t(((b * c.kvHeads + h) * pageRows + p) * D + d);
     return size_t(((pageOf(b, p) * pageRows + slotOf(p)) * c.kvHeads + h) * D + d);
   };
   size_t cacheElems = size_t(pages * pageRows * c.kvHeads * D);
-  Encoded k = encode(kind, randomValues(kind, cacheElems, rng));
-  Encoded v = encode(kind, randomValues(kind, cacheElems, rng));
+  // The slots past each sequence's length hold NaN, as a cache's unwritten slots may: no
+  // tile that reaches them may let them into a result (0 x NaN is NaN).
+  auto unwrittenNaN = [&](std::vector<double> values) {
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t p = c.seqLens[size_t(b)]; p < maxPages * pageRows; ++p)
+        for (int64_t h = 0; h < c.kvHeads; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            values[cacheAt(b, p, h, d)] = std::nan("");
+    return values;
+  };
+  Encoded k = encode(kind, unwrittenNaN(randomValues(kind, cacheElems, rng)));
+  Encoded v = encode(kind, unwrittenNaN(randomValues(kind, cacheElems, rng)));
   // q and o: [batch, seq_q, heads, D].
   size_t qElems = size_t(c.batch * c.seqQ * c.heads * D);
   Encoded q = encode(kind, randomValues(kind, qElems, rng));
@@ -86,6 +101,8 @@ void checkDecode(CUstream stream, const std::function<void()> &sync, const Decod
       .pageSize = c.pageSize, .maxPages = maxPages, .batch = c.batch, .heads = c.heads,
       .kvHeads = c.kvHeads, .seqQ = c.seqQ, .maxSeqKV = maxSeq, .headDim = D,
       .causal = c.causal, .dtype = c.dtype};
+  if (c.headMajor)
+    args.kStrides = args.vStrides = {c.kvHeads * pageRows * D, D, pageRows * D};
   kernels::AttentionDecodePlan plan = kernels::planAttentionDecode(c.pageSize != 0, D);
   plan.splits = c.splits;
   int64_t workBytes = c.splits == 1 ? 0 : kernels::attentionDecodeWorkspaceBytes(args, c.splits);

@@ -354,12 +354,13 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
       .pageSize = o.page, .maxPages = pagesPerSeq, .batch = o.Z, .heads = o.H, .kvHeads = G,
       .seqQ = 1, .maxSeqKV = o.S, .headDim = o.D,
       .dtype = o.dtype == "bf16" ? kernels::Dtype::bf16 : kernels::Dtype::fp16};
-  int64_t workBytes = kernels::attentionDecodeWorkspaceBytes(
-      args, o.decodePlan ? o.decodePlan->splits : 0);
+  kernels::AttentionDecodePlan plan =
+      o.decodePlan ? *o.decodePlan : kernels::planAttentionDecode(o.page != 0, o.D);
+  int64_t workBytes = kernels::attentionDecodeWorkspaceBytes(args, plan.splits);
   Buffer work(size_t(std::max<int64_t>(workBytes, 16)));
   args.workspace = address(work);
   args.workspaceBytes = workBytes;
-  kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr);
+  kernels::attentionDecode(args, stream, &plan);
   sync();
   std::vector<unsigned char> raw(q.raw.size());
   dout.download(raw.data(), raw.size());
@@ -401,7 +402,7 @@ bool runDecode(const Options &o, CUstream stream, const std::function<void()> &s
               (long long)bad, (long long)checked);
   if (time) {
     double t = kernels::benchmarkLaunches(stream, [&] {
-      kernels::attentionDecode(args, stream, o.decodePlan ? &*o.decodePlan : nullptr);
+      kernels::attentionDecode(args, stream, &plan);
     });
     // The cache the decode reads (its used positions), and a copy of as many bytes.
     size_t bytes = size_t(2 * o.Z * o.S * G * o.D * 2);

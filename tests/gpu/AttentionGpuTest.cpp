@@ -360,10 +360,10 @@ TEST_F(AttentionGpuTest, ForwardWithTheSoftmaxUnderThePreviousProduct) {
     }
 }
 
-// Decode: contiguous and paged caches, split parts combined or one part per sequence, GQA
-// 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and thousands of positions. Page
-// sizes of 1, 12 (no power of two, and a 64-position tile spans parts of six pages), 16 and
-// 256: each is a constant of its own specialization.
+// Decode: contiguous caches (positions or heads first) and paged ones, split parts combined or
+// one part per sequence, GQA 8:1 and MHA, 1 and 4 query tokens, sequences of 0, 1, 17 and
+// thousands of positions. Page sizes of 1, 12 (no power of two, and a 64-position tile spans
+// parts of six pages), 16 and 256: each is a constant of its own specialization.
 TEST_F(AttentionGpuTest, Decode) {
   SKIP_WITHOUT_GPU();
   checkDecode<DeviceBuffer>(stream().get(), sync,
@@ -399,6 +399,18 @@ TEST_F(AttentionGpuTest, Decode) {
   checkDecode<DeviceBuffer>(stream().get(), sync,
                             {.batch = 2, .heads = 8, .kvHeads = 8, .headDim = 96,
                              .seqLens = {700, 1}, .pageSize = 16});
+  // Contiguous caches with heads first ([batch, kv_heads, positions, D]), lengths that end
+  // on a step and inside one, one part and 64; (as in every case) the slots past each length
+  // hold NaN, which no masked tile may let into P V.
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 3, .heads = 32, .kvHeads = 8, .headDim = 128,
+                             .seqLens = {4096, 4000, 63}, .headMajor = true});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 1, .heads = 32, .kvHeads = 8, .headDim = 128,
+                             .seqLens = {16384}, .splits = 64});
+  checkDecode<DeviceBuffer>(stream().get(), sync,
+                            {.batch = 2, .heads = 16, .kvHeads = 4, .seqQ = 2, .headDim = 256,
+                             .seqLens = {777, 2048}, .headMajor = true, .splits = 1});
 }
 
 } // namespace

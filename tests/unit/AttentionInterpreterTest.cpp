@@ -430,6 +430,10 @@ TEST_F(AttentionInterpreterTest, Decode) {
   checkDecode<HostBuffer>(nullptr, sync,
                           {.batch = 1, .heads = 2, .kvHeads = 2, .seqQ = 2, .headDim = 80,
                            .seqLens = {50}, .pageSize = 16, .splits = 1});
+  // Heads first ([batch, kv_heads, positions, D]) through strides; past each length, NaN.
+  checkDecode<HostBuffer>(nullptr, sync,
+                          {.batch = 2, .heads = 4, .kvHeads = 2, .seqLens = {130, 64},
+                           .headMajor = true, .splits = 2});
 }
 
 TEST_F(AttentionInterpreterTest, DecodeRefusesBadArguments) {
