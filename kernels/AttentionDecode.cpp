@@ -127,13 +127,14 @@ void attention_decode_combine_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, I
   auto b = bh / heads, h = bh % heads;
   auto rs = arange(0, S);
   auto rd = arange(0, D);
+  // Both loads first, so that neither waits for the other's reductions (one trip to memory).
   auto l = load(lse_part + row * splits + rs, rs < splits, -INFINITY);
+  auto parts = load(o_part + (row * splits + rs(_, None)) * D + rd(None, _), rs(_, None) < splits,
+                    0.0);
   auto m = max(l, 0);
   auto m_use = where(m == -INFINITY, 0.0, m);
   auto w = exp2(l - m_use);
   auto total = sum(w, 0);
-  auto parts = load(o_part + (row * splits + rs(_, None)) * D + rd(None, _), rs(_, None) < splits,
-                    0.0);
   auto out = sum(parts * w(_, None), 0) / where(total == 0.0, 1.0, total);
   if (HD < D)
     store(o + b * sob + h * soh + t * sos + rd, cast(out, o.dtype()), rd < HD);

@@ -32,7 +32,13 @@ llvm::Value *binary(Lowering &l, OpKind kind, const ir::Type &t, llvm::Value *x,
   case OpKind::Add: return f ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
   case OpKind::Sub: return f ? b.CreateFSub(x, y) : b.CreateSub(x, y);
   case OpKind::Mul: return f ? b.CreateFMul(x, y) : b.CreateMul(x, y);
-  case OpKind::Div: return f ? b.CreateFDiv(x, y) : u ? b.CreateUDiv(x, y) : b.CreateSDiv(x, y);
+  case OpKind::Div:
+    // fp32 `/` is Triton's: div.full.f32 (within 2 ulp; a reciprocal and a multiply with the
+    // range kept, where div.rn.f32 is a subroutine of about 20 instructions); div_rn rounds
+    // correctly.
+    if (x->getType()->isFloatTy())
+      return l.intrinsic(llvm::Intrinsic::nvvm_div_full, {}, {x, y});
+    return f ? b.CreateFDiv(x, y) : u ? b.CreateUDiv(x, y) : b.CreateSDiv(x, y);
   case OpKind::Rem: return f ? b.CreateFRem(x, y) : u ? b.CreateURem(x, y) : b.CreateSRem(x, y);
   case OpKind::And: return b.CreateAnd(x, y);
   case OpKind::Or: return b.CreateOr(x, y);

@@ -44,7 +44,8 @@ llvm::Value *apply(Lowering &l, MathFn fn, const std::vector<llvm::Value *> &x) 
     llvm::Value *e = exp2(l, b.CreateFMul(b.CreateFNeg(x[0]),
                                           llvm::ConstantFP::get(b.getFloatTy(), std::numbers::log2e)));
     llvm::Value *one = llvm::ConstantFP::get(b.getFloatTy(), 1.0);
-    return b.CreateFDiv(one, b.CreateFAdd(one, e));
+    // As Triton's sigmoid, 1 / (1 + e) through div.full.f32 (fp32 `/`, LowerElementwise.cpp).
+    return l.intrinsic(llvm::Intrinsic::nvvm_div_full, {}, {one, b.CreateFAdd(one, e)});
   }
   case MathFn::Erf: return libdevice(l, "__nv_erff", x);
   case MathFn::Log1p: return libdevice(l, "__nv_log1pf", x);
