@@ -106,6 +106,111 @@ void storeStaged(Lowering &l, const ir::Op &op, llvm::Value *row, llvm::Value *c
   }
 }
 
+// 16-bit tiles whose threads hold the tensor cores' accumulator fragments (lanes 8 x 4 over
+// rows and columns, each lane 2 adjacent columns of one or two rows per tile) go to the staging
+// buffer by stmatrix: one instruction moves four 8 x 8 matrices, a lane's 32-bit register of
+// each, where element stores moved one register each and computed its address. The rows of a
+// matrix are the 8 rows that one of a lane's row registers takes across the lanes (rows 2q +
+// j with 2 rows a lane); lane i gives the address of row i % 8 of matrix i / 8, whose 8
+// columns are one 16-byte chunk, which the staging buffer's swizzle keeps whole.
+template <typename Offset>
+bool storeByMatrices(Lowering &l, const ir::Value *value, Offset offsetOf, int64_t smemOffset) {
+  auto &b = l.b;
+  const ir::Type &t = value->type();
+  if (t.rank() != 2 || ir::byteWidth(t.kind()) != 2)
+    return false;
+  ir::LayoutMap map(*value->layout(), t.shape());
+  int rd = map.rootDim(0), cd = map.rootDim(1);
+  const ir::Layout &root = map.root();
+  if (map.replicates() || root.rank() != 2 || root.threadsPerWarp()[size_t(rd)] != 8 ||
+      root.threadsPerWarp()[size_t(cd)] != 4 || map.laneStride(cd) != 1 ||
+      map.laneStride(rd) != 4 || map.run(cd) != 2 || root.sizePerThread()[size_t(cd)] != 2 ||
+      map.rootShape()[size_t(rd)] % root.tile(rd) != 0 ||
+      map.rootShape()[size_t(cd)] % root.tile(cd) != 0)
+    return false;
+  int64_t rowRegs = map.registersPerDim()[size_t(rd)];
+  int64_t colGroups = map.registersPerDim()[size_t(cd)] / 2;
+  int64_t sptRows = root.sizePerThread()[size_t(rd)];
+  if ((rowRegs * colGroups) % 4 != 0)
+    return false;
+  const Elements &vals = l.get(value);
+  llvm::Type *pairTy = llvm::FixedVectorType::get(l.elementType(t), 2);
+  // Matrix m: row register r, column group g (columns 8g .. 8g + 7 of the thread's tiles).
+  std::vector<std::pair<int64_t, int64_t>> matrices;
+  for (int64_t g = 0; g < colGroups; ++g)
+    for (int64_t r = 0; r < rowRegs; ++r)
+      matrices.push_back({r, g});
+  auto reg = [&](int64_t r, int64_t c) {
+    std::vector<int64_t> index(2);
+    index[size_t(rd)] = r;
+    index[size_t(cd)] = c;
+    return vals[size_t(map.registerNumber(index))];
+  };
+  llvm::Value *q = b.CreateAnd(l.laneId, b.getInt32(7));
+  llvm::Value *which = b.CreateLShr(l.laneId, b.getInt32(3));
+  llvm::Value *rowBase = b.CreateAdd(b.CreateMul(q, b.getInt32(int32_t(sptRows))),
+                                     b.CreateMul(l.warpCoordinate(map, rd),
+                                                 b.getInt32(int32_t(sptRows * 8))));
+  llvm::Value *colBase = b.CreateMul(l.warpCoordinate(map, cd), b.getInt32(8));
+  for (size_t first = 0; first < matrices.size(); first += 4) {
+    // This lane's row and column: matrix `which` of the four.
+    llvm::Value *row = b.getInt32(0), *col = b.getInt32(0);
+    std::vector<llvm::Value *> args{nullptr};
+    for (int64_t m = 3; m >= 0; --m) {
+      auto [r, g] = matrices[first + size_t(m)];
+      llvm::Value *is = b.CreateICmpEQ(which, b.getInt32(int32_t(m)));
+      row = b.CreateSelect(is, b.getInt32(int32_t(map.registerOffset(rd, r))), row);
+      col = b.CreateSelect(is, b.getInt32(int32_t(map.registerOffset(cd, 2 * g))), col);
+    }
+    for (int64_t m = 0; m < 4; ++m) {
+      auto [r, g] = matrices[first + size_t(m)];
+      llvm::Value *pair = llvm::PoisonValue::get(pairTy);
+      pair = b.CreateInsertElement(pair, reg(r, 2 * g), uint64_t(0));
+      pair = b.CreateInsertElement(pair, reg(r, 2 * g + 1), uint64_t(1));
+      args.push_back(b.CreateBitCast(pair, b.getInt32Ty()));
+    }
+    llvm::Value *offset = offsetOf(b.CreateAdd(rowBase, row), b.CreateAdd(colBase, col));
+    args[0] = sharedAddress(l, b.CreateAdd(offset, b.getInt32(int32_t(smemOffset))));
+    emitAsm(l, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
+            "r,r,r,r,r,~{memory}", args);
+  }
+  return true;
+}
+
+// Each run of a row that one thread holds goes out as one vector of up to 16 bytes, which the
+// swizzle (16-byte chunks) keeps contiguous.
+template <typename Offset>
+void storeByElements(Lowering &l, const ir::Value *value, llvm::Value *staging, Offset offsetOf) {
+  auto &b = l.b;
+  const ir::Type &t = value->type();
+  int bytes = ir::byteWidth(t.kind());
+  ir::LayoutMap map(*value->layout(), t.shape());
+  int last = map.rootDim(1);
+  int64_t vec = 1;
+  while (vec * 2 <= map.run(last) && vec * 2 * bytes <= 16)
+    vec *= 2;
+  const Elements &vals = l.get(value);
+  llvm::Type *elemTy = l.elementType(t);
+  for (int64_t k = 0; k < int64_t(vals.size()); ++k) {
+    std::vector<int64_t> index = map.registerIndex(k);
+    if (index[size_t(last)] % vec != 0)
+      continue; // written with the run's first element
+    std::vector<llvm::Value *> coords = l.coordinates(value, k);
+    llvm::Value *v = vals[size_t(k)];
+    if (vec > 1) {
+      v = llvm::PoisonValue::get(llvm::FixedVectorType::get(elemTy, unsigned(vec)));
+      for (int64_t j = 0; j < vec; ++j) {
+        std::vector<int64_t> at = index;
+        at[size_t(last)] += j;
+        v = b.CreateInsertElement(v, vals[size_t(map.registerNumber(at))], uint64_t(j));
+      }
+    }
+    llvm::Value *ptr = b.CreateGEP(b.getInt8Ty(), staging,
+                                   b.CreateZExt(offsetOf(coords[0], coords[1]), b.getInt64Ty()));
+    b.CreateAlignedStore(v, ptr, llvm::Align(uint64_t(vec * bytes)));
+  }
+}
+
 } // namespace
 
 void waitForTensorStoreReads(Lowering &l) {
@@ -135,33 +240,8 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
   };
 
   l.barrier();
-  // Each run of a row that one thread holds goes out as one vector of up to 16 bytes, which the
-  // swizzle (16-byte chunks) keeps contiguous.
-  ir::LayoutMap map(*value->layout(), t.shape());
-  int last = map.rootDim(1);
-  int64_t vec = 1;
-  while (vec * 2 <= map.run(last) && vec * 2 * bytes <= 16)
-    vec *= 2;
-  const Elements &vals = l.get(value);
-  llvm::Type *elemTy = l.elementType(t);
-  for (int64_t k = 0; k < int64_t(vals.size()); ++k) {
-    std::vector<int64_t> index = map.registerIndex(k);
-    if (index[size_t(last)] % vec != 0)
-      continue; // written with the run's first element
-    std::vector<llvm::Value *> coords = l.coordinates(value, k);
-    llvm::Value *v = vals[size_t(k)];
-    if (vec > 1) {
-      v = llvm::PoisonValue::get(llvm::FixedVectorType::get(elemTy, unsigned(vec)));
-      for (int64_t j = 0; j < vec; ++j) {
-        std::vector<int64_t> at = index;
-        at[size_t(last)] += j;
-        v = b.CreateInsertElement(v, vals[size_t(map.registerNumber(at))], uint64_t(j));
-      }
-    }
-    llvm::Value *ptr = b.CreateGEP(b.getInt8Ty(), staging,
-                                   b.CreateZExt(offsetOf(coords[0], coords[1]), b.getInt64Ty()));
-    b.CreateAlignedStore(v, ptr, llvm::Align(uint64_t(vec * bytes)));
-  }
+  if (!storeByMatrices(l, value, offsetOf, smemOffset))
+    storeByElements(l, value, staging, offsetOf);
 
   // A negative offset (uniform: the offsets are scalars): the threads write the staged tile.
   llvm::Value *negative = b.CreateOr(b.CreateICmpSLT(row64, b.getInt64(0)),

@@ -127,8 +127,10 @@ TEST_F(TensorDescriptorPtxTest, HopperEpilogueIsATmaStore) {
   // of 16 bytes each.
   EXPECT_EQ(count(a.ptx, "st.global"), 16u) << a.ptx;
   EXPECT_EQ(count(a.ptx, "st.global.v4.b32"), 16u) << a.ptx;
-  // 128 x 256 elements on 256 threads: 128 each, two a run, one 4-byte store per run.
-  EXPECT_EQ(count(a.ptx, "st.shared.b32"), 64u) << a.ptx;
+  // 128 x 256 elements on 256 threads, 128 each in the accumulator's fragments: stmatrix,
+  // four 8 x 8 matrices (a register each) an instruction, where 4-byte stores took 64.
+  EXPECT_EQ(count(a.ptx, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 16u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "st.shared.b32"), 0u) << a.ptx;
   expectAssembles(a, "sm_90a");
 
   // C's rows not known to be a multiple of 16 bytes: element stores, as before.
