@@ -1,8 +1,9 @@
 // TMA stores and reductions (tensor_store, gpu/ChooseTensorStores.cpp). After a CTA barrier
 // (earlier readers of the staging buffer are done), every thread writes the elements it holds
 // to the op's staging buffer in the form TMA reads with the tile's tensor map (dotTileOffset:
-// panels of 128 bytes of columns, swizzled), a run of a row at a time, and fences its writes
-// for the async proxy; after a second barrier, thread 0 issues one cp.async.bulk.tensor (or
+// panels of 128 bytes of columns, swizzled), by stmatrix where the tile is 16-bit and laid out
+// as the tensor cores' accumulator fragments, else a run of a row at a time, and fences its
+// writes for the async proxy; after a second barrier, thread 0 issues one cp.async.bulk.tensor (or
 // cp.reduce.async.bulk.tensor) per panel and commits them as one bulk group. A tile at a
 // negative offset, which TMA refuses, the threads write from the staging buffer instead
 // (storeStaged). TMA reads the buffer after the op has ended: the issuing thread waits for
