@@ -169,9 +169,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     }
     // Rows without any key (causal, seq_q > seq_kv) give zeros.
     auto l_safe = where(l_i == 0.0, 1.0, l_i);
-    // One reciprocal a row, not a division an element (64 IEEE division subroutines a thread
-    // at head_dim 128).
-    auto out = acc * (1.0 / l_safe)(_, None);
+    auto out = acc / l_safe(_, None);
     if (q.dtype() == "fp8e4m3") // V's descale (P was quantized as it is, in [0, 1])
       out = out * o_scale;
     auto o_rows = VARLEN ? o + h * soh + (q0 + rm(_, None)) * sos + rd(None, _)

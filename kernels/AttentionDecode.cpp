@@ -102,9 +102,7 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   }
   // A part (or a row) that saw no position gives zeros and a log-sum-exp of -inf.
   auto l_safe = where(l_i == 0.0, 1.0, l_i);
-  // One reciprocal a row, not a division an element: an IEEE division is a subroutine, and
-  // the 16 a thread made 14% of the split kernel's instructions at 16 MB of cache (H200, ncu).
-  auto out = acc * (1.0 / l_safe)(_, None);
+  auto out = acc / l_safe(_, None);
   auto row = (b * heads + h) * seq_q + t; // [batch, heads, seq_q]
   if (SPLIT) {
     auto part = row * splits + split;

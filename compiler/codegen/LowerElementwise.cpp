@@ -218,14 +218,28 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     return true;
   }
   case OpKind::Div:
-    // A float block divided by a broadcast scalar: one reciprocal per thread, then multiplies
-    // (softmax's normalisation), within an ulp of the division.
-    if (res->type().isFloat() && res->type().isBlock() && op.operand(1)->definingOp() &&
-        op.operand(1)->definingOp()->kind() == OpKind::Splat) {
-      llvm::Value *s = l.get(op.operand(1)->definingOp()->operand(0))[0];
-      llvm::Value *r = b.CreateFDiv(llvm::ConstantFP::get(s->getType(), 1.0), s);
-      perElement([&](int64_t k) { return b.CreateFMul(operand(0, k), r); });
-      return true;
+    if (const ir::Op *d = op.operand(1)->definingOp();
+        d && res->type().isFloat() && res->type().isBlock()) {
+      // Divided by a broadcast scalar: one reciprocal per thread, then multiplies (softmax's
+      // normalisation), within an ulp of the division.
+      if (d->kind() == OpKind::Splat) {
+        llvm::Value *s = l.get(d->operand(0))[0];
+        llvm::Value *r = b.CreateFDiv(llvm::ConstantFP::get(s->getType(), 1.0), s);
+        perElement([&](int64_t k) { return b.CreateFMul(operand(0, k), r); });
+        return true;
+      }
+      // Divided by a block broadcast along a dimension (`acc / l[:, None]`, attention's
+      // normalisation): a thread's copies of a divisor are one value, so LLVM computes each
+      // reciprocal once; then multiplies, where a division each element was 64 a thread in the
+      // attention forward's epilogue at head_dim 128.
+      if (d->kind() == OpKind::Broadcast) {
+        llvm::Value *one = llvm::ConstantFP::get(l.elementType(res->type()), 1.0);
+        perElement([&](int64_t k) {
+          return b.CreateFMul(operand(0, k),
+                              binary(l, OpKind::Div, res->type(), one, operand(1, k)));
+        });
+        return true;
+      }
     }
     [[fallthrough]];
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Rem:

@@ -123,9 +123,10 @@ bool storeByMatrices(Lowering &l, const ir::Value *value, Offset offsetOf, int64
   ir::LayoutMap map(*value->layout(), t.shape());
   int rd = map.rootDim(0), cd = map.rootDim(1);
   const ir::Layout &root = map.root();
-  if (map.replicates() || root.rank() != 2 || root.threadsPerWarp()[size_t(rd)] != 8 ||
+  // (Whole tiles: no thread holds copies, and a thread's run along the columns is its 2.)
+  if (root.rank() != 2 || root.threadsPerWarp()[size_t(rd)] != 8 ||
       root.threadsPerWarp()[size_t(cd)] != 4 || map.laneStride(cd) != 1 ||
-      map.laneStride(rd) != 4 || map.run(cd) != 2 || root.sizePerThread()[size_t(cd)] != 2 ||
+      map.laneStride(rd) != 4 || root.sizePerThread()[size_t(cd)] != 2 ||
       map.rootShape()[size_t(rd)] % root.tile(rd) != 0 ||
       map.rootShape()[size_t(cd)] % root.tile(cd) != 0)
     return false;

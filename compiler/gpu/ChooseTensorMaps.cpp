@@ -73,18 +73,15 @@ std::optional<Known> known(const ir::Function &fn, const ir::Value *v) {
     const ir::Op *def = v->definingOp();
     while (def && def->kind() == ir::OpKind::Cast && def->operand(0)->type().isInt())
       def = def->operand(0)->definingOp();
-    if (!def || def->kind() != ir::OpKind::Mul)
-      return std::nullopt;
-    for (unsigned i : {0u, 1u})
-      if (std::optional<int64_t> c = constantOf(def->operand(1 - i)); c && *c > 0)
-        if (int inner = argumentIndex(fn, def->operand(i)); inner >= 0) {
-          Known k;
-          k.term.arg = inner;
-          k.term.scale = *c;
-          k.divisibility =
-              std::max(1, fn.body().argument(unsigned(inner))->divisibility()) * (*c & -*c);
-          return k;
-        }
+    if (def && def->kind() == ir::OpKind::Mul)
+      for (unsigned i : {0u, 1u})
+        if (std::optional<int64_t> c = constantOf(def->operand(1 - i)); c && *c > 0)
+          if (argumentIndex(fn, def->operand(i)) >= 0) {
+            std::optional<Known> k = known(fn, def->operand(i));
+            k->term.scale *= *c;
+            k->divisibility *= *c & -*c;
+            return k;
+          }
     return std::nullopt;
   }
   Known k;
