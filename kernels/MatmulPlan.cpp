@@ -110,6 +110,17 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
   }
   for (MatmulPlan &p : all)
     p = forProducts(p, t);
+  // A stream-K variant of the persistent 128 x 128 plan where its tiles fill the last wave of
+  // SMs less than 90% (3072^2: 576 tiles, 4.36 waves of 132), with a workspace. (On 128 x 256
+  // tiles ptxas spills: the partial product's store converts 128 accumulators a thread through
+  // shared memory; SwiGLU's two accumulators likewise.)
+  if (t.canSplitK && M > 32 && !t.exactFp32 && !t.twoProducts && t.outBytes <= 2) {
+    MatmulPlan p = forProducts(persistentPlan(t), t);
+    p.streamK = true;
+    int64_t tiles = p.tiles(M, N), waves = (tiles + smCount - 1) / smCount;
+    if (tiles * 10 < waves * smCount * 9)
+      all.push_back(p);
+  }
   // Split-K variants of the plans whose tiles leave most SMs idle: of those with the producer
   // warp group (or, for a few rows, of every one), where the autotuner's winners were at six
   // skinny shapes on an H200 (docs/perf/matmul-split-k-h200-2026-11-29.txt); fewer candidates

@@ -30,6 +30,11 @@ struct MatmulPlan {
   // tiles than SMs); the slices' partial products meet in the call's workspace, and a second
   // kernel adds them and runs the epilogue. Not with `persistent`.
   int splitK = 1;
+  // With persistent: stream-K. The programs (one per SM) share the tiles' K steps evenly
+  // instead of taking whole tiles, so that no SM idles in a last wave that the tiles fill
+  // partly; a tile split between programs meets in the call's workspace (a partial product
+  // slot and a flag per program), summed in a fixed order by the program that ends it.
+  bool streamK = false;
   // With descriptors: C's tile leaves through a tensor descriptor, one TMA store from shared
   // memory where C's base and ldc allow it (element stores otherwise, or with false).
   bool tmaStore = true;
@@ -42,6 +47,8 @@ struct MatmulPlan {
       f.emplace_back("persistent", 1);
     if (splitK > 1)
       f.emplace_back("split_k", splitK);
+    if (streamK)
+      f.emplace_back("stream_k", 1);
     if (!tmaStore)
       f.emplace_back("tma_store", 0);
     return f;

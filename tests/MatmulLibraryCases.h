@@ -35,6 +35,10 @@ struct LibraryMatmulCase {
   // A workspace (poisoned) of matmulWorkspaceBytes, or of what the given plan's split needs:
   // plans may split K.
   bool workspace = false;
+  // The 32-bit word the workspace is filled with (0: the poison): 1.0f (0x3f800000, or 1 for
+  // int8 operands) is what a stream-K flag says when a partial product is ready, so that a
+  // flag the call did not reset lets a program read a partial before it is written.
+  uint32_t workspaceWord = 0;
   // Called through the C interface's tritium_matmul_with (every option in its struct) instead
   // of kernels::matmul; no plan.
   bool throughCApi = false;
@@ -53,7 +57,8 @@ struct LibraryMatmulCase {
       << (in == kernels::Dtype::fp32 ? " precision " + std::to_string(int(precision)) : "")
       << " lda " << lda << " ldb " << ldb << " ldc " << ldc << " ldr " << ldr
       << (plan ? " plan " + kernels::describe(plan->fields()) : "")
-      << (workspace ? " workspace" : "") << (throughCApi ? " through the C API" : "")
+      << (workspace ? " workspace" : "")
+      << (workspaceWord ? " workspace of " + std::to_string(workspaceWord) : "") << (throughCApi ? " through the C API" : "")
       << (maxImpreciseAcc ? " imprecise " + std::to_string(maxImpreciseAcc) : "");
     return s.str();
   }
@@ -156,6 +161,8 @@ void checkLibraryMatmul(CUstream stream, const std::function<void()> &sync,
     workspaceBytes = std::max(kernels::matmulWorkspaceBytes(args),
                               c.plan ? kernels::matmulWorkspaceBytes(args, *c.plan) : 0);
   Buffer dworkspace = poisonedBytes<Buffer>(size_t(std::max<int64_t>(workspaceBytes, 4)));
+  if (c.workspaceWord)
+    dworkspace.fill32(c.workspaceWord);
   if (c.workspace) {
     args.workspace = addressOf(dworkspace);
     args.workspaceBytes = workspaceBytes;

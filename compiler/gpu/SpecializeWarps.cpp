@@ -29,7 +29,7 @@
 // so that it fills the ring with the next tile's first steps while the compute warps run this
 // tile's epilogue (LowerWarpSpecialization.cpp). The outer loop carries nothing but its
 // induction variable, its body before the inner loop only computes and reads, and no other
-// loop runs in it:
+// loop in it has a ring:
 //   for    {warp_split = 1}   (the outer loop; the ring's stages count across its iterations)
 #include "compiler/analysis/ProducerPrefix.h"
 #include "compiler/gpu/GpuPasses.h"
@@ -73,10 +73,13 @@ std::string nestedRefusal(const ir::Op &outer, const ir::Op &loop) {
     return "the outer loop carries values, which the producer warp cannot compute";
   if (std::string why = impureBefore(*outer.body(), loop, "inner loop"); !why.empty())
     return why;
+  // Loops after the inner one run in the compute warps alone (a stream-K tile's wait for the
+  // partial products of other programs); one with a ring of its own would need the producer.
   std::string other;
   ir::walk(*outer.body(), [&](ir::Op &op) {
-    if (op.kind() == ir::OpKind::For && &op != &loop)
-      other = "another loop in the outer loop: the producer walks the inner loop's ring alone";
+    if (op.kind() == ir::OpKind::For && &op != &loop && op.hasAttr("pipeline_stages"))
+      other = "another loop with a ring in the outer loop: the producer walks the inner loop's "
+              "ring alone";
   });
   if (!other.empty())
     return other;

@@ -25,7 +25,8 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]]
+              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]
+              [--stream-k]]
               [--split-k=S | --no-split] [--element-stores] [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
@@ -39,7 +40,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   product through the kernel library's matmul (kernels/Matmul.h) on its plan: the tile
   options give it one, else the autotuner chooses (TRITIUM_AUTOTUNE=0: the planner);
   --persistent gives it a plan (the tile options', 128 x 256 x 64 by default) whose programs,
-  one per SM, each walk tiles in one K loop (MatmulPlan::persistent). --library hands the
+  one per SM, each walk tiles in one K loop (MatmulPlan::persistent); --stream-k gives it a
+  persistent plan whose programs share the tiles' K steps evenly (MatmulPlan::streamK; 128 x
+  128 x 64 by default, with --warp-specialize a producer warp group). --library hands the
   library a workspace (matmulWorkspaceBytes), so that its plans may split K over programs;
   --split-k=S gives it a plan (the tile options') whose S programs per tile each sum a slice
   of K (MatmulPlan::splitK); --no-split hands it none. --element-stores gives it a plan (the
@@ -111,11 +114,13 @@ struct Options {
   // warps (two warp groups) with 4 stages; for a few rows (decode), 16 x 64 x 256 on 4 warps.
   int BM = 128, BN = 256, BK = 64, warps = 8, stages = 4;
   bool userPlan = false;
+  bool tileGiven = false; // --tile
   std::string arch; // "": the device's, with Hopper's wgmma (sm_90a)
   bool descriptors = false;
   bool warpSpecialize = false; // --descriptors with a producer warp group for the TMA copies
   bool library = false; // kernels::matmul instead of the tutorial's kernel
   bool persistent = false; // --library: a program per SM walking tiles (MatmulPlan::persistent)
+  bool streamK = false;    // --library, persistent: the SMs share the K steps (MatmulPlan::streamK)
   int splitK = 1;          // --library: programs per tile, each a slice of K (MatmulPlan::splitK)
   bool elementStores = false; // --library: C's tile by element stores (MatmulPlan::tmaStore)
   bool noSplit = false;    // --library without a workspace: no plan splits K
@@ -136,7 +141,7 @@ Options parseOptions(int argc, char **argv) {
     } else if (a.rfind("--tile=", 0) == 0) {
       if (std::sscanf(a.c_str() + 7, "%dx%dx%d", &o.BM, &o.BN, &o.BK) != 3)
         throw std::runtime_error("--tile takes BMxBNxBK, got " + a);
-      o.userPlan = true;
+      o.userPlan = o.tileGiven = true;
     } else if (a.rfind("--warps=", 0) == 0) {
       o.warps = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--stages=", 0) == 0) {
@@ -149,6 +154,8 @@ Options parseOptions(int argc, char **argv) {
       o.library = true;
     } else if (a == "--persistent") {
       o.library = o.persistent = o.userPlan = true;
+    } else if (a == "--stream-k") {
+      o.library = o.persistent = o.streamK = o.userPlan = true;
     } else if (a.rfind("--split-k=", 0) == 0) {
       o.splitK = std::atoi(a.c_str() + 10);
       o.library = o.userPlan = true;
@@ -229,7 +236,8 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
   kernels::MatmulPlan plan{.blockM = o.BM, .blockN = o.BN, .blockK = o.BK,
                            .numWarps = o.warps, .numStages = o.stages,
                            .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
-                           .splitK = o.splitK, .tmaStore = !o.elementStores};
+                           .splitK = o.splitK, .streamK = o.streamK,
+                           .tmaStore = !o.elementStores};
   // The library's call, with a workspace for what its plans for this shape may split K into
   // (or the given plan's split) unless --no-split.
   auto dtype = [](const std::string &d) {
@@ -311,6 +319,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
       std::string form = o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
                          : o.library && o.elementStores && o.persistent ? ", library, persistent, element stores"
                          : o.library && o.elementStores       ? ", library, element stores"
+                         : o.library && o.streamK             ? ", library, stream-K"
                          : o.library && o.persistent          ? ", library, persistent"
                          : o.library                          ? ", library"
                          : !o.descriptors                     ? ""
@@ -336,6 +345,8 @@ int main(int argc, char **argv) {
     } else if (o.M == 0) {
       o.M = o.N = o.K = 4096;
     }
+    if (o.streamK && !o.tileGiven) // 128 x 256 tiles spill there (MatmulPlan::streamK)
+      o.BN = 128;
     if (gpu && !o.userPlan) { // the library's planner (kernels/MatmulPlan.h)
       kernels::Dtype in = isFp8(o.dtype)       ? kernels::Dtype::fp8e4m3
                           : o.dtype == "bf16" ? kernels::Dtype::bf16

@@ -431,6 +431,47 @@ TEST_F(DotGpuTest, LibraryMatmulPersistent) {
   }
 }
 
+// Stream-K plans (MatmulPlan::streamK): the SMs share the tiles' K steps, so tiles are split
+// between programs at any step and finished by the program holding their last step, which
+// waits for the others' partial products in the (poisoned) workspace. Shapes whose tiles fill
+// their last wave partly, few and many K steps a program, with and without the producer warp
+// group, every epilogue form; the first case again on a workspace whose every flag says
+// "ready" (the call zeroes the flags before the programs start). Row strides lie on 16 bytes,
+// as the plan's tensor descriptors need.
+TEST_F(DotGpuTest, LibraryMatmulStreamK) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "stream-K plans read their tiles through TMA descriptors on Hopper";
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan producer{.blockM = 128, .blockN = 128, .warpSpecialize = true,
+                               .persistent = true, .streamK = true},
+      plain{.blockM = 128, .blockN = 128, .persistent = true, .streamK = true},
+      fp8{.blockM = 128, .blockN = 128, .blockK = 128, .numStages = 3, .warpSpecialize = true,
+          .persistent = true, .streamK = true};
+  std::vector<LibraryMatmulCase> cases = {
+      // 12 x 12 tiles (1.09 waves), and 30 x 29 (6.6 waves: 5 tiles each, then 342 shared).
+      {.M = 1536, .N = 1536, .K = 1024, .plan = producer},
+      {.M = 3800, .N = 3704, .K = 200, .bias = true, .residual = true, .plan = producer},
+      {.M = 300, .N = 700, .K = 3000, .bTransposed = true, .amax = true, .plan = producer},
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 1000, .N = 1000, .K = 1000, .plan = plain},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = producer},
+      {.M = 777, .N = 1500, .K = 4104, .activation = Activation::Gelu, .plan = producer},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8},
+      {.in = Dtype::int8, .out = Dtype::int32, .M = 1000, .N = 900, .K = 2048, .bTransposed = true,
+       .plan = producer},
+      {.M = 1536, .N = 1536, .K = 1024, .plan = producer, .workspaceWord = 0x3f800000u},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true;
+    c.workspace = true;
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
 // Plans whose C tile leaves by one TMA store (MatmulPlan::tmaStore, the default): partial
 // tiles at both edges (TMA drops what lies past C), every output type, the epilogue's bias and
 // residual, SwiGLU, persistent programs storing a tile per pass of the loop (the staging

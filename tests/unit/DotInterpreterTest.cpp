@@ -335,6 +335,12 @@ TEST_F(DotInterpreterTest, LibraryMatmulRefusesBadArguments) {
   refusesPlan(a, split, "a plan's splitK is 1 to 64, got 0");
   a.workspaceBytes = -1;
   refusesPlan(a, split, "workspaceBytes");
+  kernels::MatmulPlan streamK{.blockM = 16, .blockN = 16, .blockK = 16, .persistent = true,
+                              .streamK = true};
+  refusesPlan(ok, streamK,
+              "the plan shares K steps between programs (stream-K): workspace holds 0 bytes");
+  streamK.persistent = false;
+  refusesPlan(ok, streamK, "a stream-K plan is persistent");
 }
 
 } // namespace
@@ -450,4 +456,72 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   EXPECT_FALSE(kernels::planMatmul(4096, 4096, 2048, 132).persistent);
   EXPECT_FALSE(kernels::planMatmul(8192, 8192, 512, 132, {.outBytes = 4}).persistent);
   EXPECT_FALSE(kernels::planMatmul(2048, 2048, 512, 132).persistent); // 128 tiles
+}
+
+// Stream-K plans (MatmulPlan::streamK): the programs (132 in the interpreter, fewer where there
+// are fewer K steps) take whole tiles but for the last one or two waves' worth, whose K steps
+// they share, so that tiles are split between programs at any step, the program that ends a
+// tile adding the others' partials from the workspace, whose flags start poisoned (the call
+// zeroes them). Every row stride lies on 16 bytes, as tensor descriptors need (else the plan
+// runs a program per tile through pointers).
+TEST_F(DotInterpreterTest, LibraryMatmulStreamK) {
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan streamK{.blockM = 32, .blockN = 32, .blockK = 16, .numWarps = 4,
+                              .numStages = 3, .descriptors = true, .persistent = true,
+                              .streamK = true};
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256)); // read for alignment only
+  // 7 x 6 tiles of 13 K steps: 546 steps, 5 a program (4 for the last), so most tiles end in
+  // a program that did not start them.
+  kernels::MatmulArgs shape{.a = aligned, .b = aligned, .M = 200, .N = 176, .K = 200};
+  EXPECT_EQ(kernels::matmulGrid(shape, streamK, 132), 132);
+  EXPECT_EQ(kernels::matmulWorkspaceBytes(shape, streamK), 132 * (32 * 32 + 1) * 4);
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 200, .bias = true, .residual = true,
+                                  .plan = streamK, .workspace = true});
+  // 4 tiles of 40 steps on 132 programs: one step a program, 40 programs to a tile.
+  EXPECT_EQ(kernels::matmulGrid({.a = aligned, .b = aligned, .M = 64, .N = 64, .K = 640},
+                                streamK, 132),
+            132);
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 64, .N = 64, .K = 640, .bTransposed = true,
+                                  .plan = streamK, .workspace = true});
+  // 18 x 18 tiles: a whole tile each first (tiles pid), then the last 192 tiles' 3 steps
+  // shared, 5 a program.
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 560, .N = 568, .K = 48, .bias = true, .plan = streamK,
+                                  .workspace = true});
+  // Fewer K steps than SMs: a program a step.
+  EXPECT_EQ(kernels::matmulGrid({.a = aligned, .b = aligned, .M = 40, .N = 40, .K = 48},
+                                streamK, 132),
+            12);
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 40, .N = 40, .K = 48, .plan = streamK, .workspace = true});
+  // Two products (SwiGLU: two slots a program), int8 into int32, fp8 C with amax, a producer.
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 150, .N = 120, .K = 160, .activation = Activation::SwiGlu,
+                                  .plan = streamK, .workspace = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.in = Dtype::int8, .out = Dtype::int32, .M = 96, .N = 80,
+                                  .K = 320, .plan = streamK, .workspace = true});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.out = Dtype::fp8e4m3, .M = 100, .N = 96, .K = 304,
+                                  .amax = true, .plan = streamK, .workspace = true});
+  kernels::MatmulPlan producer = streamK;
+  producer.warpSpecialize = true;
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 200, .residual = true,
+                                  .plan = producer, .workspace = true});
+  // The autotuner's candidates: stream-K where 128 x 256 tiles fill their last wave badly
+  // (3072^2: 288 tiles, 2.18 waves), with a workspace only; not at 4096^2 (512 tiles, 3.9).
+  auto streamKCandidates = [](int64_t M, int64_t N, int64_t K, bool workspace) {
+    int n = 0;
+    for (const kernels::MatmulPlan &p :
+         kernels::matmulCandidates(M, N, K, 132, {.canSplitK = workspace}, true))
+      n += p.streamK;
+    return n;
+  };
+  EXPECT_GE(streamKCandidates(3072, 3072, 4096, true), 1);
+  EXPECT_EQ(streamKCandidates(3072, 3072, 4096, false), 0);
+  EXPECT_EQ(streamKCandidates(4096, 4096, 4096, true), 0);
 }

@@ -6,6 +6,8 @@
 #include "PtxChecks.h"
 #include "kernels/Matmul.h"
 
+#include <regex>
+
 using namespace tritium;
 using namespace tritium::testing::tensorcores;
 using ir::ScalarKind;
@@ -299,6 +301,52 @@ TEST_F(DotPtxTest, LibraryTmaStorePlanStoresCByTma) {
       Stage::PTX);
   EXPECT_EQ(elements.gir.find("tensor_store"), std::string::npos);
   EXPECT_NE(elements.ptx.find("st.global"), std::string::npos);
+}
+
+// The library's stream-K plans (MatmulPlan::streamK) at 3072 x 3072 x 4096 bf16, 128 x 128
+// tiles with and without a producer warp group: the K loop of each piece of a tile nested in
+// the walk over the program's pieces (the warps split before it: the fix-up loop after the K
+// loop has no ring), and the piece's end on either branch: a partial product stored and its
+// flag released, or the others' partials waited for (a compare-and-swap loop) and added before
+// the epilogue, which stages C by stmatrix as the persistent plan's does. With the producer
+// ptxas spills nothing. (On 128 x 256 tiles it spills 500-650 bytes: the partial's
+// store converts the 128 accumulators a thread into 16-byte runs through shared memory.)
+TEST_F(DotPtxTest, LibraryStreamKPlanSharesTheTilesSteps) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                        .M = 3072, .N = 3072, .K = 4096};
+  for (bool producer : {false, true}) {
+    SCOPED_TRACE(producer ? "producer warp group" : "no producer");
+    kernels::MatmulPlan plan{.blockN = 128, .warpSpecialize = producer, .persistent = true,
+                             .streamK = true};
+    EXPECT_EQ(kernels::matmulGrid(m, plan, 132), 132);
+    Artifacts a = kernels::matmulKernel().compileTo(
+        kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+    EXPECT_EQ(count(a.gir, "warp_specialized = 1"), producer ? 1u : 0u) << a.gir;
+    kernels::MatmulPlan tiles = plan;
+    tiles.streamK = false;
+    Artifacts p = kernels::matmulKernel().compileTo(
+        kernels::matmulSpecialization(m, tiles, "sm_90a"), Stage::PTX);
+    // (LLVM may duplicate the K loop's body: at least the persistent plan's products.)
+    EXPECT_GE(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+              count(p.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+    EXPECT_EQ(count(a.ptx, "atom.acq_rel.gpu.global.cas.b32"), 1u) << a.ptx;
+    // C staged for its TMA store from the accumulator's fragments, as the persistent plan's.
+    EXPECT_EQ(count(a.ptx, "stmatrix.sync.aligned"), count(p.ptx, "stmatrix.sync.aligned"));
+    EXPECT_GT(count(a.ptx, "stmatrix.sync.aligned"), 0u);
+    EXPECT_EQ(count(a.ptx, "atom.acq_rel.gpu.global.exch.b32"), 1u) << a.ptx;
+    if (producer)
+      EXPECT_EQ(count(a.ptx, "setmaxnreg.inc.sync.aligned.u32 240;"), 1u);
+    if (tritium::testing::ptxasPath().empty())
+      GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+    tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    // Without the producer's registers (240 a compute thread) ptxas spills 4 bytes at 255.
+    std::smatch spill;
+    ASSERT_TRUE(std::regex_search(r.output, spill, std::regex("(\\d+) bytes spill stores")));
+    EXPECT_LE(std::stoi(spill[1]), producer ? 0 : 8) << r.output;
+    EXPECT_EQ(r.output.find("serializ"), std::string::npos) << r.output;
+  }
 }
 
 // The library's persistent plan (MatmulPlan::persistent) at 8192 x 8192 x 512 bf16, with and
