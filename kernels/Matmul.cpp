@@ -156,8 +156,8 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
     };
     // The product of tile (pm, pn) over K from kStart to kEnd, into tacc (and tacc_up).
-    auto tileProduct = [&](Value pm, Value pn, const Operand &kStart, const Operand &kEnd, Value &tacc,
-                           Value &tacc_up) {
+    auto tileProduct = [&](Value pm, Value pn, const Operand &kStart, const Operand &kEnd,
+                           Value &tacc, Value &tacc_up) {
       for (auto k : range(kStart, kEnd, BK, STAGES)
                         .warp_specialize((FLAGS & kWarpSpecialize) != 0)) {
         auto x = a_desc.load({pm * BM, k});

@@ -66,8 +66,10 @@ struct MatmulArgs {
   int64_t maxImpreciseAcc = 0;
   // Scratch for plans that split K (matmulWorkspaceBytes): each slice of the K range writes its
   // partial product there in fp32 (int32 for int8), and a second kernel sums the slices in a
-  // fixed order and runs the epilogue, so the result does not depend on timing. Null or too
-  // small: no plan splits K. Calls that share a workspace must be ordered (one stream).
+  // fixed order and runs the epilogue, so the result does not depend on timing; stream-K plans
+  // keep a partial product slot and a flag per program there (the call zeroes the flags), and
+  // the program ending a tile sums its partials in a fixed order. Null or too small: no plan
+  // splits K. Calls that share a workspace must be ordered (one stream).
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
 };
@@ -78,7 +80,7 @@ void matmul(const MatmulArgs &args, CUstream stream, const MatmulPlan *plan = nu
 // The workspace with which every plan the library may choose for `args` (its shape, dtypes and
 // epilogue; the pointers are not read) can split K; 0 where none would.
 int64_t matmulWorkspaceBytes(const MatmulArgs &args);
-// The workspace that `plan` needs for `args` (0 unless it splits K).
+// The workspace that `plan` needs for `args` (0 unless it splits K or is stream-K).
 int64_t matmulWorkspaceBytes(const MatmulArgs &args, const MatmulPlan &plan);
 
 // The kernel, the specialization that a call with `args` on `plan` compiles (for `arch`; ""

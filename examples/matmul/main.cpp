@@ -25,8 +25,8 @@ using namespace tritium::dsl;
 namespace {
 
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
-              [--stages=S] [--arch=sm_XX] [--descriptors [--warp-specialize] | --library [--persistent]
-              [--stream-k]]
+              [--stages=S] [--arch=sm_XX]
+              [--descriptors [--warp-specialize] | --library [--persistent] [--stream-k]]
               [--split-k=S | --no-split] [--element-stores] [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints

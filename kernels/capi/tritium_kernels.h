@@ -88,14 +88,17 @@ int tritium_matmul_quantized(int in_dtype, int out_dtype, void *c, const void *a
                              void *stream);
 
 /* The bytes of device memory with which tritium_matmul_split_k's plans may split K (each
- * slice's partial product in fp32, summed by a second kernel in a fixed order); 0 where no plan
- * for this product would; -1 for a bad dtype or activation (tritium_last_error says which). */
+ * slice's partial product in fp32, summed by a second kernel in a fixed order) or share the K
+ * steps of a partly filled last wave of tiles between programs (stream-K: a partial product
+ * slot and a flag per program, zeroed by each call); 0 where no plan for this product would;
+ * -1 for a bad dtype or activation (tritium_last_error says which). */
 int64_t tritium_matmul_workspace(int in_dtype, int out_dtype, int64_t M, int64_t N, int64_t K,
                                  int b_transposed, int activation);
 
 /* tritium_matmul_quantized with a workspace (tritium_matmul_workspace's bytes; NULL or smaller:
- * no split), for products with fewer tiles than SMs and a long K: skinny shapes and small
- * batches. Calls sharing a workspace must be ordered on one stream. */
+ * no split), for products with fewer tiles than SMs and a long K (skinny shapes and small
+ * batches) or a partly filled last wave of tiles. Calls sharing a workspace must be ordered on
+ * one stream. */
 int tritium_matmul_split_k(int in_dtype, int out_dtype, void *c, const void *a, const void *b,
                            const void *bias, const void *residual, const float *scale_a,
                            const float *scale_b, float alpha, float out_scale, float *amax,
