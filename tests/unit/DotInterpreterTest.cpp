@@ -522,6 +522,10 @@ TEST_F(DotInterpreterTest, LibraryMatmulStreamK) {
     return n;
   };
   EXPECT_GE(streamKCandidates(3072, 3072, 4096, true), 1);
+  // The workspace a call asks for covers the candidate's slots and flags (132 programs).
+  EXPECT_EQ(kernels::matmulWorkspaceBytes({.a = aligned, .b = aligned, .M = 3072, .N = 3072,
+                                           .K = 4096}),
+            132 * (128 * 128 + 1) * 4);
   EXPECT_EQ(streamKCandidates(3072, 3072, 4096, false), 0);
   EXPECT_EQ(streamKCandidates(4096, 4096, 4096, true), 0);
 }
