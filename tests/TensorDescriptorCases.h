@@ -292,4 +292,28 @@ void checkDescriptorAtomic(CUstream stream, const std::function<void()> &sync, i
                      << first.str();
 }
 
+// A tile published by a release (GPU only: its programs wait for one another, which the
+// interpreter, running programs in order, cannot do). Program p stores tile p of `out`
+// ([P x BR, BC] fp32) through a descriptor (a TMA store on Hopper), counts itself done with an
+// acq_rel atomic, waits until all P programs have, and copies its neighbour's tile (p + 1) % P
+// of `out` into the same rows of `seen` with plain loads. The atomic must wait for the TMA
+// store's writes, performed by the async proxy after the store op has ended.
+inline void publishedTileKernel(Ptr out, Ptr seen, Ptr counter, Int P, int BR, int BC) {
+  auto pid = program_id(0);
+  auto rows = arange(0, BR), cols = arange(0, BC);
+  auto value = cast((pid * BR + rows)(_, None) * BC + cols(None, _), float32) + 0.5;
+  make_tensor_descriptor(out, {P * BR, BC}, {BC, 1}, {BR, BC}).store({pid * BR, 0}, value);
+  atomic_add(counter, 1);
+  while_([&] { return atomic_add(counter, 0) < P; }, [] {});
+  auto next = (pid + 1) % P;
+  auto got = load(out + (next * BR + rows)(_, None) * BC + cols(None, _));
+  store(seen + (pid * BR + rows)(_, None) * BC + cols(None, _), got);
+}
+
+inline Kernel &publishedTileKernelOf() {
+  static auto k = kernel("published_tile", publishedTileKernel,
+                         {"out", "seen", "counter", "P", "BR", "BC"});
+  return k;
+}
+
 } // namespace tritium::testing::descriptors

@@ -4,7 +4,8 @@
 // its old value, and those of blocks whose elements have copies in several threads, reach every
 // thread through shared memory between two barriers. Float max and min have no PTX atom: as
 // Triton, a non-negative value takes the signed integer max (min) of the bits, a negative one
-// the unsigned integer min (max).
+// the unsigned integer min (max). In a kernel with TMA stores, a release first waits for their
+// writes.
 #include "compiler/codegen/Lowering.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -101,6 +102,16 @@ bool lowerAtomic(Lowering &l, const ir::Op &op) {
   std::string prefix = "." + op.strAttr("sem") + "." + op.strAttr("scope");
   bool scalar = !ptrV->type().isBlock();
   bool staged = op.hasAttr("smem_offset");
+  // A release publishes the program's earlier writes, and a TMA store's writes are performed by
+  // the async proxy after the store op has ended: its issuing thread waits for them and fences
+  // them for the generic proxy first (completeTensorStores), and a barrier puts every thread's
+  // atomic after that.
+  std::string sem = op.strAttr("sem");
+  if (l.tensorStores && (sem == "release" || sem == "acq_rel")) {
+    completeTensorStores(l);
+    if (!scalar)
+      l.barrier();
+  }
   const Elements &ptrs = l.get(ptrV);
   Elements old;
   for (size_t k = 0; k < ptrs.size(); ++k) {

@@ -9,7 +9,8 @@
 // (storeStaged). TMA reads the buffer after the op has ended: the issuing thread waits for
 // those reads (cp.async.bulk.wait_group.read) before every later CTA barrier, which any later
 // write to that shared memory comes after (Lowering::barrier), and for the writes to complete
-// before the kernel exits (waitForTensorStores).
+// before the kernel exits (waitForTensorStores) and before an atomic that releases them
+// (completeTensorStores, which also fences them for the generic proxy).
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/TensorMap.h"
@@ -220,6 +221,11 @@ void waitForTensorStoreReads(Lowering &l) {
 }
 
 void waitForTensorStores(Lowering &l) { onThreadZeroInPlace(l, "cp.async.bulk.wait_group 0;"); }
+
+void completeTensorStores(Lowering &l) {
+  onThreadZeroInPlace(l, "cp.async.bulk.wait_group 0;");
+  onThreadZeroInPlace(l, "fence.proxy.async.global;");
+}
 
 bool lowerTensorStore(Lowering &l, const ir::Op &op) {
   if (op.kind() != ir::OpKind::TensorStore)

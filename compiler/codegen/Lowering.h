@@ -184,6 +184,9 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op);    // tensor_store: TMA st
 // barrier), or until their writes are done (before the kernel exits): LowerTensorStore.cpp.
 void waitForTensorStoreReads(Lowering &l);
 void waitForTensorStores(Lowering &l);
+// Thread 0 (the TMA stores' issuer) waits for their writes and fences them for the generic
+// proxy, so that a release after it publishes them.
+void completeTensorStores(Lowering &l);
 // wgmma.wait_group N with the accumulators passing through it (LowerDot.cpp): the values it
 // returns are the ones to read, so that no read of them moves above the wait. N groups (the
 // newest ones, whose accumulators are not passed) may stay in flight.

@@ -157,4 +157,41 @@ TEST_F(TensorDescriptorGpuTest, StoresClipAtTheTensorsEdges) {
                                         72, dr, 4, 32, 32, arch);
 }
 
+// A tile stored through a descriptor (a TMA store) and published by an acq_rel atomic is what
+// the programs that acquire it read: every program copies its neighbour's tile after all of
+// them have counted themselves done (publishedTileKernel). Fresh poison each run; 8 programs of
+// 4 warps, all resident at once; several runs, as a race shows only now and then.
+TEST_F(TensorDescriptorGpuTest, AReleasePublishesATmaStore) {
+  SKIP_WITHOUT_HOPPER();
+  const int P = 8, BR = 32, BC = 64;
+  for (int run = 0; run < 20; ++run) {
+    DeviceBuffer out(size_t(P * BR * BC) * 4), seen(size_t(P * BR * BC) * 4), counter(4);
+    out.fill32(0x7fc00001u);
+    seen.fill32(0x7fc00001u);
+    counter.fill32(0);
+    Specialization spec{.signature = {"*fp32", "*fp32", "*i32", "i32"},
+                        .constexprs = {BR, BC},
+                        .numWarps = 4,
+                        .arch = "sm_90a"};
+    std::initializer_list<KernelArg> args = {out, seen, counter, int32_t(P)};
+    CompiledKernel &c = publishedTileKernelOf().compile(spec.specializedFor(args));
+    c.launch(P, stream().get(), args);
+    sync();
+    ASSERT_NE(c.artifacts().ptx.find("cp.async.bulk.tensor"), std::string::npos);
+    std::vector<float> got(size_t(P * BR * BC));
+    seen.download(got.data(), got.size() * 4);
+    size_t bad = 0;
+    for (int p = 0; p < P; ++p)
+      for (int r = 0; r < BR; ++r)
+        for (int col = 0; col < BC; ++col) {
+          float want = float((((p + 1) % P) * BR + r) * BC + col) + 0.5f;
+          float g = got[size_t((p * BR + r) * BC + col)];
+          if (g != want && bad++ < 3)
+            ADD_FAILURE() << "run " << run << ": program " << p << " read [" << r << ", " << col
+                          << "] of its neighbour's tile as " << g << ", not " << want;
+        }
+    ASSERT_EQ(bad, 0u) << "run " << run;
+  }
+}
+
 } // namespace

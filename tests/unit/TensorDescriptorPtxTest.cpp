@@ -211,3 +211,24 @@ TEST_F(TensorDescriptorPtxTest, AtomicsAreTmaReductionsWhereTmaHasThem) {
     expectAssembles(a, c.arch);
   }
 }
+
+// An atomic that releases (acq_rel, the default) after a TMA store: thread 0, which issued the
+// store, first waits for its writes (cp.async.bulk.wait_group 0, not .read) and fences them
+// for the generic proxy, so that a program that acquires the atomic's value reads the tile.
+TEST_F(TensorDescriptorPtxTest, AReleaseWaitsForTheTmaStoresBeforeIt) {
+  Specialization spec{.signature = {"*fp32:16", "*fp32:16", "*i32:16", "i32"},
+                      .constexprs = {32, 64},
+                      .numWarps = 4,
+                      .arch = "sm_90a"};
+  Artifacts a = publishedTileKernelOf().compileTo(spec, Stage::PTX);
+  size_t store = a.ptx.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group");
+  size_t atom = a.ptx.find("atom.acq_rel.gpu.global.add");
+  ASSERT_NE(store, std::string::npos) << a.ptx;
+  ASSERT_NE(atom, std::string::npos) << a.ptx;
+  size_t wait = a.ptx.find("cp.async.bulk.wait_group 0;", store);
+  size_t fence = a.ptx.find("fence.proxy.async.global;", store);
+  EXPECT_LT(wait, atom) << a.ptx;
+  EXPECT_LT(fence, atom) << a.ptx;
+  EXPECT_LT(wait, fence);
+  expectAssembles(a, "sm_90a");
+}
