@@ -174,7 +174,7 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       // Stream-K, data-parallel first: each program (one per SM) takes whole tiles pid, pid +
       // programs, ... of all waves but the last one or two, as the persistent plan does (the
       // tiles in flight together are neighbours, sharing A's and B's panels in L2); the tiles
-      // left, `skTiles`, share their K steps evenly: program pid takes steps [lo, hi) of their
+      // from `skFirst` on share their K steps evenly: program pid takes steps [lo, hi) of their
       // sequence, so no SM idles in a last, partly filled wave. A tile split between programs
       // is finished by the program holding its last step, which adds the others' partial
       // products (in `partial`, a [BM, BN] slot a program, then a flag each that the call
@@ -530,7 +530,7 @@ int64_t matmulWorkspaceBytes(const MatmulArgs &m) {
     return 0;
   int sms = planningSmCount();
   int64_t most = 0;
-  for (const MatmulPlan &p : matmulCandidates(m.M, m.N, m.K, sms, matmulTypes(m, true), true))
+  for (const MatmulPlan &p : possibleMatmulPlans(m.M, m.N, m.K, sms, matmulTypes(m, true)))
     most = std::max(most, workspaceNeed(m, p, sms));
   return most;
 }

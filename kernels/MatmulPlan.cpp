@@ -137,9 +137,16 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
 }
 } // namespace
 
+std::vector<MatmulPlan> possibleMatmulPlans(int64_t M, int64_t N, int64_t K, int smCount,
+                                            MatmulTypes t) {
+  std::vector<MatmulPlan> all = candidatePlans(M, N, K, smCount, t);
+  all.push_back(planMatmul(M, N, K, smCount, t));
+  return all;
+}
+
 int maxSplitK(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes t) {
-  int most = planMatmul(M, N, K, smCount, t).splitK;
-  for (const MatmulPlan &p : candidatePlans(M, N, K, smCount, t))
+  int most = 1;
+  for (const MatmulPlan &p : possibleMatmulPlans(M, N, K, smCount, t))
     most = std::max(most, p.splitK);
   return most;
 }

@@ -89,6 +89,10 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
 // only when `descriptorsUsable`).
 std::vector<MatmulPlan> matmulCandidates(int64_t M, int64_t N, int64_t K, int smCount,
                                          MatmulTypes types, bool descriptorsUsable);
+// Every plan that the planner or the autotuner may take for a shape, duplicates kept (cheaper
+// than matmulCandidates' comparisons): what a call's workspace must serve.
+std::vector<MatmulPlan> possibleMatmulPlans(int64_t M, int64_t N, int64_t K, int smCount,
+                                            MatmulTypes types);
 // The most slices of K that the planner's plan or a candidate takes (1: none splits K).
 int maxSplitK(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes types);
 // The autotuner's shape bucket: dtypes, B's layout and M, N, K rounded up to powers of two.
