@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace tritium::kernels {
@@ -36,6 +38,8 @@ namespace {
 // [batch, heads, seq_q, splits(, D)]; otherwise the one part is the answer.
 // HD: the head dim, D it rounded up to a power of two; columns from HD on are masked off the
 // loads and the stores (and are zeros in the parts).
+// The integer arguments are i32 where every offset fits (decodeOffsetsAreNarrow), else i64,
+// and the index math follows them.
 void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Ptr k, Ptr v,
                              Ptr seq_lens, Ptr block_table, Float qk_scale, Int seq_q,
                              Int max_seq, Int heads, Int groups, Int chunk, Int splits, Int sqb,
@@ -53,7 +57,7 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
   auto row_ok = r < groups * seq_q;
   auto rd = arange(0, D);
   auto cols = [&](Value rows_ok) { return paddedColumns(rows_ok, rd, D, HD); };
-  Value len = HAS_LENS ? cast(load(seq_lens + b), int64) : Value(max_seq);
+  Value len = HAS_LENS ? cast(load(seq_lens + b), max_seq.dtype()) : Value(max_seq);
   auto lo = split * chunk;
   auto hi = minimum(len, lo + chunk);
   auto q_tile = load(q + b * sqb + h(_, None) * sqh + t(_, None) * sqs + rd(None, _),
@@ -172,6 +176,51 @@ int64_t nextPowerOfTwo(int64_t n) {
 
 int64_t kvHeadsOf(const AttentionDecodeArgs &a) { return a.kvHeads ? a.kvHeads : a.heads; }
 
+// The strides a call reads its tensors with: the given ones, or the dense forms where none are.
+struct DecodeStrides {
+  DecodeQueryStrides q, o;
+  DecodeCacheStrides k, v;
+};
+DecodeStrides resolveStrides(const AttentionDecodeArgs &a) {
+  int64_t D = a.headDim, kvHeads = kvHeadsOf(a);
+  auto query = [&](const DecodeQueryStrides &s) {
+    return !s.batch && !s.head && !s.seq ? DecodeQueryStrides{a.seqQ * a.heads * D, D, a.heads * D}
+                                         : s;
+  };
+  int64_t pageRows = a.blockTable ? a.pageSize : a.maxSeqKV;
+  auto cache = [&](const DecodeCacheStrides &s) {
+    return !s.page && !s.seq && !s.head
+               ? DecodeCacheStrides{pageRows * kvHeads * D, kvHeads * D, D}
+               : s;
+  };
+  return {query(a.qStrides), query(a.oStrides), cache(a.kStrides), cache(a.vStrides)};
+}
+
+// Whether every element offset the split kernel computes fits in an int32, so that its integer
+// arguments and index math can be 32-bit: half the instructions of 64-bit math, which a
+// program at a small cache runs as one chain (docs/notes/attention.md, "Decode at small
+// caches"). A paged cache's page numbers are not bounded by the call's arguments (its pool's
+// size is not one), so paged calls stay 64-bit.
+bool decodeOffsetsAreNarrow(const AttentionDecodeArgs &a, int64_t splits, int blockN) {
+  if (a.blockTable)
+    return false;
+  DecodeStrides s = resolveStrides(a);
+  int64_t D = paddedHeadDim(a.headDim), kvHeads = kvHeadsOf(a);
+  auto query = [&](const DecodeQueryStrides &q) {
+    return (a.batch - 1) * std::abs(q.batch) + (a.heads - 1) * std::abs(q.head) +
+           (a.seqQ - 1) * std::abs(q.seq) + D;
+  };
+  // Positions run up to a step past the cache's end (masked off, but their offsets computed).
+  auto cache = [&](const DecodeCacheStrides &c) {
+    return (a.batch - 1) * std::abs(c.page) + (a.maxSeqKV + blockN) * std::abs(c.seq) +
+           (kvHeads - 1) * std::abs(c.head) + D;
+  };
+  int64_t most = std::max({query(s.q), query(s.o), cache(s.k), cache(s.v),
+                           a.batch * a.heads * a.seqQ * splits * (D + 1),
+                           a.maxSeqKV + int64_t(blockN) * splits});
+  return most <= int64_t(std::numeric_limits<int32_t>::max());
+}
+
 // Parts per (sequence, KV head): as many as keep every program in one wave of two per SM (a
 // second, partial wave measured 0.68 of copy bandwidth where one wave gave 0.88), each part at
 // least 256 positions (fewer parts would not pay for the combine), at most 64.
@@ -236,24 +285,14 @@ void attentionDecode(const AttentionDecodeArgs &a, CUstream stream,
   KernelArg lse = a.lse ? args.pointer("lse", a.lse) : o;
   KernelArg lens = a.seqLens ? args.pointer("seq_lens", a.seqLens) : o;
   KernelArg table = paged ? args.pointer("block_table", a.blockTable) : o;
-  // Dense forms where no strides are given.
-  auto queryStrides = [&](const DecodeQueryStrides &s) {
-    return !s.batch && !s.head && !s.seq ? DecodeQueryStrides{a.seqQ * a.heads * D, D, a.heads * D}
-                                         : s;
-  };
-  int64_t pageRows = paged ? a.pageSize : a.maxSeqKV;
-  auto cacheStrides = [&](const DecodeCacheStrides &s, const char *name) {
-    DecodeCacheStrides d = !s.page && !s.seq && !s.head
-                               ? DecodeCacheStrides{pageRows * kvHeads * D, kvHeads * D, D}
-                               : s;
+  DecodeStrides strides = resolveStrides(a);
+  DecodeQueryStrides qs = strides.q, os = strides.o;
+  DecodeCacheStrides ks = strides.k, vs = strides.v;
+  for (auto [d, name] : {std::pair{ks, "k"}, std::pair{vs, "v"}})
     if (d.seq < D && d.head < D)
       args.fail(std::string(name) + "'s position and head strides (" + std::to_string(d.seq) +
                 ", " + std::to_string(d.head) + ") are both less than head_dim " +
                 std::to_string(D));
-    return d;
-  };
-  DecodeQueryStrides qs = queryStrides(a.qStrides), os = queryStrides(a.oStrides);
-  DecodeCacheStrides ks = cacheStrides(a.kStrides, "k"), vs = cacheStrides(a.vStrides, "v");
   if (a.batch * kvHeads > 65535)
     args.fail("batch x kv_heads must be at most 65535, got " + std::to_string(a.batch * kvHeads));
   AttentionDecodePlan plan = given ? *given : planAttentionDecode(paged, D);
@@ -304,10 +343,11 @@ Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
   int64_t groups = a.heads / kvHeadsOf(a);
   int64_t rows = std::max<int64_t>(16, nextPowerOfTwo(groups * a.seqQ));
   std::string t = "*" + dtypeName(a.dtype);
+  std::string idx = decodeOffsetsAreNarrow(a, splits, plan.blockN) ? "i32" : "i64";
   Specialization spec{
-      .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", "i64", "i64",
-                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                    "i64", "i64", "i64", "i64", "i64", "i64"},
+      .signature = {t, "*fp32", "*fp32", "*fp32", t, t, t, "*i32", "*i32", "fp32", idx, idx, idx,
+                    idx, idx, idx, idx, idx, idx, idx, idx, idx, idx, idx, idx, idx, idx, idx,
+                    idx},
       .constexprs = {rows, plan.blockN, paddedHeadDim(a.headDim), plan.numStages,
                      a.causal && a.seqQ > 1 ? 1 : 0, a.lse ? 1 : 0,
                      a.blockTable ? a.pageSize : 0,
