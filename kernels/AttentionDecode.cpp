@@ -81,6 +81,8 @@ void attention_decode_kernel(Ptr o, Ptr lse, Ptr o_part, Ptr lse_part, Ptr q, Pt
       // row), so that it needs no layout conversion: the pipeliner then loads the entries
       // again for the iteration whose tiles it copies ahead, and the tiles are ring copies.
       auto entry = broadcast_to((block_table + b * bt_stride + pos / PAGED)(_, None), {BN, D});
+      // (64-bit whatever the arguments' width: a pool's page numbers times the page stride
+      // are not bounded by the call's sizes.)
       auto page = cast(load(entry, broadcast_to(in(_, None), {BN, D}), 0), int64);
       auto slot = pos(_, None) % PAGED;
       k_row = page * skp + slot * sks;
@@ -200,24 +202,27 @@ DecodeStrides resolveStrides(const AttentionDecodeArgs &a) {
 // arguments and index math can be 32-bit: half the instructions of 64-bit math, which a
 // program at a small cache runs as one chain (docs/notes/attention.md, "Decode at small
 // caches"). A paged cache's page numbers are not bounded by the call's arguments (its pool's
-// size is not one), so paged calls stay 64-bit.
+// size is not one), so the kernel multiplies them by the page stride in 64 bits whatever the
+// arguments' width; here only the stride itself and the offsets within a page must fit.
 bool decodeOffsetsAreNarrow(const AttentionDecodeArgs &a, int64_t splits, int blockN) {
-  if (a.blockTable)
-    return false;
   DecodeStrides s = resolveStrides(a);
   int64_t D = paddedHeadDim(a.headDim), kvHeads = kvHeadsOf(a);
+  bool paged = a.blockTable != nullptr;
   auto query = [&](const DecodeQueryStrides &q) {
     return (a.batch - 1) * std::abs(q.batch) + (a.heads - 1) * std::abs(q.head) +
            (a.seqQ - 1) * std::abs(q.seq) + D;
   };
   // Positions run up to a step past the cache's end (masked off, but their offsets computed).
+  int64_t positions = a.maxSeqKV + blockN;
   auto cache = [&](const DecodeCacheStrides &c) {
-    return (a.batch - 1) * std::abs(c.page) + (a.maxSeqKV + blockN) * std::abs(c.seq) +
-           (kvHeads - 1) * std::abs(c.head) + D;
+    int64_t rows = paged ? std::max(std::abs(c.page), (a.pageSize - 1) * std::abs(c.seq))
+                         : (a.batch - 1) * std::abs(c.page) + positions * std::abs(c.seq);
+    return rows + (kvHeads - 1) * std::abs(c.head) + D;
   };
   int64_t most = std::max({query(s.q), query(s.o), cache(s.k), cache(s.v),
                            a.batch * a.heads * a.seqQ * splits * (D + 1),
-                           a.maxSeqKV + int64_t(blockN) * splits});
+                           a.maxSeqKV + int64_t(blockN) * splits,
+                           paged ? a.batch * a.maxPages + positions / a.pageSize : 0});
   return most <= int64_t(std::numeric_limits<int32_t>::max());
 }
 

@@ -434,16 +434,18 @@ TEST_F(AttentionPtxTest, DecodeReadsTheCacheThroughRings) {
     EXPECT_LE(count(p.ptx, "div.s64"), 2u) << p.ptx; // (the heads' indices)
     EXPECT_EQ(count(p.ptx, "rem.s64"), 0u);
     // A thread's copies of one entry (repeated along its row) are loaded once: at most one
-    // load per row a thread holds (8 of 64), for each of the prologue's iterations and the body.
-    EXPECT_LE(count(p.ptx, "ld.global.b32"), 8u * 4u) << p.ptx;
+    // load per row a thread holds (8 of 64), for each of the prologue's iterations and the body
+    // (and one of the sequence's length).
+    EXPECT_LE(count(p.ptx, "ld.global.b32"), 8u * 4u + 1u) << p.ptx;
     expectAssembles(p, "sm_90a");
   }
 }
 
 // Where every offset fits in an int32 (a contiguous cache of up to 2^31 elements), the split
 // kernel's integer arguments are i32 and its index math 32-bit: no 64-bit division for the
-// heads' indices, and 64-bit adds only where offsets meet pointers. Larger caches and paged
-// ones (whose page numbers the call does not bound) keep i64.
+// heads' indices, and 64-bit adds only where offsets meet pointers. Larger caches keep i64. A
+// paged cache's page numbers, which the call does not bound, are multiplied by the page stride
+// in 64 bits either way.
 TEST_F(AttentionPtxTest, DecodeIndexMathIs32BitWhereOffsetsFit) {
   auto specFor = [](int64_t batch, int64_t positions, bool paged) {
     static int32_t table = 0;
@@ -457,11 +459,20 @@ TEST_F(AttentionPtxTest, DecodeIndexMathIs32BitWhereOffsetsFit) {
   EXPECT_EQ(specFor(4, 4096, false).signature[10], "i32");
   // 64 x 131072 positions x 8 heads x 128: 2^33 elements of cache.
   EXPECT_EQ(specFor(64, 131072, false).signature[10], "i64");
-  EXPECT_EQ(specFor(4, 4096, true).signature[10], "i64");
-  Artifacts a = compileDecode(false, 16, kernels::planAttentionDecode(false));
-  EXPECT_EQ(count(a.ptx, "div.s64"), 0u);
-  EXPECT_EQ(count(a.ptx, "mul.lo.s64"), 0u) << a.ptx;
-  expectAssembles(a, "sm_90a");
+  EXPECT_EQ(specFor(4, 4096, true).signature[10], "i32");
+  EXPECT_EQ(specFor(64, 131072, true).signature[10], "i32"); // (the page product is 64-bit)
+  for (bool paged : {false, true}) {
+    SCOPED_TRACE(paged ? "paged" : "contiguous");
+    Artifacts a = compileDecode(paged, 16, kernels::planAttentionDecode(paged));
+    EXPECT_EQ(count(a.ptx, "div.s64"), 0u);
+    // Paged: a row's page number (sign-extended from the block table's int32) times the page
+    // stride, for each row a thread copies and the iteration ahead that loads the entries.
+    if (paged)
+      EXPECT_NE(count(a.ptx, "mul.lo.s64") + count(a.ptx, "mul.wide.s32"), 0u);
+    else
+      EXPECT_EQ(count(a.ptx, "mul.lo.s64"), 0u) << a.ptx;
+    expectAssembles(a, "sm_90a");
+  }
 }
 
 // Head_dim 256: 32 positions a step keep the ring's K and V tiles at 96 KB (105 KB with the
