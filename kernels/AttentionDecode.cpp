@@ -219,10 +219,11 @@ bool decodeOffsetsAreNarrow(const AttentionDecodeArgs &a, int64_t splits, int bl
                          : (a.batch - 1) * std::abs(c.page) + positions * std::abs(c.seq);
     return rows + (kvHeads - 1) * std::abs(c.head) + D;
   };
+  int64_t tableEntries = paged ? a.batch * a.maxPages + positions / std::max<int64_t>(a.pageSize, 1)
+                               : 0;
   int64_t most = std::max({query(s.q), query(s.o), cache(s.k), cache(s.v),
                            a.batch * a.heads * a.seqQ * splits * (D + 1),
-                           a.maxSeqKV + int64_t(blockN) * splits,
-                           paged ? a.batch * a.maxPages + positions / a.pageSize : 0});
+                           a.maxSeqKV + int64_t(blockN) * splits, tableEntries});
   return most <= int64_t(std::numeric_limits<int32_t>::max());
 }
 
