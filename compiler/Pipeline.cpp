@@ -244,7 +244,8 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     mod->print(os, nullptr);
     dump(fn.name(), "lowered.ll", lowered);
   }
-  codegen::TargetOptions target{options.arch, options.ptxVersion, options.llvmPipeline};
+  codegen::TargetOptions target{options.arch, options.ptxVersion, options.llvmPipeline,
+                                options.strengthReduction};
   std::string ptx = codegen::emitPTX(*mod, target, &out.llvm);
   dump(fn.name(), "ll", out.llvm);
   if (last == Stage::LLVM)

@@ -33,6 +33,9 @@ struct CompileOptions {
   bool bulkCopies = true;
   // tritium's LLVM passes or LLVM's O3 (TRITIUM_LLVM_PIPELINE, codegen/OptimizeLLVM.h).
   codegen::LLVMPipeline llvmPipeline = codegen::LLVMPipeline::Lean;
+  // NVPTX's straight-line strength reduction in the back end (Specialization says when to turn
+  // it off).
+  bool strengthReduction = true;
 };
 
 // The most dynamic shared memory one CTA may use on `arch` (227 KiB on sm_90).

@@ -29,6 +29,8 @@ std::string Specialization::str() const {
     s += ";bulk=0";
   if (!fpFusion)
     s += ";fp_fusion=0";
+  if (!strengthReduction)
+    s += ";slsr=0";
   if (programsPerCTA != 1)
     s += ";programs_per_cta=" + std::to_string(programsPerCTA);
   if (awaitPreviousKernel)
@@ -186,7 +188,8 @@ static CompileOptions optionsOf(const Specialization &spec) {
                         .clusterSize = spec.clusterSize,
                         .programsPerCTA = spec.programsPerCTA,
                         .bulkCopies = spec.bulkCopies,
-                        .llvmPipeline = codegen::llvmPipelineFromEnvironment()};
+                        .llvmPipeline = codegen::llvmPipelineFromEnvironment(),
+                        .strengthReduction = spec.strengthReduction};
 }
 
 Artifacts Kernel::compileTo(const Specialization &spec, Stage last,
@@ -274,6 +277,7 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
   f["min_blocks_per_sm"] = spec.minBlocksPerSM;
   f["bulk_copies"] = spec.bulkCopies;
   f["fp_fusion"] = spec.fpFusion;
+  f["strength_reduction"] = spec.strengthReduction;
   f["await_previous_kernel"] = spec.awaitPreviousKernel;
   f["tritium_version"] = TRITIUM_VERSION;
   f["source_fingerprint"] = TRITIUM_SOURCE_FINGERPRINT;

@@ -56,6 +56,12 @@ struct Specialization {
   // one fused multiply-add (one rounding instead of two). false keeps every multiply and add
   // rounded on its own (the fp_fusion = 0 attribute of the kernel's TIR).
   bool fpFusion = true;
+  // NVPTX's straight-line strength reduction (addresses computed from one another by adds
+  // instead of multiplies), a pass of LLVM's back end. Its analysis grows with the length of a
+  // block: in a long loop body of address math it can be most of a cold compile. false leaves
+  // it out; the PTX then has a few percent more instructions (the paged decode's: 2.5%, and
+  // 99 of its 155 ms of code generation saved; docs/notes/compile-time.md).
+  bool strengthReduction = true;
   std::string arch = "sm_90";
   int ptxVersion = 81; // PTX ISA x 10; 8.1 (CUDA 12.1) has st.async, 80 still works
   // Triton's launch_pdl with gdc_wait() first: the kernel's first op is griddep_wait(), so it is

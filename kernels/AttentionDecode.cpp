@@ -359,6 +359,11 @@ Specialization attentionDecodeSpecialization(const AttentionDecodeArgs &a,
                      a.blockTable ? a.pageSize : 0,
                      a.seqLens ? 1 : 0, splits > 1 ? 1 : 0, a.headDim},
       .numWarps = plan.numWarps,
+      // NVPTX's strength reduction is most of a paged kernel's code generation (78 of 121 ms
+      // at head_dim 128 on a 2-core host): left out there, where the H200 read the cache as
+      // fast without it; kept at head_dim 256, which ran 9% slower without it (paged, 8 x
+      // 32768; docs/notes/compile-time.md, "The decode's cold compile").
+      .strengthReduction = !(a.blockTable && a.headDim <= 128),
       // As the library's other kernels: its launch overlaps the previous kernel's tail, and
       // the combine's overlaps the parts' (at 16 MB of cache the two launches dominate).
       .awaitPreviousKernel = true};

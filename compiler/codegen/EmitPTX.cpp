@@ -9,6 +9,7 @@
 #include "compiler/support/Log.h"
 
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/OptBisect.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
@@ -71,6 +72,22 @@ std::string emitPTX(llvm::Module &mod, const TargetOptions &target, std::string 
 
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
+  // The back end's passes ask the context's gate whether to run; this one turns the strength
+  // reduction away for the module's code generation only.
+  struct WithoutStrengthReduction : llvm::OptPassGate {
+    bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
+      return pass != "slsr" && pass != "Straight line strength reduction";
+    }
+    bool isEnabled() const override { return true; }
+  } gate;
+  // (The context's own gate again however code generation ends.)
+  struct RestoreGate {
+    llvm::LLVMContext &context;
+    llvm::OptPassGate &previous;
+    ~RestoreGate() { context.setOptPassGate(previous); }
+  } restore{mod.getContext(), mod.getContext().getOptPassGate()};
+  if (!target.strengthReduction)
+    mod.getContext().setOptPassGate(gate);
   llvm::legacy::PassManager pm;
   // No verifier runs here: the lowering verified the module, and LLVM's passes keep it valid.
   if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile,

@@ -13,6 +13,9 @@ struct TargetOptions {
   std::string arch = "sm_90"; // any sm_XX the NVPTX backend knows
   int ptxVersion = 81;        // PTX ISA version x 10 (81 = 8.1)
   LLVMPipeline pipeline = LLVMPipeline::Lean;
+  // NVPTX's straight-line strength reduction, a pass of the back end's own pipeline; false
+  // leaves it out (CompileOptions::strengthReduction says when that pays).
+  bool strengthReduction = true;
 };
 
 // Sets the module's triple and data layout, optimizes it, and returns the PTX. `optimizedIR`

@@ -250,6 +250,35 @@ void axpyKernel(dsl::Ptr out, dsl::Ptr x, dsl::Ptr y, dsl::Float a, int BLOCK) {
   store(out + offs, load(x + offs) * a + load(y + offs));
 }
 
+// Specialization::strengthReduction: off, NVPTX's straight-line strength reduction is left out
+// of the back end, so that each row of a tile computes its own address where the pass would
+// have made it an offset from a neighbour row's (the PTX's ld/st [base+offset] form); another
+// specialization, the same IR before the back end.
+void stridedRowsKernel(dsl::Ptr out, dsl::Ptr x, dsl::Int stride, int ROWS, int COLS) {
+  using namespace tritium::dsl;
+  auto r = arange(0, ROWS), c = arange(0, COLS);
+  auto tile = load(x + r(_, None) * stride + c(None, _));
+  store(out + r(_, None) * COLS + c(None, _), tile * 2.0);
+}
+
+TEST_F(PtxTest, StrengthReductionFollowsTheSpecialization) {
+  auto k = kernel("strided_rows", stridedRowsKernel, {"out", "x", "stride", "ROWS", "COLS"});
+  Specialization reduced{.signature = {"*fp32", "*fp32", "i64"}, .constexprs = {64, 32}};
+  Specialization plain = reduced;
+  plain.strengthReduction = false;
+  EXPECT_NE(reduced.str(), plain.str());
+  EXPECT_NE(plain.str().find("slsr=0"), std::string::npos);
+  Artifacts r = k.compileTo(reduced, Stage::PTX), p = k.compileTo(plain, Stage::PTX);
+  EXPECT_EQ(r.llvm, p.llvm);
+  auto adds = [](const std::string &ptx) {
+    size_t n = 0;
+    for (size_t at = ptx.find("add.s64"); at != std::string::npos; at = ptx.find("add.s64", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_GT(adds(p.ptx), adds(r.ptx) + 16) << r.ptx << p.ptx;
+}
+
 TEST_F(PtxTest, FpFusionFollowsTheSpecialization) {
   auto k = kernel("axpy", axpyKernel, {"out", "x", "y", "a", "BLOCK"});
   Specialization fused{.signature = {"*fp32", "*fp32", "*fp32", "fp32"}, .constexprs = {128}};
