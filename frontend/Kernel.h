@@ -59,8 +59,8 @@ struct Specialization {
   // NVPTX's straight-line strength reduction (addresses computed from one another by adds
   // instead of multiplies), a pass of LLVM's back end. Its analysis grows with the length of a
   // block: in a long loop body of address math it can be most of a cold compile. false leaves
-  // it out; the PTX then has a few percent more instructions (the paged decode's: 2.5%, and
-  // 99 of its 155 ms of code generation saved; docs/notes/compile-time.md).
+  // it out; the PTX then has a few percent more instructions (the paged decode's at head_dim
+  // 128: 3% more, and 78 of its 121 ms of code generation saved; docs/notes/compile-time.md).
   bool strengthReduction = true;
   std::string arch = "sm_90";
   int ptxVersion = 81; // PTX ISA x 10; 8.1 (CUDA 12.1) has st.async, 80 still works
