@@ -474,8 +474,8 @@ TEST_F(KernelCacheTest, EverySpecializationFieldIsCompared) {
       "name",           "signature",         "arg_names",       "constexprs",
       "specialization", "num_warps",         "num_stages",      "arch",
       "ptx_version",    "threads",           "programs_per_cta", "cluster_size",
-      "min_blocks_per_sm", "bulk_copies",    "tritium_version", "source_fingerprint",
-      "llvm_version"};
+      "min_blocks_per_sm", "bulk_copies",    "strength_reduction", "tritium_version",
+      "source_fingerprint", "llvm_version"};
   for (const std::string &field : fields) {
     SCOPED_TRACE(field);
     const llvm::json::Value *v = original.get(field);
