@@ -8,6 +8,7 @@
 #include "compiler/support/Error.h"
 #include "compiler/support/Log.h"
 
+#include <llvm/ADT/ScopeExit.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/OptBisect.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -72,22 +73,20 @@ std::string emitPTX(llvm::Module &mod, const TargetOptions &target, std::string 
 
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
-  // The back end's passes ask the context's gate whether to run; this one turns the strength
-  // reduction away for the module's code generation only.
+  // The back end's passes ask the context's gate whether to run (by their argument names);
+  // this one turns the strength reduction away for the module's code generation only, the
+  // context's own gate back however it ends.
   struct WithoutStrengthReduction : llvm::OptPassGate {
     bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
-      return pass != "slsr" && pass != "Straight line strength reduction";
+      return pass != "slsr";
     }
     bool isEnabled() const override { return true; }
   } gate;
-  // (The context's own gate again however code generation ends.)
-  struct RestoreGate {
-    llvm::LLVMContext &context;
-    llvm::OptPassGate &previous;
-    ~RestoreGate() { context.setOptPassGate(previous); }
-  } restore{mod.getContext(), mod.getContext().getOptPassGate()};
+  llvm::LLVMContext &context = mod.getContext();
+  auto restore = llvm::make_scope_exit(
+      [&context, &previous = context.getOptPassGate()] { context.setOptPassGate(previous); });
   if (!target.strengthReduction)
-    mod.getContext().setOptPassGate(gate);
+    context.setOptPassGate(gate);
   llvm::legacy::PassManager pm;
   // No verifier runs here: the lowering verified the module, and LLVM's passes keep it valid.
   if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile,
