@@ -205,6 +205,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     specializeWarps(fn, options.arch, options.numWarps,
                     options.maxSharedBytes ? options.maxSharedBytes
                                            : maxSharedBytesFor(options.arch));
+    chooseMulticastCopies(fn);
     ir::verify(fn, "layout assignment", {.requireLayouts = true});
     // The rings and the staging added for operands no ring brought in come after
     // allocateSharedMemory's own check: the whole must fit too.

@@ -326,9 +326,23 @@ void store(const Operand &ptrs, const Operand &value, const Operand &mask, Cache
 // becomes a TMA store (or reduction) from a staging buffer, when the descriptor's base, shape
 // and strides are kernel arguments or constants and TMA can take them (docs/DSL.md, "Tensor
 // descriptors"); otherwise the tile is moved element by element, and the results are the same.
+//
+// In a kernel whose programs form thread-block clusters (Specialization::clusterSize), a tile
+// that every program of a cluster loads at the same offsets may be loaded once for all of them:
+// `desc.load(offsets, multicast)`. In a warp-specialized ring (range(...).warp_specialize())
+// on Hopper, each program's TMA then reads 1/C of the tile and multicasts it into all C
+// programs' shared memory, which cuts the tile's reads from L2 C-fold (a matmul's pair of
+// programs on neighbouring row tiles shares B's tile). Every program of the cluster must make
+// the same multicast loads, with the same offsets, the same number of times: the interpreter
+// checks it (on the GPU a mismatch gives wrong tiles or hangs). Elsewhere the load is an
+// ordinary one, with the same results (docs/DSL.md, "Thread-block clusters").
+struct MulticastTag {};
+inline constexpr MulticastTag multicast{};
+
 class TensorDescriptor {
 public:
   Value load(const std::vector<Operand> &offsets, Loc loc = Loc::current()) const;
+  Value load(const std::vector<Operand> &offsets, MulticastTag, Loc loc = Loc::current()) const;
   void store(const std::vector<Operand> &offsets, const Operand &value,
              Loc loc = Loc::current()) const;
   // Triton's desc.atomic_add (and min, max, and, or, xor): the tile combined into the tensor

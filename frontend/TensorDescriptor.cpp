@@ -137,6 +137,12 @@ Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc l) const {
   return v;
 }
 
+Value TensorDescriptor::load(const std::vector<Operand> &offsets, MulticastTag, Loc l) const {
+  Value v = load(offsets, l);
+  v.checked(SourceLoc(l))->definingOp()->setAttr("multicast", int64_t(1));
+  return v;
+}
+
 TensorDescriptor::WrittenTile TensorDescriptor::writtenTile(const std::vector<Operand> &offsets,
                                                            const Operand &value,
                                                            const std::string &what,

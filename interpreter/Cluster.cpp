@@ -70,8 +70,9 @@ std::optional<UserError> Cluster::mismatch() const {
                                       other.op->loc().str() + " instead";
     return UserError(std::string(op.name()) + ": " + describe(int64_t(at)) + " reached it but " +
                          describe(int64_t(r)) + " " + elsewhere +
-                         " (every program of a cluster must reach each cluster reduction the "
-                         "same number of times and in the same order; on the GPU this hangs)",
+                         " (every program of a cluster must reach each cluster reduction and "
+                         "multicast load the same number of times and in the same order; on "
+                         "the GPU this hangs)",
                      op.loc());
   }
   return std::nullopt;

@@ -11,6 +11,7 @@
 
 #include "interpreter/Cluster.h"
 #include "interpreter/FloatBits.h"
+#include "compiler/ir/TensorMap.h"
 
 #include <algorithm>
 #include <bit>
@@ -695,6 +696,8 @@ private:
   }
 
   bool load() {
+    if (op_.hasAttr("multicast") && m_.cluster)
+      checkMulticastTile();
     const ir::Type &t = resultType();
     ScalarKind k = t.kind();
     int64_t bytes = elementBytes(k);
@@ -936,6 +939,35 @@ private:
         }
     }
     return true;
+  }
+
+  // A multicast tile (desc.load(offsets, multicast)) is one copy for the whole cluster: every
+  // program must load it, at the same offsets. The exchange is the cluster's barrier, as the
+  // GPU's copies into each other's shared memory are.
+  void checkMulticastTile() {
+    int64_t rank = ir::tensorRank(op_);
+    Cluster::Value mine;
+    for (int64_t d = 0; d < rank; ++d)
+      mine.i.push_back(m_.at(ir::tensorOffset(op_, d)).i[0]);
+    int64_t me = m_.pid % m_.clusterSize;
+    const std::vector<Cluster::Value> &all = m_.cluster->exchange(me, op_, mine);
+    auto offsets = [](const Cluster::Value &v) {
+      std::string s = "[";
+      for (size_t d = 0; d < v.i.size(); ++d)
+        s += (d ? ", " : "") + std::to_string(v.i[d]);
+      return s + "]";
+    };
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r].i != all[0].i) {
+        int64_t first = m_.pid - me;
+        userError("load of a tensor descriptor with multicast: program " +
+                  std::to_string(first) + " (rank 0 of its cluster) loads the tile at " +
+                  offsets(all[0]) + " but program " + std::to_string(first + int64_t(r)) +
+                  " (rank " + std::to_string(r) + ") at " + offsets(all[r]) +
+                  " (a multicast tile is copied once for the whole cluster: every program of "
+                  "it must load the same tile)",
+                  op_.loc());
+      }
   }
 
   // One scalar or block per program of the cluster, combined element by element in rank order

@@ -39,6 +39,9 @@ enum Flags : int {
   kPersistent = 512,     // with kDescriptors: each program walks tiles, a K loop each
   kTmaStore = 1024,      // C's tile through a tensor descriptor (a TMA store on Hopper)
   kStreamK = 2048,       // with kPersistent: the programs share the tiles' K steps evenly
+  // With kWarpSpecialize: clusters of cluster_size() programs on neighbouring row tiles of one
+  // column of tiles, B's tile multicast to them all (each program's TMA reads a slice of it).
+  kMulticastB = 4096,
 };
 
 // What the epilogue reads besides the accumulators: C and the tensors of FLAGS, and ACT (0 none,
@@ -126,7 +129,18 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     tile = pid % (pidsM * pidsN);
     slice = pid / (pidsM * pidsN);
   }
-  auto [pidM, pidN] = swizzle2d(tile / pidsN, tile % pidsN, pidsM, pidsN, GROUP_M);
+  // With kMulticastB a cluster's C programs take C neighbouring row tiles of one column (a
+  // "group" of tiles, in grouped order, stands for C row tiles; the last group's rows past M
+  // compute zeros and store nothing), so that all of them read the same B tiles.
+  int C = FLAGS & kMulticastB ? 2 : 1;
+  Value groupsM = C == 1 ? pidsM : cdiv(pidsM, C);
+  auto tileOfGroup = [&](Value group) -> std::pair<Value, Value> {
+    auto [gm, gn] = swizzle2d(group / pidsN, group % pidsN, groupsM, pidsN, GROUP_M);
+    if (C == 1)
+      return {gm, gn};
+    return {gm * C + cluster_rank(), gn};
+  };
+  auto [pidM, pidN] = tileOfGroup(C == 1 ? tile : pid / C);
   auto rm = pidM * BM + arange(0, BM);
   auto rn = pidN * BN + arange(0, BN);
   bool integer = a.dtype() == "i8";
@@ -154,6 +168,8 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
     auto b_desc = FLAGS & kBNK ? make_tensor_descriptor(b, {columns, K}, {ldb, 1}, {BN, BK})
                                : make_tensor_descriptor(b, {K, columns}, {ldb, 1}, {BK, BN});
     auto b_tile = [&](Value k, Value n) {
+      if (FLAGS & kMulticastB)
+        return FLAGS & kBNK ? trans(b_desc.load({n, k}, multicast)) : b_desc.load({k, n}, multicast);
       return FLAGS & kBNK ? trans(b_desc.load({n, k})) : b_desc.load({k, n});
     };
     // The product of tile (pm, pn) over K from kStart to kEnd, into tacc (and tacc_up).
@@ -248,8 +264,9 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       // One program per SM walks tiles pid, pid + programs, ...; each tile's K loop as the
       // per-tile kernel's. With a producer warp group the warps split before the walk, and the
       // producer fills the ring with the next tile's first steps while this tile's epilogue runs.
-      for (auto t : range(pid, pidsM * pidsN, num_programs(0))) {
-        auto [pm, pn] = swizzle2d(t / pidsN, t % pidsN, pidsM, pidsN, GROUP_M);
+      Value first = C == 1 ? pid : pid / C, stride = C == 1 ? num_programs(0) : num_programs(0) / C;
+      for (auto t : range(first, groupsM * pidsN, stride)) {
+        auto [pm, pn] = tileOfGroup(t);
         auto tacc = zeros({BM, BN}, integer ? int32 : float32);
         auto tacc_up = zeros({BM, BN}, float32);
         tileProduct(pm, pn, 0, K, tacc, tacc_up);
@@ -438,6 +455,7 @@ int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &p
          (plan.warpSpecialize && tma ? kWarpSpecialize : 0) |
          (plan.persistent && tma ? kPersistent : 0) | (plan.tmaStore && tma ? kTmaStore : 0) |
          (plan.streamK && plan.persistent && tma ? kStreamK : 0) |
+         (plan.cluster > 1 && plan.warpSpecialize && tma ? kMulticastB : 0) |
          (m.bias ? kBias : 0) |
          (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) | (m.scaleB ? kScaleB : 0) |
          (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
@@ -458,6 +476,8 @@ Specialization baseSpecialization(const MatmulArgs &m, const MatmulCall &call,
                      m.maxImpreciseAcc},
       .numWarps = plan.numWarps,
       .awaitPreviousKernel = true};
+  if (flags & kMulticastB)
+    spec.clusterSize = 2;
   if (!arch.empty())
     spec.arch = arch;
   if (isFp8(m.in))
@@ -491,6 +511,11 @@ int64_t programs(const MatmulArgs &m, const MatmulPlan &plan, int flags, int smC
   int64_t tiles = plan.tiles(m.M, m.N);
   if (flags & kStreamK)
     return std::min<int64_t>(tiles * ((m.K + plan.blockK - 1) / plan.blockK), smCount);
+  if (flags & kMulticastB) { // pairs of row tiles; persistent, a pair per two SMs (at most)
+    int64_t pairs = (m.M + 2 * plan.blockM - 1) / (2 * plan.blockM) *
+                    ((m.N + plan.blockN - 1) / plan.blockN);
+    return 2 * (flags & kPersistent ? std::min<int64_t>(pairs, smCount / 2) : pairs);
+  }
   return flags & kPersistent ? std::min<int64_t>(tiles, smCount) : tiles * plan.splitK;
 }
 
@@ -593,6 +618,11 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
       args.fail("a plan either splits K or is persistent, not both");
     if (given->streamK && !given->persistent)
       args.fail("a stream-K plan is persistent (its programs walk the tiles' K steps)");
+    if (given->cluster != 1 && given->cluster != 2)
+      args.fail("a plan's cluster is 1 or 2, got " + std::to_string(given->cluster));
+    if (given->cluster > 1 && (given->splitK > 1 || given->streamK || !given->warpSpecialize))
+      args.fail("a plan with clusters multicasts B through its producer warp group: it takes "
+                "warpSpecialize, and neither splitK nor streamK");
     if (int64_t need = workspaceNeed(m, *given, planningSmCount());
         need > 0 && (!m.workspace || m.workspaceBytes < need))
       args.fail(std::string("the plan ") +
@@ -639,9 +669,14 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
         std::memset(flagWords, 0, size_t(p) * 4);
     }
     withLaunchArgs(m, planCall, pointers, [&](std::initializer_list<KernelArg> launchArgs) {
-      matmulKernel()
-          .compile(baseSpecialization(m, planCall, plan, flags, arch).specializedFor(launchArgs))
-          .launch(programs(m, plan, flags, smCount), stream, launchArgs);
+      CompiledKernel &k = matmulKernel().compile(
+          baseSpecialization(m, planCall, plan, flags, arch).specializedFor(launchArgs));
+      int64_t grid = programs(m, plan, flags, smCount);
+      // Persistent pairs: as many as the GPU holds at once (a pair's SMs share a GPC, so
+      // fewer than SMs / 2 may fit).
+      if ((flags & kMulticastB) && (flags & kPersistent))
+        grid = k.persistentGrid(grid / 2);
+      k.launch(grid, stream, launchArgs);
     });
     if (plan.splitK > 1)
       withSumArgs(m, planCall, pointers, [&](std::initializer_list<KernelArg> sumArgs) {

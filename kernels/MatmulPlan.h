@@ -38,6 +38,10 @@ struct MatmulPlan {
   // With descriptors: C's tile leaves through a tensor descriptor, one TMA store from shared
   // memory where C's base and ldc allow it (element stores otherwise, or with false).
   bool tmaStore = true;
+  // With descriptors and warpSpecialize, 2: programs in thread-block clusters of two on
+  // neighbouring row tiles, B's tile multicast to both by TMA (each program reads half of it),
+  // so that B's tiles are read from L2 once per pair. Not with split-K or stream-K.
+  int cluster = 1;
   PlanFields fields() const {
     PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
                     {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
@@ -51,6 +55,8 @@ struct MatmulPlan {
       f.emplace_back("stream_k", 1);
     if (!tmaStore)
       f.emplace_back("tma_store", 0);
+    if (cluster > 1)
+      f.emplace_back("cluster", cluster);
     return f;
   }
   int64_t tiles(int64_t M, int64_t N) const {

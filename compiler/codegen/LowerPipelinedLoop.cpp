@@ -116,6 +116,8 @@ std::optional<PipelinePlan> pipelinePlan(const ir::Op &loop) {
   std::unordered_set<const ir::Op *> slice, residentSlice;
   for (const auto &op : body.ops())
     if (op->hasAttr("pipelined")) {
+      if (op->hasAttr("multicast_copies"))
+        plan.multicast = op->intAttr("multicast_copies");
       bool resident = op->hasAttr("resident");
       (resident ? plan.residents : plan.loads).push_back(op.get());
       for (unsigned i = 0; i < op->numOperands(); ++i)

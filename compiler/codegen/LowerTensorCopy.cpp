@@ -6,9 +6,15 @@
 // panel of a swizzled tile, which the hardware completes on that mbarrier; every thread waits
 // for the phase of the iteration it reads (stage s is filled for the (i / S)-th time in
 // iteration i). Elements outside the tensor arrive as zeros, which is the load's `other`.
+// A multicast tile ({multicast_copies = C}, gpu/ChooseMulticastCopies.cpp) is copied a slice
+// of its rows per program of the cluster, each slice into all C programs' buffers at once; the
+// stage's bytes are still the whole tile's, since every program's copy completes on the
+// mbarrier of the same offset in each destination.
 #include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 #include "compiler/ir/TensorMap.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -90,6 +96,14 @@ std::unordered_set<const ir::Op *> opsOnlyCopiesFeed(const ir::Function &fn) {
   return skipped;
 }
 
+// The cluster's barrier, every thread of each program that has not exited: a multicast ring's
+// mbarriers are set up before any peer copies into this program, and no peer arrives on them
+// once they are retired.
+static void clusterBarrier(Lowering &l) {
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {}); // release
+  l.intrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});   // acquire
+}
+
 void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // The buffers may hold what threads wrote through the generic proxy (an earlier loop's
   // ring, the epilogue's buffers); TMA writes through the async proxy.
@@ -99,13 +113,18 @@ void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
     for (int s = 0; s < plan.stages; ++s) {
       emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {barrierAddress(l, plan, l.b.getInt32(s))});
-      if (plan.warpSpecialized()) // one arrival per compute warp
-        emitAsm(l, "mbarrier.init.shared::cta.b64 [$0], " + std::to_string(l.numWarps) + ";",
+      if (plan.warpSpecialized()) // one arrival per compute warp (of each program multicast to)
+        emitAsm(l,
+                "mbarrier.init.shared::cta.b64 [$0], " +
+                    std::to_string(l.numWarps * plan.multicast) + ";",
                 "r", {emptyBarrierAddress(l, plan, l.b.getInt32(s))});
     }
     emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
   });
-  l.barrier();
+  if (plan.multicast > 1)
+    clusterBarrier(l);
+  else
+    l.barrier();
 }
 
 void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRange,
@@ -115,7 +134,12 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
   struct Copy {
     llvm::Value *dst, *map;
     std::vector<llvm::Value *> coords;
+    bool multicast = false;
   };
+  // A multicast tile's slice: this program's rank in the cluster picks its rows.
+  llvm::Value *rank = nullptr;
+  if (plan.multicast > 1)
+    rank = l.intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {}, {});
   std::vector<Copy> copies;
   int64_t total = 0;
   for (const ir::Op *load : plan.loads) {
@@ -134,15 +158,27 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
     // [rows][128 bytes] after the other (dotTileOffset); rows of 64 or 32 bytes at once.
     int64_t panelCols =
         load->hasAttr("swizzle") ? std::min<int64_t>(128, cols * bytes) / bytes : cols;
+    // Slice r of C holds rows [r rows / C, (r + 1) rows / C) of each panel; the rows of a
+    // permuted tile lie in groups of 16, whole groups a slice.
+    int64_t ctas = load->hasAttr("multicast_copies") ? load->intAttr("multicast_copies") : 1;
+    llvm::Value *sliceRow = b.getInt32(0), *sliceBytes = b.getInt32(0);
+    if (ctas > 1) {
+      sliceRow = b.CreateMul(rank, b.getInt32(int32_t(rows / ctas)));
+      sliceBytes = b.CreateMul(sliceRow, b.getInt32(int32_t(panelCols * bytes)));
+    }
     for (int64_t p = 0; p < cols / panelCols; ++p) {
       Copy c;
-      c.dst = sharedAddress(l, b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))));
+      c.dst = sharedAddress(
+          l, b.CreateAdd(b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))),
+                         sliceBytes));
       c.map = map;
+      c.multicast = ctas > 1;
       llvm::Value *x = b.CreateAdd(col, b.getInt32(int32_t(p * panelCols)));
+      llvm::Value *y = b.CreateAdd(row, sliceRow);
       if (load->hasAttr("permute_rows")) // (column, 8 rows 2 apart, 2 rows, groups of 16)
-        c.coords = {x, b.getInt32(0), b.getInt32(0), b.CreateAShr(row, b.getInt32(4))};
+        c.coords = {x, b.getInt32(0), b.getInt32(0), b.CreateAShr(y, b.getInt32(4))};
       else
-        c.coords = {x, row};
+        c.coords = {x, y};
       copies.push_back(std::move(c));
     }
   }
@@ -161,10 +197,17 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
       }
       constraints += ",r";
       args.push_back(full);
+      std::string multicast;
+      if (c.multicast) { // into every program of the cluster
+        constraints += ",h";
+        args.push_back(b.getInt16(uint16_t((1u << plan.multicast) - 1)));
+        multicast = ".multicast::cluster";
+      }
       emitAsm(l,
               "cp.async.bulk.tensor." + std::to_string(n) +
-                  "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {" +
-                  coords + "}], [$" + std::to_string(2 + n) + "];",
+                  "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" + multicast +
+                  " [$0], [$1, {" + coords + "}], [$" + std::to_string(2 + n) + "]" +
+                  (c.multicast ? ", $" + std::to_string(3 + n) : "") + ";",
               constraints, args);
     }
   });
@@ -180,8 +223,11 @@ void waitForTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *sta
 
 void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // Every copy issued was for an iteration that ran and waited for it; no thread may still
-  // wait on an mbarrier that thread 0 invalidates.
-  l.barrier();
+  // wait on an mbarrier that thread 0 invalidates, nor, multicast, a peer's warp arrive on it.
+  if (plan.multicast > 1)
+    clusterBarrier(l);
+  else
+    l.barrier();
   onThreadZero(l, nullptr, [&] {
     for (int s = 0; s < plan.stages; ++s) {
       emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",

@@ -95,7 +95,7 @@ std::pair<llvm::Value *, llvm::Value *> issueEveryIteration(Lowering &l, const P
   llvm::Value *S = b.getInt32(plan.stages);
   l.ifThen(b.CreateICmpUGE(n, S), "producer.wait", [&] {
     llvm::Value *parity = b.CreateAnd(b.CreateSub(b.CreateUDiv(n, S), b.getInt32(1)), b.getInt32(1));
-    waitParity(l, emptyBarrierAddress(l, plan, stage), parity);
+    waitParity(l, emptyBarrierAddress(l, plan, stage), parity, plan.multicast > 1);
   });
   // The copies: issued by "thread 0", which this lane is here.
   asThreadZero(l, [&] { issueStage(l, plan, loop, iv, ub, stage, nullptr); });
@@ -214,8 +214,16 @@ void releaseStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
   // Every lane's reads of the stage come before its first lane's arrival.
   l.intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
   l.ifThen(cond, "release", [&] {
-    emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-            {emptyBarrierAddress(l, plan, stage)});
+    llvm::Value *empty = emptyBarrierAddress(l, plan, stage);
+    if (plan.multicast == 1)
+      return emitAsm(l, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {empty});
+    // Every program's producer writes this stage of each program of the cluster: release it
+    // to all of them, through the same offset in each one's shared memory.
+    for (int64_t r = 0; r < plan.multicast; ++r)
+      emitAsm(l,
+              "{\n\t.reg .b32 peer;\n\tmapa.shared::cluster.u32 peer, $0, $1;\n\t"
+              "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [peer];\n\t}",
+              "r,r", {empty, b.getInt32(int32_t(r))});
   });
 }
 

@@ -35,6 +35,10 @@ struct PipelinePlan {
   // A producer warp issues the ring's TMA copies ({warp_specialized}, gpu/SpecializeWarps.cpp):
   // the offset of the stages' "empty" mbarriers, which the compute warps arrive on.
   int64_t emptyBarriers = -1;
+  // The programs of the cluster whose rings the producers fill together: C where some tile is
+  // multicast ({multicast_copies = C}, gpu/ChooseMulticastCopies.cpp), else 1. The "empty"
+  // mbarriers then count every program's compute warps, which arrive on all C programs'.
+  int64_t multicast = 1;
   bool warpSpecialized() const { return emptyBarriers >= 0; }
   bool bulk() const { return bulkBarriers >= 0; }
   bool tensorCopies() const { return tensorBarriers >= 0; }

@@ -133,6 +133,12 @@ void chooseTensorStores(ir::Function &fn, bool allowed);
 void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
                      int64_t maxSharedBytes);
 
+// Lets the TMA copies of tiles loaded with `desc.load(offsets, multicast)` in a
+// warp-specialized ring of a clustered kernel be multicast (ChooseMulticastCopies.cpp): each
+// program copies 1/C of the tile into all C programs of its cluster. {multicast_copies = C}
+// on such loads, their recipes' boxes the slice; {multicast_skipped = reason} where not.
+void chooseMulticastCopies(ir::Function &fn);
+
 // Whether dot operand `i` (0: a, 1: b) is a load of the dot's own pipelined loop, which
 // feedDotsFromRings will likely let the dot read in place: allocateSharedMemory then leaves
 // its staging buffer out.

@@ -100,8 +100,16 @@ std::string refusal(const ir::Function &fn, const ir::Op &loop, bool claimed) {
   bool nested = loop.parentBlock() != &fn.body();
   if (nested && (!outer || outer->parentBlock() != &fn.body()))
     return "only a loop at the kernel's top level, or in a top-level loop, is warp-specialized";
-  if (fn.intAttr("programs_per_cta").value_or(1) > 1 || fn.intAttr("cluster_size").value_or(1) > 1)
-    return "programs per CTA and clusters keep every warp computing";
+  // Clusters alone are fine (a multicast ring's producers fill each other's stages); their
+  // reductions count every warp of each program.
+  bool clusterReductions = false;
+  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
+    clusterReductions = clusterReductions || op.kind() == ir::OpKind::ClusterMax ||
+                        op.kind() == ir::OpKind::ClusterSum ||
+                        op.kind() == ir::OpKind::ClusterGather;
+  });
+  if (fn.intAttr("programs_per_cta").value_or(1) > 1 || clusterReductions)
+    return "programs per CTA and cluster reductions keep every warp computing";
   if (!loop.hasAttr("tensor_barriers"))
     return "the loop's tiles are not copied by TMA (tensor descriptors on sm_90)";
   for (const auto &op : loop.body()->ops())

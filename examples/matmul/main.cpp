@@ -27,7 +27,8 @@ namespace {
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
               [--stages=S] [--arch=sm_XX]
               [--descriptors [--warp-specialize] | --library [--persistent] [--stream-k]]
-              [--split-k=S | --no-split] [--element-stores] [--max-imprecise=N] [--b-nk] [M N K]
+              [--split-k=S | --no-split] [--element-stores] [--cluster=2]
+              [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -47,7 +48,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   --split-k=S gives it a plan (the tile options') whose S programs per tile each sum a slice
   of K (MatmulPlan::splitK); --no-split hands it none. --element-stores gives it a plan (the
   tile options') whose C tile leaves by element stores rather than one TMA store
-  (MatmulPlan::tmaStore). --max-imprecise=N (fp8, --library)
+  (MatmulPlan::tmaStore). --cluster=2 (with --warp-specialize) gives it a plan (the tile
+  options') whose programs run in clusters of two on neighbouring row tiles, B's tiles
+  multicast to both by TMA (MatmulPlan::cluster). --max-imprecise=N (fp8, --library)
   adds the tensor cores' partial sums into fp32 every N of K (MatmulArgs::maxImpreciseAcc).
 )";
 
@@ -124,6 +127,7 @@ struct Options {
   int splitK = 1;          // --library: programs per tile, each a slice of K (MatmulPlan::splitK)
   bool elementStores = false; // --library: C's tile by element stores (MatmulPlan::tmaStore)
   bool noSplit = false;    // --library without a workspace: no plan splits K
+  int cluster = 1;         // --library: programs per cluster, B multicast (MatmulPlan::cluster)
   int64_t maxImpreciseAcc = 0; // --max-imprecise: fp8 partial sums into fp32 every N of K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
@@ -161,6 +165,9 @@ Options parseOptions(int argc, char **argv) {
       o.library = o.userPlan = true;
     } else if (a == "--element-stores") {
       o.library = o.elementStores = o.userPlan = true;
+    } else if (a.rfind("--cluster=", 0) == 0) {
+      o.cluster = std::atoi(a.c_str() + 10);
+      o.library = o.userPlan = true;
     } else if (a == "--no-split") {
       o.library = o.noSplit = true;
     } else if (a.rfind("--max-imprecise=", 0) == 0) {
@@ -237,7 +244,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                            .numWarps = o.warps, .numStages = o.stages,
                            .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
                            .splitK = o.splitK, .streamK = o.streamK,
-                           .tmaStore = !o.elementStores};
+                           .tmaStore = !o.elementStores, .cluster = o.cluster};
   // The library's call, with a workspace for what its plans for this shape may split K into
   // (or the given plan's split) unless --no-split.
   auto dtype = [](const std::string &d) {
@@ -316,7 +323,10 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                   2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9),
                   o.noSplit ? ", no workspace" : "");
     else {
-      std::string form = o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
+      std::string form = o.library && o.cluster > 1
+                             ? std::string(", library") + (o.persistent ? ", persistent" : "") +
+                                   ", clusters of " + std::to_string(o.cluster) + ", B multicast"
+                         : o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
                          : o.library && o.elementStores && o.persistent ? ", library, persistent, element stores"
                          : o.library && o.elementStores       ? ", library, element stores"
                          : o.library && o.streamK             ? ", library, stream-K"

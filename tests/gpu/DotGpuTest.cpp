@@ -431,6 +431,43 @@ TEST_F(DotGpuTest, LibraryMatmulPersistent) {
   }
 }
 
+// Cluster plans (MatmulPlan::cluster): pairs of programs on neighbouring row tiles, B's tiles
+// multicast by TMA into both (each program copying half), the ring's stages released across
+// the pair. Odd row-tile counts (the pair's second tile past M), one K step and many, B either
+// way round, per tile and persistent, every epilogue form, fp8 and fp16.
+TEST_F(DotGpuTest, LibraryMatmulCluster) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "cluster plans multicast their tiles by TMA on Hopper";
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan wide{.numStages = 4, .warpSpecialize = true, .cluster = 2},
+      widePersistent{.numStages = 3, .warpSpecialize = true, .persistent = true, .cluster = 2},
+      narrow{.blockM = 128, .blockN = 128, .warpSpecialize = true, .persistent = true,
+             .cluster = 2},
+      fp8{.blockK = 128, .numStages = 3, .warpSpecialize = true, .persistent = true,
+          .cluster = 2};
+  std::vector<LibraryMatmulCase> cases = {
+      {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = wide},
+      {.M = 100, .N = 300, .K = 40, .plan = wide},
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 4096, .N = 4096, .K = 512,
+       .plan = widePersistent},
+      {.M = 2000, .N = 3000, .K = 1000, .bTransposed = true, .amax = true,
+       .plan = widePersistent},
+      {.M = 1100, .N = 2100, .K = 40, .residual = true, .plan = widePersistent},
+      {.M = 300, .N = 700, .K = 3000, .bias = true, .plan = narrow},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = narrow},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true;
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
 // Stream-K plans (MatmulPlan::streamK): the SMs share the tiles' K steps, so tiles are split
 // between programs at any step and finished by the program holding their last step, which
 // waits for the others' partial products in the (poisoned) workspace. Shapes whose tiles fill

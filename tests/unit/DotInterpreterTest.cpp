@@ -458,6 +458,51 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   EXPECT_FALSE(kernels::planMatmul(2048, 2048, 512, 132).persistent); // 128 tiles
 }
 
+// Cluster plans (MatmulPlan::cluster): programs in pairs on neighbouring row tiles, B's tile a
+// multicast load, which the interpreter checks every program of a pair loads alike. An odd
+// count of row tiles (the last pair's second tile past M computes zeros and stores nothing),
+// per tile and persistent (pairs walking two or more tiles), B either way round, SwiGLU's two
+// B tiles; the plan's checks.
+TEST_F(DotInterpreterTest, LibraryMatmulCluster) {
+  using kernels::Activation;
+  kernels::MatmulPlan pairs{.blockM = 16, .blockN = 16, .blockK = 32, .numWarps = 4,
+                            .numStages = 3, .descriptors = true, .warpSpecialize = true,
+                            .cluster = 2};
+  kernels::MatmulPlan persistent = pairs;
+  persistent.persistent = true;
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256)); // read for alignment only
+  kernels::MatmulArgs shape{.a = aligned, .b = aligned, .M = 200, .N = 176, .K = 72};
+  EXPECT_EQ(kernels::matmulGrid(shape, pairs, 132), 2 * 7 * 11); // 13 row tiles: 7 pairs
+  EXPECT_EQ(kernels::matmulGrid(shape, persistent, 132), 132);
+  for (const kernels::MatmulPlan &plan : {pairs, persistent}) {
+    SCOPED_TRACE(plan.persistent ? "persistent" : "a program per tile");
+    checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                   {.M = 200, .N = 176, .K = 72, .bias = true, .residual = true,
+                                    .plan = plan});
+    checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                   {.M = 300, .N = 400, .K = 40, .bTransposed = true, .plan = plan});
+    checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                   {.M = 150, .N = 240, .K = 64,
+                                    .activation = Activation::SwiGlu, .plan = plan});
+  }
+  HostBuffer x(1 << 16);
+  kernels::MatmulArgs ok{.c = x.data(), .a = x.data(), .b = x.data(), .M = 64, .N = 64, .K = 64};
+  auto refuses = [&](kernels::MatmulPlan p, const std::string &needle) {
+    try {
+      kernels::matmul(ok, nullptr, &p);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  kernels::MatmulPlan three = pairs;
+  three.cluster = 3;
+  refuses(three, "a plan's cluster is 1 or 2, got 3");
+  kernels::MatmulPlan noProducer = pairs;
+  noProducer.warpSpecialize = false;
+  refuses(noProducer, "it takes warpSpecialize, and neither splitK nor streamK");
+}
+
 // Stream-K plans (MatmulPlan::streamK): the programs (132 in the interpreter, fewer where there
 // are fewer K steps) take whole tiles but for the last one or two waves' worth, whose K steps
 // they share, so that tiles are split between programs at any step, the program that ends a

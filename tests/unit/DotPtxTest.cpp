@@ -355,6 +355,44 @@ TEST_F(DotPtxTest, LibraryStreamKPlanSharesTheTilesSteps) {
 // With the producer the warps split once, before the walk (one setmaxnreg pair); the producer
 // walks the tiles too, and the compute warps meet at no CTA-wide barrier after the split.
 // ptxas serializes no wgmma and spills nothing.
+// Clusters of two programs on neighbouring row tiles (MatmulPlan::cluster): B's tile is
+// multicast, each program's TMA copying half of its K rows into both; A's stays each
+// program's own. Per tile and persistent, B [K, N] and [N, K].
+TEST_F(DotPtxTest, LibraryClusterPlanMulticastsB) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  for (bool persistent : {false, true})
+    for (bool bNK : {false, true}) {
+      SCOPED_TRACE(std::string(persistent ? "persistent" : "a program per tile") +
+                   (bNK ? ", B [N, K]" : ", B [K, N]"));
+      kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                            .M = 8192, .N = 8192, .K = 8192, .bTransposed = bNK};
+      kernels::MatmulPlan plan{.numStages = persistent ? 3 : 4, .warpSpecialize = true,
+                               .persistent = persistent, .cluster = 2};
+      // 32 pairs of 128-row tiles by 32 columns of 256: a pair per two SMs when persistent.
+      EXPECT_EQ(kernels::matmulGrid(m, plan, 132), persistent ? 132 : 2048);
+      Artifacts a = kernels::matmulKernel().compileTo(
+          kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+      EXPECT_EQ(count(a.gir, "multicast_copies = 2"), 1u) << a.gir;
+      EXPECT_EQ(count(a.gir, "multicast_skipped"), 0u) << a.gir;
+      // B's box: half of its 64 K rows, or of its 256 N rows.
+      EXPECT_NE(a.tensorMaps.find(bNK ? "bf16 a2 dims=a13,a12 strides=a15*2 box=64,128 swizzle=128"
+                                      : "bf16 a2 dims=a12,a13 strides=a15*2 box=64,32 swizzle=128"),
+                std::string::npos)
+          << a.tensorMaps;
+      EXPECT_EQ(count(a.ptx, ".reqnctapercluster 2, 1, 1"), 1u);
+      EXPECT_EQ(count(a.ptx, "bytes.multicast::cluster ["), bNK ? 1u : 4u) << a.ptx;
+      EXPECT_EQ(count(a.ptx, "mapa.shared::cluster.u32"), persistent ? 4u : 2u) << a.ptx;
+      EXPECT_EQ(count(a.ptx, "barrier.cluster.arrive"), 2u);
+      EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"), 1u);
+      if (tritium::testing::ptxasPath().empty())
+        GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
+      tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
+      ASSERT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_NE(r.output.find(" 0 bytes spill stores"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("C7514"), std::string::npos) << r.output;
+    }
+}
+
 TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
   const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
   kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
