@@ -23,13 +23,11 @@ llvm::Value *sharedAddress(Lowering &l, llvm::Value *offset) {
   return b.CreateTrunc(b.CreatePtrToInt(p, b.getInt64Ty()), b.getInt32Ty());
 }
 
-void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity, bool clusterScope) {
+void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity) {
   // The label is local to the braces, so every copy of this text may use the same one.
   emitAsm(l,
-          std::string("{\n\t.reg .pred ready;\n\twait:\n\t"
-                      "mbarrier.try_wait.parity") +
-              (clusterScope ? ".acquire.cluster" : "") +
-              ".shared::cta.b64 ready, [$0], $1;\n\t"
+          "{\n\t.reg .pred ready;\n\twait:\n\t"
+          "mbarrier.try_wait.parity.shared::cta.b64 ready, [$0], $1;\n\t"
           "@!ready bra wait;\n\t}",
           "r,r", {barrier, parity});
 }

@@ -17,9 +17,6 @@ void emitAsm(Lowering &l, const std::string &text, const std::string &constraint
 // The 32-bit shared-memory address of byte `offset` (i32) of the kernel's dynamic shared memory.
 llvm::Value *sharedAddress(Lowering &l, llvm::Value *offset);
 // Spins until the mbarrier at `barrier` (a shared address) has completed the phase of `parity`.
-// With `clusterScope` the wait acquires at cluster scope: what the arrivals of other programs
-// of the cluster released (their reads of a stage this program's copies overwrite) comes first.
-void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity,
-                bool clusterScope = false);
+void waitParity(Lowering &l, llvm::Value *barrier, llvm::Value *parity);
 
 } // namespace tritium::codegen

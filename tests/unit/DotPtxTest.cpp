@@ -381,7 +381,7 @@ TEST_F(DotPtxTest, LibraryClusterPlanMulticastsB) {
           << a.tensorMaps;
       EXPECT_EQ(count(a.ptx, ".reqnctapercluster 2, 1, 1"), 1u);
       EXPECT_EQ(count(a.ptx, "bytes.multicast::cluster ["), bNK ? 1u : 4u) << a.ptx;
-      EXPECT_EQ(count(a.ptx, "mapa.shared::cluster.u32"), persistent ? 4u : 2u) << a.ptx;
+      EXPECT_EQ(count(a.ptx, "mapa.shared::cluster.u32"), persistent ? 2u : 1u) << a.ptx;
       EXPECT_EQ(count(a.ptx, "barrier.cluster.arrive"), 2u);
       EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"), 1u);
       if (tritium::testing::ptxasPath().empty())
