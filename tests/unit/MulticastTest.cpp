@@ -3,6 +3,7 @@
 // cluster-wide ring, and the interpreter's check that every program of a cluster loads the same
 // tile (on the GPU a mismatch gives wrong tiles or hangs).
 #include "DotCases.h"
+#include "MulticastCases.h"
 #include "PtxChecks.h"
 
 #include "frontend/DSL.h"
@@ -15,31 +16,12 @@
 using namespace tritium;
 using namespace tritium::dsl;
 using tritium::testing::count;
+using tritium::testing::clustertiles::clusterTileSumKernel;
+using tritium::testing::clustertiles::runClusterTileSum;
 
 namespace {
 
 class MulticastTest : public tritium::testing::CompilerTest {};
-
-// out[pid] (64 x 64 fp32 each) = the sum over row tiles of x [rows, 64] (fp16), every tile
-// read as a multicast tile of ROWS x 64. SHIFT moves rank r's tiles r rows down (a mismatch).
-void clusterTileSum(Ptr out, Ptr x, Int rows, int ROWS, int WS, int SHIFT) {
-  auto d = make_tensor_descriptor(x, {rows, 64}, {64, 1}, {ROWS, 64});
-  auto acc = zeros({ROWS, 64}, float32);
-  for (auto i : range(0, rows, ROWS, 3).warp_specialize(WS != 0)) {
-    Value at = i;
-    if (SHIFT)
-      at = i + cluster_rank();
-    acc = acc + cast(d.load({at, 0}, multicast), float32);
-  }
-  auto r = arange(0, ROWS), c = arange(0, 64);
-  store(out + program_id(0) * ROWS * 64 + r(_, None) * 64 + c(None, _), acc);
-}
-
-Kernel &clusterTileSumKernel() {
-  static auto k =
-      kernel("cluster_tile_sum", clusterTileSum, {"out", "x", "rows", "ROWS", "WS", "SHIFT"});
-  return k;
-}
 
 // x16: x's base is known to lie on 16 bytes, as TMA needs.
 Specialization spec(int cluster, int rows, int ws, bool x16 = true) {
@@ -121,24 +103,6 @@ TEST_F(MulticastTest, ASwizzledSliceHoldsWholeSwizzlePatterns) {
       << four;
 }
 
-// Runs the kernel in the interpreter on `grid` programs; returns out.
-std::vector<float> run(int cluster, int grid, int shift, const std::vector<unsigned char> &x,
-                       int rows) {
-  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x);
-  auto out =
-      tritium::testing::tensorcores::poisonedBytes<interpreter::HostBuffer>(size_t(grid) * 64 * 64 * 4);
-  clusterTileSumKernel()
-      .compile({.signature = {"*fp32", "*fp16", "i32"},
-                .constexprs = {64, 1, shift},
-                .numWarps = 4,
-                .clusterSize = cluster})
-      .launch(grid, nullptr,
-              {KernelArg::pointer(out.ptr()), KernelArg::pointer(in.ptr()), int32_t(rows)});
-  std::vector<float> got(size_t(grid) * 64 * 64);
-  out.download(got.data(), got.size() * 4);
-  return got;
-}
-
 TEST_F(MulticastTest, TheInterpreterLoadsTheTileInEveryProgram) {
   setInterpret(true);
   const int rows = 200; // four tiles, the last one partly outside the tensor (zeros)
@@ -149,7 +113,7 @@ TEST_F(MulticastTest, TheInterpreterLoadsTheTileInEveryProgram) {
   std::vector<double> want(64 * 64, 0.0);
   for (size_t e = 0; e < x.values.size(); ++e)
     want[e % (64 * 64)] += x.values[e];
-  std::vector<float> got = run(2, 4, 0, x.raw, rows);
+  std::vector<float> got = runClusterTileSum<interpreter::HostBuffer>(2, 4, 0, x.raw, rows);
   resetInterpret();
   for (size_t e = 0; e < got.size(); ++e)
     ASSERT_NEAR(got[e], want[e % (64 * 64)], 1e-4) << "element " << e;
@@ -160,7 +124,7 @@ TEST_F(MulticastTest, ProgramsOfAClusterLoadingDifferentTilesIsAnError) {
   const int rows = 128;
   std::vector<unsigned char> x(size_t(rows) * 64 * 2, 0);
   try {
-    run(2, 2, 1, x, rows);
+    runClusterTileSum<interpreter::HostBuffer>(2, 2, 1, x, rows);
     ADD_FAILURE() << "no error";
   } catch (const UserError &e) {
     std::string what = e.what();
@@ -168,7 +132,7 @@ TEST_F(MulticastTest, ProgramsOfAClusterLoadingDifferentTilesIsAnError) {
                         "cluster) loads the tile at [0, 0] but program 1 (rank 1) at [1, 0]"),
               std::string::npos)
         << what;
-    EXPECT_NE(what.find("MulticastTest.cpp:"), std::string::npos) << what;
+    EXPECT_NE(what.find("MulticastCases.h:"), std::string::npos) << what; // the load's line
   }
   resetInterpret();
 }
