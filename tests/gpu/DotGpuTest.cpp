@@ -264,8 +264,10 @@ TEST_F(DotGpuTest, LibraryMatmulWithAProducerWarpGroup) {
   SKIP_WITHOUT_GPU();
   using kernels::Activation;
   using kernels::MatmulPlan;
+  // (64 x 128 x 128: K steps of 256 bytes, two 128-byte panels of each A and B row.)
   for (MatmulPlan plan : {MatmulPlan{128, 256, 64, 8, 4, true, true},
-                          MatmulPlan{64, 128, 64, 4, 4, true, true}}) {
+                          MatmulPlan{64, 128, 64, 4, 4, true, true},
+                          MatmulPlan{64, 128, 128, 4, 4, true, true}}) {
     SCOPED_TRACE(kernels::describe(plan.fields()));
     checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
                                      {.M = 1000, .N = 1030, .K = 520, .bias = true,
@@ -273,6 +275,9 @@ TEST_F(DotGpuTest, LibraryMatmulWithAProducerWarpGroup) {
     checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
                                      {.M = 272, .N = 384, .K = 4096, .bTransposed = true,
                                       .plan = plan});
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
+                                     {.in = kernels::Dtype::fp16, .out = kernels::Dtype::fp16,
+                                      .M = 1024, .N = 1024, .K = 200, .plan = plan});
   }
   // (Two accumulators: the narrower tiles, as the planner halves them.)
   checkLibraryMatmul<DeviceBuffer>(stream().get(), sync,
