@@ -161,20 +161,23 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
     // Slice r of C holds rows [r rows / C, (r + 1) rows / C) of each panel; the rows of a
     // permuted tile lie in groups of 16, whole groups a slice.
     int64_t ctas = load->hasAttr("multicast_copies") ? load->intAttr("multicast_copies") : 1;
-    llvm::Value *sliceRow = b.getInt32(0), *sliceBytes = b.getInt32(0);
+    llvm::Value *sliceRow = nullptr, *sliceBytes = nullptr;
     if (ctas > 1) {
       sliceRow = b.CreateMul(rank, b.getInt32(int32_t(rows / ctas)));
       sliceBytes = b.CreateMul(sliceRow, b.getInt32(int32_t(panelCols * bytes)));
     }
+    auto plus = [&](llvm::Value *v, llvm::Value *slice) {
+      return slice ? b.CreateAdd(v, slice) : v;
+    };
+    llvm::Value *y = plus(row, sliceRow);
     for (int64_t p = 0; p < cols / panelCols; ++p) {
       Copy c;
       c.dst = sharedAddress(
-          l, b.CreateAdd(b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))),
-                         sliceBytes));
+          l, plus(b.CreateAdd(buffer, b.getInt32(int32_t(p * rows * panelCols * bytes))),
+                  sliceBytes));
       c.map = map;
       c.multicast = ctas > 1;
       llvm::Value *x = b.CreateAdd(col, b.getInt32(int32_t(p * panelCols)));
-      llvm::Value *y = b.CreateAdd(row, sliceRow);
       if (load->hasAttr("permute_rows")) // (column, 8 rows 2 apart, 2 rows, groups of 16)
         c.coords = {x, b.getInt32(0), b.getInt32(0), b.CreateAShr(y, b.getInt32(4))};
       else
