@@ -39,8 +39,8 @@ enum Flags : int {
   kPersistent = 512,     // with kDescriptors: each program walks tiles, a K loop each
   kTmaStore = 1024,      // C's tile through a tensor descriptor (a TMA store on Hopper)
   kStreamK = 2048,       // with kPersistent: the programs share the tiles' K steps evenly
-  // With kWarpSpecialize: clusters of cluster_size() programs on neighbouring row tiles of one
-  // column of tiles, B's tile multicast to them all (each program's TMA reads a slice of it).
+  // With kWarpSpecialize: clusters of two programs on neighbouring row tiles of one column of
+  // tiles, B's tile multicast to both (each program's TMA reads half of it).
   kMulticastB = 4096,
 };
 

@@ -35,6 +35,22 @@ inline Kernel &clusterTileSumKernel() {
   return k;
 }
 
+// x [rows, 64] of random fp16 (its bytes) and the sum of its 64-row tiles in double, what every
+// program of the kernel stores (rows past the tensor count as zeros).
+struct TileSumInput {
+  std::vector<unsigned char> raw;
+  std::vector<double> want; // 64 x 64
+};
+template <class Rng> TileSumInput tileSumInput(int rows, Rng &rng) {
+  auto x = tritium::testing::tensorcores::encode(
+      ir::ScalarKind::F16,
+      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
+  TileSumInput in{x.raw, std::vector<double>(64 * 64, 0.0)};
+  for (size_t e = 0; e < x.values.size(); ++e)
+    in.want[e % (64 * 64)] += x.values[e];
+  return in;
+}
+
 // Runs the kernel on `grid` programs (clusters of `cluster`) through buffers of type Buffer
 // (the interpreter's or the GPU's; both bases lie on 16 bytes, as TMA needs), the output
 // poisoned first; returns it.

@@ -102,12 +102,9 @@ std::string refusal(const ir::Function &fn, const ir::Op &loop, bool claimed) {
     return "only a loop at the kernel's top level, or in a top-level loop, is warp-specialized";
   // Clusters alone are fine (a multicast ring's producers fill each other's stages); their
   // reductions count every warp of each program.
-  bool clusterReductions = false;
-  ir::walk(const_cast<ir::Block &>(fn.body()), [&](ir::Op &op) {
-    clusterReductions = clusterReductions || op.kind() == ir::OpKind::ClusterMax ||
-                        op.kind() == ir::OpKind::ClusterSum ||
-                        op.kind() == ir::OpKind::ClusterGather;
-  });
+  bool clusterReductions = ir::findFirst(fn.body(), ir::OpKind::ClusterMax) ||
+                           ir::findFirst(fn.body(), ir::OpKind::ClusterSum) ||
+                           ir::findFirst(fn.body(), ir::OpKind::ClusterGather);
   if (fn.intAttr("programs_per_cta").value_or(1) > 1 || clusterReductions)
     return "programs per CTA and cluster reductions keep every warp computing";
   if (!loop.hasAttr("tensor_barriers"))

@@ -23,18 +23,13 @@ TEST_F(MulticastGpuTest, EveryProgramOfTheClusterGetsTheWholeTile) {
     GTEST_SKIP() << "multicast copies are Hopper's TMA";
   const int rows = 1000; // 16 tiles of 64 rows, the last partly outside the tensor
   std::mt19937 rng(std::random_device{}());
-  auto x = tritium::testing::tensorcores::encode(
-      ir::ScalarKind::F16,
-      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
-  std::vector<double> want(64 * 64, 0.0);
-  for (size_t e = 0; e < x.values.size(); ++e)
-    want[e % (64 * 64)] += x.values[e];
+  auto x = tritium::testing::clustertiles::tileSumInput(rows, rng);
   for (int cluster : {2, 4}) {
     SCOPED_TRACE("clusters of " + std::to_string(cluster));
     const int grid = 4 * cluster;
     std::vector<float> got = runClusterTileSum<rt::DeviceBuffer>(cluster, grid, 0, x.raw, rows);
     for (size_t e = 0; e < got.size(); ++e)
-      ASSERT_NEAR(got[e], want[e % (64 * 64)], 1e-3 * (1 + std::abs(want[e % (64 * 64)])))
+      ASSERT_NEAR(got[e], x.want[e % (64 * 64)], 1e-3 * (1 + std::abs(x.want[e % (64 * 64)])))
           << "program " << e / (64 * 64) << ", element " << e % (64 * 64);
   }
 }

@@ -48,10 +48,7 @@ TEST_F(MulticastTest, AWarpSpecializedRingSplitsTheTileOverTheCluster) {
   // The cluster meets after the mbarriers' set-up and before they are retired.
   EXPECT_EQ(count(a.ptx, "barrier.cluster.arrive"), 2u);
   EXPECT_EQ(count(a.ptx, "barrier.cluster.wait"), 2u);
-  if (tritium::testing::ptxasPath().empty())
-    GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
-  tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_90a");
-  EXPECT_EQ(r.exitCode, 0) << r.output;
+  tritium::testing::expectAssembles(a, "sm_90a");
 }
 
 TEST_F(MulticastTest, ElsewhereTheTileIsCopiedWholeAndTheGirSaysWhy) {
@@ -107,16 +104,11 @@ TEST_F(MulticastTest, TheInterpreterLoadsTheTileInEveryProgram) {
   setInterpret(true);
   const int rows = 200; // four tiles, the last one partly outside the tensor (zeros)
   std::mt19937 rng(11);
-  auto x = tritium::testing::tensorcores::encode(
-      ir::ScalarKind::F16,
-      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
-  std::vector<double> want(64 * 64, 0.0);
-  for (size_t e = 0; e < x.values.size(); ++e)
-    want[e % (64 * 64)] += x.values[e];
+  auto x = tritium::testing::clustertiles::tileSumInput(rows, rng);
   std::vector<float> got = runClusterTileSum<interpreter::HostBuffer>(2, 4, 0, x.raw, rows);
   resetInterpret();
   for (size_t e = 0; e < got.size(); ++e)
-    ASSERT_NEAR(got[e], want[e % (64 * 64)], 1e-4) << "element " << e;
+    ASSERT_NEAR(got[e], x.want[e % (64 * 64)], 1e-4) << "element " << e;
 }
 
 TEST_F(MulticastTest, ProgramsOfAClusterLoadingDifferentTilesIsAnError) {
