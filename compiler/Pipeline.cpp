@@ -215,6 +215,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
     out.sharedBytes = fn.intAttr("shared_bytes").value_or(0);
     out.waitsOnPriorKernel = waitsOnPriorKernel(fn, options.arch);
     out.producerWarps = int(fn.intAttr("producer_warps").value_or(0));
+    out.computeGroups = int(fn.intAttr("compute_groups").value_or(1));
     out.tensorMaps = ir::printTensorMaps(ir::tensorMapsOf(fn));
     dump(fn.name(), "gir", out.gir);
     // Programs that share a CTA would share its shared memory and barriers too. With one

@@ -58,6 +58,10 @@ struct Artifacts {
   // Warps the CTA runs past num_warps x programs: a producer warp that issues a
   // warp-specialized loop's copies (gpu/SpecializeWarps.cpp).
   int producerWarps = 0;
+  // Compute warp groups of num_warps warps each that take alternate tiles of a persistent
+  // kernel's walk (a tile loop's ping_pong, gpu/SpecializeWarps.cpp): the CTA runs this many
+  // times num_warps compute warps.
+  int computeGroups = 1;
   // The CUtensorMaps the launch encodes from the arguments and passes after them, as
   // ir::printTensorMaps writes them ("" when none: gpu/ChooseTensorMaps.cpp).
   std::string tensorMaps;

@@ -125,10 +125,11 @@ public:
   std::string cubin() const;
   // The cubin for devices of architecture `deviceArch` ("" when none was made yet).
   std::string cubinFor(const std::string &deviceArch) const;
-  // Threads per CTA: the warps of each program times the programs side by side in it, plus a
-  // warp-specialized loop's producer warp.
+  // Threads per CTA: the warps of each program times the programs side by side in it (or the
+  // compute groups that take alternate tiles), plus a warp-specialized loop's producer warps.
   int numThreads() const {
-    return 32 * (meta_.options.numWarps * meta_.options.programsPerCTA + artifacts_.producerWarps);
+    return 32 * (meta_.options.numWarps * meta_.options.programsPerCTA * artifacts_.computeGroups +
+                 artifacts_.producerWarps);
   }
 
   // Loads the code in the calling thread's current context (once per context, however many

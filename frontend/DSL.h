@@ -667,7 +667,9 @@ public:
   // the body's last product and hands it on after the first product of its next iteration,
   // so that one group's softmax runs under the other's products. Asks for warp_specialize too;
   // applies where the body runs two or more wgmma products and nothing in it meets at a CTA
-  // barrier (GIR: {ping_pong}, or {ping_pong_skipped = "reason"}).
+  // barrier (GIR: {ping_pong}, or {ping_pong_skipped = "reason"}). On a persistent kernel's
+  // tile walk around a warp-specialized loop (num_warps 4): two compute warp groups take
+  // alternate iterations, each with its own tile, from the one producer's ring.
   Range ping_pong(bool on = true) &&;
 
   Iterator begin();

@@ -294,6 +294,7 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
     a.waitsOnPriorKernel = entry->metadata.getBoolean("waits_on_prior_kernel").value_or(false);
     a.syncsGrid = entry->metadata.getBoolean("syncs_grid").value_or(false);
     a.producerWarps = int(entry->metadata.getInteger("producer_warps").value_or(0));
+    a.computeGroups = int(entry->metadata.getInteger("compute_groups").value_or(1));
     a.tensorMaps = entry->metadata.getString("tensor_maps").value_or("").str();
     std::string cubin = entry->files.count(name_ + ".cubin") ? entry->files[name_ + ".cubin"] : "";
     // The device architecture the driver's JIT made the cubin for (a PTX for sm_80 may have
@@ -318,6 +319,8 @@ std::unique_ptr<CompiledKernel> Kernel::build(const Specialization &spec,
     e.metadata["syncs_grid"] = a.syncsGrid;
     if (a.producerWarps)
       e.metadata["producer_warps"] = a.producerWarps;
+    if (a.computeGroups > 1)
+      e.metadata["compute_groups"] = a.computeGroups;
     if (!a.tensorMaps.empty())
       e.metadata["tensor_maps"] = a.tensorMaps;
     cache.store(meta.cacheKey, e);

@@ -42,6 +42,8 @@ enum Flags : int {
   // With kWarpSpecialize: clusters of two programs on neighbouring row tiles of one column of
   // tiles, B's tile multicast to both (each program's TMA reads half of it).
   kMulticastB = 4096,
+  // With kPersistent and kWarpSpecialize: two compute warp groups take alternate tiles.
+  kPingPong = 8192,
 };
 
 // What the epilogue reads besides the accumulators: C and the tensors of FLAGS, and ACT (0 none,
@@ -265,7 +267,7 @@ void matmul_kernel(Ptr c, Ptr a, Ptr b, Ptr bias, Ptr residual, Ptr scale_a, Ptr
       // per-tile kernel's. With a producer warp group the warps split before the walk, and the
       // producer fills the ring with the next tile's first steps while this tile's epilogue runs.
       Value first = C == 1 ? pid : pid / C, stride = C == 1 ? num_programs(0) : num_programs(0) / C;
-      for (auto t : range(first, groupsM * pidsN, stride)) {
+      for (auto t : range(first, groupsM * pidsN, stride).ping_pong((FLAGS & kPingPong) != 0)) {
         auto [pm, pn] = tileOfGroup(t);
         auto tacc = zeros({BM, BN}, integer ? int32 : float32);
         auto tacc_up = zeros({BM, BN}, float32);
@@ -456,6 +458,7 @@ int matmulFlags(const MatmulArgs &m, const MatmulCall &call, const MatmulPlan &p
          (plan.persistent && tma ? kPersistent : 0) | (plan.tmaStore && tma ? kTmaStore : 0) |
          (plan.streamK && plan.persistent && tma ? kStreamK : 0) |
          (plan.cluster > 1 && plan.warpSpecialize && tma ? kMulticastB : 0) |
+         (plan.pingPong && plan.persistent && plan.warpSpecialize && tma ? kPingPong : 0) |
          (m.bias ? kBias : 0) |
          (m.residual ? kResidual : 0) | (m.scaleA ? kScaleA : 0) | (m.scaleB ? kScaleB : 0) |
          (m.alpha != 1 ? kAlpha : 0) | (m.amax ? kAmax : 0);
@@ -516,6 +519,8 @@ int64_t programs(const MatmulArgs &m, const MatmulPlan &plan, int flags, int smC
                     ((m.N + plan.blockN - 1) / plan.blockN);
     return 2 * (flags & kPersistent ? std::min<int64_t>(pairs, smCount / 2) : pairs);
   }
+  if (flags & kPingPong) // two tiles at a time a program
+    return std::min<int64_t>((tiles + 1) / 2, smCount);
   return flags & kPersistent ? std::min<int64_t>(tiles, smCount) : tiles * plan.splitK;
 }
 
@@ -623,6 +628,11 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
     if (given->cluster > 1 && (given->splitK > 1 || given->streamK || !given->warpSpecialize))
       args.fail("a plan with clusters multicasts B through its producer warp group: it takes "
                 "warpSpecialize, and neither splitK nor streamK");
+    if (given->pingPong && (!given->persistent || !given->warpSpecialize ||
+                            given->numWarps != 4 || given->cluster > 1 || given->streamK))
+      args.fail("a ping-pong plan's two warp groups take alternate tiles of a persistent walk: "
+                "it takes persistent, warpSpecialize and numWarps 4, and neither clusters nor "
+                "streamK");
     if (int64_t need = workspaceNeed(m, *given, planningSmCount());
         need > 0 && (!m.workspace || m.workspaceBytes < need))
       args.fail(std::string("the plan ") +
@@ -653,8 +663,16 @@ void matmul(const MatmulArgs &m, CUstream stream, const MatmulPlan *given) {
   int smCount = props ? props->smCount : 132;
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = props && props->arch() == "sm_90" ? "sm_90a" : "";
-  auto launch = [&](const MatmulPlan &plan) {
+  auto launch = [&](const MatmulPlan &chosen) {
+    MatmulPlan plan = chosen;
     MatmulCall planCall = resolve(m, plan.splitK);
+    // A ping-pong plan's groups need TMA's producer warp group (Hopper, tensors it takes):
+    // elsewhere its tiles run on both warp groups together.
+    if (plan.pingPong && (!(plan.descriptors && planCall.descriptorsUsable) ||
+                          (gpu && arch != "sm_90a"))) {
+      plan.pingPong = false;
+      plan.numWarps = 8;
+    }
     std::array<KernelArg, 9> pointers{c, a, b, bias, residual, scaleA, scaleB, amax, workspace};
     int flags = matmulFlags(m, planCall, plan);
     if (flags & kStreamK) { // the flags after the programs' partial slots start at 0

@@ -12,9 +12,10 @@ int kOf(int bytes, MatmulTypes t) { return bytes / int(dtypeBytes(t.in)); }
 } // namespace
 
 namespace {
-// Two accumulators per tile hold twice the registers: halve the columns of the wide tiles.
+// Two accumulators per tile hold twice the registers: halve the columns of the wide tiles (and
+// of a ping-pong plan's, whose one warp group holds a whole tile).
 MatmulPlan forProducts(MatmulPlan p, MatmulTypes t) {
-  if (t.twoProducts && p.blockM * p.blockN > 128 * 128)
+  if (t.twoProducts && (p.blockM * p.blockN > 128 * 128 || (p.pingPong && p.blockM * p.blockN > 128 * 64)))
     p.blockN /= 2;
   if (t.twoProducts && p.persistent) // the second B tile: C's staging leaves 3 stages
     p.numStages = std::min(p.numStages, 3);
@@ -28,6 +29,14 @@ namespace {
 MatmulPlan persistentPlan(MatmulTypes t) {
   MatmulPlan p{128, 128, kOf(128, t), 8, 4, true, true};
   p.persistent = true;
+  return p;
+}
+
+// Two warp groups taking alternate 128 x 128 tiles from one producer warp group, 5 stages
+// beside their two C staging buffers (MatmulPlan::pingPong).
+MatmulPlan pingPongPlan(MatmulTypes t) {
+  MatmulPlan p{128, 128, kOf(128, t), 4, 5, true, true};
+  p.persistent = p.pingPong = true;
   return p;
 }
 } // namespace
@@ -57,12 +66,14 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
     return {128, 128, 32, 8, 3, true};
   MatmulPlan wide{128, 256, kOf(128, t), 8, 4, true};
   // Short K over many tiles: one program per SM walks its tiles, a producer warp group filling
-  // the ring with the next tile's first steps under this tile's epilogue. On an H200, bf16,
-  // TFLOP/s against a program per 128 x 256 tile: 528.3 / 473.1 at 8192 x 8192 x 512, 612.2 /
-  // 584.8 at 4096 x 4096 x 1024; 656.9 / 688.6 at 4096^3, so long K keeps the wide plan
-  // (docs/notes/tensor-cores.md, "Persistent tiles").
+  // the ring with the next tiles' first steps, and two warp groups take alternate tiles, so
+  // that one's epilogue runs under the other's products (ping-pong). On an H200, bf16,
+  // TFLOP/s: 591.8-595.2 at 8192 x 8192 x 512 against 581.7 for persistent 128 x 256 tiles on
+  // both groups and 523.8-525.3 for 128 x 128 ones; 644.5-647.6 at 4096 x 4096 x 1024 against
+  // 651.5-655.9 and 609.0-612.5; 655.9-661.9 against 703.4-706.4 at 4096^3, so long K keeps
+  // the wide plan (docs/notes/tensor-cores.md, "Two warp groups over tiles").
   if (wide.tiles(M, N) >= 2 * smCount && K <= 16 * wide.blockK && t.outBytes <= 2)
-    return persistentPlan(t);
+    return pingPongPlan(t);
   // Fewer tiles than SMs: 64 x 128 tiles, copied by a producer warp group (at 1024^3 on an
   // H200: 11.2 us, against 12.5 without it and 13.1 through pointers).
   if (wide.tiles(M, N) < smCount) {
@@ -111,6 +122,7 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
       wider.persistent = true;
       all.push_back(wider);
       all.push_back(persistentPlan(t));
+      all.push_back(pingPongPlan(t));
     }
   }
   for (MatmulPlan &p : all)

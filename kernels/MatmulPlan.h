@@ -42,6 +42,11 @@ struct MatmulPlan {
   // neighbouring row tiles, B's tile multicast to both by TMA (each program reads half of it),
   // so that B's tiles are read from L2 once per pair. Not with split-K or stream-K.
   int cluster = 1;
+  // With persistent and warpSpecialize, numWarps 4: two compute warp groups, each a program
+  // of its own with its own accumulator, take alternate tiles of the walk from the one
+  // producer's ring ("ping-pong", CUTLASS's name), so that one group's epilogue runs while the
+  // other's products do. Not with clusters or stream-K.
+  bool pingPong = false;
   PlanFields fields() const {
     PlanFields f = {{"block_m", blockM}, {"block_n", blockN}, {"block_k", blockK},
                     {"warps", numWarps}, {"stages", numStages}, {"descriptors", descriptors}};
@@ -57,6 +62,8 @@ struct MatmulPlan {
       f.emplace_back("tma_store", 0);
     if (cluster > 1)
       f.emplace_back("cluster", cluster);
+    if (pingPong)
+      f.emplace_back("ping_pong", 1);
     return f;
   }
   int64_t tiles(int64_t M, int64_t N) const {

@@ -136,7 +136,7 @@ bool lowerAtomic(Lowering &l, const ir::Op &op) {
   }
   if (staged) {
     // One thread did the work for several: its old value goes to every copy.
-    llvm::Value *base = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
+    llvm::Value *base = l.programSmem(op.intAttr("smem_offset"));
     // Each element's slot, written by its owner and read by every copy.
     std::vector<llvm::Value *> slots;
     for (size_t k = 0; k < old.size(); ++k)

@@ -120,7 +120,7 @@ public:
       if (fromRing_[i])
         base = ring->second;
       else if (op.hasAttr(staging))
-        base = b_.CreateGEP(b_.getInt8Ty(), l.smem, b_.getInt64(op.intAttr(staging)));
+        base = l.programSmem(op.intAttr(staging));
       else
         internalError("dot operand " + std::to_string(i) +
                       " has neither a ring nor a staging buffer");

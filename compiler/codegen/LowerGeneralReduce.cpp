@@ -91,7 +91,7 @@ bool lowerGeneralReduce(Lowering &l, const ir::Op &op) {
       llvm::Value *index = b.CreateAdd(
           b.CreateMul(bank, b.getInt32(int32_t(elements * warpsAlong))),
           b.CreateAdd(b.CreateMul(flat[size_t(k)], b.getInt32(int32_t(warpsAlong))), warp));
-      return b.CreateGEP(b.getInt8Ty(), l.smem,
+      return b.CreateGEP(b.getInt8Ty(), l.programSmemBase(),
                          b.CreateAdd(b.getInt64(base),
                                      b.CreateZExt(b.CreateMul(index, b.getInt32(int32_t(bytes))),
                                                   b.getInt64Ty())));

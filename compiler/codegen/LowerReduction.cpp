@@ -134,7 +134,7 @@ bool lowerReduction(Lowering &l, const ir::Op &op) {
     int64_t base = op.intAttr("smem_offset");
     llvm::Value *bank = b.CreateLoad(b.getInt32Ty(), l.reductionBank);
     b.CreateStore(b.CreateXor(bank, b.getInt32(1)), l.reductionBank);
-    llvm::Value *site = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(base));
+    llvm::Value *site = l.programSmem(base);
     llvm::Value *slots =
         b.CreateGEP(accTy, site, b.CreateMul(bank, b.getInt32(int32_t(elements * warps))));
     // Each result element's first slot: its row-major index in the result, times the warps.

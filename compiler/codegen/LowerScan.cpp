@@ -135,7 +135,7 @@ struct ScanLowering {
                     b.CreateAdd(b.getInt32(int32_t(rep * sp.warps)), warp)));
     llvm::Value *bytes = b.CreateMul(
         index, b.getInt32(int32_t(reduceSlotBytes(op.result(unsigned(i))->type()))));
-    return b.CreateGEP(b.getInt8Ty(), l.smem,
+    return b.CreateGEP(b.getInt8Ty(), l.programSmemBase(),
                        b.CreateAdd(b.getInt64(base), b.CreateZExt(bytes, b.getInt64Ty())));
   }
 

@@ -29,7 +29,7 @@ void lowerStaged(Lowering &l, const ir::Op &op) {
   llvm::Type *elemTy = l.elementType(t);
   llvm::Type *slotTy = t.isBool() ? b.getInt8Ty() : elemTy; // masks travel as bytes
   llvm::Value *base =
-      b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(op.intAttr("smem_offset")));
+      l.programSmem(op.intAttr("smem_offset"));
   std::vector<int64_t> order;
   if (op.kind() == OpKind::Trans)
     order = ir::parseOrder(op.strAttr("order"));

@@ -29,8 +29,9 @@ llvm::Value *barrierAddress(Lowering &l, const PipelinePlan &plan, llvm::Value *
                                       b.CreateMul(stage, b.getInt32(8))));
 }
 
-template <typename F> void onThreadZero(Lowering &l, llvm::Value *cond, F body) {
-  llvm::Value *first = l.isThreadZero();
+template <typename F>
+void onThreadZero(Lowering &l, llvm::Value *cond, F body, bool wholeCta = false) {
+  llvm::Value *first = l.isThreadZero(wholeCta);
   l.ifThen(cond ? l.b.CreateAnd(first, cond) : first, "tma.issue", body);
 }
 
@@ -120,7 +121,7 @@ void initTensorBarriers(Lowering &l, const PipelinePlan &plan) {
                 "r", {emptyBarrierAddress(l, plan, l.b.getInt32(s))});
     }
     emitAsm(l, "fence.mbarrier_init.release.cluster;", "", {});
-  });
+  }, /*wholeCta=*/true);
   if (plan.multicast > 1)
     clusterBarrier(l);
   else
@@ -229,6 +230,8 @@ void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
   // wait on an mbarrier that thread 0 invalidates, nor, multicast, a peer's warp arrive on it.
   if (plan.multicast > 1)
     clusterBarrier(l);
+  else if (l.computeGroups > 1) // every compute group's warps
+    l.ctaBarrier();
   else
     l.barrier();
   onThreadZero(l, nullptr, [&] {
@@ -239,7 +242,7 @@ void invalidateTensorBarriers(Lowering &l, const PipelinePlan &plan) {
         emitAsm(l, "mbarrier.inval.shared::cta.b64 [$0];", "r",
                 {emptyBarrierAddress(l, plan, l.b.getInt32(s))});
     }
-  });
+  }, /*wholeCta=*/true);
 }
 
 } // namespace tritium::codegen

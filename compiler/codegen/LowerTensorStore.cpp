@@ -173,7 +173,7 @@ bool storeByMatrices(Lowering &l, const ir::Value *value, Offset offsetOf, int64
       args.push_back(b.CreateBitCast(pair, b.getInt32Ty()));
     }
     llvm::Value *offset = offsetOf(b.CreateAdd(rowBase, row), b.CreateAdd(colBase, col));
-    args[0] = sharedAddress(l, b.CreateAdd(offset, b.getInt32(int32_t(smemOffset))));
+    args[0] = l.programSharedAddress(b.CreateAdd(offset, b.getInt32(int32_t(smemOffset))));
     emitAsm(l, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
             "r,r,r,r,r,~{memory}", args);
   }
@@ -240,7 +240,7 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
 
   llvm::Value *row64 = l.get(ir::tensorOffset(op, 0))[0];
   llvm::Value *col64 = l.get(ir::tensorOffset(op, 1))[0];
-  llvm::Value *staging = b.CreateGEP(b.getInt8Ty(), l.smem, b.getInt64(smemOffset));
+  llvm::Value *staging = l.programSmem(smemOffset);
   auto offsetOf = [&](llvm::Value *r, llvm::Value *c) {
     return span ? dotTileOffset(l, r, c, rows, cols, bytes, false)
                 : b.CreateAdd(b.CreateMul(r, b.getInt32(int32_t(cols * bytes))),
@@ -279,7 +279,7 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
   l.ifThen(l.isThreadZero(), "tma.store", [&] {
     for (int64_t p = 0; p < cols / panelCols; ++p) {
       llvm::Value *src =
-          sharedAddress(l, b.getInt32(int32_t(smemOffset + p * rows * panelCols * bytes)));
+          l.programSharedAddress(b.getInt32(int32_t(smemOffset + p * rows * panelCols * bytes)));
       llvm::Value *x = b.CreateAdd(col, b.getInt32(int32_t(p * panelCols)));
       emitAsm(l, instruction + " [$0, {$1, $2}], [$3];", "l,r,r,r", {map64, x, row, src});
     }

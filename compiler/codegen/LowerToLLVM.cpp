@@ -1,6 +1,7 @@
 // GIR -> LLVM IR for nvptx64: the kernel function and its arguments, thread indices, shared
 // memory, structured loops, and dispatch of every other op to its family's lowering.
 #include "compiler/codegen/Lowering.h"
+#include "compiler/codegen/Mbarrier.h"
 #include "compiler/codegen/Pipelining.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -54,16 +55,49 @@ void Lowering::barrier() {
     waitForTensorStoreReads(*this);
   if (programsPerCTA > 1) // each program is one warp (Pipeline.cpp checks): sync only it
     intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
-  else if (consumersOnly) // barrier 1: the compute warps, the producer warp gone
+  else if (consumersOnly && computeGroups > 1) // barriers 1 and 2: each group's own
     intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
-              {b.getInt32(1), b.getInt32(ctaThreads())});
+              {b.CreateAdd(computeGroup, b.getInt32(1)), b.getInt32(threads())});
+  else
+    syncComputeWarps();
+}
+
+void Lowering::ctaBarrier() {
+  if (tensorStores)
+    waitForTensorStoreReads(*this);
+  syncComputeWarps();
+}
+
+void Lowering::syncComputeWarps() {
+  if (consumersOnly) // the compute warps, the producer warp gone: barrier 1, or 3 for groups
+    intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+              {b.getInt32(computeGroups > 1 ? 3 : 1), b.getInt32(ctaThreads())});
   else
     intrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
 }
 
-llvm::Value *Lowering::isThreadZero() {
+llvm::Value *Lowering::isThreadZero(bool wholeCta) {
   llvm::Value *first = b.CreateICmpEQ(tid, b.getInt32(0));
+  if (computeGroups > 1 && (wholeCta || !consumersOnly))
+    first = b.CreateAnd(first, b.CreateICmpEQ(computeGroup, b.getInt32(0)));
   return producer ? b.CreateAnd(first, b.CreateNot(producer)) : first;
+}
+
+llvm::Value *Lowering::programSmemBase() {
+  if (computeGroups == 1)
+    return smem;
+  llvm::Value *shift = b.CreateMul(computeGroup, b.getInt32(int32_t(groupSmemShift)));
+  return b.CreateGEP(b.getInt8Ty(), smem, b.CreateZExt(shift, b.getInt64Ty()), "group.smem");
+}
+
+llvm::Value *Lowering::programSmem(int64_t offset) {
+  return b.CreateGEP(b.getInt8Ty(), programSmemBase(), b.getInt64(offset));
+}
+
+llvm::Value *Lowering::programSharedAddress(llvm::Value *offset) {
+  if (computeGroups > 1)
+    offset = b.CreateAdd(offset, b.CreateMul(computeGroup, b.getInt32(int32_t(groupSmemShift))));
+  return sharedAddress(*this, offset);
 }
 
 namespace {
@@ -89,6 +123,8 @@ public:
     l_.fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
     l_.programsPerCTA = int(l_.kernel.intAttr("programs_per_cta").value_or(1));
     l_.producerWarps = int(l_.kernel.intAttr("producer_warps").value_or(0));
+    l_.computeGroups = int(l_.kernel.intAttr("compute_groups").value_or(1));
+    l_.groupSmemShift = l_.kernel.intAttr("group_smem_shift").value_or(0);
     l_.fn->addFnAttr("nvvm.reqntid", std::to_string(l_.ctaThreads() + 32 * l_.producerWarps));
     if (auto blocks = l_.kernel.intAttr("min_blocks_per_sm"))
       l_.fn->addFnAttr("nvvm.minctasm", std::to_string(*blocks)); // ptxas caps registers
@@ -267,6 +303,13 @@ private:
       startRing(l_, *innerPlan);
       splitOffProducerAround(l_, *innerPlan, op, *inner, lb, ub, step,
                              [this](const ir::Op &o) { lowerOp(o); });
+      if (l_.computeGroups > 1) { // group g takes iterations g, g + groups, ...
+        l_.tileWalk = Lowering::TileWalk{&op, nullptr, lb, ub, step};
+        llvm::Value *g = b.CreateZExtOrTrunc(l_.computeGroup, lb->getType());
+        lb = b.CreateAdd(lb, b.CreateMul(g, step), "lb.group");
+        step = b.CreateMul(step, llvm::ConstantInt::get(lb->getType(), l_.computeGroups),
+                           "step.groups");
+      }
     }
     bool acrossTiles = plan && plan->warpSpecialized() && l_.ringBase;
     // Rings of consecutive loops share shared memory (PipelineLoads): no thread may still be
@@ -294,6 +337,15 @@ private:
     if (prefetch)
       prefetched = prefetchSliceLoads(l_, *plan, op, ivAt(lb, plan->lookahead()), ub);
     llvm::Value *base = acrossTiles ? l_.ringBase : nullptr;
+    // With compute groups, each walks every groups-th tile of the ring's sequence, whose tiles
+    // all take this loop's trip count (SpecializeWarps): this tile's iterations start after
+    // those of the groups before it in its round.
+    llvm::Value *tileTrips = nullptr;
+    if (acrossTiles && l_.computeGroups > 1) {
+      tileTrips = tripCount(op, lb, ub, step);
+      base = b.CreateAdd(base, b.CreateMul(l_.computeGroup, tileTrips), "ring.base.group");
+      awaitTileTurn(l_);
+    }
     llvm::Value *firstStage =
         base ? b.CreateURem(base, b.getInt32(plan->buffers()), "stage.first") : b.getInt32(0);
     llvm::BasicBlock *pre = b.GetInsertBlock();
@@ -320,6 +372,8 @@ private:
       carried.push_back(phis);
     }
     l_.set(body.argument(0), {iv});
+    if (inner && l_.tileWalk)
+      l_.tileWalk->iv = iv;
     llvm::PHINode *ringBase = nullptr;
     if (inner) {
       ringBase = b.CreatePHI(b.getInt32Ty(), 2, "ring.base");
@@ -397,6 +451,8 @@ private:
     b.CreateBr(header);
 
     b.SetInsertPoint(exit);
+    if (tileTrips) // every wait of this tile's ring is done
+      passTileTurn(l_);
     for (unsigned i = 0; i < op.numResults(); ++i) {
       Elements out(carried[i].begin(), carried[i].end());
       // A wgmma left in flight by the last iteration (FeedDotsFromRings.cpp): wait for it
@@ -413,7 +469,10 @@ private:
       // the next tile's iterations count on from this one's.
       if (plan->wgmmaInFlight)
         releaseStage(l_, *plan, readStage, iteration);
-      l_.ringBase = b.CreateAdd(base, iteration, "ring.base.next");
+      l_.ringBase = tileTrips ? b.CreateAdd(l_.ringBase, b.CreateMul(tileTrips, b.getInt32(
+                                                               l_.computeGroups)),
+                                            "ring.base.next")
+                              : b.CreateAdd(base, iteration, "ring.base.next");
     } else if (plan) {
       finishRing(l_, *plan);
     }
@@ -421,8 +480,22 @@ private:
       l_.barrier();
     if (inner) {
       l_.ringBase = nullptr;
+      l_.tileWalk.reset();
       finishRing(l_, *innerPlan);
     }
+  }
+
+  // How many iterations `loop` runs from lb to ub by step (i32; step > 0).
+  llvm::Value *tripCount(const ir::Op &loop, llvm::Value *lb, llvm::Value *ub, llvm::Value *step) {
+    auto &b = l_.b;
+    bool isUnsigned = loop.operand(0)->type().isUnsigned();
+    llvm::Value *span = b.CreateSub(ub, lb);
+    llvm::Value *n = b.CreateUDiv(b.CreateAdd(span, b.CreateSub(step, llvm::ConstantInt::get(
+                                                                      step->getType(), 1))),
+                                  step);
+    llvm::Value *runs = isUnsigned ? b.CreateICmpULT(lb, ub) : b.CreateICmpSLT(lb, ub);
+    return b.CreateTrunc(b.CreateSelect(runs, n, llvm::ConstantInt::get(n->getType(), 0)),
+                         b.getInt32Ty(), "tile.trips");
   }
 
   // The warp-specialized loop in the body of a loop with {warp_split} (SpecializeWarps).

@@ -30,8 +30,14 @@ namespace tritium::codegen {
 void enterWithProducerWarp(Lowering &l) {
   auto &b = l.b;
   l.hardwareTid = l.tid;
-  l.producer = b.CreateICmpUGE(l.tid, b.getInt32(l.threads()), "producer");
+  l.producer = b.CreateICmpUGE(l.tid, b.getInt32(l.ctaThreads()), "producer");
   llvm::Value *threads = b.getInt32(l.threads());
+  if (l.computeGroups > 1) { // groups of a power of two threads (SpecializeWarps)
+    l.computeGroup = b.CreateSelect(l.producer, b.getInt32(0), b.CreateUDiv(l.tid, threads),
+                                    "compute.group");
+    l.tid = b.CreateURem(l.tid, threads, "tid.in.group"); // the producer's: group 0's double
+    return;
+  }
   l.tid = b.CreateSelect(l.producer, b.CreateURem(b.CreateSub(l.tid, threads), threads), l.tid,
                          "tid.as.compute");
 }
@@ -123,7 +129,7 @@ template <typename F> void split(Lowering &l, F producerWork) {
   // One lane issues; the group's others leave at once.
   b.SetInsertPoint(producerBB);
   setMaxRegisters(l, "dec", "producer_registers");
-  b.CreateCondBr(b.CreateICmpEQ(l.hardwareTid, b.getInt32(l.threads())), work, leave);
+  b.CreateCondBr(b.CreateICmpEQ(l.hardwareTid, b.getInt32(l.ctaThreads())), work, leave);
   b.SetInsertPoint(work);
   producerWork();
   b.CreateBr(leave);
@@ -133,7 +139,10 @@ template <typename F> void split(Lowering &l, F producerWork) {
   // The compute warps: tid is the hardware's again, and barriers count them alone.
   b.SetInsertPoint(compute);
   setMaxRegisters(l, "inc", "compute_registers");
-  l.tid = l.hardwareTid;
+  if (l.computeGroups > 1)
+    l.computeGroup = b.CreateUDiv(l.hardwareTid, b.getInt32(l.threads()), "compute.group");
+  else
+    l.tid = l.hardwareTid;
   l.producer = nullptr;
   l.consumersOnly = true;
 }
@@ -288,6 +297,26 @@ void passTurn(Lowering &l) {
   l.ifThen(b.CreateOr(b.CreateICmpEQ(group, b.getInt32(1)),
                       b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0))),
            "pass.turn", arrive);
+}
+
+void awaitTileTurn(Lowering &l) {
+  auto &b = l.b;
+  const Lowering::TileWalk &w = *l.tileWalk;
+  // Group g's turn is barrier 4 + g, of both groups' threads; the walk's first tile needs none.
+  l.ifThen(b.CreateICmpNE(w.iv, w.lb), "await.tile.turn", [&] {
+    emitAsm(l, "bar.sync $0, " + std::to_string(l.ctaThreads()) + ";", "r",
+            {b.CreateAdd(l.computeGroup, b.getInt32(4))});
+  });
+}
+
+void passTileTurn(Lowering &l) {
+  auto &b = l.b;
+  const Lowering::TileWalk &w = *l.tileWalk;
+  // To the other group, where the walk has a next tile (so that every sync meets its arrival).
+  l.ifThen(below(l, *w.loop, b.CreateAdd(w.iv, w.step), w.ub), "pass.tile.turn", [&] {
+    emitAsm(l, "bar.arrive $0, " + std::to_string(l.ctaThreads()) + ";", "r",
+            {b.CreateSub(b.getInt32(5), l.computeGroup)});
+  });
 }
 
 void endPingPong(Lowering &l, llvm::Value *iterations) {

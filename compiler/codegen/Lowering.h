@@ -53,6 +53,20 @@ struct Lowering {
   llvm::Value *producer = nullptr;
   // Once the producer has left, CTA barriers count the compute warps alone.
   bool consumersOnly = false;
+  // Compute warp groups that take alternate tiles of a persistent kernel's walk, each a
+  // program of numWarps warps sharing the producer's ring ({compute_groups}, SpecializeWarps):
+  // this thread's group, and how far group g's own shared buffers sit from group 0's
+  // ({group_smem_shift}). tid then counts threads within the group.
+  int computeGroups = 1;
+  llvm::Value *computeGroup = nullptr;
+  int64_t groupSmemShift = 0;
+  // The tile walk's loop, its induction variable and its bounds as written, while it is
+  // lowered in the compute groups: their turns at the ring (LowerWarpSpecialization.cpp).
+  struct TileWalk {
+    const ir::Op *loop = nullptr;
+    llvm::Value *iv = nullptr, *lb = nullptr, *ub = nullptr, *step = nullptr;
+  };
+  std::optional<TileWalk> tileWalk;
   // The kernel has tensor_stores: thread 0 waits for TMA's reads of their buffers before each
   // CTA barrier (LowerTensorStore.cpp).
   bool tensorStores = false;
@@ -73,9 +87,16 @@ struct Lowering {
   std::vector<llvm::Value *> tensorMaps;
 
   int threads() const { return 32 * numWarps; } // per program
-  int ctaThreads() const { return threads() * programsPerCTA; }
-  // Thread 0 of the compute warps (not the producer warp's double of it).
-  llvm::Value *isThreadZero();
+  int ctaThreads() const { return threads() * programsPerCTA * computeGroups; }
+  // Thread 0 of the program's compute warps (not the producer warp's double of it); with
+  // compute groups, of each group once they have split, of group 0 alone before, and of group
+  // 0 alone where `wholeCta` (what the CTA does once: its ring's mbarriers).
+  llvm::Value *isThreadZero(bool wholeCta = false);
+  // The shared memory of the program's own buffers (not its ring's): `offset` bytes past the
+  // base, in this compute group's copy. As a generic pointer and as a 32-bit shared address.
+  llvm::Value *programSmemBase();
+  llvm::Value *programSmem(int64_t offset);
+  llvm::Value *programSharedAddress(llvm::Value *offset);
 
   // LLVM type of one element (pointers are global-memory pointers).
   llvm::Type *elementType(const ir::Type &t);
@@ -119,7 +140,11 @@ struct Lowering {
 
   llvm::Value *intrinsic(unsigned id, llvm::ArrayRef<llvm::Type *> types,
                          llvm::ArrayRef<llvm::Value *> args);
+  // The program's barrier (its compute group's, where there are groups), and the barrier of
+  // every compute warp of the CTA.
   void barrier();
+  void ctaBarrier();
+  void syncComputeWarps(); // ctaBarrier's sync alone
 
   std::unordered_map<const ir::Value *, Elements> values;
   // Lowers a region's ops at the insertion point and returns its yield (set by the function

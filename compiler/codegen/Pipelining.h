@@ -139,6 +139,13 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration);
 void awaitTurn(Lowering &l);
 void passTurn(Lowering &l);
 void endPingPong(Lowering &l, llvm::Value *iterations);
+// Compute groups that take alternate tiles ({compute_groups}) wait on the ring's "full"
+// mbarriers in the walk's order: a group waits for its turn before its tile's K loop and hands
+// it on once the loop's waits are done (named barriers 4 and 5). An mbarrier's parity tells
+// only the phase after the one a waiter last saw: a group running a whole tile ahead of the
+// other would take a stage's earlier fill for its own.
+void awaitTileTurn(Lowering &l);
+void passTileTurn(Lowering &l);
 // The ops whose values feed nothing but what the rings' reads do not use: a descriptor tile's
 // per-element addresses and masks (TMA copies), a cp.async tile's element pointers. The
 // lowering skips them: LLVM would delete them, but only after its passes had worked through

@@ -31,6 +31,15 @@
 // induction variable, its body before the inner loop only computes and reads, and no other
 // loop in it has a ring:
 //   for    {warp_split = 1}   (the outer loop; the ring's stages count across its iterations)
+// Asked on that outer loop (range(...).ping_pong() on the tile walk), the kernel, traced for one
+// warp group (num_warps 4), gets two compute warp groups that take alternate iterations of the
+// walk, each a program with its own accumulators and its own copy of the buffers below the
+// ring (group 1's after everything); both take their tiles from the one ring, which the
+// producer fills in the walk's order (CUTLASS's ping-pong kernel):
+//   kernel {compute_groups = 2, group_smem_shift = S}   for {ping_pong = 1}   (the walk)
+// It needs the inner loop's bounds to be the same for every tile (a group finds its tile's
+// place in the ring from the trip count), no clusters, no resident tiles and no buffer past
+// the ring; elsewhere the walk says why: {ping_pong_skipped = "reason"}.
 #include "compiler/analysis/ProducerPrefix.h"
 #include "compiler/gpu/GpuPasses.h"
 
@@ -148,6 +157,57 @@ std::string noPingPong(const ir::Op &loop, int numWarps) {
   return products >= 2 ? "" : "the body runs fewer than two products";
 }
 
+// Whether `v`, used in the body of `outer`, depends on its induction variable.
+bool dependsOnInduction(const ir::Op &outer, const ir::Value *v) {
+  if (v == outer.body()->argument(0))
+    return true;
+  const ir::Op *def = v->definingOp();
+  if (!def || def->parentBlock() != outer.body())
+    return false; // defined outside the outer loop (or a block argument of another op)
+  for (const ir::Value *operand : def->operands())
+    if (dependsOnInduction(outer, operand))
+      return true;
+  return false;
+}
+
+// Where the inner loop's ring starts: its tiles' stages and full mbarriers.
+int64_t ringStart(const ir::Op &loop) {
+  int64_t start = loop.intAttr("tensor_barriers");
+  for (const auto &op : loop.body()->ops())
+    if (op->hasAttr("pipelined"))
+      start = std::min(start, op->intAttr("smem_offset"));
+  return start;
+}
+
+// Why the compute warps of the persistent kernel around `loop` cannot form groups that take
+// alternate tiles (see above), or "".
+std::string noTileGroups(const ir::Function &fn, const ir::Op &outer, const ir::Op &loop,
+                         int numWarps) {
+  if (numWarps != 4)
+    return "alternate tiles take compute groups of one warp group each (num_warps 4)";
+  if (fn.intAttr("cluster_size").value_or(1) > 1)
+    return "alternate tiles and clusters do not go together";
+  for (unsigned i = 0; i < 3; ++i)
+    if (dependsOnInduction(outer, loop.operand(i)))
+      return "the inner loop's bounds change from tile to tile: each group must know where "
+             "the other's tiles leave the ring";
+  for (const auto &op : loop.body()->ops())
+    if (op->hasAttr("resident"))
+      return "a resident tile of the inner loop would be the groups' to share";
+  // Each group has its own copy of the buffers below the ring (the second copy goes after
+  // everything); one placed past the ring would need its own.
+  int64_t start = ringStart(loop);
+  std::string past;
+  ir::walk(const_cast<ir::Function &>(fn).body(), [&](ir::Op &op) {
+    if (op.hasAttr("pipelined"))
+      return;
+    for (const char *attr : {"smem_offset", "smem_b"})
+      if (op.hasAttr(attr) && op.intAttr(attr) >= start)
+        past = std::string("'") + op.name() + "' has a buffer past the ring";
+  });
+  return past;
+}
+
 } // namespace
 
 void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
@@ -180,13 +240,41 @@ void specializeWarps(ir::Function &fn, const std::string &arch, int numWarps,
     }
     fn.setAttr("shared_bytes", at + 8 * stages);
     fn.setAttr("producer_warps", int64_t(kProducerWarps));
+    int64_t groups = 1;
+    if (ir::Op *outer = loop.parentBlock()->parentOp(); outer && outer->hasAttr("ping_pong_asked")) {
+      std::string no = noTileGroups(fn, *outer, loop, numWarps);
+      // Group 1's buffers: a copy of those below the ring, after everything (1024-aligned, as
+      // swizzled tiles need).
+      int64_t below = ringStart(loop), shift = alignTo(at + 8 * stages, 1024);
+      if (no.empty() && shift + below > maxSharedBytes)
+        no = "no shared memory is left for the second group's buffers (" +
+             std::to_string(below) + " bytes)";
+      if (no.empty()) {
+        groups = 2;
+        outer->setAttr("ping_pong", int64_t(1));
+        fn.setAttr("compute_groups", groups);
+        fn.setAttr("group_smem_shift", shift);
+        fn.setAttr("shared_bytes", shift + below);
+      } else {
+        outer->setAttr("ping_pong_skipped", no);
+      }
+    }
     if (arch.size() > 1 && arch.back() == 'a') { // setmaxnreg: sm_90a and its kin
       // The register file's 64K, less the producer's, shared by the compute warps, in
       // steps of 8 and at most 240 (what FlashAttention-3 gives its two consumer groups).
-      int64_t compute = (65536 - 32 * kProducerWarps * kProducerRegisters) / (32 * numWarps);
+      int64_t compute =
+          (65536 - 32 * kProducerWarps * kProducerRegisters) / (32 * numWarps * groups);
       fn.setAttr("producer_registers", kProducerRegisters);
       fn.setAttr("compute_registers", std::min<int64_t>(240, compute / 8 * 8));
     }
+  });
+  // A tile walk asking for groups whose inner loop got no producer says so too.
+  ir::walk(fn.body(), [&](ir::Op &loop) {
+    if (loop.kind() == ir::OpKind::For && loop.hasAttr("ping_pong_asked") &&
+        !loop.hasAttr("pipeline_stages") && !loop.hasAttr("ping_pong") &&
+        !loop.hasAttr("ping_pong_skipped"))
+      loop.setAttr("ping_pong_skipped",
+                   std::string("no warp-specialized loop in its body takes the tiles"));
   });
 }
 

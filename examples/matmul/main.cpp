@@ -27,7 +27,7 @@ namespace {
 const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNxBK] [--warps=W]
               [--stages=S] [--arch=sm_XX]
               [--descriptors [--warp-specialize] | --library [--persistent] [--stream-k]]
-              [--split-k=S | --no-split] [--element-stores] [--cluster=2]
+              [--split-k=S | --no-split] [--element-stores] [--cluster=2] [--ping-pong]
               [--max-imprecise=N] [--b-nk] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
@@ -50,7 +50,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   tile options') whose C tile leaves by element stores rather than one TMA store
   (MatmulPlan::tmaStore). --cluster=2 (with --warp-specialize) gives it a plan (the tile
   options') whose programs run in clusters of two on neighbouring row tiles, B's tiles
-  multicast to both by TMA (MatmulPlan::cluster). --max-imprecise=N (fp8, --library)
+  multicast to both by TMA (MatmulPlan::cluster). --ping-pong gives it a persistent plan (the
+  tile options', 128 x 128 x 64 on 4 warps by default) whose two compute warp groups take
+  alternate tiles from one producer warp group (MatmulPlan::pingPong). --max-imprecise=N (fp8, --library)
   adds the tensor cores' partial sums into fp32 every N of K (MatmulArgs::maxImpreciseAcc).
 )";
 
@@ -128,6 +130,7 @@ struct Options {
   bool elementStores = false; // --library: C's tile by element stores (MatmulPlan::tmaStore)
   bool noSplit = false;    // --library without a workspace: no plan splits K
   int cluster = 1;         // --library: programs per cluster, B multicast (MatmulPlan::cluster)
+  bool pingPong = false;   // --library: two warp groups take alternate tiles (MatmulPlan::pingPong)
   int64_t maxImpreciseAcc = 0; // --max-imprecise: fp8 partial sums into fp32 every N of K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
 };
@@ -168,6 +171,8 @@ Options parseOptions(int argc, char **argv) {
     } else if (a.rfind("--cluster=", 0) == 0) {
       o.cluster = std::atoi(a.c_str() + 10);
       o.library = o.userPlan = true;
+    } else if (a == "--ping-pong") {
+      o.library = o.persistent = o.warpSpecialize = o.descriptors = o.pingPong = o.userPlan = true;
     } else if (a == "--no-split") {
       o.library = o.noSplit = true;
     } else if (a.rfind("--max-imprecise=", 0) == 0) {
@@ -244,7 +249,8 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
                            .numWarps = o.warps, .numStages = o.stages,
                            .warpSpecialize = o.warpSpecialize, .persistent = o.persistent,
                            .splitK = o.splitK, .streamK = o.streamK,
-                           .tmaStore = !o.elementStores, .cluster = o.cluster};
+                           .tmaStore = !o.elementStores, .cluster = o.cluster,
+                           .pingPong = o.pingPong};
   // The library's call, with a workspace for what its plans for this shape may split K into
   // (or the given plan's split) unless --no-split.
   auto dtype = [](const std::string &d) {
@@ -326,6 +332,7 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
       std::string form = o.library && o.cluster > 1
                              ? std::string(", library") + (o.persistent ? ", persistent" : "") +
                                    ", clusters of " + std::to_string(o.cluster) + ", B multicast"
+                         : o.library && o.pingPong ? std::string(", library, persistent, ping-pong")
                          : o.library && o.splitK > 1 ? ", library, split-K " + std::to_string(o.splitK)
                          : o.library && o.elementStores && o.persistent ? ", library, persistent, element stores"
                          : o.library && o.elementStores       ? ", library, element stores"
@@ -357,6 +364,11 @@ int main(int argc, char **argv) {
     }
     if (o.streamK && !o.tileGiven) // 128 x 256 tiles spill there (MatmulPlan::streamK)
       o.BN = 128;
+    if (o.pingPong) { // a warp group a tile (MatmulPlan::pingPong)
+      o.warps = 4;
+      if (!o.tileGiven)
+        o.BN = 128;
+    }
     if (gpu && !o.userPlan) { // the library's planner (kernels/MatmulPlan.h)
       kernels::Dtype in = isFp8(o.dtype)       ? kernels::Dtype::fp8e4m3
                           : o.dtype == "bf16" ? kernels::Dtype::bf16

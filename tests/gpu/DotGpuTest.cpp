@@ -473,6 +473,44 @@ TEST_F(DotGpuTest, LibraryMatmulCluster) {
   }
 }
 
+// Ping-pong plans (MatmulPlan::pingPong): two warp groups take alternate tiles of each
+// program's walk from one producer's ring, each staging its own C tile. Odd tile counts (the
+// last program's second group idle), fewer tiles than two per SM, K of one step and of many,
+// every epilogue form, fp16, fp8 and both layouts of B.
+TEST_F(DotGpuTest, LibraryMatmulPingPong) {
+  SKIP_WITHOUT_GPU();
+  if (rt::Context::current().props().arch() != "sm_90")
+    GTEST_SKIP() << "ping-pong plans issue their tiles from a producer warp group on Hopper";
+  using kernels::Activation;
+  using kernels::Dtype;
+  kernels::MatmulPlan square{.blockN = 128, .numWarps = 4, .warpSpecialize = true,
+                             .persistent = true, .pingPong = true},
+      wide{.blockM = 64, .blockN = 256, .numWarps = 4, .numStages = 3, .warpSpecialize = true,
+           .persistent = true, .pingPong = true},
+      half{.blockN = 64, .numWarps = 4, .warpSpecialize = true, .persistent = true,
+           .pingPong = true}, // SwiGLU's two accumulators
+      fp8{.blockN = 128, .blockK = 128, .numWarps = 4, .numStages = 3, .warpSpecialize = true,
+          .persistent = true, .pingPong = true};
+  std::vector<LibraryMatmulCase> cases = {
+      {.M = 2100, .N = 2200, .K = 200, .bias = true, .residual = true, .plan = square},
+      {.M = 100, .N = 300, .K = 40, .plan = square},
+      {.M = 384, .N = 128, .K = 64, .plan = square}, // 3 tiles, one K step
+      {.in = Dtype::fp16, .out = Dtype::fp16, .M = 4096, .N = 4096, .K = 512, .plan = square},
+      {.M = 2000, .N = 3000, .K = 1000, .bTransposed = true, .amax = true, .plan = square},
+      {.M = 1100, .N = 2100, .K = 3000, .residual = true, .plan = wide},
+      {.M = 1500, .N = 1408, .K = 512, .bTransposed = true, .bias = true,
+       .activation = Activation::SwiGlu, .plan = half},
+      {.M = 1000, .N = 1000, .K = 1000, .activation = Activation::Gelu, .plan = wide},
+      {.in = Dtype::fp8e4m3, .M = 1500, .N = 2560, .K = 384, .bTransposed = true,
+       .scaleA = true, .plan = fp8},
+  };
+  for (LibraryMatmulCase c : cases) {
+    c.onWgmma = true;
+    SCOPED_TRACE(c.str());
+    checkLibraryMatmul<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
 // Stream-K plans (MatmulPlan::streamK): the SMs share the tiles' K steps, so tiles are split
 // between programs at any step and finished by the program holding their last step, which
 // waits for the others' partial products in the (poisoned) workspace. Shapes whose tiles fill

@@ -7,6 +7,8 @@
 
 #include "interpreter/Interpreter.h"
 
+#include <functional>
+
 using namespace tritium;
 using namespace tritium::testing::tensorcores;
 using interpreter::HostBuffer;
@@ -446,12 +448,17 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   producer.warpSpecialize = true;
   checkLibraryMatmul<HostBuffer>(nullptr, sync,
                                  {.M = 200, .N = 176, .K = 72, .residual = true, .plan = producer});
-  // The planner takes the persistent plan with a producer for at most 16 K steps over at least
-  // two 128 x 256 tiles a SM, where C's staging leaves the ring room (16-bit C, not fp32).
+  // The planner takes the ping-pong plan (persistent, a producer, two warp groups taking
+  // alternate 128 x 128 tiles) for at most 16 K steps over at least two 128 x 256 tiles a SM,
+  // where C's staging leaves the ring room (16-bit C, not fp32); SwiGLU's two accumulators
+  // take half the columns.
   kernels::MatmulPlan shortK = kernels::planMatmul(8192, 8192, 512, 132);
-  EXPECT_TRUE(shortK.persistent && shortK.warpSpecialize && shortK.numStages == 4 &&
-              shortK.blockM == 128 && shortK.blockN == 128);
-  EXPECT_EQ(kernels::planMatmul(8192, 8192, 512, 132, {.twoProducts = true}).numStages, 3);
+  EXPECT_TRUE(shortK.persistent && shortK.warpSpecialize && shortK.pingPong &&
+              shortK.numWarps == 4 && shortK.numStages == 5 && shortK.blockM == 128 &&
+              shortK.blockN == 128);
+  kernels::MatmulPlan swiglu = kernels::planMatmul(8192, 8192, 512, 132, {.twoProducts = true});
+  EXPECT_EQ(swiglu.numStages, 3);
+  EXPECT_EQ(swiglu.blockN, 64);
   EXPECT_TRUE(kernels::planMatmul(4096, 4096, 1024, 132).persistent);
   EXPECT_FALSE(kernels::planMatmul(4096, 4096, 2048, 132).persistent);
   EXPECT_FALSE(kernels::planMatmul(8192, 8192, 512, 132, {.outBytes = 4}).persistent);
@@ -501,6 +508,47 @@ TEST_F(DotInterpreterTest, LibraryMatmulCluster) {
   kernels::MatmulPlan noProducer = pairs;
   noProducer.warpSpecialize = false;
   refuses(noProducer, "it takes warpSpecialize, and neither splitK nor streamK");
+}
+
+// Ping-pong plans (MatmulPlan::pingPong): a persistent walk whose tiles two warp groups take
+// in turn on the GPU; the interpreter runs the walk as written, so this checks the plan's grid
+// (two tiles at a time a program, odd tile counts included) and its refusals.
+TEST_F(DotInterpreterTest, LibraryMatmulPingPong) {
+  using kernels::Activation;
+  kernels::MatmulPlan plan{.blockM = 16, .blockN = 16, .blockK = 32, .numWarps = 4,
+                           .numStages = 3, .descriptors = true, .warpSpecialize = true,
+                           .persistent = true, .pingPong = true};
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256)); // read for alignment only
+  kernels::MatmulArgs shape{.a = aligned, .b = aligned, .M = 200, .N = 176, .K = 72};
+  EXPECT_EQ(kernels::matmulGrid(shape, plan, 132), 72); // 13 x 11 tiles, two a program
+  kernels::MatmulArgs few{.a = aligned, .b = aligned, .M = 48, .N = 80, .K = 72};
+  EXPECT_EQ(kernels::matmulGrid(few, plan, 132), 8); // 15 tiles: 8 programs
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 200, .N = 176, .K = 72, .bias = true, .residual = true,
+                                  .plan = plan});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync, {.M = 48, .N = 80, .K = 40, .plan = plan});
+  checkLibraryMatmul<HostBuffer>(nullptr, sync,
+                                 {.M = 150, .N = 240, .K = 64, .bTransposed = true,
+                                  .activation = Activation::SwiGlu, .plan = plan});
+  HostBuffer x(1 << 16);
+  kernels::MatmulArgs ok{.c = x.data(), .a = x.data(), .b = x.data(), .M = 64, .N = 64, .K = 64};
+  for (auto change : std::vector<std::function<void(kernels::MatmulPlan &)>>{
+           [](kernels::MatmulPlan &p) { p.numWarps = 8; },
+           [](kernels::MatmulPlan &p) { p.persistent = false; },
+           [](kernels::MatmulPlan &p) { p.warpSpecialize = false; },
+           [](kernels::MatmulPlan &p) { p.cluster = 2; }}) {
+    kernels::MatmulPlan p = plan;
+    change(p);
+    try {
+      kernels::matmul(ok, nullptr, &p);
+      ADD_FAILURE() << "accepted";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("a ping-pong plan's two warp groups take alternate "
+                                           "tiles of a persistent walk"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // Stream-K plans (MatmulPlan::streamK): the programs (132 in the interpreter, fewer where there

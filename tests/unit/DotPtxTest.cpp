@@ -388,6 +388,38 @@ TEST_F(DotPtxTest, LibraryClusterPlanMulticastsB) {
     }
 }
 
+TEST_F(DotPtxTest, LibraryPingPongPlanGivesEachWarpGroupItsTiles) {
+  const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
+  kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
+                        .M = 8192, .N = 8192, .K = 512};
+  kernels::MatmulPlan plan{.blockN = 128, .numWarps = 4, .warpSpecialize = true,
+                           .persistent = true, .pingPong = true};
+  // 4096 tiles of 128 x 128, two at a time per program: a program per SM.
+  EXPECT_EQ(kernels::matmulGrid(m, plan, 132), 132);
+  Artifacts a = kernels::matmulKernel().compileTo(
+      kernels::matmulSpecialization(m, plan, "sm_90a"), Stage::PTX);
+  EXPECT_EQ(a.computeGroups, 2);
+  EXPECT_EQ(a.producerWarps, 4);
+  EXPECT_EQ(count(a.gir, "ping_pong = 1"), 1u) << a.gir;
+  EXPECT_EQ(count(a.gir, "compute_groups = 2"), 1u) << a.gir;
+  EXPECT_EQ(count(a.gir, "ping_pong_skipped"), 0u) << a.gir;
+  // Two warp groups of 4 warps and the producer's: 384 threads.
+  EXPECT_NE(a.ptx.find(".reqntid 384"), std::string::npos);
+  EXPECT_EQ(count(a.ptx, "setmaxnreg.inc.sync.aligned.u32 240;"), 1u);
+  // Each group's own barrier (1 or 2, a register), 128 threads; both groups' (3) before the
+  // ring's mbarriers are retired; barrier 0 only before the split.
+  EXPECT_NE(a.ptx.find(", 128;"), std::string::npos) << a.ptx;
+  EXPECT_NE(a.ptx.find("bar.sync \t3, 256;"), std::string::npos) << a.ptx;
+  // The groups' turns at the ring's waits (barriers 4 and 5): one sync, one hand-over.
+  EXPECT_EQ(count(a.ptx, "bar.sync %r"), 1u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "bar.arrive"), 1u) << a.ptx;
+  size_t split = a.ptx.find("setmaxnreg.inc");
+  EXPECT_EQ(a.ptx.find("bar.sync \t0;", split), std::string::npos) << a.ptx;
+  // Each group's tile: two m64n128 products a K16 step, C stored by TMA.
+  EXPECT_EQ(count(a.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 8u);
+  tritium::testing::expectAssembles(a, "sm_90a"); // no spills, no serialized wgmma
+}
+
 TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
   const void *aligned = reinterpret_cast<const void *>(uintptr_t(256));
   kernels::MatmulArgs m{.c = const_cast<void *>(aligned), .a = aligned, .b = aligned,
@@ -441,17 +473,20 @@ TEST_F(DotPtxTest, LibraryPersistentPlanNestsItsKLoopInTheTileWalk) {
     ASSERT_TRUE(plan.persistent);
     Artifacts a = kernels::matmulKernel().compileTo(
         kernels::matmulSpecialization(s, plan, "sm_90a"), Stage::PTX);
-    // SwiGLU's second B tile (columns N + j of a 2 x N wide B) is a TMA copy too (two
-    // 128-byte panels beside A's one copy and B's two), so its loop has a producer as well.
+    // SwiGLU's second B tile (columns N + j of a 2 x N wide B) is a TMA copy too, so its loop
+    // has a producer as well.
     EXPECT_EQ(count(a.ptx, "setmaxnreg.dec.sync.aligned.u32 24;"), 1u);
+    EXPECT_EQ(count(a.gir, "compute_groups = 2"), 1u) << a.gir; // ping-pong
+    tritium::testing::expectAssembles(a, "sm_90a");
     // B's map spans its 2 x N columns (N is argument 12) for SwiGLU.
     EXPECT_NE(a.gir.find(act == kernels::Activation::None ? " a2 dims=a12,a13 "
                                                             : " a2 dims=a12*2,a13 "),
               std::string::npos)
         << a.gir;
+    // A's copy and B's two 128-byte panels; SwiGLU's tiles of 64 columns: one panel of each B.
     EXPECT_EQ(count(a.ptx, "cp.async.bulk.tensor.2d.shared::cluster") +
                   count(a.ptx, "cp.async.bulk.tensor.4d.shared::cluster"),
-              act == kernels::Activation::None ? 3u : 5u)
+              3u)
         << a.ptx;
   }
 }
