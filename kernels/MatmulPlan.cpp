@@ -56,7 +56,13 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
   if (t.twoProducts) {
     MatmulTypes one = t;
     one.twoProducts = false;
-    return forProducts(planMatmul(M, 2 * N, K, smCount, one), t);
+    MatmulPlan p = planMatmul(M, 2 * N, K, smCount, one);
+    // Not ping-pong: a warp group's two 128 x 64 accumulators ran 19-24% below the 128 x 128
+    // pair on both groups at short K (457.8 against 565.0 TFLOP/s at 8192 x 8192 x 512 on an
+    // H200, 496.3 against 653.1 at 4096 x 4096 x 1024).
+    if (p.pingPong)
+      p = persistentPlan(one);
+    return forProducts(p, t);
   }
   if (M <= 32) {
     MatmulPlan few{16, 64, kOf(512, t), 4, 3, false};
@@ -126,7 +132,8 @@ std::vector<MatmulPlan> candidatePlans(int64_t M, int64_t N, int64_t K, int smCo
       wider.persistent = true;
       all.push_back(wider);
       all.push_back(persistentPlan(t));
-      all.push_back(pingPongPlan(t));
+      if (!t.twoProducts) // (see planMatmul)
+        all.push_back(pingPongPlan(t));
     }
   }
   for (MatmulPlan &p : all)
