@@ -85,15 +85,20 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
   // Fewer tiles than SMs: 64 x 128 tiles, copied by a producer warp group (at 1024^3 on an
   // H200: 11.2 us, against 12.5 without it and 13.1 through pointers), each K step 256 bytes
   // of a row, which halves the steps' waits and releases (233.8-239.7 against 212.4-214.4
-  // TFLOP/s at 1024^3, 437.2-451.2 against 338.5-346.8 at 1024 x 1024 x 4096).
-  if (wide.tiles(M, N) < smCount) {
+  // TFLOP/s at 1024^3, 437.2-451.2 against 338.5-346.8 at 1024 x 1024 x 4096). Where 128 x 256
+  // tiles fill half the SMs or more and K is short, the wide tiles (2048 x 2048 x 1024, 128
+  // of them: 460.4 TFLOP/s autotuned on them against 343.7 on 64 x 128 tiles).
+  bool halfWave = wide.tiles(M, N) * 2 >= smCount && K <= 16 * wide.blockK;
+  if (wide.tiles(M, N) < smCount && !halfWave) {
     MatmulPlan small{64, 128, kOf(256, t), 4, 4, true, true};
-    // With a workspace and at least 32 K steps, K split over enough programs to fill the SMs,
-    // on 128 x 128 tiles (64 x 128 for at most 64 rows), with the producer: the autotuner's
-    // choice at five such shapes on an H200, 1.1-2.7 times the unsplit plan (docs/PERF.md,
-    // "Split-K"). At 1024^3 (16 steps) splitting lost.
-    MatmulPlan split = M <= 64 ? small : MatmulPlan{128, 128, kOf(128, t), 8, 4, true, true};
-    if (t.canSplitK && (K + split.blockK - 1) / split.blockK >= 32) {
+    // With a workspace and K of 32 steps of 128 bytes or more, K split over enough programs to fill
+    // the SMs where its tiles leave most of them idle (splitKFor): on an H200, 311.4 TFLOP/s
+    // split 4 ways at 512 x 512 x 16384 (the 128 x 128 tiles split 8 ways: 311.8), and where
+    // its tiles fill a wave, unsplit: 433.0 at 1024 x 1024 x 4096, 495.3 at 1024 x 1024 x 8192
+    // and 367.5 at 128 x 8192 x 8192 against 368.2, 471.4 and 344.8 for 128 x 128 tiles split
+    // 2 ways (517.6 against 526.3 at 256 x 4096 x 14336; docs/perf/matmul-small-plans-h200-2026-11-30.txt).
+    if (t.canSplitK && K >= 32 * kOf(128, t)) {
+      MatmulPlan split = small;
       split.splitK = splitKFor(split, M, N, K, smCount);
       if (split.splitK > 1)
         return split;

@@ -383,11 +383,17 @@ TEST_F(DotInterpreterTest, LibraryMatmulSplitK) {
   kernels::MatmulArgs few{.a = aligned, .b = aligned, .M = 3, .N = 80, .K = 4096};
   EXPECT_EQ(kernels::planMatmul(3, 80, 4096, 132, {.canSplitK = true}).splitK, 4);
   EXPECT_EQ(kernels::planMatmul(3, 80, 4096, 132, {}).splitK, 1);
-  // More rows: 128 x 128 tiles, split until the programs fill the SMs; not at 1024^3, whose 16
-  // K steps are too few.
+  // More rows: 64 x 128 tiles with K steps of 256 bytes, split until the programs fill the
+  // SMs (32 tiles 4 ways); not where the tiles fill a wave already (128 of them at 1024 x 1024
+  // x 4096), nor at 1024^3, whose K is too short. Where 128 x 256 tiles fill half the SMs and
+  // K is short, those (2048 x 2048 x 1024).
   kernels::MatmulPlan skinny = kernels::planMatmul(512, 512, 16384, 132, {.canSplitK = true});
-  EXPECT_EQ(skinny.blockM * skinny.blockN * skinny.splitK, 128 * 128 * 8);
+  EXPECT_EQ(skinny.blockM * skinny.blockN * skinny.splitK, 64 * 128 * 4);
+  EXPECT_EQ(skinny.blockK, 128);
+  EXPECT_EQ(kernels::planMatmul(1024, 1024, 4096, 132, {.canSplitK = true}).splitK, 1);
   EXPECT_EQ(kernels::planMatmul(1024, 1024, 1024, 132, {.canSplitK = true}).splitK, 1);
+  kernels::MatmulPlan half = kernels::planMatmul(2048, 2048, 1024, 132, {.canSplitK = true});
+  EXPECT_TRUE(half.blockM == 128 && half.blockN == 256 && half.splitK == 1 && !half.persistent);
   EXPECT_EQ(kernels::maxSplitK(1024, 1024, 1024, 132, {.canSplitK = true}), 4);
   EXPECT_GE(kernels::matmulWorkspaceBytes(few), 4 * 3 * 80 * 4);
   EXPECT_EQ(kernels::matmulWorkspaceBytes({.a = aligned, .b = aligned, .M = 4096, .N = 4096,
