@@ -140,7 +140,7 @@ std::optional<size_t> Autotuner::readRecord(const TuningKey &key,
 }
 
 size_t Autotuner::tune(const TuningKey &key, const std::vector<PlanFields> &candidates,
-                       const CandidateTimer &time) {
+                       const CandidateTimer &time, double firstMargin) {
   // One tuning at a time: candidates timed side by side would slow each other down.
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<double> times(candidates.size(), std::numeric_limits<double>::infinity());
@@ -167,6 +167,8 @@ size_t Autotuner::tune(const TuningKey &key, const std::vector<PlanFields> &cand
   size_t winner = size_t(std::min_element(times.begin(), times.end()) - times.begin());
   if (times[winner] == std::numeric_limits<double>::infinity())
     std::rethrow_exception(firstFailure);
+  if (times[0] <= times[winner] * (1 + firstMargin))
+    winner = 0;
   winners_[key.kernel + "/" + key.bucket] = candidates[winner];
   writeRecord(key, candidates, times, winner);
   noteTuned();

@@ -62,6 +62,10 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
     // H200, 496.3 against 653.1 at 4096 x 4096 x 1024).
     if (p.pingPong)
       p = persistentPlan(one);
+    // At long K, a program per tile (the plan of before the persistent wide one, not measured
+    // with SwiGLU's two products).
+    if (p.persistent && K > 16 * p.blockK)
+      p = MatmulPlan{128, 256, kOf(128, one), 8, 4, true};
     return forProducts(p, t);
   }
   if (M <= 32) {
@@ -82,6 +86,15 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
   // the wide plan (docs/notes/tensor-cores.md, "Two warp groups over tiles").
   if (wide.tiles(M, N) >= 2 * smCount && K <= 16 * wide.blockK && t.outBytes <= 2)
     return pingPongPlan(t);
+  // Long K over many tiles: the same walk on the wide tiles, both warp groups on each, 3 stages
+  // beside C's staging; on an H200, bf16, 684.0 and 684.1 TFLOP/s at 4096^3 against 656.8 and
+  // 654.3 for a program per tile with 4 stages, 670.0 and 674.4 against 668.0 and 659.1 at
+  // 8192^3 (one call; docs/perf/matmul-multicast-h200-2026-11-30.txt).
+  if (wide.tiles(M, N) >= 2 * smCount && t.outBytes <= 2) {
+    MatmulPlan walk{128, 256, kOf(128, t), 8, 3, true, true};
+    walk.persistent = true;
+    return walk;
+  }
   // Fewer tiles than SMs: 64 x 128 tiles, copied by a producer warp group (at 1024^3 on an
   // H200: 11.2 us, against 12.5 without it and 13.1 through pointers), each K step 256 bytes
   // of a row, which halves the steps' waits and releases (233.8-239.7 against 212.4-214.4

@@ -375,8 +375,9 @@ int main(int argc, char **argv) {
                                               : kernels::Dtype::fp16;
       kernels::MatmulPlan p = kernels::planMatmul(
           o.M, o.N, o.K, rt::Context::current().props().smCount, {.in = in});
+      // (A persistent plan's ring leaves room for C's staging; the tutorial's kernel keeps 4.)
       o.BM = p.blockM, o.BN = p.blockN, o.BK = p.blockK, o.warps = p.numWarps,
-      o.stages = p.numStages;
+      o.stages = p.persistent ? std::max(p.numStages, 4) : p.numStages;
       while (o.BK > 16 && o.K < o.BK) // K steps of 128 bytes of each row, unless K is shorter
         o.BK /= 2;
     }

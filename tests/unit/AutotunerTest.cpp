@@ -58,6 +58,21 @@ TEST(Autotuner, PicksTheFastestAndRecordsIt) {
   EXPECT_FALSE(again.recorded({kKey.kernel, "bf16-cols8192-rows4096"}, kCandidates));
 }
 
+// With a margin (the planner's plan first), the first candidate keeps its place against one
+// faster by less than the margin, not against one faster by more.
+TEST(Autotuner, TheFirstCandidateKeepsItsPlaceWithinTheMargin) {
+  ScopedTempDir dir;
+  Autotuner tuner(dir.path(), "NVIDIA H200-sm_90");
+  EXPECT_EQ(tuner.tune(kKey, kCandidates, [](size_t i) { return i == 0 ? 1.02 : i == 1 ? 1.0 : 1.5; },
+                       0.03),
+            0u);
+  EXPECT_EQ(tuner.recorded(kKey, kCandidates), 0u);
+  TuningKey other{kKey.kernel, "bf16-cols8192-rows4096"};
+  EXPECT_EQ(tuner.tune(other, kCandidates, [](size_t i) { return i == 0 ? 1.05 : i == 1 ? 1.0 : 1.5; },
+                       0.03),
+            1u);
+}
+
 TEST(Autotuner, IgnoresRecordsThatDoNotNameACandidate) {
   ScopedTempDir dir;
   Autotuner tuner(dir.path(), "gpu");

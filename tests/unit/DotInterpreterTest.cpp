@@ -466,7 +466,11 @@ TEST_F(DotInterpreterTest, LibraryMatmulPersistent) {
   EXPECT_TRUE(swiglu.persistent && swiglu.warpSpecialize && !swiglu.pingPong &&
               swiglu.numWarps == 8 && swiglu.numStages == 3 && swiglu.blockN == 128);
   EXPECT_TRUE(kernels::planMatmul(4096, 4096, 1024, 132).persistent);
-  EXPECT_FALSE(kernels::planMatmul(4096, 4096, 2048, 132).persistent);
+  // Long K over as many tiles: the wide tiles walked by one program per SM, 3 stages.
+  kernels::MatmulPlan longK = kernels::planMatmul(4096, 4096, 2048, 132);
+  EXPECT_TRUE(longK.persistent && longK.warpSpecialize && !longK.pingPong &&
+              longK.blockN == 256 && longK.numStages == 3);
+  EXPECT_FALSE(kernels::planMatmul(4096, 4096, 2048, 132, {.twoProducts = true}).persistent);
   EXPECT_FALSE(kernels::planMatmul(8192, 8192, 512, 132, {.outBytes = 4}).persistent);
   EXPECT_FALSE(kernels::planMatmul(2048, 2048, 512, 132).persistent); // 128 tiles
 }
