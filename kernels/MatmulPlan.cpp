@@ -89,7 +89,9 @@ MatmulPlan planMatmul(int64_t M, int64_t N, int64_t K, int smCount, MatmulTypes 
   // Long K over many tiles: the same walk on the wide tiles, both warp groups on each, 3 stages
   // beside C's staging; on an H200, bf16, 684.0 and 684.1 TFLOP/s at 4096^3 against 656.8 and
   // 654.3 for a program per tile with 4 stages, 670.0 and 674.4 against 668.0 and 659.1 at
-  // 8192^3 (one call; docs/perf/matmul-multicast-h200-2026-11-30.txt).
+  // 8192^3 (one call; docs/perf/matmul-multicast-h200-2026-11-30.txt); in another, 695.2 and
+  // 699.3 against 678.1 and 681.3, and 683.2 and 684.2 against 683.4 and 697.2
+  // (docs/perf/matmul-ping-pong-planner-h200-2026-11-30.txt).
   if (wide.tiles(M, N) >= 2 * smCount && t.outBytes <= 2) {
     MatmulPlan walk{128, 256, kOf(128, t), 8, 3, true, true};
     walk.persistent = true;
