@@ -1,6 +1,7 @@
 // range(...).warp_specialize() and .ping_pong() without a GPU: where the pass gives a loop its
-// producer warp group, and where it refuses and says why in the GIR; the hint changes nothing
-// in the interpreter; asking after the loop started is an error at the user's line.
+// producer warp group (and a persistent walk its two compute groups), and where it refuses and
+// says why in the GIR; the hints change nothing in the interpreter; asking after the loop
+// started is an error at the user's line.
 #include "DotCases.h"
 #include "PtxChecks.h"
 
@@ -111,6 +112,80 @@ TEST_F(WarpSpecializationTest, TheInterpreterRunsTheLoopAsItIs) {
   resetInterpret();
   for (size_t e = 0; e < got.size(); ++e)
     ASSERT_NEAR(got[e], want[e], 1e-4) << "element " << e;
+}
+
+// out[t] (64 x 64 each) = the sum of x's row tiles for tile t of a persistent walk whose
+// iterations two compute warp groups take in turn (.ping_pong() on the walk); VARYING: tile
+// t's K loop stops t tiles short, so the trip count changes from tile to tile.
+void tileWalk(Ptr out, Ptr x, Int rows, Int tiles, int VARYING) {
+  auto d = make_tensor_descriptor(x, {rows, 64}, {64, 1}, {64, 64});
+  auto r = arange(0, 64), c = arange(0, 64);
+  for (auto t : range(program_id(0), tiles, num_programs(0)).ping_pong()) {
+    Value hi = rows;
+    if (VARYING)
+      hi = rows - t * 64;
+    auto acc = zeros({64, 64}, float32);
+    for (auto i : range(0, hi, 64, 3).warp_specialize())
+      acc = acc + cast(d.load({i, 0}), float32);
+    store(out + t * 4096 + r(_, None) * 64 + c(None, _), acc);
+  }
+}
+
+Kernel &tileWalkKernel() {
+  static auto k = kernel("tile_walk", tileWalk, {"out", "x", "rows", "tiles", "VARYING"});
+  return k;
+}
+
+TEST_F(WarpSpecializationTest, AlternateTilesOrTheReasonWhyNot) {
+  auto compile = [](int varying, int warps, int cluster) {
+    return tileWalkKernel().compileTo({.signature = {"*fp32:16", "*fp16:16", "i32:16", "i32"},
+                                       .constexprs = {varying},
+                                       .numWarps = warps,
+                                       .clusterSize = cluster,
+                                       .arch = "sm_90a"},
+                                      Stage::PTX);
+  };
+  Artifacts two = compile(0, 4, 1);
+  EXPECT_EQ(two.computeGroups, 2);
+  EXPECT_EQ(count(two.gir, "ping_pong = 1"), 1u) << two.gir;
+  EXPECT_NE(two.ptx.find(".reqntid 384"), std::string::npos);
+  struct Case {
+    int varying, warps, cluster;
+    std::string why;
+  };
+  for (const Case &c : {
+           Case{1, 4, 1, "the inner loop's bounds change from tile to tile"},
+           Case{0, 8, 1, "alternate tiles take compute groups of one warp group each (num_warps 4)"},
+           Case{0, 4, 2, "alternate tiles and clusters do not go together"},
+       }) {
+    SCOPED_TRACE(c.why);
+    Artifacts a = compile(c.varying, c.warps, c.cluster);
+    EXPECT_EQ(a.computeGroups, 1);
+    EXPECT_EQ(count(a.gir, "warp_split = 1"), 1u) << a.gir; // the producer all the same
+    EXPECT_NE(a.gir.find("ping_pong_skipped = \"" + c.why), std::string::npos) << a.gir;
+  }
+  // The interpreter runs the walk as written: 5 tiles on 2 programs, each tile's own sum.
+  setInterpret(true);
+  const int rows = 200, tiles = 5;
+  std::mt19937 rng(11);
+  tritium::testing::tensorcores::Encoded x = tritium::testing::tensorcores::encode(
+      ir::ScalarKind::F16,
+      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
+  std::vector<double> sum(64 * 64, 0.0);
+  for (size_t e = 0; e < x.values.size(); ++e)
+    sum[e % (64 * 64)] += x.values[e];
+  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.raw);
+  auto out = tritium::testing::tensorcores::poisonedBytes<interpreter::HostBuffer>(
+      size_t(tiles) * 64 * 64 * 4);
+  tileWalkKernel()
+      .compile({.signature = {"*fp32", "*fp16", "i32", "i32"}, .constexprs = {0}, .numWarps = 4})
+      .launch(2, nullptr, {KernelArg::pointer(out.ptr()), KernelArg::pointer(in.ptr()),
+                           int32_t(rows), int32_t(tiles)});
+  std::vector<float> got(size_t(tiles) * 64 * 64);
+  out.download(got.data(), got.size() * 4);
+  resetInterpret();
+  for (size_t e = 0; e < got.size(); ++e)
+    ASSERT_NEAR(got[e], sum[e % (64 * 64)], 1e-4) << "element " << e;
 }
 
 void lateAsk(Ptr out, Int n) {
