@@ -469,10 +469,10 @@ private:
       // the next tile's iterations count on from this one's.
       if (plan->wgmmaInFlight)
         releaseStage(l_, *plan, readStage, iteration);
-      l_.ringBase = tileTrips ? b.CreateAdd(l_.ringBase, b.CreateMul(tileTrips, b.getInt32(
-                                                               l_.computeGroups)),
-                                            "ring.base.next")
-                              : b.CreateAdd(base, iteration, "ring.base.next");
+      // (With compute groups, past the other groups' tiles of this round too.)
+      llvm::Value *ran =
+          tileTrips ? b.CreateMul(tileTrips, b.getInt32(l_.computeGroups)) : iteration;
+      l_.ringBase = b.CreateAdd(tileTrips ? l_.ringBase : base, ran, "ring.base.next");
     } else if (plan) {
       finishRing(l_, *plan);
     }
