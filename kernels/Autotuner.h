@@ -126,12 +126,13 @@ void noteTuned();
 // for (choice.kernel, bucket()) among `candidates()` (each launched through `launch`), else
 // `planned()`. Plans have `PlanFields fields() const`. `rerunSafe` says that launching twice on
 // these arguments gives the same result as launching once. Decisions are remembered per exact shape
-// (ChoiceKey).
+// (ChoiceKey). Where the planner's plan leads the candidates, it keeps its place unless another
+// runs faster by more than `plannerMargin` (Autotuner::tune).
 template <typename Plan>
 Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::string()> &bucket,
                 CUstream stream, const std::function<Plan()> &planned,
                 const std::function<std::vector<Plan>()> &candidates,
-                const std::function<void(const Plan &)> &launch) {
+                const std::function<void(const Plan &)> &launch, double plannerMargin = 0) {
   if (given)
     return *given;
   struct Remembered {
@@ -173,12 +174,7 @@ Plan choosePlan(const Plan *given, ChoiceKey choice, const std::function<std::st
   if (!std::get<0>(id).rerunSafe)
     return remember(planned(), false);
   prepareCandidates(all.size(), [&](size_t c) { launch(all[c]); });
-  // The planner's plan, where it leads the candidates, keeps its place unless another runs
-  // more than 3% faster: a trial of 9 launches runs at the clocks of a GPU that has just
-  // started, and at 8192^3 on an H200 the trials' winner (256 x 128 tiles, 1.45 ms there)
-  // ran at 656.3 TFLOP/s under the peers' timing where the planner's persistent 128 x 256
-  // plan ran at 702.7.
-  double margin = fields[0] == planned().fields() ? 0.03 : 0;
+  double margin = fields[0] == planned().fields() ? plannerMargin : 0;
   size_t i = tuner.tune(
       key, fields, [&](size_t c) { return timeLaunches(stream, [&] { launch(all[c]); }); },
       margin);
