@@ -181,7 +181,7 @@ int64_t ringStart(const ir::Op &loop) {
 
 // Why the compute warps of the persistent kernel around `loop` cannot form groups that take
 // alternate tiles (see above), or "".
-std::string noTileGroups(const ir::Function &fn, const ir::Op &outer, const ir::Op &loop,
+std::string noTileGroups(ir::Function &fn, const ir::Op &outer, const ir::Op &loop,
                          int numWarps) {
   if (numWarps != 4)
     return "alternate tiles take compute groups of one warp group each (num_warps 4)";
@@ -198,7 +198,7 @@ std::string noTileGroups(const ir::Function &fn, const ir::Op &outer, const ir::
   // everything); one placed past the ring would need its own.
   int64_t start = ringStart(loop);
   std::string past;
-  ir::walk(const_cast<ir::Function &>(fn).body(), [&](ir::Op &op) {
+  ir::walk(fn.body(), [&](ir::Op &op) {
     if (op.hasAttr("pipelined"))
       return;
     for (const char *attr : {"smem_offset", "smem_b"})

@@ -61,6 +61,24 @@ Artifacts gir(int nested, int storeFirst, int pingPong, const std::string &arch 
                                    Stage::GIR);
 }
 
+// x: `rows` random fp16 rows of 64, and the sum of its 64-row tiles (each element of a 64 x 64
+// block over the tiles), in double.
+struct RowTiles {
+  tritium::testing::tensorcores::Encoded x;
+  std::vector<double> sum;
+};
+
+RowTiles randomRowTiles(int rows, unsigned seed) {
+  std::mt19937 rng(seed);
+  RowTiles t{tritium::testing::tensorcores::encode(
+                 ir::ScalarKind::F16, tritium::testing::tensorcores::randomValues(
+                                          ir::ScalarKind::F16, size_t(rows) * 64, rng)),
+             std::vector<double>(64 * 64, 0.0)};
+  for (size_t e = 0; e < t.x.values.size(); ++e)
+    t.sum[e % (64 * 64)] += t.x.values[e];
+  return t;
+}
+
 TEST_F(WarpSpecializationTest, TheProducerWarpGroupOrTheReasonWhyNot) {
   Artifacts plain = gir(0, 0, 0);
   EXPECT_EQ(count(plain.gir, "warp_specialized = 1"), 1u) << plain.gir;
@@ -94,14 +112,9 @@ TEST_F(WarpSpecializationTest, TheProducerWarpGroupOrTheReasonWhyNot) {
 TEST_F(WarpSpecializationTest, TheInterpreterRunsTheLoopAsItIs) {
   setInterpret(true);
   const int rows = 200; // four tiles, the last one partly outside the tensor (zeros)
-  std::mt19937 rng(7);
-  tritium::testing::tensorcores::Encoded x = tritium::testing::tensorcores::encode(
-      ir::ScalarKind::F16,
-      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
-  std::vector<double> want(64 * 64, 0.0);
-  for (size_t e = 0; e < x.values.size(); ++e)
-    want[e % (64 * 64)] += x.values[e];
-  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.raw);
+  RowTiles x = randomRowTiles(rows, 7);
+  const std::vector<double> &want = x.sum;
+  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.x.raw);
   auto out = tritium::testing::tensorcores::poisonedBytes<interpreter::HostBuffer>(64 * 64 * 4);
   tileSumKernel()
       .compile({.signature = {"*fp32", "*fp16", "i32"}, .constexprs = {0, 0, 1}, .numWarps = 4})
@@ -167,14 +180,9 @@ TEST_F(WarpSpecializationTest, AlternateTilesOrTheReasonWhyNot) {
   // The interpreter runs the walk as written: 5 tiles on 2 programs, each tile's own sum.
   setInterpret(true);
   const int rows = 200, tiles = 5;
-  std::mt19937 rng(11);
-  tritium::testing::tensorcores::Encoded x = tritium::testing::tensorcores::encode(
-      ir::ScalarKind::F16,
-      tritium::testing::tensorcores::randomValues(ir::ScalarKind::F16, size_t(rows) * 64, rng));
-  std::vector<double> sum(64 * 64, 0.0);
-  for (size_t e = 0; e < x.values.size(); ++e)
-    sum[e % (64 * 64)] += x.values[e];
-  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.raw);
+  RowTiles x = randomRowTiles(rows, 11);
+  const std::vector<double> &sum = x.sum;
+  auto in = tritium::testing::tensorcores::uploadBytes<interpreter::HostBuffer>(x.x.raw);
   auto out = tritium::testing::tensorcores::poisonedBytes<interpreter::HostBuffer>(
       size_t(tiles) * 64 * 64 * 4);
   tileWalkKernel()
