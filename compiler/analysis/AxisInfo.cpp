@@ -275,8 +275,10 @@ void AxisAnalysis::visit(const ir::Op &op) {
     }
     break;
   }
+  // What the cases above found is of the first result; an op of several results (a loop's,
+  // an if's) gives each of another rank its own unknown, not vectors of the first's length.
   for (auto &out : op.results())
-    info_[out.get()] = r;
+    info_[out.get()] = rankOf(out.get()) == rank ? r : AxisInfo::unknown(rankOf(out.get()));
 }
 
 } // namespace tritium

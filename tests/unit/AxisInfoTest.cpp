@@ -34,3 +34,34 @@ TEST(AxisInfoTest, DivisibilityOfExtremeConstants) {
   EXPECT_EQ(divisibility(5), unbounded);
   EXPECT_EQ(axis.get(result(5)).constancy[0], 4);
 }
+
+// A loop's results of different ranks each get facts of their own rank: a carried [4] first and
+// a carried [4, 8] after it once gave the second the first's one-element vectors, and the
+// lowering then read the [4, 8] result's second dimension past their end (the attention
+// forward's accumulator, yielded after a carried row factor, was marked constant in runs of 8).
+TEST(AxisInfoTest, ALoopsResultsOfDifferentRanksHaveTheirOwnFacts) {
+  const std::string text = "kernel @k(%n: i32) {\n"
+                           "  %0 = constant {value = 0} : i32\n"
+                           "  %1 = constant {value = 1} : i32\n"
+                           "  %2 = constant {value = 1.0} : f32\n"
+                           "  %3 = splat %2 : block<4xf32>\n"
+                           "  %4 = splat %2 : block<4x8xf32>\n"
+                           "  %5, %6 = for %0, %n, %1, %3, %4 : block<4xf32>, block<4x8xf32> {\n"
+                           "  ^body(%7: i32, %8: block<4xf32>, %9: block<4x8xf32>):\n"
+                           "    %10 = arange {start = 0, end = 8} : block<8xi32>\n"
+                           "    %11 = expand_dims %10 {axis = 0} : block<1x8xi32>\n"
+                           "    %12 = broadcast %11 : block<4x8xi32>\n"
+                           "    %13 = cast %12 : block<4x8xf32>\n"
+                           "    %14 = mul %9, %13 : block<4x8xf32>\n"
+                           "    yield %8, %14\n"
+                           "  }\n"
+                           "}\n";
+  std::unique_ptr<ir::Function> fn = ir::parseTIR(text, "axis.tir");
+  AxisAnalysis axis(*fn);
+  const ir::Op &loop = **std::next(fn->body().ops().begin(), 5);
+  AxisInfo first = axis.get(loop.results()[0].get()), second = axis.get(loop.results()[1].get());
+  ASSERT_EQ(first.rank(), 1);
+  ASSERT_EQ(second.rank(), 2);
+  EXPECT_EQ(second.constancy, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(second.contiguity, (std::vector<int64_t>{1, 1}));
+}
