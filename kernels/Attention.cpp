@@ -125,20 +125,25 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     if (OVERLAP) {
       // FlashAttention-3's order within a warp group: each step issues its scores' product and
       // the previous step's P V product together, then runs its softmax while the tensor cores
-      // work on P V (the scores' wait leaves P V in flight: wgmma.wait_group 1). So the loop
-      // runs one step more: the first adds no P V (P is zero; V is the first step's tile), the
-      // last's scores (keys from `hi`: zeros past the tensor, or the next head's) are not used.
+      // work on P V (the scores' wait leaves P V in flight: wgmma.wait_group 1). The
+      // accumulator takes the previous step's rescale before P V is issued, so that nothing
+      // after the softmax reads it: the product's wait has no work to be hoisted for. So the
+      // loop runs one step more: the first adds no P V (P is zero; V is the first step's
+      // tile), the last's scores (keys from `hi`: zeros past the tensor, or the next head's)
+      // are not used.
       auto p_prev = zeros({BM, BN}, q.dtype());
+      auto alpha_prev = full({BM}, 1.0, float32);
       for (auto start :
            range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
         auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
         auto k_tile = k_desc->load({kv_row0 + start, 0});
         auto v_tile = v_desc_tile(maximum(start - BN, lo));
+        auto rescaled = acc * alpha_prev(_, None); // (before the scores' product is in flight)
         auto s = dot(q_tile, trans(k_tile));
-        acc = dot(p_prev, v_tile, acc);
+        acc = dot(p_prev, v_tile, rescaled);
         auto [p, alpha, m_new, l_new] = softmax(s, start, start + rn0);
         auto used = start < hi; // not the step past the last
-        acc = acc * where(used, alpha, 1.0)(_, None);
+        alpha_prev = alpha; // (the step past the last: unused)
         m_i = where(used, m_new, m_i);
         l_i = where(used, l_new, l_i);
         p_prev = cast(p, q.dtype());

@@ -286,7 +286,8 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
 
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
 // product and the previous step's P V product, then waits for the scores alone
-// (wgmma.wait_group 1), so that its softmax runs under P V; the rescale waits for P V.
+// (wgmma.wait_group 1), so that its softmax runs under P V; the accumulator's rescale comes
+// before the next P V's issue.
 TEST_F(AttentionPtxTest, SoftmaxUnderThePreviousProduct) {
   for (int64_t D : {64, 128})
     for (bool causal : {false, true}) {
