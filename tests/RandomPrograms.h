@@ -5,10 +5,10 @@
 // integer bit operations, transposes, dots (alone, or accumulated in a loop that resets them),
 // flips and sorts, cumulative products and custom
 // scans, gathers, histograms, interleaves, ravels and swizzle2d, bitcasts, assumes and topk,
-// range loops with carried blocks, if_ on runtime scalars and atomics; some 2-D programs store
-// through a tensor descriptor. The same program runs in the interpreter and on the GPU
-// (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp) and their outputs are
-// compared; any failure prints its seed.
+// range loops with carried blocks (of one rank or two), if_ on runtime scalars and atomics;
+// some 2-D programs store through a tensor descriptor. The same program runs in the
+// interpreter and on the GPU (tests/gpu/RandomProgramGpuTest.cpp, tools/random_programs.cpp)
+// and their outputs are compared; any failure prints its seed.
 #pragma once
 
 #include "frontend/Tritium.h"
@@ -135,6 +135,19 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     case 12: { // a loop carrying a block
       // (A variable starting as a copy of another that the body also reads would be ambiguous
       // to the tracer: it starts from a value of its own.)
+      if (rank == 2 && pick(2)) {
+        // A row factor carried ahead of the block: a loop's results of two ranks, the lower
+        // first (the axis analysis once gave the block the factor's facts).
+        // (The tracer carries variables newest first: the factor is made after the block.)
+        Value acc = a * 1.0;
+        Value factor = max(a, 1) * 0.0 + 1.0;
+        for (auto i : range(0, 3)) {
+          factor = factor * 0.5 + cast(i, float32);
+          acc = acc * factor(_, None) + b;
+        }
+        r = acc + factor(_, None);
+        break;
+      }
       Value acc = a * 1.0;
       for (auto i : range(0, 3)) {
         acc = acc * 0.5 + b + cast(i, float32);
