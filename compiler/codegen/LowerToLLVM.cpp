@@ -83,11 +83,16 @@ llvm::Value *Lowering::isThreadZero(bool wholeCta) {
   return producer ? b.CreateAnd(first, b.CreateNot(producer)) : first;
 }
 
+// How far this thread's compute group's buffers sit from group 0's (i32 bytes).
+static llvm::Value *groupShift(Lowering &l) {
+  return l.b.CreateMul(l.computeGroup, l.b.getInt32(int32_t(l.groupSmemShift)));
+}
+
 llvm::Value *Lowering::programSmemBase() {
   if (computeGroups == 1)
     return smem;
-  llvm::Value *shift = b.CreateMul(computeGroup, b.getInt32(int32_t(groupSmemShift)));
-  return b.CreateGEP(b.getInt8Ty(), smem, b.CreateZExt(shift, b.getInt64Ty()), "group.smem");
+  return b.CreateGEP(b.getInt8Ty(), smem, b.CreateZExt(groupShift(*this), b.getInt64Ty()),
+                     "group.smem");
 }
 
 llvm::Value *Lowering::programSmem(int64_t offset) {
@@ -96,7 +101,7 @@ llvm::Value *Lowering::programSmem(int64_t offset) {
 
 llvm::Value *Lowering::programSharedAddress(llvm::Value *offset) {
   if (computeGroups > 1)
-    offset = b.CreateAdd(offset, b.CreateMul(computeGroup, b.getInt32(int32_t(groupSmemShift))));
+    offset = b.CreateAdd(offset, groupShift(*this));
   return sharedAddress(*this, offset);
 }
 
@@ -488,12 +493,11 @@ private:
   // How many iterations `loop` runs from lb to ub by step (i32; step > 0).
   llvm::Value *tripCount(const ir::Op &loop, llvm::Value *lb, llvm::Value *ub, llvm::Value *step) {
     auto &b = l_.b;
-    bool isUnsigned = loop.operand(0)->type().isUnsigned();
     llvm::Value *span = b.CreateSub(ub, lb);
     llvm::Value *n = b.CreateUDiv(b.CreateAdd(span, b.CreateSub(step, llvm::ConstantInt::get(
                                                                       step->getType(), 1))),
                                   step);
-    llvm::Value *runs = isUnsigned ? b.CreateICmpULT(lb, ub) : b.CreateICmpSLT(lb, ub);
+    llvm::Value *runs = below(l_, loop, lb, ub);
     return b.CreateTrunc(b.CreateSelect(runs, n, llvm::ConstantInt::get(n->getType(), 0)),
                          b.getInt32Ty(), "tile.trips");
   }
