@@ -11,6 +11,7 @@
 #include "kernels/MatmulPlan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,7 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
               [--stages=S] [--arch=sm_XX]
               [--descriptors [--warp-specialize] | --library [--persistent] [--stream-k]]
               [--split-k=S | --no-split] [--element-stores] [--cluster=2] [--ping-pong]
-              [--max-imprecise=N] [--b-nk] [M N K]
+              [--max-imprecise=N] [--b-nk] [--sustain=SECONDS] [M N K]
   Multiplies random M x K and K x N matrices (default 4096^3 on a GPU, 200 x 136 x 300 in the
   interpreter), checks sampled rows against a double-precision reference and, on a GPU, prints
   TFLOP/s. fp8e4m3 takes B stored [N, K] (as torch._scaled_mm and nn.Linear keep it; the
@@ -54,6 +55,9 @@ const char *kUsage = R"(usage: matmul [--dtype=fp16|bf16|fp8e4m3] [--tile=BMxBNx
   tile options', 128 x 128 x 64 on 4 warps by default) whose two compute warp groups take
   alternate tiles from one producer warp group (MatmulPlan::pingPong). --max-imprecise=N (fp8, --library)
   adds the tensor cores' partial sums into fp32 every N of K (MatmulArgs::maxImpreciseAcc).
+  --sustain=SECONDS also launches the product back to back, L2 not flushed, for that long and
+  prints its TFLOP/s: the rate a long run of products keeps once the GPU holds its power cap
+  (the flushed timing's gaps let the clocks rise; docs/notes/tensor-cores.md, "The power cap").
 )";
 
 // The tutorial's kernel. The loads' addresses are computed from the loop's k (not carried
@@ -133,6 +137,7 @@ struct Options {
   bool pingPong = false;   // --library: two warp groups take alternate tiles (MatmulPlan::pingPong)
   int64_t maxImpreciseAcc = 0; // --max-imprecise: fp8 partial sums into fp32 every N of K
   bool bNK = false;     // B stored [N, K] (nn.Linear's weights), as fp8 always is
+  double sustainSeconds = 0; // --sustain: back-to-back launches for this long, after the timing
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -178,6 +183,10 @@ Options parseOptions(int argc, char **argv) {
     } else if (a.rfind("--max-imprecise=", 0) == 0) {
       o.maxImpreciseAcc = std::atoll(a.c_str() + 16);
       o.library = true;
+    } else if (a.rfind("--sustain=", 0) == 0) {
+      o.sustainSeconds = std::atof(a.c_str() + 10);
+      if (!(o.sustainSeconds > 0 && o.sustainSeconds <= 600))
+        throw std::runtime_error("--sustain takes seconds in (0, 600], got " + a);
     } else if (a == "--b-nk") {
       o.bNK = true;
     } else if (a.rfind("--arch=", 0) == 0) {
@@ -345,6 +354,27 @@ bool run(const Options &o, Kernel &mm, const Specialization &spec, CUstream stre
       std::printf("  %.3f ms, %.1f TFLOP/s (tiles %dx%dx%d, %d warps, %d stages, %s%s)\n", t,
                   2.0 * double(o.M) * double(o.N) * double(o.K) / (t * 1e9), o.BM, o.BN, o.BK,
                   o.warps, o.stages, spec.arch.c_str(), form.c_str());
+    }
+    if (o.sustainSeconds > 0) {
+      // Back to back, as a long run of products: the caches keep what the last launch left,
+      // and the GPU's clocks settle under its power cap.
+      rt::Event start, end;
+      start.record(stream);
+      auto began = std::chrono::steady_clock::now();
+      int64_t launches = 0;
+      while (std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() <
+             o.sustainSeconds) {
+        for (int i = 0; i < 20; ++i)
+          launch();
+        launches += 20;
+        end.record(stream);
+        end.msSince(start); // waits, so that the host does not run ahead of the GPU
+      }
+      double ms = double(end.msSince(start)) / double(launches);
+      std::printf("  sustained %.1f s: %.3f ms, %.1f TFLOP/s (%lld launches back to back)\n",
+                  o.sustainSeconds, ms,
+                  2.0 * double(o.M) * double(o.N) * double(o.K) / (ms * 1e9),
+                  (long long)launches);
     }
   }
   return bad == 0;
