@@ -663,9 +663,11 @@ public:
   // ({warp_specialize_skipped}). A hint: the results are the same either way.
   Range warp_specialize(bool on = true) &&;
   // With warp specialization and two compute warp groups, the groups take turns at the loop's
-  // tensor-core products (FlashAttention-3's "ping-pong"): group g waits for its turn before
-  // the body's last product and hands it on after the first product of its next iteration,
-  // so that one group's softmax runs under the other's products. Asks for warp_specialize too;
+  // tensor-core products (FlashAttention-3's "ping-pong"): a turn spans the issues of the
+  // products at the body's head, from the first up to the last one issued before anything
+  // reads a product's result (group g waits for its turn before them and hands it on right
+  // after), so that one group's products queue behind the other's and its softmax runs under
+  // them. Asks for warp_specialize too;
   // applies where the body runs two or more wgmma products and nothing in it meets at a CTA
   // barrier (GIR: {ping_pong}, or {ping_pong_skipped = "reason"}). On a persistent kernel's
   // tile walk around a warp-specialized loop (num_warps 4): two compute warp groups take

@@ -235,12 +235,14 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   // 16-bit head_dim 128: 128 keys a step halve the steps' fixed costs (326 against 276
   // TFLOP/s at 4 x 32 x 4096 on an H200, docs/notes/attention.md); 2 stages leave shared
   // memory for them (3 took all 232,448 bytes and spilled when causal).
-  // A producer warp group: 517.9 TFLOP/s against 503.7 without; the compute groups' turns
-  // (ping-pong), which paid while the softmax was twice as long, now cost 29% (366.4)
-  // (docs/notes/attention.md, "The softmax's instructions").
+  // A producer warp group: 517.9 TFLOP/s against 503.7 without. The compute groups take
+  // turns at the scores' product alone (ping-pong, FlashAttention-3's scheduler barrier), so
+  // that one group's softmax runs while the other's scores are computed: 530.2-530.4 against
+  // 514.0-521.6 without turns, 450.8-455.9 against 434.6-435.7 causal (docs/notes/attention.md,
+  // "Turns at the scores' product").
   if (dtype != Dtype::fp8e4m3)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
-            .warpSpecialize = warpGroups};
+            .warpSpecialize = warpGroups, .pingPong = warpGroups};
   // fp8 (docs/notes/attention.md, "fp8"; H200, 4 x 32 x 4096, TFLOP/s). Head_dim 128: 128
   // keys a step, so that P V reads 128 bytes of K a row: 560.2 with V transposed
   // (AttentionArgs::vTransposed), 234.6 with V as stored (transposed through shared memory

@@ -206,12 +206,9 @@ private:
                                    exchangeBatch(it, block.ops().end(), isClusterBlockExchange));
         continue;
       }
-      bool lastProduct = l_.pingPong && op.get() == l_.pingPong->lastDot;
-      bool firstProduct = l_.pingPong && op.get() == l_.pingPong->firstDot;
-      // A turn spans the last product's issue to the next iteration's first, or, where the
-      // body issues its products together, their issues alone (LowerWarpSpecialization.cpp).
-      bool together = l_.pingPong && l_.pingPong->issuesTogether;
-      if (together ? firstProduct : lastProduct)
+      // A turn spans the issues of the body's first products (LowerWarpSpecialization.cpp).
+      bool turnEnds = l_.pingPong && op.get() == l_.pingPong->lastDot;
+      if (l_.pingPong && op.get() == l_.pingPong->firstDot)
         awaitTurn(l_);
       if (op->kind() == ir::OpKind::For)
         lowerFor(*op);
@@ -223,8 +220,8 @@ private:
         yields_.back() = op.get();
       else
         lowerOp(*op);
-      if (together ? lastProduct : firstProduct) // issued (waits deferred): the other
-        passTurn(l_);                             // group's products may queue
+      if (turnEnds) // issued (waits deferred): the other group's products may queue
+        passTurn(l_);
     }
     // Nothing issued in the block leaves it in flight. (A block that issues products starts
     // with none pending: the op holding it waited for all of them, waitForWhatReads.)

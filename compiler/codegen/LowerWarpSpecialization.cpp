@@ -244,26 +244,36 @@ void releaseStage(Lowering &l, const PipelinePlan &plan, llvm::Value *stage,
 
 void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration) {
   Lowering::PingPong p;
-  for (const auto &op : loop.body()->ops())
+  // The turn spans the issues of the products at the body's head: from its first product to the
+  // last one issued before anything reads a product's result (FlashAttention-3's scheduler
+  // barrier). In the serial order that is the scores' product alone, in the overlapped one the
+  // scores' and the previous step's P V. One group's products then queue behind the other's, and
+  // each group's softmax runs while the other's products do.
+  std::vector<const ir::Value *> issued;
+  auto readsAProduct = [&](const ir::Op &op) {
+    bool reads = false;
+    auto note = [&](const ir::Op &o) {
+      for (const ir::Value *v : o.operands())
+        reads = reads || std::find(issued.begin(), issued.end(), v) != issued.end();
+    };
+    note(op);
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      ir::walk(*op.region(r), [&](ir::Op &inner) {
+        note(inner);
+        reads = reads || inner.kind() == ir::OpKind::Dot; // (a nested product waits for all)
+      });
+    return reads;
+  };
+  for (const auto &op : loop.body()->ops()) {
+    if (!p.firstDot && op->kind() != ir::OpKind::Dot)
+      continue;
+    if (readsAProduct(*op))
+      break;
     if (op->kind() == ir::OpKind::Dot) {
       p.firstDot = p.firstDot ? p.firstDot : op.get();
       p.lastDot = op.get();
-    }
-  // Issued together: no op from the first product up to the last reads a product's result.
-  p.issuesTogether = true;
-  std::vector<const ir::Value *> issued;
-  bool between = false;
-  for (const auto &op : loop.body()->ops()) {
-    between = between || op.get() == p.firstDot;
-    if (!between)
-      continue;
-    for (const ir::Value *v : op->operands())
-      if (std::find(issued.begin(), issued.end(), v) != issued.end())
-        p.issuesTogether = false;
-    if (op.get() == p.lastDot)
-      break;
-    if (op->kind() == ir::OpKind::Dot)
       issued.push_back(op->result());
+    }
   }
   p.group = l.b.CreateLShr(l.hardwareTid, l.b.getInt32(7), "warp.group");
   p.iteration = iteration;
@@ -271,32 +281,20 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration) {
 }
 
 // Group g's turn is named barrier 2 + g, of both groups' 256 threads: g syncs on it, the other
-// group arrives. Group 0 goes first.
+// group arrives. Group 0 goes first: its first turn needs no hand-over.
 void awaitTurn(Lowering &l) {
   auto &b = l.b;
-  auto sync = [&] {
-    emitAsm(l, "bar.sync $0, 256;", "r", {b.CreateAdd(l.pingPong->group, b.getInt32(2))});
-  };
-  if (!l.pingPong->issuesTogether)
-    return sync();
-  // Group 0's first turn needs no hand-over.
   l.ifThen(b.CreateOr(b.CreateICmpEQ(l.pingPong->group, b.getInt32(1)),
                       b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0))),
-           "await.turn", sync);
+           "await.turn", [&] {
+             emitAsm(l, "bar.sync $0, 256;", "r",
+                     {b.CreateAdd(l.pingPong->group, b.getInt32(2))});
+           });
 }
 
 void passTurn(Lowering &l) {
   auto &b = l.b;
-  llvm::Value *group = l.pingPong->group;
-  auto arrive = [&] {
-    emitAsm(l, "bar.arrive $0, 256;", "r", {b.CreateSub(b.getInt32(3), group)});
-  };
-  if (l.pingPong->issuesTogether)
-    return arrive();
-  // Group 1 waited for group 0's first products in iteration 0; group 0 goes first.
-  l.ifThen(b.CreateOr(b.CreateICmpEQ(group, b.getInt32(1)),
-                      b.CreateICmpUGT(l.pingPong->iteration, b.getInt32(0))),
-           "pass.turn", arrive);
+  emitAsm(l, "bar.arrive $0, 256;", "r", {b.CreateSub(b.getInt32(3), l.pingPong->group)});
 }
 
 void awaitTileTurn(Lowering &l) {
@@ -322,14 +320,10 @@ void passTileTurn(Lowering &l) {
 void endPingPong(Lowering &l, llvm::Value *iterations) {
   auto &b = l.b;
   // (The body's own value does not dominate the loop's exit.) Each group's syncs on its turn
-  // must meet the other's arrivals: group 0 passed one turn less (the body's first product
-  // took the turn in the other placement), or, with issues together, group 1's last hand-over
-  // is still to be taken.
+  // must meet the other's arrivals: group 1's last hand-over is still to be taken.
   llvm::Value *group0 = b.CreateICmpULT(l.hardwareTid, b.getInt32(128));
-  bool together = l.pingPong->issuesTogether;
-  l.ifThen(b.CreateAnd(group0, b.CreateICmpUGT(iterations, b.getInt32(0))), "pass.last", [&] {
-    emitAsm(l, together ? "bar.sync 2, 256;" : "bar.arrive 3, 256;", "", {});
-  });
+  l.ifThen(b.CreateAnd(group0, b.CreateICmpUGT(iterations, b.getInt32(0))), "pass.last",
+           [&] { emitAsm(l, "bar.sync 2, 256;", "", {}); });
   l.pingPong.reset();
 }
 

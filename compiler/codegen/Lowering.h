@@ -70,14 +70,12 @@ struct Lowering {
   // The kernel has tensor_stores: thread 0 waits for TMA's reads of their buffers before each
   // CTA barrier (LowerTensorStore.cpp).
   bool tensorStores = false;
-  // A ping-pong loop being lowered ({ping_pong}, LowerWarpSpecialization.cpp): the body's first
-  // and last products, this thread's warp group and the loop's iteration count.
+  // A ping-pong loop being lowered ({ping_pong}, LowerWarpSpecialization.cpp): the first and
+  // last products whose issues a turn spans, this thread's warp group and the loop's iteration
+  // count.
   struct PingPong {
     const ir::Op *firstDot = nullptr, *lastDot = nullptr;
     llvm::Value *group = nullptr, *iteration = nullptr;
-    // The body issues its products back to back (no op between them reads one): the turn
-    // then spans their issues alone, from the first to the last (LowerWarpSpecialization.cpp).
-    bool issuesTogether = false;
   };
   std::optional<PingPong> pingPong;
   llvm::GlobalVariable *smem = nullptr; // dynamic shared memory, addrspace(3)

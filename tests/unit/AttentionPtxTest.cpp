@@ -164,8 +164,7 @@ TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
       // The ring's two CTA barriers before the split; after it, the compute warps' alone.
       EXPECT_EQ(count(a.ptx, "bar.sync \t0;"), 2u);
       EXPECT_NE(a.ptx.find("bar.sync \t1, 256;"), std::string::npos);
-      // The two warp groups do not take turns at the products (named barriers 2 and 3): that
-      // measured slower since the softmax shrank (notes/attention.md).
+      // This plan asks for no turns (named barriers 2 and 3; the planner's does, below).
       EXPECT_EQ(count(a.gir, "ping_pong = 1"), 0u);
       EXPECT_EQ(a.ptx.find("bar.arrive"), std::string::npos);
       // The softmax step: one fused multiply-add and one ex2.approx.ftz per score (the scale
@@ -182,6 +181,35 @@ TEST_F(AttentionPtxTest, ForwardWithAProducerWarp) {
   Artifacts v = compileForward(128, false, -1, true);
   EXPECT_EQ(v.producerWarps, 0);
   EXPECT_EQ(count(v.gir, "warp_specialized"), 0u);
+}
+
+// The planner's plan at head_dim 128: the compute groups take turns at the scores' product
+// alone (FlashAttention-3's scheduler barrier): one hand-over a step, right after the scores'
+// 8 wgmma (128 / 16 steps of K) and before anything waits for them; P V is issued outside the
+// turn (notes/attention.md, "Turns at the scores' product").
+TEST_F(AttentionPtxTest, ThePlanTakesTurnsAtTheScoresProductAlone) {
+  EXPECT_TRUE(kernels::planAttention(128).pingPong);
+  EXPECT_FALSE(kernels::planAttention(64).pingPong);
+  EXPECT_FALSE(kernels::planAttention(128, kernels::Dtype::bf16, false).pingPong);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "");
+    Artifacts a = compileForward(128, causal);
+    EXPECT_EQ(count(a.gir, "ping_pong = 1"), 1u) << a.gir;
+    EXPECT_EQ(count(a.ptx, "bar.arrive"), 1u);
+    size_t pass = a.ptx.find("bar.arrive");
+    ASSERT_NE(pass, std::string::npos);
+    // The hand-over follows the scores' commit directly (one basic block: fence, 8 products,
+    // commit, hand-over, then their wait).
+    size_t commit = a.ptx.rfind("wgmma.commit_group", pass);
+    size_t fence = a.ptx.rfind("wgmma.fence", commit);
+    ASSERT_NE(fence, std::string::npos);
+    std::string between = a.ptx.substr(commit, pass - commit);
+    EXPECT_EQ(between.find(';', between.find(';') + 1), std::string::npos) << between;
+    EXPECT_EQ(count(a.ptx.substr(fence, commit - fence), "wgmma.mma_async"), 8u);
+    EXPECT_EQ(a.ptx.find("wgmma.", pass), a.ptx.find("wgmma.wait_group.sync.aligned 0;", pass));
+    EXPECT_NE(a.ptx.find("bar.sync 2, 256;"), std::string::npos);
+    expectAssembles(a, "sm_90a");
+  }
 }
 
 // Persistent plans (AttentionPlan::persistent): head_dim 128's with the producer splits the
