@@ -1,5 +1,5 @@
 """GPU-free tests of tools/bench_matmul.py: the targets it judges each shape by and its table
-read back from a CSV (--from-csv). Needs neither torch nor triton. Run by ctest
+read back from a CSV (--from-csv); and tools/bench_matmul_power.py's reading of nvidia-smi. Needs neither torch nor triton. Run by ctest
 (tests/CMakeLists.txt), or directly: python3 tests/python/test_bench_matmul.py"""
 import contextlib
 import io
@@ -11,6 +11,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench_matmul as bm  # noqa: E402
+import bench_matmul_power as power  # noqa: E402
 
 HEADER = "kernel,dtype,shape,system,ms,TFLOPs,GBps,status\n"
 
@@ -73,6 +74,23 @@ class TableTest(unittest.TestCase):
             os.unlink(f.name)
         self.assertIn("| fp8e4m3 | 4096 x 4096 x 4096 | 1263 | 1240 | - | 1.02 |", out.getvalue())
         self.assertIn("met (0.95 x cuBLAS)", out.getvalue())
+
+
+class PowerSamplesTest(unittest.TestCase):
+    """tools/bench_matmul_power.py reads nvidia-smi's CSV rows and skips what is not one."""
+
+    def test_rows_and_what_is_not_one(self):
+        text = ("2026/12/01 02:31:05.123, 681.20, 700.00, 1454, 3201, 0x0000000000000004, 60\n"
+                "2026/12/01 02:31:05.173, [N/A], 700.00, 1454, 3201, 0x0, 60\n"
+                "a line of something else\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write(text)
+        try:
+            got = power.samples(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(len(got), 1)
+        self.assertEqual(got[0][1:], (681.2, 700.0, 1454.0, 3201.0, "0x0000000000000004", "60"))
 
 
 if __name__ == "__main__":
