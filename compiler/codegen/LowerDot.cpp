@@ -751,6 +751,21 @@ Elements wgmmaWait(Lowering &l, const Elements &acc, int64_t inFlight) {
   return out;
 }
 
+PendingReads pendingReadsOf(const ir::Op &op, const std::vector<const ir::Value *> &pending) {
+  PendingReads r;
+  auto note = [&](const ir::Op &o) {
+    r.nestedProduct =
+        r.nestedProduct || (&o != &op && o.kind() == ir::OpKind::Dot && o.hasAttr("wgmma"));
+    for (const ir::Value *v : o.operands())
+      if (std::find(pending.begin(), pending.end(), v) != pending.end())
+        r.read.push_back(v);
+  };
+  note(op);
+  for (unsigned i = 0; i < op.numRegions(); ++i)
+    ir::walk(*op.region(i), [&](ir::Op &inner) { note(inner); });
+  return r;
+}
+
 void waitForPendingWgmma(Lowering &l, const std::vector<const ir::Value *> &needed) {
   auto &pending = l.pendingWgmma;
   size_t upTo = needed.empty() ? pending.size() : 0; // pending[0, upTo) are waited for

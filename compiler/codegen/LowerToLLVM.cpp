@@ -250,22 +250,11 @@ private:
   // after the newest one read stay in flight: FlashAttention-3's order, the softmax of one
   // step's scores under the next product, relies on it.
   void waitForWhatReads(const ir::Op &op) {
-    std::vector<const ir::Value *> read;
-    bool issues = false;
-    auto note = [&](const ir::Op &o) {
-      issues = issues || (&o != &op && o.kind() == ir::OpKind::Dot && o.hasAttr("wgmma"));
-      for (const ir::Value *v : o.operands())
-        if (std::find(l_.pendingWgmma.begin(), l_.pendingWgmma.end(), v) !=
-            l_.pendingWgmma.end())
-          read.push_back(v);
-    };
-    note(op);
-    for (unsigned r = 0; r < op.numRegions(); ++r)
-      ir::walk(*op.region(r), [&](ir::Op &inner) { note(inner); });
-    if (issues)
+    PendingReads r = pendingReadsOf(op, l_.pendingWgmma);
+    if (r.nestedProduct)
       waitForPendingWgmma(l_);
-    else if (!read.empty())
-      waitForPendingWgmma(l_, read);
+    else if (!r.read.empty())
+      waitForPendingWgmma(l_, r.read);
   }
 
   // The cluster exchange at `it` and the ones of its kind (`isKind`) right after it that use

@@ -249,25 +249,12 @@ void startPingPong(Lowering &l, const ir::Op &loop, llvm::Value *iteration) {
   // barrier). In the serial order that is the scores' product alone, in the overlapped one the
   // scores' and the previous step's P V. One group's products then queue behind the other's, and
   // each group's softmax runs while the other's products do.
+  // (The ops that end it are the ones the lowering waits at: waitForWhatReads.)
   std::vector<const ir::Value *> issued;
-  auto readsAProduct = [&](const ir::Op &op) {
-    bool reads = false;
-    auto note = [&](const ir::Op &o) {
-      for (const ir::Value *v : o.operands())
-        reads = reads || std::find(issued.begin(), issued.end(), v) != issued.end();
-    };
-    note(op);
-    for (unsigned r = 0; r < op.numRegions(); ++r)
-      ir::walk(*op.region(r), [&](ir::Op &inner) {
-        note(inner);
-        reads = reads || inner.kind() == ir::OpKind::Dot; // (a nested product waits for all)
-      });
-    return reads;
-  };
   for (const auto &op : loop.body()->ops()) {
     if (!p.firstDot && op->kind() != ir::OpKind::Dot)
       continue;
-    if (readsAProduct(*op))
+    if (pendingReadsOf(*op, issued).any())
       break;
     if (op->kind() == ir::OpKind::Dot) {
       p.firstDot = p.firstDot ? p.firstDot : op.get();

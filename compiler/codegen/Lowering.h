@@ -218,6 +218,14 @@ Elements wgmmaWait(Lowering &l, const Elements &acc, int64_t inFlight = 0);
 // is empty), their accumulators passing through the wait; newer groups stay in flight
 // (wgmma.wait_group N: groups complete in the order they were committed).
 void waitForPendingWgmma(Lowering &l, const std::vector<const ir::Value *> &needed = {});
+// What `op` needs of the products in flight (`pending`): the ones that it or an op nested in it
+// reads, and whether a wgmma product is nested in it (issuing one waits for all before it).
+struct PendingReads {
+  std::vector<const ir::Value *> read;
+  bool nestedProduct = false;
+  bool any() const { return nestedProduct || !read.empty(); }
+};
+PendingReads pendingReadsOf(const ir::Op &op, const std::vector<const ir::Value *> &pending);
 // shfl.sync of any element type (Shuffle.cpp): from the lane `laneOrDelta` away by xor, below,
 // above, or from lane `laneOrDelta` itself; lanes whose source would leave the warp keep their
 // own value (up and down).
