@@ -673,6 +673,13 @@ public:
   // tile walk around a warp-specialized loop (num_warps 4): two compute warp groups take
   // alternate iterations, each with its own tile, from the one producer's ring.
   Range ping_pong(bool on = true) &&;
+  // hoist_invariants(false): LLVM's loop-invariant code motion leaves this loop alone (TIR:
+  // {no_hoist}), so what its body computes from values made outside it is computed in each
+  // iteration. For a persistent kernel's walk over its tiles: hoisted out of the walk, a
+  // tile's per-thread rows and addresses stay live across the tile's inner loop, where the
+  // registers are scarcest (the attention forward's walk spilled 156 bytes at head_dim 128
+  // with them). Loops inside it are LLVM's as before. A hint: the results are the same.
+  Range hoist_invariants(bool on = true) &&;
 
   Iterator begin();
   Iterator end() { return Iterator(this); }
@@ -685,7 +692,7 @@ private:
   std::shared_ptr<const void> before_; // the live variables when the body opened (Carry.h)
   ir::Value *start_, *end_, *step_;
   int numStages_;
-  bool warpSpecialize_ = false, pingPong_ = false;
+  bool warpSpecialize_ = false, pingPong_ = false, hoist_ = true;
   SourceLoc loc_;
   ir::Op *loop_ = nullptr;
   ir::Block *outer_ = nullptr;

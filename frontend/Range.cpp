@@ -56,7 +56,7 @@ Range::Range(Range &&o) noexcept
     : carried_(std::move(o.carried_)), before_(std::move(o.before_)), start_(o.start_),
       end_(o.end_), step_(o.step_),
       numStages_(o.numStages_), warpSpecialize_(o.warpSpecialize_),
-      pingPong_(o.pingPong_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
+      pingPong_(o.pingPong_), hoist_(o.hoist_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
       done_(o.done_), uncaught_(o.uncaught_) {
   o.open_ = false; // the moved-from range owns no loop
 }
@@ -88,6 +88,13 @@ Range Range::ping_pong(bool on) && {
   return std::move(*this);
 }
 
+Range Range::hoist_invariants(bool on) && {
+  if (open_ || done_)
+    userError("hoist_invariants() must be asked before the loop starts", loc_);
+  hoist_ = on;
+  return std::move(*this);
+}
+
 Range::Iterator Range::begin() {
   Tracer &t = Tracer::current(loc_);
   if (open_ || done_)
@@ -107,6 +114,8 @@ Range::Iterator Range::begin() {
     loop_->setAttr("warp_specialize", int64_t(1));
   if (pingPong_)
     loop_->setAttr("ping_pong_asked", int64_t(1));
+  if (!hoist_)
+    loop_->setAttr("no_hoist", int64_t(1));
   ir::Block *body = loop_->createBody();
   body->addArgument(start_->type());
   // Inside the body a carried variable is the value of the current iteration.

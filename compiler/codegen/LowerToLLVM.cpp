@@ -275,6 +275,14 @@ private:
     return batch;
   }
 
+  // Loop metadata that keeps LLVM's LICM out of the loop.
+  static llvm::MDNode *licmDisabled(llvm::LLVMContext &ctx) {
+    llvm::MDNode *off = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.licm.disable"));
+    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, {nullptr, off});
+    id->replaceOperandWith(0, id); // a loop's id names itself
+    return id;
+  }
+
   // for (iv = lb; iv < ub; iv += step) with carried values as phis in the header. A loop with
   // a pipelining plan also carries the ring's read and write stages and counts its iterations
   // (Pipelining.h).
@@ -439,7 +447,11 @@ private:
       for (size_t e = 0; e < next.size(); ++e)
         carried[i][e]->addIncoming(next[e], latch);
     }
-    b.CreateBr(header);
+    llvm::BranchInst *backEdge = b.CreateBr(header);
+    // range(...).hoist_invariants(false), a persistent kernel's walk over its tiles: LICM
+    // would keep a tile's per-thread rows and addresses live across its inner loop.
+    if (op.hasAttr("no_hoist"))
+      backEdge->setMetadata(llvm::LLVMContext::MD_loop, licmDisabled(l_.ctx));
 
     b.SetInsertPoint(exit);
     if (tileTrips) // every wait of this tile's ring is done
