@@ -217,4 +217,26 @@ TEST_F(WarpSpecializationTest, AskingAfterTheLoopStartedIsAnError) {
   }
 }
 
+void lateHoistHint(Ptr out, Int n) {
+  auto loop = range(0, n);
+  for (auto i : loop)
+    store(out + i, 1.0f);
+  (void)std::move(loop).hoist_invariants(false);
+}
+
+// The same rule for range(...).hoist_invariants(), a loop's other hint.
+TEST_F(WarpSpecializationTest, AskingNotToHoistAfterTheLoopStartedIsAnError) {
+  auto k = kernel("late_hoist_hint", lateHoistHint, {"out", "n"});
+  try {
+    k.compileTo({.signature = {"*fp32", "i32"}}, Stage::TIR);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("hoist_invariants() must be asked before the loop starts"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("WarpSpecializationTest.cpp:"), std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
