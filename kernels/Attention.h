@@ -80,15 +80,21 @@ struct AttentionPlan {
   // blocks together, the heaviest first when causal; with warpSpecialize the producer warp
   // group walks them too, loading the next tile's keys and values under this tile's epilogue.
   // Fixed-length batches (varlen ones keep a program per tile). On an H200 at head_dim 128
-  // without a mask: +2.3% at 16 x 16 x 1024, -1% at 4096 keys; causal -20% (a static walk
-  // gives programs unequal work), head_dim 64 -14%, head_dim 256 ten times slower
-  // (docs/notes/attention.md, "Persistent forward"). No planner takes it.
+  // without a mask: +6% at 16 x 16 x 512, +2.3% at 16 x 16 x 1024, within 1% at 2048 keys and
+  // more, so planAttention(args, ...) takes it there; causal -20% (a static walk gives
+  // programs unequal work), head_dim 64 -14%, head_dim 256 ten times slower
+  // (docs/notes/attention.md, "Persistent forward").
   bool persistent = false;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
 // get smaller tiles at head_dim 256. `vTransposed`: AttentionArgs::vTransposed.
 AttentionPlan planAttention(int64_t headDim, Dtype dtype = Dtype::bf16, bool warpGroups = true,
                             bool vTransposed = false);
+
+// The plan attentionForward takes for `args` without one given: planAttention's for its head
+// dim and dtype, walked persistently where the sequences are short (at most 1024 keys) and
+// unmasked, with dense K and V and a producer warp group (head_dim 128 in 16 bits on sm_90a).
+AttentionPlan planAttention(const AttentionArgs &args, bool warpGroups);
 
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);

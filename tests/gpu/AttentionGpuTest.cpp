@@ -328,6 +328,25 @@ TEST_F(AttentionGpuTest, ForwardPersistent) {
   }
 }
 
+// The library's own plan at head_dim 128 walks short sequences without masks persistently
+// (planAttention(args, ...); AttentionPtxTest.ShortUnmaskedSequencesWalkTheirTilesPersistently):
+// 192 tiles of 300 rows, more than the programs, through the call's own plan.
+TEST_F(AttentionGpuTest, ShortSequencesWalkTheirTilesPersistently) {
+  SKIP_WITHOUT_GPU();
+  for (kernels::Dtype dtype : {kernels::Dtype::bf16, kernels::Dtype::fp16}) {
+    AttentionCase c{.dtype = dtype, .batch = 4, .heads = 16, .kvHeads = 4, .seqQ = 300,
+                    .seqKV = 300, .headDim = 128};
+    ASSERT_TRUE(kernels::planAttention(kernels::AttentionArgs{.batch = c.batch, .heads = c.heads,
+                                                              .kvHeads = c.kvHeads,
+                                                              .seqQ = c.seqQ, .seqKV = c.seqKV,
+                                                              .headDim = c.headDim,
+                                                              .dtype = dtype},
+                                        true)
+                    .persistent);
+    checkAttention<DeviceBuffer>(stream().get(), sync, c);
+  }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax: each softmax under the previous
 // P V product, one step more than the keys), with the producer warp group, alone and with the
 // compute groups' turns: sequences that are not multiples of a block, causal with more

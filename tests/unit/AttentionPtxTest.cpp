@@ -252,6 +252,33 @@ TEST_F(AttentionPtxTest, PersistentPlansWalkTheirTiles) {
   }
 }
 
+// The plan a call takes without one given (planAttention(args, ...)): head_dim 128 in 16 bits on
+// warp groups walks its tiles persistently where the keys are at most 1024, without a causal
+// mask or a window, with dense K and V and fixed lengths; elsewhere a program per tile.
+TEST_F(AttentionPtxTest, ShortUnmaskedSequencesWalkTheirTilesPersistently) {
+  kernels::AttentionArgs a{.batch = 16, .heads = 16, .seqQ = 1024, .headDim = 128};
+  EXPECT_TRUE(kernels::planAttention(a, true).persistent);
+  EXPECT_FALSE(kernels::planAttention(a, false).persistent); // (no producer warp group)
+  kernels::AttentionArgs fp16 = a;
+  fp16.dtype = kernels::Dtype::fp16;
+  fp16.kvHeads = 2;
+  EXPECT_TRUE(kernels::planAttention(fp16, true).persistent);
+  auto with = [&](auto change) {
+    kernels::AttentionArgs b = a;
+    change(b);
+    return kernels::planAttention(b, true).persistent;
+  };
+  EXPECT_FALSE(with([](auto &b) { b.seqQ = 2048; }));
+  EXPECT_FALSE(with([](auto &b) { b.seqKV = 1025; }));
+  EXPECT_FALSE(with([](auto &b) { b.causal = true; }));
+  EXPECT_FALSE(with([](auto &b) { b.windowLeft = 64; }));
+  EXPECT_FALSE(with([](auto &b) { b.headDim = 64; }));
+  EXPECT_FALSE(with([](auto &b) { b.dtype = kernels::Dtype::fp8e4m3; }));
+  EXPECT_FALSE(with([](auto &b) { b.kStrides = {.batch = 0, .head = 128, .seq = 16 * 128}; }));
+  static const int32_t cu[] = {0, 100, 300};
+  EXPECT_FALSE(with([](auto &b) { b.cuSeqlensQ = cu; b.cuSeqlensKV = cu; }));
+}
+
 // Head_dim 64's plan: 64 queries on one warp group (no producer), 128 keys a step, both
 // products on wgmma, K and V by TMA, no spills, and shared memory for three programs a SM
 // (notes/attention.md, "Head dim 64: programs side by side").
