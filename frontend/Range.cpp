@@ -56,8 +56,8 @@ Range::Range(Range &&o) noexcept
     : carried_(std::move(o.carried_)), before_(std::move(o.before_)), start_(o.start_),
       end_(o.end_), step_(o.step_),
       numStages_(o.numStages_), warpSpecialize_(o.warpSpecialize_),
-      pingPong_(o.pingPong_), hoist_(o.hoist_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_), open_(o.open_),
-      done_(o.done_), uncaught_(o.uncaught_) {
+      pingPong_(o.pingPong_), hoist_(o.hoist_), loc_(o.loc_), loop_(o.loop_), outer_(o.outer_),
+      open_(o.open_), done_(o.done_), uncaught_(o.uncaught_) {
   o.open_ = false; // the moved-from range owns no loop
 }
 

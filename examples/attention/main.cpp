@@ -49,7 +49,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   the compute warp groups' turns at the products, "ov" runs each warp group's softmax under
   its previous P V product, "wsov" both the producer and that, "ppov" all three);
   --persistent runs the forward's plan (given or planned) persistent: as many programs as fit
-  the SMs walk the tiles (AttentionPlan::persistent).
+  the SMs walk the tiles (AttentionPlan::persistent; without --plan the call's own plan
+  already walks them at head_dim 128 for unmasked sequences of at most 1024 keys).
   --backward-plan=OWNxSTEPxWxS times the backward with OWN rows a program (keys in dK/dV,
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's
   ("split": dV and dK by two kernels, as head_dim 256 needs; "ws": a producer warp group
