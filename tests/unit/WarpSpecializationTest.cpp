@@ -196,46 +196,32 @@ TEST_F(WarpSpecializationTest, AlternateTilesOrTheReasonWhyNot) {
     ASSERT_NEAR(got[e], sum[e % (64 * 64)], 1e-4) << "element " << e;
 }
 
-void lateAsk(Ptr out, Int n) {
+// A loop's hints asked once the loop has run: warp_specialize() (HINT 0) or
+// hoist_invariants() (HINT 1).
+void lateAsk(Ptr out, Int n, int HINT) {
   auto loop = range(0, n);
   for (auto i : loop)
     store(out + i, 1.0f);
-  (void)std::move(loop).warp_specialize();
+  if (HINT == 0)
+    (void)std::move(loop).warp_specialize();
+  else
+    (void)std::move(loop).hoist_invariants(false);
 }
 
 TEST_F(WarpSpecializationTest, AskingAfterTheLoopStartedIsAnError) {
-  auto k = kernel("late_ask", lateAsk, {"out", "n"});
-  try {
-    k.compileTo({.signature = {"*fp32", "i32"}}, Stage::TIR);
-    ADD_FAILURE() << "no error";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("warp_specialize() must be asked before the loop starts"),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("WarpSpecializationTest.cpp:"), std::string::npos)
-        << e.what();
-  }
-}
-
-void lateHoistHint(Ptr out, Int n) {
-  auto loop = range(0, n);
-  for (auto i : loop)
-    store(out + i, 1.0f);
-  (void)std::move(loop).hoist_invariants(false);
-}
-
-// The same rule for range(...).hoist_invariants(), a loop's other hint.
-TEST_F(WarpSpecializationTest, AskingNotToHoistAfterTheLoopStartedIsAnError) {
-  auto k = kernel("late_hoist_hint", lateHoistHint, {"out", "n"});
-  try {
-    k.compileTo({.signature = {"*fp32", "i32"}}, Stage::TIR);
-    ADD_FAILURE() << "no error";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("hoist_invariants() must be asked before the loop starts"),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("WarpSpecializationTest.cpp:"), std::string::npos)
-        << e.what();
+  auto k = kernel("late_ask", lateAsk, {"out", "n", "HINT"});
+  const char *messages[] = {"warp_specialize() must be asked before the loop starts",
+                            "hoist_invariants() must be asked before the loop starts"};
+  for (int64_t hint : {0, 1}) {
+    SCOPED_TRACE(messages[hint]);
+    try {
+      k.compileTo({.signature = {"*fp32", "i32"}, .constexprs = {hint}}, Stage::TIR);
+      ADD_FAILURE() << "no error";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(messages[hint]), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("WarpSpecializationTest.cpp:"), std::string::npos)
+          << e.what();
+    }
   }
 }
 
