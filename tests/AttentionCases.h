@@ -36,6 +36,12 @@ struct AttentionCase {
   // planAttentionBackward's.
   std::optional<kernels::AttentionPlan> plan;
   std::optional<kernels::AttentionBackwardPlan> backwardPlan;
+  // Scores that grow along the keys (the forward): K's row j scaled by 1 + growth x j, Q's rows
+  // by 1.5 and 0.1 in turns of 16, so that some rows' maxima grow by large factors step after
+  // step (their accumulators rescaled by factors far from 1) beside rows whose maxima barely
+  // move. Random scores alone reach their maxima in the first step or two: a forward that never
+  // rescaled its accumulator passed every other case.
+  double growth = 0;
 
   std::string str() const {
     std::ostringstream s;
@@ -64,7 +70,7 @@ struct AttentionCase {
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
               : "")
       << (seqMajor ? " bshd" : " bhsd") << (oLikeQ ? " o-like-q" : "")
-      << (vTransposed ? " v-transposed" : "");
+      << (vTransposed ? " v-transposed" : "") << (growth > 0 ? " growing scores" : "");
     return s.str();
   }
 };
@@ -77,9 +83,6 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
   ir::ScalarKind kind = scalarKind(c.dtype);
   int64_t D = c.headDim;
   auto count = [&](int64_t h, int64_t s) { return size_t(c.batch * h * s * D); };
-  Encoded q = encode(kind, randomValues(kind, count(c.heads, c.seqQ), rng));
-  Encoded k = encode(kind, randomValues(kind, count(c.kvHeads, c.seqKV), rng));
-  Encoded v = encode(kind, randomValues(kind, count(c.kvHeads, c.seqKV), rng));
   // Element (b, h, s, d) of a tensor with `h` heads and `s` positions in the case's layout.
   auto strides = [&](int64_t h, int64_t s) {
     return c.seqMajor ? kernels::AttentionStrides{s * h * D, D, h * D}
@@ -88,6 +91,20 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
   kernels::AttentionStrides qs = strides(c.heads, c.seqQ), ks = strides(c.kvHeads, c.seqKV);
   auto at = [&](const kernels::AttentionStrides &st, int64_t b, int64_t h, int64_t s,
                 int64_t d) { return size_t(b * st.batch + h * st.head + s * st.seq + d); };
+  std::vector<double> qv = randomValues(kind, count(c.heads, c.seqQ), rng),
+                      kv = randomValues(kind, count(c.kvHeads, c.seqKV), rng);
+  if (c.growth > 0)
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t d = 0; d < D; ++d) {
+        for (int64_t h = 0; h < c.heads; ++h)
+          for (int64_t i = 0; i < c.seqQ; ++i)
+            qv[at(qs, b, h, i, d)] *= (i / 16) % 2 ? 0.1 : 1.5;
+        for (int64_t h = 0; h < c.kvHeads; ++h)
+          for (int64_t j = 0; j < c.seqKV; ++j)
+            kv[at(ks, b, h, j, d)] *= 1 + c.growth * double(j);
+      }
+  Encoded q = encode(kind, qv), k = encode(kind, kv);
+  Encoded v = encode(kind, randomValues(kind, count(c.kvHeads, c.seqKV), rng));
   // A transposed V: element (b, h, j, d) at b x vs.batch + h x vs.head + d x vs.seq + j.
   kernels::AttentionStrides vs = ks;
   std::vector<unsigned char> vRaw = v.raw;

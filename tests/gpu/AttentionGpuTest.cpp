@@ -254,6 +254,34 @@ TEST_F(AttentionGpuTest, Forward) {
                                 .causal = true});
 }
 
+// Scores that grow along the keys: rows whose maxima grow step after step beside rows (16 to a
+// warp) whose maxima barely move, so that the accumulators' rescale matters after the first
+// step (random scores alone hardly exercise it); the plans of the forward at head_dim 128 and
+// the planner's at 64 and 256.
+TEST_F(AttentionGpuTest, ScoresThatOutgrowTheRunningMaximum) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true})
+      checkAttention<DeviceBuffer>(stream().get(), sync,
+                                   {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 400,
+                                    .seqKV = 600, .headDim = d, .causal = causal,
+                                    .growth = 1.0 / 24});
+  checkAttention<DeviceBuffer>(stream().get(), sync,
+                               {.dtype = kernels::Dtype::fp16, .batch = 1, .heads = 4,
+                                .kvHeads = 4, .seqQ = 300, .seqKV = 700, .headDim = 128,
+                                .growth = 1.0 / 24});
+  for (kernels::AttentionPlan plan :
+       {kernels::AttentionPlan{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
+                               .warpSpecialize = true, .overlapSoftmax = true},
+        kernels::AttentionPlan{.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2,
+                               .warpSpecialize = true, .pingPong = true, .persistent = true},
+        kernels::AttentionPlan{.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 2}})
+    checkAttention<DeviceBuffer>(stream().get(), sync,
+                                 {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 512,
+                                  .seqKV = 640, .headDim = 128, .plan = plan,
+                                  .growth = 1.0 / 24});
+}
+
 // Head dims padded to the next power of two (80, 96, 192) and 32: dense K and V (descriptors
 // reading the padded columns as zeros), strided ones, V transposed, causal, GQA.
 TEST_F(AttentionGpuTest, ForwardAtOtherHeadDims) {
