@@ -326,6 +326,14 @@ Kernel &attentionBackwardDqKernel() {
 // step; docs/notes/attention.md, "Head dim 256"). Where the keys allow it, dK and dV leave as
 // whole tiles (blockStore): 324.7-327.0 against 318.1-320.4, and no spills in dK; at head_dim
 // 64 and 128 it measured 0-2% slower and stays off.
+// The plan of dQ's kernel: dK/dV's with dQ's own rows, step and warps where given.
+static AttentionBackwardPlan dqPlanOf(AttentionBackwardPlan p) {
+  p.ownRows = p.dqOwnRows ? p.dqOwnRows : p.ownRows;
+  p.stepRows = p.dqStepRows ? p.dqStepRows : p.stepRows;
+  p.numWarps = p.dqNumWarps ? p.dqNumWarps : p.numWarps;
+  return p;
+}
+
 AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
   if (headDim > 128)
     return AttentionBackwardPlan{.ownRows = 64,
@@ -335,6 +343,13 @@ AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
                                  .splitDkDv = true,
                                  .warpSpecialize = true,
                                  .blockStore = true};
+  // dQ's kernel at head_dim 128 (and the padded 96): 128 queries on two warp groups, 128 keys a
+  // step, where dK/dV keeps 64 x 64 on one: 413.6 TFLOP/s against 400.6-403.0 at 4 x 32 x 4096
+  // on an H200, 371.7 against 368.2 causal; at head_dim 64 it lost (317.1 against 339.4)
+  // (docs/notes/attention.md, "dQ's own plan").
+  if (headDim > 64)
+    return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2,
+                                 .dqOwnRows = 128, .dqStepRows = 128, .dqNumWarps = 8};
   return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
 }
 
@@ -362,8 +377,9 @@ static bool wholeKeyBlocks(const AttentionBackwardArgs &a, int ownRows) {
 }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
-                                               const AttentionBackwardPlan &plan,
+                                               const AttentionBackwardPlan &given,
                                                const std::string &arch, BackwardPart part) {
+  const AttentionBackwardPlan plan = dkdv ? given : dqPlanOf(given);
   std::string t = "*" + dtypeName(a.dtype);
   // Lengths and head counts in 32 bits (the masks compare them with the tiles' rows); the
   // offsets are computed in 64.
@@ -433,13 +449,16 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   if (a.batch * a.heads > 65535)
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   AttentionBackwardPlan plan = givenPlan ? *givenPlan : planAttentionBackward(a.headDim);
-  for (int rows : {plan.ownRows, plan.stepRows})
-    if (rows < 16 || (rows & (rows - 1)) != 0)
-      args.fail("plan: rows must be powers of two of at least 16, got " + std::to_string(rows));
-  if (plan.numWarps < 4 || (plan.numWarps & (plan.numWarps - 1)) != 0 || plan.numStages < 1)
-    args.fail("plan: warps must be a power of two of at least 4 and stages at least 1, got " +
-              std::to_string(plan.numWarps) + " warps, " + std::to_string(plan.numStages) +
-              " stages");
+  AttentionBackwardPlan dqPlan = dqPlanOf(plan); // (attentionBackwardSpecialization's for dQ)
+  for (const AttentionBackwardPlan &p : {plan, dqPlan}) {
+    for (int rows : {p.ownRows, p.stepRows})
+      if (rows < 16 || (rows & (rows - 1)) != 0)
+        args.fail("plan: rows must be powers of two of at least 16, got " + std::to_string(rows));
+    if (p.numWarps < 4 || (p.numWarps & (p.numWarps - 1)) != 0 || p.numStages < 1)
+      args.fail("plan: warps must be a power of two of at least 4 and stages at least 1, got " +
+                std::to_string(p.numWarps) + " warps, " + std::to_string(p.numStages) +
+                " stages");
+  }
   if (a.seqQ == 0)
     return;
   float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(D)));
@@ -494,9 +513,10 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
         os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
     attentionBackwardDqKernel()
-        .compile(attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))
-        .launch(Grid3{(a.seqQ + plan.ownRows - 1) / plan.ownRows, a.batch * a.heads, 1}, stream,
-                launchArgs);
+        .compile(
+            attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))
+        .launch(Grid3{(a.seqQ + dqPlan.ownRows - 1) / dqPlan.ownRows, a.batch * a.heads, 1},
+                stream, launchArgs);
   }
 }
 

@@ -68,6 +68,10 @@ struct AttentionBackwardPlan {
   // 188 bytes in dK/dV at head_dim 128 on sm_90a) and a quicker compile. The plan at head_dim
   // 256, where it measured 2% faster (docs/notes/attention.md, "dK and dV as one tile").
   bool blockStore = false;
+  // dQ's kernel (a forward over the keys: the scores, dP and dS again) where it differs from
+  // dK/dV's: query rows a program, keys a step and warps; 0 keeps ownRows, stepRows and
+  // numWarps.
+  int dqOwnRows = 0, dqStepRows = 0, dqNumWarps = 0;
 };
 AttentionBackwardPlan planAttentionBackward(int64_t headDim);
 

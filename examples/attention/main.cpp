@@ -14,6 +14,7 @@
 #include "kernels/HostDtype.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,8 @@ namespace {
 // warm-up, then the median of about 200 ms of runs, each after an L2 flush).
 
 const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]] [--persistent]
-                 [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store] [Z H S D]
+                 [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store]
+                 [--dq-plan=OWNxSTEPxW] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS[xP]]
                  [Z H S D]
   Runs attention over random [Z, H, S, D] tensors (default 4 x 32 x 4096 x 128 on a GPU,
@@ -55,7 +57,9 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   queries in dQ), STEP rows a step, W warps and S stages instead of planAttentionBackward's
   ("split": dV and dK by two kernels, as head_dim 256 needs; "ws": a producer warp group
   copies the walked tiles); --backward-block-store has the plan (given or planned) store dK
-  and dV a whole tile at a time through descriptors (AttentionBackwardPlan::blockStore).
+  and dV a whole tile at a time through descriptors (AttentionBackwardPlan::blockStore);
+  --dq-plan=OWNxSTEPxW gives dQ's kernel OWN query rows a program, STEP keys a step and W
+  warps of its own (AttentionBackwardPlan::dqOwnRows, dqStepRows, dqNumWarps).
   --decode: one query token for each of Z sequences against a cache of S positions (default
   8 x 32 x 8192 x 128 with 8 KV heads on a GPU), paged in pages of P positions with --page;
   prints the time, the cache's bytes read per second and that rate over a copy's;
@@ -74,6 +78,7 @@ struct Options {
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
   bool blockStore = false;                                     // --backward-block-store
+  std::optional<std::array<int, 3>> dqPlan;                    // --dq-plan
   bool persistent = false; // --persistent: the forward's plan walks tiles (AttentionPlan)
   std::optional<kernels::AttentionDecodePlan> decodePlan;     // --decode-plan
 };
@@ -133,6 +138,12 @@ Options parse(int argc, char **argv) {
                                                       .numStages = int(st),
                                                       .splitDkDv = f.rfind("split", 0) == 0,
                                                       .warpSpecialize = f.find("ws") != std::string::npos};
+    } else if (a.rfind("--dq-plan=", 0) == 0) {
+      long long own = 0, step = 0, w = 0;
+      if (std::sscanf(a.c_str() + 10, "%lldx%lldx%lld", &own, &step, &w) != 3)
+        throw std::runtime_error("--dq-plan takes OWNxSTEPxW, got " + a.substr(10));
+      o.backward = true;
+      o.dqPlan = {int(own), int(step), int(w)};
     } else if (a == "--persistent") {
       o.persistent = true;
     } else if (a == "--backward-block-store") {
@@ -314,10 +325,13 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
       Buffer work(size_t(kernels::attentionBackwardWorkspaceBytes(b)));
       b.workspace = static_cast<float *>(address(work));
       std::optional<kernels::AttentionBackwardPlan> plan = o.backwardPlan;
-      if (o.blockStore) {
+      if (o.blockStore || o.dqPlan)
         plan = plan ? *plan : kernels::planAttentionBackward(o.D);
+      if (o.blockStore)
         plan->blockStore = true;
-      }
+      if (o.dqPlan)
+        std::tie(plan->dqOwnRows, plan->dqStepRows, plan->dqNumWarps) =
+            std::tuple((*o.dqPlan)[0], (*o.dqPlan)[1], (*o.dqPlan)[2]);
       const kernels::AttentionBackwardPlan *bplan = plan ? &*plan : nullptr;
       double bt = kernels::benchmarkLaunches(
           stream, [&] { kernels::attentionBackward(b, stream, bplan); });
