@@ -345,8 +345,8 @@ AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
                                  .blockStore = true};
   // dQ's kernel at head_dim 128 (and the padded 96): 128 queries on two warp groups, 128 keys a
   // step, where dK/dV keeps 64 x 64 on one: 413.6 TFLOP/s against 400.6-403.0 at 4 x 32 x 4096
-  // on an H200, 371.7 against 368.2 causal; at head_dim 64 it lost (317.1 against 339.4)
-  // (docs/notes/attention.md, "dQ's own plan").
+  // on an H200 (403.1-407.0 in a second call: 0-3%), 371.7 against 368.2 causal; at head_dim 64
+  // it lost (317.1 against 339.4) (docs/notes/attention.md, "dQ's own plan").
   if (headDim > 64)
     return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2,
                                  .dqOwnRows = 128, .dqStepRows = 128, .dqNumWarps = 8};
