@@ -279,6 +279,35 @@ TEST_F(AttentionPtxTest, ShortUnmaskedSequencesWalkTheirTilesPersistently) {
   EXPECT_FALSE(with([](auto &b) { b.cuSeqlensQ = cu; b.cuSeqlensKV = cu; }));
 }
 
+// Short causal sequences at head_dim 128 run the per-tile plan without the producer warp group
+// and its turns (notes/attention.md, "Short causal sequences"); longer ones, windows and varlen
+// batches keep them.
+TEST_F(AttentionPtxTest, ShortCausalSequencesRunWithoutAProducer) {
+  kernels::AttentionArgs a{.batch = 16, .heads = 16, .seqQ = 1024, .headDim = 128,
+                           .causal = true};
+  auto plan = [&](auto change) {
+    kernels::AttentionArgs b = a;
+    change(b);
+    return kernels::planAttention(b, true);
+  };
+  kernels::AttentionPlan p = plan([](auto &) {});
+  EXPECT_FALSE(p.warpSpecialize);
+  EXPECT_FALSE(p.pingPong);
+  EXPECT_FALSE(p.persistent);
+  EXPECT_EQ(p.blockM, 128);
+  EXPECT_EQ(p.blockN, 128);
+  EXPECT_FALSE(plan([](auto &b) { b.seqQ = 512; b.dtype = kernels::Dtype::fp16; }).warpSpecialize);
+  EXPECT_TRUE(plan([](auto &b) { b.seqQ = 2048; }).warpSpecialize);
+  EXPECT_TRUE(plan([](auto &b) { b.seqKV = 1025; }).warpSpecialize);
+  EXPECT_TRUE(plan([](auto &b) { b.windowLeft = 64; }).warpSpecialize);
+  static const int32_t cu[] = {0, 100, 300};
+  EXPECT_TRUE(plan([](auto &b) { b.cuSeqlensQ = cu; b.cuSeqlensKV = cu; }).warpSpecialize);
+  EXPECT_TRUE(plan([](auto &b) { b.causal = false; }).warpSpecialize); // (walked persistently)
+  // Other head dims keep their plans (head_dim 64 has no producer to drop).
+  EXPECT_EQ(plan([](auto &b) { b.headDim = 64; }).blockM, 64);
+  EXPECT_FALSE(plan([](auto &b) { b.headDim = 96; }).warpSpecialize); // (padded to 128)
+}
+
 // Head_dim 64's plan: 64 queries on one warp group (no producer), 128 keys a step, both
 // products on wgmma, K and V by TMA, no spills, and shared memory for three programs a SM
 // (notes/attention.md, "Head dim 64: programs side by side").
