@@ -291,15 +291,14 @@ AttentionPlan planAttention(const AttentionArgs &a, bool warpGroups) {
   // within 1% (docs/notes/attention.md, "Persistent forward"). Causal walks are not balanced
   // yet (20% slower).
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
-  if (plan.warpSpecialize && !a.causal && !windowed(a) && !a.cuSeqlensQ && denseKV(a) &&
-      seqKV <= 1024)
+  bool shortFixed = !windowed(a) && !a.cuSeqlensQ && seqKV <= 1024; // (no window, not varlen)
+  if (plan.warpSpecialize && !a.causal && shortFixed && denseKV(a))
     plan.persistent = true;
   // Short causal sequences without the producer warp group and its turns (each program's steps
   // then share the CTA barrier): 204.5-205.2 against 192.5-192.8 TFLOP/s at 32 x 16 x 512 x
   // 128 on an H200, 298.8-299.1 against 289.4-289.5 at 16 x 16 x 1024; at 2048 keys 1-2% slower
   // (docs/notes/attention.md, "Short causal sequences").
-  if (plan.warpSpecialize && plan.pingPong && a.causal && !windowed(a) && !a.cuSeqlensQ &&
-      seqKV <= 1024)
+  if (plan.warpSpecialize && plan.pingPong && a.causal && shortFixed)
     plan.warpSpecialize = plan.pingPong = false;
   return plan;
 }

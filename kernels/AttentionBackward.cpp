@@ -314,6 +314,14 @@ Kernel &attentionBackwardDqKernel() {
   return k;
 }
 
+// The plan of dQ's kernel: dK/dV's with dQ's own rows, step and warps where given.
+static AttentionBackwardPlan dqPlanOf(AttentionBackwardPlan p) {
+  p.ownRows = p.dqOwnRows ? p.dqOwnRows : p.ownRows;
+  p.stepRows = p.dqStepRows ? p.dqStepRows : p.stepRows;
+  p.numWarps = p.dqNumWarps ? p.dqNumWarps : p.numWarps;
+  return p;
+}
+
 // With the scores transposed in dK/dV, P^T and dS^T feed their products from registers.
 // At head_dim 64 and 128, 64 own rows on one warp group and 64 rows a step: at 128 the kernels
 // compile to 255 registers and 99 KB of shared memory, so two programs share a SM, 396.8-399.0
@@ -326,14 +334,6 @@ Kernel &attentionBackwardDqKernel() {
 // step; docs/notes/attention.md, "Head dim 256"). Where the keys allow it, dK and dV leave as
 // whole tiles (blockStore): 324.7-327.0 against 318.1-320.4, and no spills in dK; at head_dim
 // 64 and 128 it measured 0-2% slower and stays off.
-// The plan of dQ's kernel: dK/dV's with dQ's own rows, step and warps where given.
-static AttentionBackwardPlan dqPlanOf(AttentionBackwardPlan p) {
-  p.ownRows = p.dqOwnRows ? p.dqOwnRows : p.ownRows;
-  p.stepRows = p.dqStepRows ? p.dqStepRows : p.stepRows;
-  p.numWarps = p.dqNumWarps ? p.dqNumWarps : p.numWarps;
-  return p;
-}
-
 AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
   if (headDim > 128)
     return AttentionBackwardPlan{.ownRows = 64,

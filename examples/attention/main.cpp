@@ -329,9 +329,11 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
         plan = plan ? *plan : kernels::planAttentionBackward(o.D);
       if (o.blockStore)
         plan->blockStore = true;
-      if (o.dqPlan)
-        std::tie(plan->dqOwnRows, plan->dqStepRows, plan->dqNumWarps) =
-            std::tuple((*o.dqPlan)[0], (*o.dqPlan)[1], (*o.dqPlan)[2]);
+      if (o.dqPlan) {
+        plan->dqOwnRows = (*o.dqPlan)[0];
+        plan->dqStepRows = (*o.dqPlan)[1];
+        plan->dqNumWarps = (*o.dqPlan)[2];
+      }
       const kernels::AttentionBackwardPlan *bplan = plan ? &*plan : nullptr;
       double bt = kernels::benchmarkLaunches(
           stream, [&] { kernels::attentionBackward(b, stream, bplan); });

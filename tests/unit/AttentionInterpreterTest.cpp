@@ -43,10 +43,6 @@ TEST_F(AttentionInterpreterTest, Forward) {
                               .causal = true, .scale = 0.3f});
 }
 
-// Persistent plans (AttentionPlan::persistent): fewer programs than tiles, so each walks
-// several (query block, head) tiles, the last query blocks first when causal; GQA, causal with
-// more queries than keys, a window, strided K and V (the plain loop), head_dim 64 and 256; a
-// varlen batch keeps a program per tile.
 // Rows whose maxima grow step after step beside rows whose maxima barely move: the running
 // maximum, the sums and the accumulator's rescale (which random scores alone hardly exercise).
 TEST_F(AttentionInterpreterTest, ScoresThatOutgrowTheRunningMaximum) {
@@ -56,6 +52,10 @@ TEST_F(AttentionInterpreterTest, ScoresThatOutgrowTheRunningMaximum) {
                                 .causal = causal, .growth = 1.0 / 24});
 }
 
+// Persistent plans (AttentionPlan::persistent): fewer programs than tiles, so each walks
+// several (query block, head) tiles, the last query blocks first when causal; GQA, causal with
+// more queries than keys, a window, strided K and V (the plain loop), head_dim 64 and 256; a
+// varlen batch keeps a program per tile.
 TEST_F(AttentionInterpreterTest, ForwardPersistent) {
   kernels::AttentionPlan producer = kernels::planAttention(128);
   producer.blockM = 32; // more tiles than the interpreter's programs
