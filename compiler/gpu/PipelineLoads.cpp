@@ -23,6 +23,7 @@
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/Layout.h"
+#include "compiler/support/Log.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -175,8 +176,19 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   int64_t spare = bulk ? 1 : 0; // stages without a buffer of their own
   int64_t fit = (maxSharedBytes - base - residentBytes) / (bytesPerStage + barrierBytesPerBuffer);
   int64_t buffers = std::min<int64_t>(loop.intAttr("num_stages") - spare, fit);
-  if (buffers + spare < 2)
-    return 0; // not even double buffering fits: the loop stays plain
+  if (buffers + spare < 2) {
+    // Not even double buffering fits: the loop stays plain, its loads synchronous and held in
+    // registers, which can cost far more than the ring would have saved (a persistent head_dim
+    // 256 attention walk spilled 1740 bytes and ran 12 times slower; docs/notes/attention.md,
+    // "Persistent forward"). Said, not thrown: the kernel still computes the right result.
+    std::string where = loop.loc().known() ? loop.loc().str() : "kernel '" + fn.name() + "'";
+    log().warn("{}: a loop with num_stages = {} runs unpipelined: its ring ({} bytes a stage) "
+               "does not fit in the {} bytes of shared memory left beside the kernel's other "
+               "buffers ({} a CTA); use smaller tiles or fewer stages",
+               where, loop.intAttr("num_stages"), bytesPerStage + barrierBytesPerBuffer,
+               std::max<int64_t>(0, maxSharedBytes - base - residentBytes), maxSharedBytes);
+    return 0;
+  }
   loop.setAttr("pipeline_stages", buffers + spare);
   int64_t offset = base;
   for (ir::Op *load : residents) {
