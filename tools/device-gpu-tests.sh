@@ -11,7 +11,7 @@
 # BUNDLE (default device-bundle), OUT (the shards' logs; default a temporary folder), SHARDS,
 # FILTER (a --gtest_filter; default '*Gpu*'), LIMIT (seconds per shard; default 900), SLOW (with
 # the default FILTER: tests that run in a process of their own beside the shards, so that no
-# shard holds two of them; default the three slowest, 45-210 s each on an H200 alone).
+# shard holds two of them; default the three slowest, 45-250 s each on an H200 alone).
 set -uo pipefail
 B=${BUNDLE:-device-bundle}
 O=${OUT:-$(mktemp -d /tmp/tritium-gpu-tests.XXXXXX)}
