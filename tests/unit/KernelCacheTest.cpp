@@ -1,6 +1,7 @@
 // The disk cache end to end through Kernel::compile: what the first compile writes, that a fresh
 // Kernel object finds it, what changes the key, that a damaged or hand-edited entry is reported
 // and rebuilt, and the in-memory cache of one Kernel object.
+#include "LogCapture.h"
 #include "TestSupport.h"
 
 #include "kernels/Softmax.h"
@@ -14,7 +15,6 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <algorithm>
 #include <atomic>
@@ -329,24 +329,7 @@ TEST_F(KernelCacheTest, SameKernelObjectHitsMemory) {
 
 namespace {
 
-// Captures what tritium logs at warning level and above while it lives.
-class LogCapture {
-public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    sink_->set_pattern("%l: %v");
-    sink_->set_level(spdlog::level::warn);
-    tritium::log().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto &sinks = tritium::log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() const { return text_.str(); }
-
-private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
+using tritium::testing::LogCapture;
 
 llvm::json::Object readJson(const fs::path &p) {
   auto json = llvm::json::parse(readFile(p));

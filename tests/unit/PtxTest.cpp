@@ -1,6 +1,7 @@
 // The softmax kernel of Triton's tutorial compiled to PTX for a range of block sizes and warp
 // counts: the PTX has the expected entry, target and instructions, and ptxas assembles it for
 // sm_90 without spilling.
+#include "LogCapture.h"
 #include "TestSupport.h"
 
 #include "compiler/support/Error.h"
@@ -143,6 +144,32 @@ TEST_F(PtxTest, Sm80Target) {
     GTEST_SKIP() << "ptxas was not found at configure time; the PTX was not assembled";
   tritium::testing::PtxasResult r = tritium::testing::runPtxas(a.ptx, "sm_80");
   EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
+// A row whose ring cannot fit in shared memory (65536 fp32, 256 KiB a stage) leaves the
+// `range(..., num_stages)` loop plain, and the compilation says so, naming the loop's line in
+// the DSL source and the bytes; a row whose ring fits says nothing.
+TEST_F(PtxTest, ALoopWhoseRingDoesNotFitWarnsThatItRunsUnpipelined) {
+  // Aligned pointers, row strides and row length (Triton's ":16" marks): rows of whole 16-byte
+  // vectors, which a ring may copy.
+  auto aligned = [](int64_t blockSize) {
+    Specialization s = softmaxSpec(blockSize, 16);
+    s.signature = {"*fp32:16", "*fp32:16", "i32:16", "i32:16", "i32", "i32:16"};
+    return s;
+  };
+  {
+    tritium::testing::LogCapture logs;
+    Artifacts a = kernels::softmaxKernel().compileTo(aligned(65536), Stage::PTX);
+    EXPECT_EQ(a.ptx.find("cp.async"), std::string::npos); // no ring of either kind
+    std::regex expected(R"(warning: Softmax\.cpp:[0-9]+: a loop with num_stages = 4 runs )"
+                        R"(unpipelined: its ring \(26216[0-9] bytes a stage\) does not fit in )"
+                        R"(the [0-9]+ bytes of shared memory left)");
+    EXPECT_TRUE(std::regex_search(logs.text(), expected)) << logs.text();
+  }
+  tritium::testing::LogCapture logs;
+  Artifacts a = kernels::softmaxKernel().compileTo(aligned(16384), Stage::PTX);
+  EXPECT_NE(a.ptx.find("cp.async"), std::string::npos); // its ring
+  EXPECT_EQ(logs.text().find("runs unpipelined"), std::string::npos) << logs.text();
 }
 
 TEST_F(PtxTest, PtxVersionIsHonoured) {
