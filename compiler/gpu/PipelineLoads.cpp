@@ -174,7 +174,8 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
   // Bulk rings end with one "full" and one "empty" mbarrier (8 bytes each) per buffer.
   int64_t barrierBytesPerBuffer = bulk ? 16 : 0;
   int64_t spare = bulk ? 1 : 0; // stages without a buffer of their own
-  int64_t fit = (maxSharedBytes - base - residentBytes) / (bytesPerStage + barrierBytesPerBuffer);
+  int64_t left = maxSharedBytes - base - residentBytes; // for the ring's stages
+  int64_t fit = left / (bytesPerStage + barrierBytesPerBuffer);
   int64_t buffers = std::min<int64_t>(loop.intAttr("num_stages") - spare, fit);
   if (buffers + spare < 2) {
     // Not even double buffering fits: the loop stays plain, its loads synchronous and held in
@@ -186,7 +187,7 @@ int64_t planLoop(ir::Function &fn, ir::Op &loop, const AxisAnalysis &axis, bool 
                "does not fit in the {} bytes of shared memory left beside the kernel's other "
                "buffers ({} a CTA); use smaller tiles or fewer stages",
                where, loop.intAttr("num_stages"), bytesPerStage + barrierBytesPerBuffer,
-               std::max<int64_t>(0, maxSharedBytes - base - residentBytes), maxSharedBytes);
+               std::max<int64_t>(0, left), maxSharedBytes);
     return 0;
   }
   loop.setAttr("pipeline_stages", buffers + spare);
