@@ -364,7 +364,9 @@ void checkBatched(CUstream stream, const std::function<void()> &sync, int S, int
 }
 
 // chainedKernel against double precision: p is rounded to the operand type as the kernel
-// rounds it, so the bound covers one rounding of p (and of x y's fp32 sum) per term.
+// rounds it, so the bound covers one rounding of p (and of x y's fp32 sum) per term. (e4m3's
+// subnormals below 2^-6 are absolute errors of at most 2^-10 a term, inside 2 u |p z| at the
+// magnitudes these normal operands give.)
 template <typename Buffer>
 void checkChained(CUstream stream, const std::function<void()> &sync, ir::ScalarKind in, int BM,
                   int BK, int BN, int BN2, int warps, const std::string &arch) {
@@ -382,14 +384,19 @@ void checkChained(CUstream stream, const std::function<void()> &sync, ir::Scalar
   Specialization spec{.signature = {"*fp32", t, t, t}, .constexprs = {BM, BK, BN, BN2},
                       .numWarps = warps};
   spec.arch = arch;
+  bool fp8 = in == ir::ScalarKind::F8E4M3;
+  if (fp8)
+    spec.ptxVersion = 84;
   CompiledKernel &ck = k.compile(spec);
   ck.launch(1, stream, {out, dx, dy, dz});
   sync();
   std::vector<unsigned char> raw(size_t(BM * BN2) * 4);
   out.download(raw.data(), raw.size());
   std::vector<double> got = decode(ir::ScalarKind::F32, raw);
-  // Unit roundoff of p's type (bf16 8 bits, fp16 11), with slack for fp32's sums.
-  double u = in == ir::ScalarKind::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  // Unit roundoff of p's type (bf16 8 bits, fp16 11, e4m3 4), with slack for fp32's sums.
+  double u = in == ir::ScalarKind::BF16 ? std::ldexp(1.0, -8)
+           : fp8                        ? std::ldexp(1.0, -4)
+                                        : std::ldexp(1.0, -11);
   size_t bad = 0;
   for (int m = 0; m < BM; ++m) {
     std::vector<double> p(static_cast<size_t>(BN), 0.0);

@@ -540,6 +540,8 @@ private:
   // g at columns 2c, 2c + 1; row g + 8 at those; row g at 2c + 8, 2c + 9; row g + 8 at those.
   // Column tile t (8 columns) of a's layout holds its pair in registers 2t, 2t + 1 along K.
   std::vector<llvm::Value *> registerFragment(int64_t rowKey, int64_t kk) {
+    if (bytes_ == 1)
+      return byteRegisterFragment(rowKey, kk);
     const ir::Value *a = op_.operand(0);
     ir::LayoutMap map(*a->layout(), a->type().shape());
     const Elements &vals = l_.get(a);
@@ -555,6 +557,58 @@ private:
         }
         out.push_back(b_.CreateBitCast(pair, b_.getInt32Ty()));
       }
+    return out;
+  }
+
+  // a's fragment from registers for the 32 columns of K at `kk`, 8-bit types. wgmma's a0..a3
+  // hold four bytes each: row g at columns 4c .. 4c + 3, row g + 8 at those, row g at
+  // 16 + 4c .. 19 + 4c, row g + 8 at those. The accumulator's layout gives this thread, per
+  // 8-column tile t, the pair 8t + 2c, 8t + 2c + 1: the same rows, other columns. Per row, the
+  // lanes c of a quad trade pairs: c reads tiles c / 2 and 2 + c / 2 of lanes 2 (c % 2) and
+  // 2 (c % 2) + 1. Two shuffles a row do it, each lane's sources a permutation of the quad:
+  // the first from lane 2 (c % 2) + c / 2, the second from 2 (c % 2) + 1 - c / 2; a source of
+  // parity p sends tiles (p, 2 + p) in the first and (1 - p, 3 - p) in the second.
+  std::vector<llvm::Value *> byteRegisterFragment(int64_t rowKey, int64_t kk) {
+    const ir::Value *a = op_.operand(0);
+    ir::LayoutMap map(*a->layout(), a->type().shape());
+    const Elements &vals = l_.get(a);
+    llvm::Value *c = b_.CreateAnd(l_.laneId, b_.getInt32(3));
+    llvm::Value *odd = b_.CreateICmpNE(b_.CreateAnd(c, b_.getInt32(1)), b_.getInt32(0));
+    llvm::Value *high = b_.CreateICmpUGE(c, b_.getInt32(2)); // c / 2
+    llvm::Value *quad = b_.CreateAnd(l_.laneId, b_.getInt32(~3));
+    llvm::Value *twice = b_.CreateShl(b_.CreateAnd(c, b_.getInt32(1)), 1); // 2 (c % 2)
+    llvm::Value *half = b_.CreateZExt(high, b_.getInt32Ty());
+    llvm::Value *from1 = b_.CreateOr(quad, b_.CreateAdd(twice, half));
+    llvm::Value *from2 = b_.CreateOr(quad, b_.CreateSub(b_.CreateAdd(twice, b_.getInt32(1)), half));
+    // prmt's selector: bytes 0-3 are r1's, 4-7 r2's.
+    llvm::Value *selLow = b_.CreateSelect(high, b_.getInt32(0x1054), b_.getInt32(0x5410));
+    llvm::Value *selHigh = b_.CreateSelect(high, b_.getInt32(0x3276), b_.getInt32(0x7632));
+    int64_t t0 = kk / 8;
+    // The 32-bit word of this thread's pairs of tiles t0 + i and t0 + i + 2 on row `r`.
+    // (Shifts and ors, not a vector: LLVM then sees the two bytes of a paired fp8 conversion
+    // as its 16 bits again.)
+    auto pairs = [&](int64_t r, int64_t i) {
+      llvm::Value *w = nullptr;
+      for (int64_t j = 0; j < 4; ++j) {
+        int64_t reg = map.registerNumber({r, 2 * (t0 + i + 2 * (j / 2)) + j % 2});
+        llvm::Value *v = vals[size_t(reg)];
+        if (!v->getType()->isIntegerTy(8))
+          v = b_.CreateBitCast(v, b_.getInt8Ty());
+        v = b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), uint64_t(8 * j));
+        w = w ? b_.CreateOr(w, v) : v;
+      }
+      return w;
+    };
+    std::vector<llvm::Value *> out(4);
+    for (int64_t h = 0; h < 2; ++h) {
+      llvm::Value *even = pairs(rowKey + h, 0), *oddPairs = pairs(rowKey + h, 1);
+      llvm::Value *r1 = shuffle(l_, b_.CreateSelect(odd, oddPairs, even), Shuffle::Index, from1);
+      llvm::Value *r2 = shuffle(l_, b_.CreateSelect(odd, even, oddPairs), Shuffle::Index, from2);
+      // Lane 2 (c % 2)'s pair first: r1's where c < 2, r2's where c >= 2 (one prmt each,
+      // its byte selector chosen per lane).
+      out[size_t(h)] = l_.intrinsic(llvm::Intrinsic::nvvm_prmt, {}, {r1, r2, selLow});
+      out[size_t(2 + h)] = l_.intrinsic(llvm::Intrinsic::nvvm_prmt, {}, {r1, r2, selHigh});
+    }
     return out;
   }
 

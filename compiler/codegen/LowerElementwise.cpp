@@ -117,6 +117,20 @@ llvm::Value *floatToFp8(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
   return b.CreateTrunc(pair, b.getInt8Ty()); // the second source lands in the low byte
 }
 
+// Two floats to fp8 in one conversion: {lo, hi} as two bytes.
+std::pair<llvm::Value *, llvm::Value *> floatsToFp8(Lowering &l, llvm::Value *lo, llvm::Value *hi,
+                                                   ir::ScalarKind k) {
+  auto &b = l.b;
+  const char *fmt = k == ir::ScalarKind::F8E4M3 ? "e4m3x2" : "e5m2x2";
+  auto *fnTy = llvm::FunctionType::get(b.getInt16Ty(), {b.getFloatTy(), b.getFloatTy()}, false);
+  auto *cvt = llvm::InlineAsm::get(
+      fnTy, std::string("cvt.rn.satfinite.") + fmt + ".f32 $0, $1, $2;", "=h,f,f", false);
+  llvm::Value *pair = b.CreateCall(
+      cvt, {b.CreateFPCast(hi, b.getFloatTy()), b.CreateFPCast(lo, b.getFloatTy())});
+  return {b.CreateTrunc(pair, b.getInt8Ty()),
+          b.CreateTrunc(b.CreateLShr(pair, 8), b.getInt8Ty())};
+}
+
 llvm::Value *castTo(Lowering &l, llvm::Value *x, const ir::Type &from, const ir::Type &to) {
   auto &b = l.b;
   llvm::Type *ty = l.scalarType(to.kind());
@@ -281,6 +295,20 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     perElement([&](int64_t k) { return exp(l, operand(0, k)); });
     return true;
   case OpKind::Cast:
+    if (const ir::Type &from = op.operand(0)->type();
+        isFp8(res->type().kind()) && from.isFloat() && run == 1 &&
+        l.elementsPerThread(res) % 2 == 0) {
+      // To fp8: one paired conversion for each two of a thread's elements, where the
+      // instruction converts two values anyway.
+      Elements out;
+      for (int64_t k = 0; k < l.elementsPerThread(res); k += 2) {
+        auto [lo, hi] = floatsToFp8(l, operand(0, k), operand(0, k + 1), res->type().kind());
+        out.push_back(lo);
+        out.push_back(hi);
+      }
+      l.set(res, std::move(out));
+      return true;
+    }
     perElement([&](int64_t k) {
       return castTo(l, operand(0, k), op.operand(0)->type(), res->type());
     });

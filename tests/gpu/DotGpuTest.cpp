@@ -134,8 +134,8 @@ TEST_F(DotGpuTest, WarpGroupMma) {
                              .arch = "sm_90a"});
 }
 
-// A product of a product: the first's result, cast to 16 bits, is the second's a, which wgmma
-// takes from registers in its accumulator fragments (one and two 64-row slices per warp, K of
+// A product of a product: the first's result, cast to 16 or 8 bits, is the second's a, which
+// wgmma takes from registers in its accumulator fragments (one and two 64-row slices per warp, K of
 // one and several register fragments), as attention's P; mma.sync stages it.
 TEST_F(DotGpuTest, ChainedProducts) {
   SKIP_WITHOUT_GPU();
@@ -147,6 +147,15 @@ TEST_F(DotGpuTest, ChainedProducts) {
       checkChained<DeviceBuffer>(stream().get(), sync, in, 128, 128, 64, 256, 4, "sm_90a");
     }
     checkChained<DeviceBuffer>(stream().get(), sync, in, 64, 64, 64, 64, 4, "sm_90");
+  }
+  // 8 bits: the accumulator's pairs traded within each quad of lanes into wgmma's fragments.
+  if (hopper) {
+    checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::F8E4M3, 64, 64, 64, 64, 4,
+                               "sm_90a");
+    checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::F8E4M3, 128, 64, 128, 128, 8,
+                               "sm_90a");
+    checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::F8E4M3, 128, 128, 64, 256, 4,
+                               "sm_90a");
   }
 }
 

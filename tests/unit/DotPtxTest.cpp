@@ -234,6 +234,32 @@ TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
   EXPECT_EQ(count(m.gir, "a_regs"), 0u);
 }
 
+// The same at 8 bits (fp8 attention's P): the accumulator holds a row's pairs of columns 2c,
+// 2c + 1 of each 8, where wgmma's 8-bit fragment wants 4c .. 4c + 3 and 16 + 4c .. 19 + 4c; the
+// lanes of each quad trade them with two shuffles a fragment row, with no staging buffer, and
+// one paired conversion to e4m3 makes each two of p's bytes.
+TEST_F(DotPtxTest, ChainedEightBitProductTradesItsOperandWithinQuads) {
+  auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
+  Specialization spec{.signature = {"*fp32:16", "*fp8e4m3:16", "*fp8e4m3:16", "*fp8e4m3:16"},
+                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
+  spec.arch = "sm_90a";
+  spec.ptxVersion = 84;
+  Artifacts a = k.compileTo(spec, Stage::PTX);
+  EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+  std::string dot = a.gir.substr(a.gir.find("a_regs = 1"));
+  dot = dot.substr(0, dot.find('\n'));
+  EXPECT_EQ(dot.find("smem_offset"), std::string::npos) << dot;
+  // 64 / 32 K steps of the first product from shared memory, 128 / 32 of the second, each with
+  // a from four registers.
+  EXPECT_EQ(count(a.ptx, "e4m3.e4m3 {"), 6u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "}, {%r"), 4u) << a.ptx;
+  // Per K step, two fragment rows of two shuffles each; p's 64 values a thread in 32
+  // conversions.
+  EXPECT_EQ(count(a.ptx, "shfl.sync.idx.b32"), 16u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "cvt.rn.satfinite.e4m3x2.f32"), 32u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+}
+
 // Two products of one loop step, both read from rings: each is waited for at its result's
 // first use ({deferred_wait}), so the second is issued while the first is in flight and one
 // wait covers both; the sum of the two then meets the carried total.
