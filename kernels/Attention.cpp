@@ -375,6 +375,17 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
   if (a.seqQ == 0)
     return;
+  // fp8 with V as stored: transposed once into the workspace, then read in place.
+  if (a.workspace && attentionForwardWorkspaceBytes(a) > 0 && seqKV > 0) {
+    attentionTransposeValues(a.workspace, a, stream);
+    AttentionArgs t = a;
+    t.v = a.workspace;
+    t.vStrides = {};
+    t.vTransposed = true;
+    t.workspace = nullptr;
+    attentionForward(t, stream, given);
+    return;
+  }
   bool gpu = !tritium::interpreting();
   // Hopper's wgmma needs the architecture-specific target (its code runs on sm_90 only).
   std::string arch = gpu && rt::Context::current().props().arch() == "sm_90" ? "sm_90a" : "";

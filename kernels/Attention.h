@@ -63,6 +63,12 @@ struct AttentionArgs {
   // above is transposed through shared memory at every step. Any dtype; not with varlen
   // batches. The backward takes V as stored above.
   bool vTransposed = false;
+  // fp8e4m3 with V as stored (not vTransposed) and fixed-length batches: device memory of
+  // attentionForwardWorkspaceBytes(args) bytes into which V is first transposed
+  // (attentionTransposeValues), so that the products read it in place: 0.4 of bf16's speed
+  // becomes about 1.25 (docs/KERNELS.md, "Attention"). Null: V is transposed through shared
+  // memory at every step. Unused otherwise.
+  void *workspace = nullptr;
 };
 
 // How one forward runs: query rows per program, keys per step, warps, pipeline stages.
@@ -99,6 +105,15 @@ AttentionPlan planAttention(const AttentionArgs &args, bool warpGroups);
 
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);
+
+// The bytes of AttentionArgs::workspace that the call takes: V's size for fp8e4m3 with V as
+// stored and fixed-length batches, else 0.
+int64_t attentionForwardWorkspaceBytes(const AttentionArgs &args);
+
+// args' V (as stored, through vStrides) written transposed to `vt`: dense [batch, kv_heads,
+// head_dim, seq_kv], the form AttentionArgs::vTransposed takes with vStrides all 0. Any dtype;
+// fixed-length batches. Asynchronous on `stream`.
+void attentionTransposeValues(void *vt, const AttentionArgs &args, CUstream stream);
 
 // The forward's kernel and the specialization a call with `args` compiles (for `arch`; ""
 // keeps the default), for tools and tests that compile it without launching.

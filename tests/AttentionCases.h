@@ -30,6 +30,8 @@ struct AttentionCase {
   // V stored transposed ([batch, kv_heads, head_dim, seq_kv]); with seqMajor, its rows padded
   // by 3 elements (strides that keep V off tensor descriptors).
   bool vTransposed = false;
+  // V as stored, transposed into AttentionArgs::workspace first (poisoned beforehand).
+  bool workspace = false;
   // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
   std::vector<int64_t> varlenQ, varlenKV;
   // The forward's plan where not planAttention's; the backward's where not
@@ -70,7 +72,8 @@ struct AttentionCase {
               ? " window(" + std::to_string(windowLeft) + ", " + std::to_string(windowRight) + ")"
               : "")
       << (seqMajor ? " bshd" : " bhsd") << (oLikeQ ? " o-like-q" : "")
-      << (vTransposed ? " v-transposed" : "") << (growth > 0 ? " growing scores" : "");
+      << (vTransposed ? " v-transposed" : "") << (workspace ? " workspace" : "")
+      << (growth > 0 ? " growing scores" : "");
     return s.str();
   }
 };
@@ -135,6 +138,13 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
       .windowLeft = c.windowLeft, .windowRight = c.windowRight, .scale = c.scale,
       .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV,
       .vTransposed = c.vTransposed};
+  std::optional<Buffer> workspace;
+  if (c.workspace) {
+    int64_t bytes = kernels::attentionForwardWorkspaceBytes(args);
+    EXPECT_EQ(bytes, c.batch * c.kvHeads * c.seqKV * D) << c.str();
+    workspace.emplace(poisonedBytes<Buffer>(size_t(bytes)));
+    args.workspace = address(*workspace);
+  }
   kernels::attentionForward(args, stream, c.plan ? &*c.plan : nullptr);
   sync();
   std::vector<unsigned char> raw(count(c.heads, c.seqQ) * size_t(bytes));

@@ -32,7 +32,7 @@ namespace {
 // Timings as the peers' scripts take theirs (kernels::benchmarkLaunches: about 25 ms of
 // warm-up, then the median of about 200 ms of runs, each after an L2 flush).
 
-const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]] [--persistent]
+const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] [--kv-heads=G] [--v-transposed] [--v-workspace] [--backward] [--plan=BMxBNxWxS[ws|pp|ov|wsov|ppov]] [--persistent]
                  [--backward-plan=OWNxSTEPxWxS[split|ws|splitws]] [--backward-block-store]
                  [--dq-plan=OWNxSTEPxW] [Z H S D]
        attention --decode [--dtype=fp16|bf16] [--kv-heads=G] [--page=P] [--decode-plan=BNxWxS[xP]]
@@ -42,7 +42,8 @@ const char *kUsage = R"(usage: attention [--dtype=fp16|bf16|fp8e4m3] [--causal] 
   reference and, on a GPU, prints TFLOP/s. --kv-heads gives K and V fewer heads (GQA).
   --dtype=fp8e4m3 runs the forward on e4m3 Q, K and V (descales of 1) into a bf16 O;
   --v-transposed stores V as [Z, H, D, S] (AttentionArgs::vTransposed), as fp8 products
-  read it in place.
+  read it in place; --v-workspace gives fp8 with V as stored a workspace, into which the
+  call transposes V first (AttentionArgs::workspace).
   --backward also times the library's backward (dQ, dK, dV from the forward's output and
   log-sum-exp, kernels/AttentionBackward.h) on a GPU, counting 2.5 times the forward's
   FLOPs; its results are checked by the tests, not here. --plan=BMxBNxWxS runs the forward
@@ -75,6 +76,7 @@ struct Options {
   int64_t page = 0;
   bool backward = false;
   bool vTransposed = false;
+  bool vWorkspace = false;
   std::optional<kernels::AttentionPlan> plan; // --plan, else planAttention's
   std::optional<kernels::AttentionBackwardPlan> backwardPlan; // --backward-plan
   bool blockStore = false;                                     // --backward-block-store
@@ -106,6 +108,8 @@ Options parse(int argc, char **argv) {
                                                   .numStages = int(st), .splits = int(parts)};
     } else if (a == "--v-transposed") {
       o.vTransposed = true;
+    } else if (a == "--v-workspace") {
+      o.vWorkspace = true;
     } else if (a == "--backward") {
       o.backward = true;
     } else if (a.rfind("--plan=", 0) == 0) {
@@ -249,6 +253,10 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
                                        : o.dtype == "bf16" ? kernels::Dtype::bf16
                                                            : kernels::Dtype::fp16,
                               .vTransposed = o.vTransposed};
+  // fp8 with V as stored: a workspace into which the call transposes V first.
+  Buffer workspace(size_t(std::max<int64_t>(1, kernels::attentionForwardWorkspaceBytes(args))));
+  if (o.vWorkspace)
+    args.workspace = address(workspace);
   std::optional<kernels::AttentionPlan> chosen = o.plan;
   if (o.persistent && !chosen) // the planner's plan (for sm_90a), persistent
     chosen = kernels::planAttention(o.D, args.dtype, true, o.vTransposed);

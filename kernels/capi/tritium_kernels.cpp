@@ -240,6 +240,18 @@ int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void
   });
 }
 
+int tritium_attention_transpose_v(int dtype, void *vt, const void *v, int64_t batch,
+                                  int64_t kv_heads, int64_t seq_kv, int64_t head_dim,
+                                  const int64_t v_strides[3], void *stream) {
+  return guarded([&] {
+    AttentionArgs a{.v = v, .batch = batch, .heads = kv_heads, .kvHeads = kv_heads,
+                    .seqQ = seq_kv, .seqKV = seq_kv, .headDim = head_dim,
+                    .vStrides = strides(v_strides),
+                    .dtype = dtype == 3 ? Dtype::fp8e4m3 : toDtype(dtype)};
+    attentionTransposeValues(vt, a, toStream(stream));
+  });
+}
+
 int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void *q,
                                      const void *k, const void *v, const int32_t *cu_seqlens_q,
                                      const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads,

@@ -160,7 +160,7 @@ int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, con
  * tritium_attention_forward. v_transposed 1: v stored [batch, kv_heads, head_dim, seq_kv], the
  * keys contiguous (v_strides then {batch, head, head_dim row}), which the products read in
  * place; v as the others is transposed through shared memory at every step, about 2.4 times
- * slower (docs/PERF.md). */
+ * slower (docs/PERF.md), or first by tritium_attention_transpose_v. */
 int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void *k,
                                   const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
                                   int64_t seq_q, int64_t seq_kv, int64_t head_dim,
@@ -168,6 +168,14 @@ int tritium_attention_forward_fp8(void *o, float *lse, const void *q, const void
                                   const int64_t v_strides[3], const int64_t o_strides[3],
                                   int v_transposed, int causal, float scale, float descale_q,
                                   float descale_k, float descale_v, void *stream);
+
+/* v (dtype 1 fp16, 2 bf16 or 3 fp8e4m3; [batch, kv_heads, seq_kv, head_dim] through
+ * v_strides, NULL for dense) written
+ * transposed to vt: dense [batch, kv_heads, head_dim, seq_kv], the form
+ * tritium_attention_forward_fp8 reads in place with v_transposed 1 and v_strides NULL. */
+int tritium_attention_transpose_v(int dtype, void *vt, const void *v, int64_t batch,
+                                  int64_t kv_heads, int64_t seq_kv, int64_t head_dim,
+                                  const int64_t v_strides[3], void *stream);
 
 /* The forward over dense [batch, heads, seq, head_dim] tensors with a sliding window
  * (FlashAttention's window_size: window_left / window_right keys on either side, -1

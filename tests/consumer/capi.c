@@ -38,6 +38,11 @@ int main(void) {
   forwardOk = forwardOk && rc != 0 && strstr(error, "row stride 15 is less than seq 16") != NULL;
   printf("%s: tritium_attention_forward_fp8 with V^T rows of 15 returns %d: %s\n",
          forwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_attention_transpose_v(3, NULL, &b, 1, 8, 16, 64, NULL, NULL);
+  error = tritium_last_error();
+  forwardOk = forwardOk && rc != 0 && strstr(error, "attentionTransposeValues: vt is null") != NULL;
+  printf("%s: tritium_attention_transpose_v without vt returns %d: %s\n",
+         forwardOk ? "ok" : "FAILED", rc, error);
   rc = tritium_attention_forward_varlen(2, &b, NULL, &b, &b, &b, NULL, NULL, 2, 8, 8, 10, 6,
                                         6, 64, 0, -1, -1, 0.f, NULL);
   error = tritium_last_error();

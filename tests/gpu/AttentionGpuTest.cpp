@@ -221,6 +221,13 @@ TEST_F(AttentionGpuTest, TransposedValues) {
            .descaleV = 2.0f, .vTransposed = true,
            .plan = kernels::AttentionPlan{.blockM = 64, .blockN = 128, .numWarps = 4,
                                           .numStages = 2}});
+  // fp8 with V as stored, transposed into the workspace first (strided, GQA, both head dims).
+  for (int64_t d : {64, 128})
+    checkAttention<DeviceBuffer>(
+        stream().get(), sync,
+        {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 300,
+         .seqKV = 320, .headDim = d, .causal = d == 128, .seqMajor = d == 64,
+         .descaleQ = 0.5f, .descaleK = 1.5f, .descaleV = 2.0f, .workspace = true});
   checkAttention<DeviceBuffer>(stream().get(), sync,
                                {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 200, .seqKV = 200,
                                 .headDim = 128, .causal = true, .seqMajor = true,

@@ -132,6 +132,13 @@ TEST_F(AttentionInterpreterTest, Fp8Forward) {
   checkAttention<HostBuffer>(nullptr, sync,
                              {.dtype = kernels::Dtype::fp8e4m3, .heads = 1, .kvHeads = 1,
                               .seqQ = 50, .seqKV = 50, .headDim = 128, .causal = true});
+  // V as stored, transposed into the workspace first and then read in place: strided
+  // ([batch, seq, heads, head_dim]), GQA, a padded head dim, keys no multiple of a block.
+  checkAttention<HostBuffer>(nullptr, sync,
+                             {.dtype = kernels::Dtype::fp8e4m3, .batch = 2, .heads = 4,
+                              .kvHeads = 2, .seqQ = 70, .seqKV = 90, .headDim = 96,
+                              .causal = true, .seqMajor = true, .descaleV = 1.5f,
+                              .workspace = true});
 }
 
 // V stored transposed (each head's [head_dim, seq_kv]): fp8 on the plan that reads its tiles
@@ -407,6 +414,26 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
               std::string::npos)
         << e.what();
   }
+  // The transposition takes V as stored, of fixed-length batches.
+  std::vector<unsigned char> vt(64);
+  try {
+    kernels::attentionTransposeValues(vt.data(), a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("attentionTransposeValues: V is transposed already"),
+              std::string::npos)
+        << e.what();
+  }
+  a.vTransposed = false;
+  try {
+    kernels::attentionTransposeValues(vt.data(), a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("varlen batches (cuSeqlensQ given) take V as stored"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a), 0); // bf16 takes none
 }
 
 TEST_F(AttentionInterpreterTest, Decode) {
