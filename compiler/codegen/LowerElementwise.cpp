@@ -296,7 +296,7 @@ bool lowerElementwise(Lowering &l, const ir::Op &op) {
     return true;
   case OpKind::Cast:
     if (const ir::Type &from = op.operand(0)->type();
-        isFp8(res->type().kind()) && from.isFloat() && run == 1 &&
+        isFp8(res->type().kind()) && from.isFloat() && !isFp8(from.kind()) && run == 1 &&
         l.elementsPerThread(res) % 2 == 0) {
       // To fp8: one paired conversion for each two of a thread's elements, where the
       // instruction converts two values anyway.
