@@ -1,7 +1,7 @@
 // Random well-typed kernels, generated at trace time from a seed (a compile-time parameter), so
 // that each seed is its own specialization: elementwise chains on blocks of rank 1 to 3,
 // broadcasts across ranks, reductions and scans (forward and reversed) on random axes,
-// reductions brought back by expand_dims, masks and where, casts through fp16 and integers,
+// reductions brought back by expand_dims, masks and where, casts through fp16, fp8 and integers,
 // integer bit operations, transposes, dots (alone, or accumulated in a loop that resets them),
 // flips and sorts, cumulative products and custom
 // scans, gathers, histograms, interleaves, ravels and swizzle2d, bitcasts, assumes and topk,
@@ -92,7 +92,14 @@ inline void randomProgram(Ptr out, Ptr count, Ptr x, Ptr y, Int n, Int flag, uin
     // Conditions and floor look at the inputs only: a comparison of two computed values that
     // tie up to rounding could go either way on the GPU and in the interpreter.
     case 3: r = where(pool[0] > pool[1], a, b * 0.5); break;
-    case 4: r = cast(cast(a, float16), float32); break;
+    case 4: // round trips through narrower floats: fp16, either fp8, one fp8 through the other
+      switch (pick(4)) {
+      case 0: r = cast(cast(a, float16), float32); break;
+      case 1: r = cast(cast(a, float8e4m3), float32); break;
+      case 2: r = cast(cast(a, float8e5m2), float32); break;
+      default: r = cast(cast(cast(a, float8e4m3), float8e5m2), float32); break;
+      }
+      break;
     case 5: r = expand_dims(sum(a, axis), axis) + b; break;
     case 6: r = expand_dims(max(a, axis), axis) - b; break;
     case 7: r = cumsum(a, axis, /*reverse=*/pick(2) == 1) * 0.125; break;
