@@ -373,10 +373,14 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
             cuKV = varlen ? args.pointer("cuSeqlensKV", a.cuSeqlensKV) : o;
   if (a.batch * a.heads > 65535)
     args.fail("batch x heads must be at most 65535, got " + std::to_string(a.batch * a.heads));
+  int64_t need = a.workspace ? attentionForwardWorkspaceBytes(a) : 0;
+  if (need > a.workspaceBytes)
+    args.fail("workspace holds " + std::to_string(a.workspaceBytes) + " bytes, " +
+              std::to_string(need) + " needed (attentionForwardWorkspaceBytes)");
   if (a.seqQ == 0)
     return;
   // fp8 with V as stored: transposed once into the workspace, then read in place.
-  if (a.workspace && attentionForwardWorkspaceBytes(a) > 0 && seqKV > 0) {
+  if (need > 0 && seqKV > 0) {
     attentionTransposeValues(a.workspace, a, stream);
     AttentionArgs t = a;
     t.v = a.workspace;

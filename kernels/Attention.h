@@ -67,8 +67,9 @@ struct AttentionArgs {
   // attentionForwardWorkspaceBytes(args) bytes into which V is first transposed
   // (attentionTransposeValues), so that the products read it in place: 0.4 of bf16's speed
   // becomes about 1.25 (docs/KERNELS.md, "Attention"). Null: V is transposed through shared
-  // memory at every step. Unused otherwise.
+  // memory at every step. Unused otherwise. workspaceBytes: its size, which the call checks.
   void *workspace = nullptr;
+  int64_t workspaceBytes = 0;
 };
 
 // How one forward runs: query rows per program, keys per step, warps, pipeline stages.

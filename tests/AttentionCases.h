@@ -144,6 +144,7 @@ void checkAttention(CUstream stream, const std::function<void()> &sync, const At
     EXPECT_EQ(bytes, c.batch * c.kvHeads * c.seqKV * D) << c.str();
     workspace.emplace(poisonedBytes<Buffer>(size_t(bytes)));
     args.workspace = address(*workspace);
+    args.workspaceBytes = bytes;
   }
   kernels::attentionForward(args, stream, c.plan ? &*c.plan : nullptr);
   sync();

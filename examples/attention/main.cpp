@@ -254,9 +254,12 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
                                                            : kernels::Dtype::fp16,
                               .vTransposed = o.vTransposed};
   // fp8 with V as stored: a workspace into which the call transposes V first.
-  Buffer workspace(size_t(std::max<int64_t>(1, kernels::attentionForwardWorkspaceBytes(args))));
-  if (o.vWorkspace)
+  int64_t workspaceBytes = kernels::attentionForwardWorkspaceBytes(args);
+  Buffer workspace(size_t(std::max<int64_t>(1, workspaceBytes)));
+  if (o.vWorkspace) {
     args.workspace = address(workspace);
+    args.workspaceBytes = workspaceBytes;
+  }
   std::optional<kernels::AttentionPlan> chosen = o.plan;
   if (o.persistent && !chosen) // the planner's plan (for sm_90a), persistent
     chosen = kernels::planAttention(o.D, args.dtype, true, o.vTransposed);

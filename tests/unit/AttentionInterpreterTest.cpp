@@ -434,6 +434,25 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
         << e.what();
   }
   EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a), 0); // bf16 takes none
+  // fp8 with V as stored: a workspace of V's size, checked against its stated size.
+  a.cuSeqlensQ = a.cuSeqlensKV = nullptr;
+  a.totalQ = 0;
+  a.heads = a.kvHeads = 2;
+  a.dtype = kernels::Dtype::fp8e4m3;
+  int64_t need = kernels::attentionForwardWorkspaceBytes(a);
+  EXPECT_EQ(need, a.batch * a.kvHeads * (a.seqKV ? a.seqKV : a.seqQ) * a.headDim);
+  a.workspace = vt.data();
+  a.workspaceBytes = need - 1;
+  try {
+    kernels::attentionForward(a, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("attentionForward: workspace holds " +
+                                         std::to_string(need - 1) + " bytes, " +
+                                         std::to_string(need) + " needed"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(AttentionInterpreterTest, Decode) {
