@@ -106,18 +106,8 @@ llvm::Value *fp8ToHalf(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
   return b.CreateBitCast(b.CreateTrunc(pair, b.getInt16Ty()), b.getHalfTy());
 }
 
-llvm::Value *floatToFp8(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
-  auto &b = l.b;
-  const char *fmt = k == ir::ScalarKind::F8E4M3 ? "e4m3x2" : "e5m2x2";
-  x = b.CreateFPCast(x, b.getFloatTy());
-  auto *fnTy = llvm::FunctionType::get(b.getInt16Ty(), {b.getFloatTy(), b.getFloatTy()}, false);
-  auto *cvt = llvm::InlineAsm::get(
-      fnTy, std::string("cvt.rn.satfinite.") + fmt + ".f32 $0, $1, $2;", "=h,f,f", false);
-  llvm::Value *pair = b.CreateCall(cvt, {llvm::ConstantFP::get(b.getFloatTy(), 0.0), x});
-  return b.CreateTrunc(pair, b.getInt8Ty()); // the second source lands in the low byte
-}
-
-// Two floats to fp8 in one conversion: {lo, hi} as two bytes.
+// Two floats to fp8 in one conversion: {lo, hi} as two bytes (the instruction's second source
+// lands in the low byte).
 std::pair<llvm::Value *, llvm::Value *> floatsToFp8(Lowering &l, llvm::Value *lo, llvm::Value *hi,
                                                    ir::ScalarKind k) {
   auto &b = l.b;
@@ -129,6 +119,11 @@ std::pair<llvm::Value *, llvm::Value *> floatsToFp8(Lowering &l, llvm::Value *lo
       cvt, {b.CreateFPCast(hi, b.getFloatTy()), b.CreateFPCast(lo, b.getFloatTy())});
   return {b.CreateTrunc(pair, b.getInt8Ty()),
           b.CreateTrunc(b.CreateLShr(pair, 8), b.getInt8Ty())};
+}
+
+// One float to fp8: the pair's other lane unused.
+llvm::Value *floatToFp8(Lowering &l, llvm::Value *x, ir::ScalarKind k) {
+  return floatsToFp8(l, x, llvm::ConstantFP::get(l.b.getFloatTy(), 0.0), k).first;
 }
 
 llvm::Value *castTo(Lowering &l, llvm::Value *x, const ir::Type &from, const ir::Type &to) {

@@ -23,12 +23,10 @@ static bool dotTakesRegisterA(const ir::Op &dot, int numWarps) {
   if (dot.kind() != ir::OpKind::Dot || !dot.hasAttr("wgmma"))
     return false;
   const ir::Value *a = dot.operand(0);
-  if (a->type().rank() != 2 || !a->layout())
+  int bits = ir::bitWidth(a->type().kind());
+  if (a->type().rank() != 2 || (bits != 16 && bits != 8) || !a->layout())
     return false;
   // A tile that a ring of the loop may bring in is read there in place: no registers at all.
-  int bits = ir::bitWidth(a->type().kind());
-  if (bits != 16 && bits != 8)
-    return false;
   const ir::Op *def = a->definingOp();
   if (def && def->kind() == ir::OpKind::Load)
     return false;

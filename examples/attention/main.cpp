@@ -254,11 +254,11 @@ bool run(const Options &o, CUstream stream, const std::function<void()> &sync, b
                                                            : kernels::Dtype::fp16,
                               .vTransposed = o.vTransposed};
   // fp8 with V as stored: a workspace into which the call transposes V first.
-  int64_t workspaceBytes = kernels::attentionForwardWorkspaceBytes(args);
-  Buffer workspace(size_t(std::max<int64_t>(1, workspaceBytes)));
+  std::optional<Buffer> workspace;
   if (o.vWorkspace) {
-    args.workspace = address(workspace);
-    args.workspaceBytes = workspaceBytes;
+    args.workspaceBytes = kernels::attentionForwardWorkspaceBytes(args);
+    workspace.emplace(size_t(std::max<int64_t>(1, args.workspaceBytes)));
+    args.workspace = address(*workspace);
   }
   std::optional<kernels::AttentionPlan> chosen = o.plan;
   if (o.persistent && !chosen) // the planner's plan (for sm_90a), persistent

@@ -7,6 +7,7 @@
 #include "interpreter/Interpreter.h"
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -414,25 +415,21 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
               std::string::npos)
         << e.what();
   }
+  // `run` must be refused with a message that contains `what`.
+  auto refused = [](const std::string &what, const std::function<void()> &run) {
+    try {
+      run();
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
   // The transposition takes V as stored, of fixed-length batches.
   std::vector<unsigned char> vt(64);
-  try {
-    kernels::attentionTransposeValues(vt.data(), a, nullptr);
-    ADD_FAILURE() << "no error";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("attentionTransposeValues: V is transposed already"),
-              std::string::npos)
-        << e.what();
-  }
+  auto transpose = [&] { kernels::attentionTransposeValues(vt.data(), a, nullptr); };
+  refused("attentionTransposeValues: V is transposed already", transpose);
   a.vTransposed = false;
-  try {
-    kernels::attentionTransposeValues(vt.data(), a, nullptr);
-    ADD_FAILURE() << "no error";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("varlen batches (cuSeqlensQ given) take V as stored"),
-              std::string::npos)
-        << e.what();
-  }
+  refused("varlen batches (cuSeqlensQ given) take V as stored", transpose);
   EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a), 0); // bf16 takes none
   // fp8 with V as stored: a workspace of V's size, checked against its stated size.
   a.cuSeqlensQ = a.cuSeqlensKV = nullptr;
@@ -443,16 +440,9 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   EXPECT_EQ(need, a.batch * a.kvHeads * (a.seqKV ? a.seqKV : a.seqQ) * a.headDim);
   a.workspace = vt.data();
   a.workspaceBytes = need - 1;
-  try {
-    kernels::attentionForward(a, nullptr);
-    ADD_FAILURE() << "no error";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("attentionForward: workspace holds " +
-                                         std::to_string(need - 1) + " bytes, " +
-                                         std::to_string(need) + " needed"),
-              std::string::npos)
-        << e.what();
-  }
+  refused("attentionForward: workspace holds " + std::to_string(need - 1) + " bytes, " +
+              std::to_string(need) + " needed",
+          [&] { kernels::attentionForward(a, nullptr); });
 }
 
 TEST_F(AttentionInterpreterTest, Decode) {
