@@ -186,6 +186,7 @@ Artifacts compileTIR(ir::Function &fn, const CompileOptions &options, Stage last
   {
     StageTimer timer("gir");
     chooseDotInstructions(fn, options.arch, options.numWarps);
+    chooseByteFragmentColumns(fn);
     chooseTensorStores(fn, bulkCopiesAllowed(options));
     assignLayouts(fn, options.numWarps);
     keepDotOperandsInRegisters(fn, options.numWarps);

@@ -12,6 +12,7 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
 
 namespace tritium::testing::tensorcores {
 
@@ -63,15 +64,17 @@ inline void batchedKernel(Ptr out, Ptr x, Ptr y, int S, int BM, int BN, int BK) 
   store(out + s(_, None, None) * (BM * BN) + m(None, _, None) * BN + n(None, None, _), prod);
 }
 
-// Chained: out = cast(x y / 8, dtype) z, x [BM, BK], y [BK, BN], z [BN, BN2], one program. The
-// first product's result is the second's a: on wgmma it reaches the instruction in registers,
-// in the accumulator's fragment layout (KeepDotOperandsInRegisters.cpp), as attention's P does.
+// Chained: out = cast(x y / 8, z's dtype) z, x [BM, BK], y [BK, BN], z [BN, BN2], one program.
+// The first product's result is the second's a: on wgmma it reaches the instruction in
+// registers, in the accumulator's fragment layout (KeepDotOperandsInRegisters.cpp), as
+// attention's P does; at 8 bits after fp8 operands, the first product computes its columns in
+// the 8-bit fragment's order (ByteFragmentColumns.cpp), after 16-bit ones the lanes trade them.
 inline void chainedKernel(Ptr out, Ptr x, Ptr y, Ptr z, int BM, int BK, int BN, int BN2) {
   auto m = arange(0, BM), k = arange(0, BK), n = arange(0, BN), n2 = arange(0, BN2);
   auto xs = load(x + m(_, None) * BK + k(None, _));
   auto ys = load(y + k(_, None) * BN + n(None, _));
   auto zs = load(z + n(_, None) * BN2 + n2(None, _));
-  auto p = cast(dot(xs, ys) * 0.125, x.dtype());
+  auto p = cast(dot(xs, ys) * 0.125, z.dtype());
   store(out + m(_, None) * BN2 + n2(None, _), dot(p, zs));
 }
 
@@ -363,29 +366,31 @@ void checkBatched(CUstream stream, const std::function<void()> &sync, int S, int
                      << warps;
 }
 
-// chainedKernel against double precision: p is rounded to the operand type as the kernel
-// rounds it, so the bound covers one rounding of p (and of x y's fp32 sum) per term. (e4m3's
-// subnormals below 2^-6 are absolute errors of at most 2^-10 a term, inside 2 u |p z| at the
-// magnitudes these normal operands give.)
+// chainedKernel against double precision: p is rounded to z's type (`second`, else `in`) as
+// the kernel rounds it, so the bound covers one rounding of p (and of x y's fp32 sum) per term.
+// (e4m3's subnormals below 2^-6 are absolute errors of at most 2^-10 a term, inside 2 u |p z|
+// at the magnitudes these normal operands give.)
 template <typename Buffer>
 void checkChained(CUstream stream, const std::function<void()> &sync, ir::ScalarKind in, int BM,
-                  int BK, int BN, int BN2, int warps, const std::string &arch) {
+                  int BK, int BN, int BN2, int warps, const std::string &arch,
+                  std::optional<ir::ScalarKind> second = std::nullopt) {
   uint32_t seed = freshSeed();
   std::mt19937 rng(seed);
+  ir::ScalarKind pt = second.value_or(in);
   Encoded x = encode(in, randomValues(in, size_t(BM * BK), rng));
   Encoded y = encode(in, randomValues(in, size_t(BK * BN), rng));
-  Encoded z = encode(in, randomValues(in, size_t(BN * BN2), rng));
+  Encoded z = encode(pt, randomValues(pt, size_t(BN * BN2), rng));
   Buffer dx = uploadBytes<Buffer>(x.raw), dy = uploadBytes<Buffer>(y.raw),
          dz = uploadBytes<Buffer>(z.raw);
   Buffer out = poisonedBytes<Buffer>(size_t(BM * BN2) * 4);
   auto k = kernel("chained_dot", chainedKernel,
                   {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
-  std::string t = "*" + ir::dtypeName(in);
-  Specialization spec{.signature = {"*fp32", t, t, t}, .constexprs = {BM, BK, BN, BN2},
+  std::string t = "*" + ir::dtypeName(in), tz = "*" + ir::dtypeName(pt);
+  Specialization spec{.signature = {"*fp32", t, t, tz}, .constexprs = {BM, BK, BN, BN2},
                       .numWarps = warps};
   spec.arch = arch;
-  bool fp8 = in == ir::ScalarKind::F8E4M3;
-  if (fp8)
+  bool fp8 = pt == ir::ScalarKind::F8E4M3;
+  if (fp8 || in == ir::ScalarKind::F8E4M3)
     spec.ptxVersion = 84;
   CompiledKernel &ck = k.compile(spec);
   ck.launch(1, stream, {out, dx, dy, dz});
@@ -394,7 +399,7 @@ void checkChained(CUstream stream, const std::function<void()> &sync, ir::Scalar
   out.download(raw.data(), raw.size());
   std::vector<double> got = decode(ir::ScalarKind::F32, raw);
   // Unit roundoff of p's type (bf16 8 bits, fp16 11, e4m3 4), with slack for fp32's sums.
-  double u = in == ir::ScalarKind::BF16 ? std::ldexp(1.0, -8)
+  double u = pt == ir::ScalarKind::BF16 ? std::ldexp(1.0, -8)
            : fp8                        ? std::ldexp(1.0, -4)
                                         : std::ldexp(1.0, -11);
   size_t bad = 0;
@@ -419,7 +424,8 @@ void checkChained(CUstream stream, const std::function<void()> &sync, ir::Scalar
                       << " (tolerance " << tol << ", seed " << seed << ")";
     }
   }
-  EXPECT_EQ(bad, 0u) << "chained dot " << ir::dtypeName(in) << " " << BM << "x" << BK << "x"
+  EXPECT_EQ(bad, 0u) << "chained dot " << ir::dtypeName(in) << " then " << ir::dtypeName(pt)
+                     << " " << BM << "x" << BK << "x"
                      << BN << "x" << BN2 << " warps " << warps << " " << arch;
 }
 

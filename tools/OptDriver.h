@@ -36,6 +36,8 @@ inline const std::map<std::string, OptPass> &optPasses() {
         [](ir::Function &f, const CompileOptions &o) {
           chooseDotInstructions(f, o.arch, o.numWarps);
         }}},
+      {"byte-fragment-columns",
+       {false, [](ir::Function &f, const CompileOptions &) { chooseByteFragmentColumns(f); }}},
       {"layouts",
        {false, [](ir::Function &f, const CompileOptions &o) { assignLayouts(f, o.numWarps); }}},
       {"shared",

@@ -34,6 +34,9 @@ options:
                                     dot's accumulate flag (TIR)
                          dot-instructions
                                     wgmma or mma.sync for each dot (TIR)
+                         byte-fragment-columns
+                                    wgmma dots whose result becomes an 8-bit a: columns
+                                    computed in that fragment's order (TIR)
                          layouts    blocked layouts on every block value (TIR -> GIR)
                          shared     shared-memory slots for cross-warp reductions (GIR)
                          hoist      loop-invariant pure ops moved before their loop (GIR)

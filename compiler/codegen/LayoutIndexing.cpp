@@ -118,13 +118,18 @@ llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes) 
 }
 
 llvm::Value *dotTileOffset(Lowering &l, llvm::Value *row, llvm::Value *col, int64_t rows,
-                           int64_t cols, int elementBytes, bool permuteRows) {
+                           int64_t cols, int elementBytes, RowOrder order) {
   auto &b = l.b;
   auto c = [&](int64_t v) { return b.getInt32(int32_t(v)); };
-  if (permuteRows) // row 2j + h of each 16 sits at j + 8h, where wgmma leaves fragment row j + 8h
+  if (order == RowOrder::WgmmaA) // row 2j + h of each 16 at j + 8h
     row = b.CreateOr(b.CreateAnd(row, c(~int64_t(15))),
                      b.CreateOr(b.CreateShl(b.CreateAnd(row, c(1)), c(3)),
                                 b.CreateAnd(b.CreateLShr(row, c(1)), c(7))));
+  else if (order == RowOrder::ByteFragmentColumns) // row 4c + 2j + h of each 16 at 8j + 2c + h
+    row = b.CreateOr(
+        b.CreateOr(b.CreateAnd(row, c(~int64_t(15))), b.CreateAnd(row, c(1))),
+        b.CreateOr(b.CreateShl(b.CreateAnd(row, c(2)), c(2)),
+                   b.CreateAnd(b.CreateLShr(row, c(1)), c(6))));
   int64_t rowBytes = cols * elementBytes;
   llvm::Value *colBytes = b.CreateMul(col, c(elementBytes));
   llvm::Value *offset;

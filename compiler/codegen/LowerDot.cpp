@@ -156,7 +156,11 @@ private:
                           llvm::Value *col, bool isA) {
     llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
     int64_t batches = rank_ == 3 ? op_.operand(0)->type().shape()[0] : 1;
-    return dotTileOffset(l_, r, col, batches * rows, cols, bytes_, wgmma_ && isA);
+    RowOrder order = !wgmma_ ? RowOrder::AsIs
+                     : isA   ? RowOrder::WgmmaA
+                     : op_.hasAttr("byte_fragment_columns") ? RowOrder::ByteFragmentColumns
+                                                            : RowOrder::AsIs;
+    return dotTileOffset(l_, r, col, batches * rows, cols, bytes_, order);
   }
 
   void stageOperands() {
@@ -207,7 +211,12 @@ private:
     ir::LayoutMap map(*acc->layout(), acc->type().shape());
     const ir::Layout &root = map.root();
     int dm = rank_ - 2, dn = rank_ - 1;
-    if (root.sizePerThread()[size_t(dm)] != 2 || root.sizePerThread()[size_t(dn)] != 2 ||
+    // A {byte_fragment_columns} dot holds 4 columns a thread: its b's rows are permuted so
+    // that the instruction's 16 x 8 tiles 2q and 2q + 1 of lane c are block columns 16q + 4c
+    // .. + 1 and + 2 .. + 3, which are register columns 2(2q) + j and 2(2q + 1) + j as in the
+    // two-column layout. (colBase is then unused: wgmma reads b through descriptors.)
+    int64_t cols = op_.hasAttr("byte_fragment_columns") ? 4 : 2;
+    if (root.sizePerThread()[size_t(dm)] != 2 || root.sizePerThread()[size_t(dn)] != cols ||
         root.threadsPerWarp()[size_t(dm)] != 8 || root.threadsPerWarp()[size_t(dn)] != 4)
       internalError("dot's accumulator is not in dotAccumulatorLayout: " + root.str());
     const std::vector<int64_t> &regs = map.registersPerDim();
@@ -572,6 +581,30 @@ private:
     const ir::Value *a = op_.operand(0);
     ir::LayoutMap map(*a->layout(), a->type().shape());
     const Elements &vals = l_.get(a);
+    // The byte fragment's own layout (dotByteFragmentLayout: its product computed its columns
+    // in this order, ByteFragmentColumns.cpp): register columns 4q .. 4q + 3 are block
+    // columns 16q + 4c .. + 3, one register's four bytes.
+    if (map.root().sizePerThread()[1] == 4) {
+      // Two 16-bit halves (in which LLVM sees a paired fp8 conversion's result again), one
+      // register made of the two (mov.b32 {lo, hi}).
+      auto word = [&](int64_t r, int64_t q) {
+        llvm::Value *halves = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt16Ty(), 2));
+        for (int64_t h = 0; h < 2; ++h) {
+          llvm::Value *half = nullptr;
+          for (int64_t e = 0; e < 2; ++e) {
+            llvm::Value *v = vals[size_t(map.registerNumber({r, 4 * q + 2 * h + e}))];
+            if (!v->getType()->isIntegerTy(8))
+              v = b_.CreateBitCast(v, b_.getInt8Ty());
+            v = b_.CreateShl(b_.CreateZExt(v, b_.getInt16Ty()), uint64_t(8 * e));
+            half = half ? b_.CreateOr(half, v) : v;
+          }
+          halves = b_.CreateInsertElement(halves, half, b_.getInt32(int32_t(h)));
+        }
+        return b_.CreateBitCast(halves, b_.getInt32Ty());
+      };
+      int64_t q = kk / 16;
+      return {word(rowKey, q), word(rowKey + 1, q), word(rowKey, q + 1), word(rowKey + 1, q + 1)};
+    }
     llvm::Value *c = b_.CreateAnd(l_.laneId, b_.getInt32(3));
     llvm::Value *odd = b_.CreateICmpNE(b_.CreateAnd(c, b_.getInt32(1)), b_.getInt32(0));
     llvm::Value *high = b_.CreateICmpUGE(c, b_.getInt32(2)); // c / 2

@@ -54,7 +54,7 @@ llvm::Value *stageAddress(Lowering &l, const ir::Op &load, llvm::Value *stage, i
     std::vector<llvm::Value *> c = l.coordinates(res, k);
     inTile = b.CreateZExt(dotTileOffset(l, c[0], c[1], shape[0], shape[1],
                                         int(elementBytes(res->type())),
-                                        load.hasAttr("permute_rows")),
+                                        rowOrderOf(load)),
                           b.getInt64Ty());
   } else {
     llvm::Value *index = b.CreateZExt(l.rowMajorIndex(res, k), b.getInt64Ty());

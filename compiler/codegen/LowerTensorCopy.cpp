@@ -179,8 +179,11 @@ void issueTensorCopies(Lowering &l, const PipelinePlan &plan, llvm::Value *inRan
       c.map = map;
       c.multicast = ctas > 1;
       llvm::Value *x = b.CreateAdd(col, b.getInt32(int32_t(p * panelCols)));
-      if (load->hasAttr("permute_rows")) // (column, 8 rows 2 apart, 2 rows, groups of 16)
-        c.coords = {x, b.getInt32(0), b.getInt32(0), b.CreateAShr(y, b.getInt32(4))};
+      llvm::Value *zero = b.getInt32(0), *group = b.CreateAShr(y, b.getInt32(4));
+      if (rowOrderOf(*load) == RowOrder::WgmmaA) // (column, 8 rows 2 apart, 2 rows, groups of 16)
+        c.coords = {x, zero, zero, group};
+      else if (rowOrderOf(*load) == RowOrder::ByteFragmentColumns) // (column, 2, 4, 2, groups)
+        c.coords = {x, zero, zero, zero, group};
       else
         c.coords = {x, y};
       copies.push_back(std::move(c));

@@ -242,7 +242,7 @@ bool lowerTensorStore(Lowering &l, const ir::Op &op) {
   llvm::Value *col64 = l.get(ir::tensorOffset(op, 1))[0];
   llvm::Value *staging = l.programSmem(smemOffset);
   auto offsetOf = [&](llvm::Value *r, llvm::Value *c) {
-    return span ? dotTileOffset(l, r, c, rows, cols, bytes, false)
+    return span ? dotTileOffset(l, r, c, rows, cols, bytes, RowOrder::AsIs)
                 : b.CreateAdd(b.CreateMul(r, b.getInt32(int32_t(cols * bytes))),
                               b.CreateMul(c, b.getInt32(bytes))); // unswizzled rows
   };

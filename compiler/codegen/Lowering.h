@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/ir/IR.h"
+#include "compiler/gpu/GpuPasses.h"
 #include "compiler/ir/Layout.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -183,10 +184,10 @@ llvm::Value *swizzledOffset(Lowering &l, llvm::Value *offset, int64_t rowBytes);
 // shared memory, as rings and dot staging hold it and wgmma's descriptors read it: rows of at
 // most 128 bytes row-major; wider rows cut into panels of 128 bytes of columns, each panel
 // [rows][128 bytes] after the other (what TMA writes for a box 128 bytes wide); then swizzled
-// (swizzledOffset). With `permuteRows`, row 2j + h of each 16 is stored at row j + 8h (a
-// wgmma dot's a: LowerDot.cpp).
+// (swizzledOffset). The rows sit in `order` (GpuPasses.h, RowOrder): as they are, as a
+// wgmma dot's a wants them, or as a {byte_fragment_columns} dot's b.
 llvm::Value *dotTileOffset(Lowering &l, llvm::Value *row, llvm::Value *col, int64_t rows,
-                           int64_t cols, int elementBytes, bool permuteRows);
+                           int64_t cols, int elementBytes, RowOrder order);
 
 // One entry per op family; each handles the kinds it knows and returns false otherwise.
 bool lowerElementwise(Lowering &l, const ir::Op &op);

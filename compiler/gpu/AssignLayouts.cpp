@@ -266,8 +266,7 @@ private:
     ir::walk(fn_.body(), [&](ir::Op &op) { ops.push_back(&op); });
     for (ir::Op *op : ops)
       if (op->kind() == ir::OpKind::Dot) {
-        ir::Layout l = dotAccumulatorLayout(op->result()->type().shape(), numWarps_,
-                                            op->hasAttr("wgmma"));
+        ir::Layout l = dotAccumulatorLayout(*op, numWarps_);
         want(op->result(), l);
         want(op->operand(2), l);
       }
@@ -305,7 +304,7 @@ private:
         return ir::Layout::slice(*in, int(def->intAttr("axis")));
       return std::nullopt;
     case ir::OpKind::Dot: // its accumulator's (a step's P carried to the next step's P V)
-      return dotAccumulatorLayout(v->type().shape(), numWarps_, def->hasAttr("wgmma"));
+      return dotAccumulatorLayout(*def, numWarps_);
     case ir::OpKind::If: // a value a branch hands on unchanged, as the If's result keeps it
       for (unsigned i = 0; i < def->numResults(); ++i)
         if (def->result(i) == v)
@@ -376,9 +375,22 @@ private:
         break;
       case ir::OpKind::ReduceMax: case ir::OpKind::ReduceMin: case ir::OpKind::ReduceSum:
       case ir::OpKind::Reduce:
-        if (!l.isBlocked() && l.sliceDim() == op.intAttr("axis"))
+        if (!l.isBlocked() && l.sliceDim() == op.intAttr("axis")) {
+          // An input that will likely have another layout whose slice along the axis holds the
+          // same rows in the same threads keeps it: the reduction's result then converts in
+          // place. (fp8 attention's scores, whose product computes its columns in the 8-bit
+          // fragment's order, ByteFragmentColumns.cpp, beside row statistics in the
+          // accumulator's slice.)
+          ir::Layout parent = l.parent();
+          int axis = int(op.intAttr("axis"));
+          const std::vector<int64_t> &shape = op.result()->type().shape();
+          if (auto likely = likelyLayout(op.operand(0), 12);
+              likely && likely->isBlocked() && !(*likely == parent) &&
+              ir::samePlacement(ir::Layout::slice(*likely, axis), shape, l, shape))
+            parent = *likely;
           for (const ir::Value *v : op.operands())
-            want(v, l.parent());
+            want(v, parent);
+        }
         break;
       default: // a cluster reduction of a block gives its input's layout back
         if (ir::isElementwise(op.kind()) || isMemoryOp(op.kind()) ||
@@ -648,8 +660,7 @@ private:
       return;
     case OpKind::Dot: { // the operands go through shared memory in any layout
       checkShape(op.result()->type(), loc);
-      ir::Layout l = dotAccumulatorLayout(op.result()->type().shape(), numWarps_,
-                                          op.hasAttr("wgmma"));
+      ir::Layout l = dotAccumulatorLayout(op, numWarps_);
       require(op, 2, l);
       setResult(l);
       return;

@@ -12,10 +12,13 @@
 //   - a tile read in registers: the box is the tile, row-major, unswizzled;
 //   - a tile a dot reads in place ({swizzle}): boxes of 128 bytes of columns with
 //     SWIZZLE_128B, one per panel (codegen dotTileOffset), or rows of 64 or 32 bytes with
-//     SWIZZLE_64B or SWIZZLE_32B; a wgmma's a ({permute_rows}) is
+//     SWIZZLE_64B or SWIZZLE_32B; a wgmma's a ({permute_rows = 1}) is
 //     described as four dimensions, the rows split as (8 rows 2 apart, 2 rows 1 apart, groups
-//     of 16), so that TMA places row 2j + h of each 16 at row j + 8h. That takes the tensor's
-//     row count and the tile's row offset as multiples of 16.
+//     of 16), so that TMA places row 2j + h of each 16 at row j + 8h; the b of a dot whose
+//     accumulator is an 8-bit fragment ({permute_rows = 2}, ByteFragmentColumns.cpp) as five,
+//     (2 rows 1 apart, 4 rows 4 apart, 2 rows 2 apart, groups of 16), so that row
+//     4c + 2j + h sits at 8j + 2c + h. Both take the tensor's row count and the tile's row
+//     offset as multiples of 16.
 // Any other load stays as it is, with the same results.
 #include "compiler/analysis/AxisInfo.h"
 #include "compiler/gpu/GpuPasses.h"
@@ -121,9 +124,16 @@ std::optional<ir::TensorMapRecipe> recipeFor(const ir::Function &fn, const ir::O
   ir::TensorMapTerm groups = scaled(height->term, 1, 16);
   if (groups.arg < 0)
     groups = ir::TensorMapTerm{-1, height->term.scale / 16, 1};
-  r->dims = {r->dims[0], ir::TensorMapTerm{-1, 8, 1}, ir::TensorMapTerm{-1, 2, 1}, groups};
-  r->strides = {scaled(rowBytes, 2), rowBytes, scaled(rowBytes, 16)};
-  r->box = {r->box[0], 8, 2, rows / 16};
+  auto n = [](int64_t v) { return ir::TensorMapTerm{-1, v, 1}; };
+  if (rowOrderOf(load) == RowOrder::WgmmaA) { // (column, 8 rows 2 apart, 2 rows, groups of 16)
+    r->dims = {r->dims[0], n(8), n(2), groups};
+    r->strides = {scaled(rowBytes, 2), rowBytes, scaled(rowBytes, 16)};
+    r->box = {r->box[0], 8, 2, rows / 16};
+  } else { // (column, 2 rows, 4 rows 4 apart, 2 rows 2 apart, groups of 16)
+    r->dims = {r->dims[0], n(2), n(4), n(2), groups};
+    r->strides = {rowBytes, scaled(rowBytes, 4), scaled(rowBytes, 2), scaled(rowBytes, 16)};
+    r->box = {r->box[0], 2, 4, 2, rows / 16};
+  }
   return r;
 }
 

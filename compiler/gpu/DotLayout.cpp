@@ -6,6 +6,9 @@
 // the warps tiled over M and N. The epilogue then needs no layout of its own. wgmma leaves
 // rows g and g + 8 of each warp's 16 rows in the same registers; the lowering permutes A's
 // rows in shared memory so that they too stand for rows 2g and 2g + 1 (LowerDot.cpp).
+// A wgmma dot whose result becomes an 8-bit a (ByteFragmentColumns.cpp) has its b's rows
+// permuted too, so that lane c holds columns 4c .. 4c + 3 of each 16, where wgmma's 8-bit a
+// fragment wants them: the blocked layout of 2 x 4 elements a thread.
 #include "compiler/gpu/GpuPasses.h"
 
 namespace tritium {
@@ -35,6 +38,22 @@ ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
   if (rank == 3)
     return ir::Layout::blocked({1, 2, 2}, {1, 8, 4}, {wb, wm, wn}, {2, 1, 0});
   return ir::Layout::blocked({2, 2}, {8, 4}, {wm, wn}, {1, 0});
+}
+
+ir::Layout dotByteFragmentLayout(const std::vector<int64_t> &shape, int numWarps) {
+  (void)shape;
+  return ir::Layout::blocked({2, 4}, {8, 4}, {numWarps, 1}, {1, 0});
+}
+
+ir::Layout dotAccumulatorLayout(const ir::Op &dot, int numWarps) {
+  const std::vector<int64_t> &shape = dot.result()->type().shape();
+  if (dot.hasAttr("byte_fragment_columns"))
+    return dotByteFragmentLayout(shape, numWarps);
+  return dotAccumulatorLayout(shape, numWarps, dot.hasAttr("wgmma"));
+}
+
+RowOrder rowOrderOf(const ir::Op &load) {
+  return load.hasAttr("permute_rows") ? RowOrder(load.intAttr("permute_rows")) : RowOrder::AsIs;
 }
 
 int64_t dotStagedRow(int64_t K, int bytes) { return K + 16 / bytes; }

@@ -14,7 +14,8 @@
 //
 // A wgmma dot (ChooseDotInstructions.cpp) reads its tiles through descriptors, in SWIZZLE_128B
 // panels of 64 columns (codegen/LayoutIndexing.cpp, dotTileOffset), and a's rows permuted
-// within each 16 ({permute_rows}) so that its accumulator is the blocked layout mma.sync's is.
+// within each 16 ({permute_rows = 1}) so that its accumulator is the blocked layout mma.sync's
+// is; a {byte_fragment_columns} dot's b has its rows permuted so too ({permute_rows = 2}).
 // Its tiles' copies are made visible to the tensor cores' async proxy by a fence
 // ({async_proxy}).
 //
@@ -68,16 +69,20 @@ void feedDotsFromRings(ir::Function &fn) {
       const ir::Op *loop = load->parentBlock()->parentOp();
       if (!loop || loop->hasAttr("bulk_barriers"))
         continue;
-      // A tile read by two dots must suit both: a wgmma dot's a has its rows permuted.
-      bool permute = wgmma && i == 0;
-      if (load->hasAttr("swizzle") && load->hasAttr("permute_rows") != permute)
+      // A tile read by two dots must suit both: a wgmma dot's a has its rows permuted, and so
+      // has the b of a dot whose accumulator is an 8-bit fragment (ByteFragmentColumns.cpp).
+      RowOrder order = !wgmma ? RowOrder::AsIs
+                       : i == 0 ? RowOrder::WgmmaA
+                       : op.hasAttr("byte_fragment_columns") ? RowOrder::ByteFragmentColumns
+                                                             : RowOrder::AsIs;
+      if (load->hasAttr("swizzle") && rowOrderOf(*load) != order)
         continue;
       // (The span: 128 for rows of 128 bytes or more, else the row's 64 or 32 bytes.)
       int64_t rowBytes = tile->type().shape()[1] * ir::byteWidth(tile->type().kind());
       int64_t span = dotSwizzleBytes(rowBytes);
       load->setAttr("swizzle", span ? span : int64_t(128));
-      if (permute)
-        load->setAttr("permute_rows", int64_t(1));
+      if (order != RowOrder::AsIs)
+        load->setAttr("permute_rows", int64_t(order));
       if (wgmma) // wgmma reads through the async proxy: the copies need a proxy fence
         load->setAttr("async_proxy", int64_t(1));
       ++readInPlace[load];

@@ -21,12 +21,41 @@ void assignLayouts(ir::Function &fn, int numWarps);
 // Runs before assignLayouts, which gives such dots their warp groups.
 void chooseDotInstructions(ir::Function &fn, const std::string &arch, int numWarps);
 
+// Marks each wgmma dot whose result, through elementwise ops alone, becomes the 8-bit a of
+// another wgmma dot (fp8 attention's scores, cast to e4m3 as P) with {byte_fragment_columns}
+// (ByteFragmentColumns.cpp): its b's rows are permuted within each 16 so that a thread's
+// accumulator holds the columns the 8-bit fragment wants. Runs after chooseDotInstructions,
+// before assignLayouts.
+void chooseByteFragmentColumns(ir::Function &fn);
+
 // The layout of dot's accumulator [.., M, N] (DotLayout.cpp): a blocked layout whose threads
 // hold the tensor cores' accumulator fragments, so that the epilogue (casts, stores,
 // reductions) treats it as any other block. With `warpGroups` (a wgmma dot) every warp lies
 // along M, so that each four consecutive warps own whole 64-row slices.
 ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
                                 bool warpGroups = false);
+
+// The layout of `dot`'s accumulator: dotAccumulatorLayout, or, for a dot marked
+// {byte_fragment_columns}, dotByteFragmentLayout.
+ir::Layout dotAccumulatorLayout(const ir::Op &dot, int numWarps);
+
+// The layout of a wgmma dot's 8-bit a operand [M, K] as its register fragment holds it: per
+// 16 columns, columns 4c .. 4c + 3 in lane c of each quad, rows 2g and 2g + 1 (blocked, 2 x 4
+// elements a thread, 8 x 4 lanes a warp, the warps along M).
+ir::Layout dotByteFragmentLayout(const std::vector<int64_t> &shape, int numWarps);
+
+// How a dot operand's tile sits in shared memory along its rows (a load's {permute_rows}).
+enum class RowOrder : int64_t {
+  AsIs = 0,
+  // A wgmma's a: row 2j + h of each 16 at j + 8h, where wgmma leaves fragment row j + 8h, so
+  // that the accumulator's thread holds rows 2g and 2g + 1 (dotAccumulatorLayout).
+  WgmmaA = 1,
+  // A {byte_fragment_columns} dot's b ([N, K], K-major): row 4c + 2j + h of each 16 at
+  // 8j + 2c + h, where wgmma leaves accumulator column 8j + 2c + h in lane c, so that lane c
+  // holds columns 4c .. 4c + 3 (dotByteFragmentLayout).
+  ByteFragmentColumns = 2,
+};
+RowOrder rowOrderOf(const ir::Op &load);
 
 // Whether dot's operands sit in shared memory as swizzled tiles (16-bit operands, and every
 // wgmma dot's): a as [batch][M][K], b as [batch][K][N] or, K-major, [batch][N][K]

@@ -10,11 +10,12 @@
 // fence and two CTA barriers per product. The dot gets {a_regs}; allocateSharedMemory then
 // gives a no buffer and the lowering packs the fragments (LowerDot.cpp).
 //
-// 8-bit a (fp8 attention's P) takes the same layout: its fragment holds a row's columns
-// 4c .. 4c + 3 and 16 + 4c .. 19 + 4c of each 32, the accumulator the pairs 2c, 2c + 1 of each
-// 8, so the lowering trades pairs within each quad of lanes (two shuffles a fragment row),
-// still far cheaper than the staging: +8-9% at head_dim 128, +33% at 64 on the H200
-// (docs/notes/attention.md, "fp8").
+// 8-bit a (fp8 attention's P) is its fragment already where its product computed its columns
+// in the fragment's order (dotByteFragmentLayout, ByteFragmentColumns.cpp): a row's columns
+// 4c .. 4c + 3 of each 16 in lane c. In the accumulator's own layout (the pairs 2c, 2c + 1 of
+// each 8) it goes in registers all the same: the lowering trades pairs within each quad of
+// lanes (two shuffles a fragment row), still far cheaper than the staging: +8-9% at head_dim
+// 128, +33% at 64 on the H200 (docs/notes/attention.md, "fp8").
 #include "compiler/gpu/GpuPasses.h"
 
 namespace tritium {
@@ -30,7 +31,8 @@ static bool dotTakesRegisterA(const ir::Op &dot, int numWarps) {
   const ir::Op *def = a->definingOp();
   if (def && def->kind() == ir::OpKind::Load)
     return false;
-  return *a->layout() == dotAccumulatorLayout(a->type().shape(), numWarps, true);
+  return *a->layout() == dotAccumulatorLayout(a->type().shape(), numWarps, true) ||
+         (bits == 8 && *a->layout() == dotByteFragmentLayout(a->type().shape(), numWarps));
 }
 
 void keepDotOperandsInRegisters(ir::Function &fn, int numWarps) {

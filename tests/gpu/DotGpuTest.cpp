@@ -148,8 +148,14 @@ TEST_F(DotGpuTest, ChainedProducts) {
     }
     checkChained<DeviceBuffer>(stream().get(), sync, in, 64, 64, 64, 64, 4, "sm_90");
   }
-  // 8 bits: the accumulator's pairs traded within each quad of lanes into wgmma's fragments.
+  // 8 bits: after fp8 operands the first product computes its columns in the 8-bit fragment's
+  // order (its b's rows permuted in the staging); after bf16 ones the accumulator's pairs are
+  // traded within each quad of lanes into wgmma's fragments.
   if (hopper) {
+    checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::BF16, 64, 64, 64, 64, 4,
+                               "sm_90a", ScalarKind::F8E4M3);
+    checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::BF16, 128, 64, 128, 128, 8,
+                               "sm_90a", ScalarKind::F8E4M3);
     checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::F8E4M3, 64, 64, 64, 64, 4,
                                "sm_90a");
     checkChained<DeviceBuffer>(stream().get(), sync, ScalarKind::F8E4M3, 128, 64, 128, 128, 8,

@@ -113,8 +113,7 @@ TEST_F(AttentionPtxTest, ForwardRunsOnWarpGroupsWithTmaKeysAndValues) {
   // fp8 with V stored transposed (as Triton's tutorial 06 passes it): the P V product reads
   // V's [D, 128] tile in place under a trans, K-major, on wgmma; V is not transposed through
   // shared memory, and its tiles are TMA copies too (at head_dim 64, Q's and K's rows of 64
-  // bytes with SWIZZLE_64B). P is staged: wgmma's 8-bit register fragments hold other columns
-  // than the accumulator's.
+  // bytes with SWIZZLE_64B).
   // (Also on one warp group of 64 queries, as bf16's head_dim-64 plan.)
   for (int64_t D : {64, 128})
     for (int form : {0, 1, 2}) {
@@ -353,6 +352,9 @@ TEST_F(AttentionPtxTest, ForwardAtOtherHeadDimsRunsOnWarpGroups) {
 // 128 keys a step, both products on wgmma with V's tiles read in place and P from registers,
 // no spills, and little enough shared memory for three programs a SM (72 KiB at head_dim 128:
 // Q and two stages of K and V; P's staging took 8 KiB more before it came from registers).
+// The scores' product computes its columns in P's 8-bit fragment order: K's rows arrive
+// permuted through a 5-D TMA box, the softmax and the masks keep the scores' layout (no
+// conversion through shared memory in the loop) and P needs no shuffle.
 TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
   for (int64_t D : {64, 128})
     for (bool causal : {false, true}) {
@@ -370,6 +372,12 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
       EXPECT_NE(a.ptx.find("cp.async.bulk.tensor"), std::string::npos);
       EXPECT_LE(a.sharedBytes, 227 * 1024 / 3) << a.gir;
       EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+      EXPECT_EQ(count(a.gir, "byte_fragment_columns = 1"), 1u) << a.gir;
+      EXPECT_EQ(count(a.gir, "permute_rows = 2"), 1u) << a.gir;
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.5d"), std::string::npos);
+      EXPECT_EQ(count(a.gir, "convert_layout") - count(a.gir, "in_place = 1"), 2u)
+          << a.gir; // the epilogue's, after the loop
+      EXPECT_EQ(count(a.ptx, "shfl.sync.idx"), 0u);
       expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
     }
 }

@@ -55,6 +55,8 @@ TEST_F(DotInterpreterTest, ChainedProducts) {
   checkChained<HostBuffer>(nullptr, sync, ScalarKind::BF16, 64, 64, 64, 64, 4, "sm_90a");
   checkChained<HostBuffer>(nullptr, sync, ScalarKind::F16, 32, 32, 64, 32, 4, "sm_90");
   checkChained<HostBuffer>(nullptr, sync, ScalarKind::F8E4M3, 64, 64, 64, 64, 4, "sm_90a");
+  checkChained<HostBuffer>(nullptr, sync, ScalarKind::BF16, 64, 64, 64, 64, 4, "sm_90a",
+                           ScalarKind::F8E4M3);
 }
 
 // The wgmma lowering (sm_90a) compiles each of these to PTX on the way: a ring-fed dot, a

@@ -234,11 +234,12 @@ TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
   EXPECT_EQ(count(m.gir, "a_regs"), 0u);
 }
 
-// The same at 8 bits (fp8 attention's P): the accumulator holds a row's pairs of columns 2c,
-// 2c + 1 of each 8, where wgmma's 8-bit fragment wants 4c .. 4c + 3 and 16 + 4c .. 19 + 4c; the
-// lanes of each quad trade them with two shuffles a fragment row, with no staging buffer, and
-// one paired conversion to e4m3 makes each two of p's bytes.
-TEST_F(DotPtxTest, ChainedEightBitProductTradesItsOperandWithinQuads) {
+// The same at 8 bits (fp8 attention's P). wgmma's 8-bit fragment holds a row's columns
+// 4c .. 4c + 3 of each 16 in lane c, where an accumulator holds the pairs 2c, 2c + 1 of each 8.
+// After fp8 operands the first product computes its columns in the fragment's order (its b's
+// rows permuted, ByteFragmentColumns.cpp): its accumulator is blocked 2 x 4 a thread, and p's
+// registers are its bytes, with no shuffle; one paired conversion to e4m3 makes each two.
+TEST_F(DotPtxTest, ChainedEightBitProductTakesItsOperandInTheFragmentsOrder) {
   auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
   Specialization spec{.signature = {"*fp32:16", "*fp8e4m3:16", "*fp8e4m3:16", "*fp8e4m3:16"},
                       .constexprs = {128, 64, 128, 64}, .numWarps = 8};
@@ -246,6 +247,11 @@ TEST_F(DotPtxTest, ChainedEightBitProductTradesItsOperandWithinQuads) {
   spec.ptxVersion = 84;
   Artifacts a = k.compileTo(spec, Stage::PTX);
   EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+  EXPECT_EQ(count(a.gir, "byte_fragment_columns = 1"), 1u) << a.gir;
+  EXPECT_EQ(count(a.gir, "convert_layout"), 1u) << a.gir; // the output's, for its store
+  std::string first = a.gir.substr(a.gir.find("byte_fragment_columns = 1"));
+  first = first.substr(0, first.find('\n'));
+  EXPECT_NE(first.find("spt=[2,4]"), std::string::npos) << first;
   std::string dot = a.gir.substr(a.gir.find("a_regs = 1"));
   dot = dot.substr(0, dot.find('\n'));
   EXPECT_EQ(dot.find("smem_offset"), std::string::npos) << dot;
@@ -253,8 +259,26 @@ TEST_F(DotPtxTest, ChainedEightBitProductTradesItsOperandWithinQuads) {
   // a from four registers.
   EXPECT_EQ(count(a.ptx, "e4m3.e4m3 {"), 6u) << a.ptx;
   EXPECT_EQ(count(a.ptx, "}, {%r"), 4u) << a.ptx;
-  // Per K step, two fragment rows of two shuffles each; p's 64 values a thread in 32
-  // conversions.
+  EXPECT_EQ(count(a.ptx, "shfl.sync"), 0u) << a.ptx;
+  EXPECT_EQ(count(a.ptx, "cvt.rn.satfinite.e4m3x2.f32"), 32u) << a.ptx;
+  expectAssembles(a, "sm_90a");
+}
+
+// After 16-bit operands the first product keeps its columns (a 16-bit b's major order is known
+// only once the rings are planned): the lanes of each quad trade their pairs into the 8-bit
+// fragment, two shuffles a fragment row, still with no staging buffer.
+TEST_F(DotPtxTest, ChainedEightBitProductAfterSixteenBitOperandsTradesWithinQuads) {
+  auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
+  Specialization spec{.signature = {"*fp32:16", "*bf16:16", "*bf16:16", "*fp8e4m3:16"},
+                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
+  spec.arch = "sm_90a";
+  spec.ptxVersion = 84;
+  Artifacts a = k.compileTo(spec, Stage::PTX);
+  EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+  EXPECT_EQ(count(a.gir, "byte_fragment_columns"), 0u) << a.gir;
+  // 128 / 32 K steps of the second product, each with a from four registers, and per K step
+  // two fragment rows of two shuffles each.
+  EXPECT_EQ(count(a.ptx, "}, {%r"), 4u) << a.ptx;
   EXPECT_EQ(count(a.ptx, "shfl.sync.idx.b32"), 16u) << a.ptx;
   EXPECT_EQ(count(a.ptx, "cvt.rn.satfinite.e4m3x2.f32"), 32u) << a.ptx;
   expectAssembles(a, "sm_90a");
