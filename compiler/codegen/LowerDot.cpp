@@ -588,7 +588,8 @@ private:
       // Two 16-bit halves (in which LLVM sees a paired fp8 conversion's result again), one
       // register made of the two (mov.b32 {lo, hi}).
       auto word = [&](int64_t r, int64_t q) {
-        llvm::Value *halves = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt16Ty(), 2));
+        auto *pairTy = llvm::FixedVectorType::get(b_.getInt16Ty(), 2);
+        llvm::Value *halves = llvm::PoisonValue::get(pairTy);
         for (int64_t h = 0; h < 2; ++h) {
           llvm::Value *half = nullptr;
           for (int64_t e = 0; e < 2; ++e) {

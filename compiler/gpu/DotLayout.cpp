@@ -40,16 +40,14 @@ ir::Layout dotAccumulatorLayout(const std::vector<int64_t> &shape, int numWarps,
   return ir::Layout::blocked({2, 2}, {8, 4}, {wm, wn}, {1, 0});
 }
 
-ir::Layout dotByteFragmentLayout(const std::vector<int64_t> &shape, int numWarps) {
-  (void)shape;
+ir::Layout dotByteFragmentLayout(int numWarps) {
   return ir::Layout::blocked({2, 4}, {8, 4}, {numWarps, 1}, {1, 0});
 }
 
 ir::Layout dotAccumulatorLayout(const ir::Op &dot, int numWarps) {
-  const std::vector<int64_t> &shape = dot.result()->type().shape();
   if (dot.hasAttr("byte_fragment_columns"))
-    return dotByteFragmentLayout(shape, numWarps);
-  return dotAccumulatorLayout(shape, numWarps, dot.hasAttr("wgmma"));
+    return dotByteFragmentLayout(numWarps);
+  return dotAccumulatorLayout(dot.result()->type().shape(), numWarps, dot.hasAttr("wgmma"));
 }
 
 RowOrder rowOrderOf(const ir::Op &load) {

@@ -42,7 +42,7 @@ ir::Layout dotAccumulatorLayout(const ir::Op &dot, int numWarps);
 // The layout of a wgmma dot's 8-bit a operand [M, K] as its register fragment holds it: per
 // 16 columns, columns 4c .. 4c + 3 in lane c of each quad, rows 2g and 2g + 1 (blocked, 2 x 4
 // elements a thread, 8 x 4 lanes a warp, the warps along M).
-ir::Layout dotByteFragmentLayout(const std::vector<int64_t> &shape, int numWarps);
+ir::Layout dotByteFragmentLayout(int numWarps);
 
 // How a dot operand's tile sits in shared memory along its rows (a load's {permute_rows}).
 enum class RowOrder : int64_t {

@@ -32,7 +32,7 @@ static bool dotTakesRegisterA(const ir::Op &dot, int numWarps) {
   if (def && def->kind() == ir::OpKind::Load)
     return false;
   return *a->layout() == dotAccumulatorLayout(a->type().shape(), numWarps, true) ||
-         (bits == 8 && *a->layout() == dotByteFragmentLayout(a->type().shape(), numWarps));
+         (bits == 8 && *a->layout() == dotByteFragmentLayout(numWarps));
 }
 
 void keepDotOperandsInRegisters(ir::Function &fn, int numWarps) {
