@@ -156,11 +156,8 @@ private:
                           llvm::Value *col, bool isA) {
     llvm::Value *r = b_.CreateAdd(b_.CreateMul(batch, b_.getInt32(int32_t(rows))), row);
     int64_t batches = rank_ == 3 ? op_.operand(0)->type().shape()[0] : 1;
-    RowOrder order = !wgmma_ ? RowOrder::AsIs
-                     : isA   ? RowOrder::WgmmaA
-                     : op_.hasAttr("byte_fragment_columns") ? RowOrder::ByteFragmentColumns
-                                                            : RowOrder::AsIs;
-    return dotTileOffset(l_, r, col, batches * rows, cols, bytes_, order);
+    return dotTileOffset(l_, r, col, batches * rows, cols, bytes_,
+                         dotOperandRowOrder(op_, isA ? 0 : 1));
   }
 
   void stageOperands() {

@@ -54,6 +54,14 @@ RowOrder rowOrderOf(const ir::Op &load) {
   return load.hasAttr("permute_rows") ? RowOrder(load.intAttr("permute_rows")) : RowOrder::AsIs;
 }
 
+RowOrder dotOperandRowOrder(const ir::Op &dot, unsigned operand) {
+  if (!dot.hasAttr("wgmma"))
+    return RowOrder::AsIs;
+  if (operand == 0)
+    return RowOrder::WgmmaA;
+  return dot.hasAttr("byte_fragment_columns") ? RowOrder::ByteFragmentColumns : RowOrder::AsIs;
+}
+
 int64_t dotStagedRow(int64_t K, int bytes) { return K + 16 / bytes; }
 
 } // namespace tritium

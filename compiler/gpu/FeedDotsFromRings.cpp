@@ -71,10 +71,7 @@ void feedDotsFromRings(ir::Function &fn) {
         continue;
       // A tile read by two dots must suit both: a wgmma dot's a has its rows permuted, and so
       // has the b of a dot whose accumulator is an 8-bit fragment (ByteFragmentColumns.cpp).
-      RowOrder order = !wgmma ? RowOrder::AsIs
-                       : i == 0 ? RowOrder::WgmmaA
-                       : op.hasAttr("byte_fragment_columns") ? RowOrder::ByteFragmentColumns
-                                                             : RowOrder::AsIs;
+      RowOrder order = dotOperandRowOrder(op, i);
       if (load->hasAttr("swizzle") && rowOrderOf(*load) != order)
         continue;
       // (The span: 128 for rows of 128 bytes or more, else the row's 64 or 32 bytes.)

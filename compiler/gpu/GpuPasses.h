@@ -56,6 +56,8 @@ enum class RowOrder : int64_t {
   ByteFragmentColumns = 2,
 };
 RowOrder rowOrderOf(const ir::Op &load);
+// The row order in which `dot`'s operand `operand` (0: a, 1: b) sits in shared memory.
+RowOrder dotOperandRowOrder(const ir::Op &dot, unsigned operand);
 
 // Whether dot's operands sit in shared memory as swizzled tiles (16-bit operands, and every
 // wgmma dot's): a as [batch][M][K], b as [batch][K][N] or, K-major, [batch][N][K]

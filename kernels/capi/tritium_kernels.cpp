@@ -30,6 +30,14 @@ Dtype toDtype(int d) {
   return Dtype(d);
 }
 
+// The dtypes that tritium_attention_transpose_v moves: the above and fp8e4m3.
+Dtype toValuesDtype(int d) {
+  if (d < 0 || d > 3)
+    throw std::invalid_argument("dtype is " + std::to_string(d) +
+                                ", but must be 0 (fp32), 1 (fp16), 2 (bf16) or 3 (fp8e4m3)");
+  return Dtype(d);
+}
+
 // The matmul's dtypes: the above and the 8-bit operands, int32 for int8 products.
 Dtype toMatmulDtype(const char *name, int d) {
   if (d < 0 || d > 6)
@@ -247,7 +255,7 @@ int tritium_attention_transpose_v(int dtype, void *vt, const void *v, int64_t ba
     AttentionArgs a{.v = v, .batch = batch, .heads = kv_heads, .kvHeads = kv_heads,
                     .seqQ = seq_kv, .seqKV = seq_kv, .headDim = head_dim,
                     .vStrides = strides(v_strides),
-                    .dtype = dtype == 3 ? Dtype::fp8e4m3 : toDtype(dtype)};
+                    .dtype = toValuesDtype(dtype)};
     attentionTransposeValues(vt, a, toStream(stream));
   });
 }

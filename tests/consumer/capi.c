@@ -43,6 +43,11 @@ int main(void) {
   forwardOk = forwardOk && rc != 0 && strstr(error, "attentionTransposeValues: vt is null") != NULL;
   printf("%s: tritium_attention_transpose_v without vt returns %d: %s\n",
          forwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_attention_transpose_v(4, &b, &b, 1, 8, 16, 64, NULL, NULL);
+  error = tritium_last_error();
+  forwardOk = forwardOk && rc != 0 && strstr(error, "3 (fp8e4m3)") != NULL;
+  printf("%s: tritium_attention_transpose_v of dtype 4 returns %d: %s\n",
+         forwardOk ? "ok" : "FAILED", rc, error);
   rc = tritium_attention_forward_varlen(2, &b, NULL, &b, &b, &b, NULL, NULL, 2, 8, 8, 10, 6,
                                         6, 64, 0, -1, -1, 0.f, NULL);
   error = tritium_last_error();

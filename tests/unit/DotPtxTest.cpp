@@ -210,22 +210,37 @@ TEST_F(DotPtxTest, LibraryFp8MatmulAddsPartialSumsInFp32) {
   }
 }
 
+// chainedKernel at 128 x 64 x 128 x 64 on 8 warps for sm_90a: x and y of `in`, z (and so the
+// first product's cast result) of `second`.
+Specialization chainedSpec(const std::string &in, const std::string &second) {
+  Specialization spec{.signature = {"*fp32:16", "*" + in + ":16", "*" + in + ":16",
+                                    "*" + second + ":16"},
+                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
+  spec.arch = "sm_90a";
+  if (in == "fp8e4m3" || second == "fp8e4m3")
+    spec.ptxVersion = 84;
+  return spec;
+}
+
+// The line of `text` where `needle` first occurs.
+std::string lineWith(const std::string &text, const std::string &needle) {
+  std::string line = text.substr(std::min(text.find(needle), text.size()));
+  return line.substr(0, line.find('\n'));
+}
+
 // A product of a product on wgmma: the second takes the first's result in registers (the
 // register form of a, four 32-bit registers a K step), with no staging buffer for it, and
 // ptxas keeps every wgmma in its pipeline.
 TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
   auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
-  Specialization spec{.signature = {"*fp32:16", "*bf16:16", "*bf16:16", "*bf16:16"},
-                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
-  spec.arch = "sm_90a";
+  Specialization spec = chainedSpec("bf16", "bf16");
   Artifacts a = k.compileTo(spec, Stage::PTX);
   EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
   // 128 / 16 K steps of the second product, each with a from four registers.
   EXPECT_EQ(count(a.ptx, "}, {%r"), 8u) << a.ptx;
   expectAssembles(a, "sm_90a");
   // A staging buffer for z (smem_b) and none for p (smem_offset).
-  std::string dot = a.gir.substr(a.gir.find("a_regs = 1"));
-  dot = dot.substr(0, dot.find('\n'));
+  std::string dot = lineWith(a.gir, "a_regs = 1");
   EXPECT_NE(dot.find("smem_b"), std::string::npos) << dot;
   EXPECT_EQ(dot.find("smem_offset"), std::string::npos) << dot;
   // sm_90 (mma.sync) stages it as before.
@@ -241,19 +256,13 @@ TEST_F(DotPtxTest, ChainedProductTakesItsOperandFromRegisters) {
 // registers are its bytes, with no shuffle; one paired conversion to e4m3 makes each two.
 TEST_F(DotPtxTest, ChainedEightBitProductTakesItsOperandInTheFragmentsOrder) {
   auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
-  Specialization spec{.signature = {"*fp32:16", "*fp8e4m3:16", "*fp8e4m3:16", "*fp8e4m3:16"},
-                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
-  spec.arch = "sm_90a";
-  spec.ptxVersion = 84;
-  Artifacts a = k.compileTo(spec, Stage::PTX);
+  Artifacts a = k.compileTo(chainedSpec("fp8e4m3", "fp8e4m3"), Stage::PTX);
   EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
   EXPECT_EQ(count(a.gir, "byte_fragment_columns = 1"), 1u) << a.gir;
   EXPECT_EQ(count(a.gir, "convert_layout"), 1u) << a.gir; // the output's, for its store
-  std::string first = a.gir.substr(a.gir.find("byte_fragment_columns = 1"));
-  first = first.substr(0, first.find('\n'));
+  std::string first = lineWith(a.gir, "byte_fragment_columns = 1");
   EXPECT_NE(first.find("spt=[2,4]"), std::string::npos) << first;
-  std::string dot = a.gir.substr(a.gir.find("a_regs = 1"));
-  dot = dot.substr(0, dot.find('\n'));
+  std::string dot = lineWith(a.gir, "a_regs = 1");
   EXPECT_EQ(dot.find("smem_offset"), std::string::npos) << dot;
   // 64 / 32 K steps of the first product from shared memory, 128 / 32 of the second, each with
   // a from four registers.
@@ -269,11 +278,7 @@ TEST_F(DotPtxTest, ChainedEightBitProductTakesItsOperandInTheFragmentsOrder) {
 // fragment, two shuffles a fragment row, still with no staging buffer.
 TEST_F(DotPtxTest, ChainedEightBitProductAfterSixteenBitOperandsTradesWithinQuads) {
   auto k = kernel("chained_dot", chainedKernel, {"out", "x", "y", "z", "BM", "BK", "BN", "BN2"});
-  Specialization spec{.signature = {"*fp32:16", "*bf16:16", "*bf16:16", "*fp8e4m3:16"},
-                      .constexprs = {128, 64, 128, 64}, .numWarps = 8};
-  spec.arch = "sm_90a";
-  spec.ptxVersion = 84;
-  Artifacts a = k.compileTo(spec, Stage::PTX);
+  Artifacts a = k.compileTo(chainedSpec("bf16", "fp8e4m3"), Stage::PTX);
   EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
   EXPECT_EQ(count(a.gir, "byte_fragment_columns"), 0u) << a.gir;
   // 128 / 32 K steps of the second product, each with a from four registers, and per K step
