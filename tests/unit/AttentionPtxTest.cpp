@@ -382,6 +382,30 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
     }
 }
 
+// fp8 at head_dim 256 with V transposed: 128 keys a step on two warp groups, which fit beside
+// the [128, 256] query tile only in 8 bits (16-bit operands and V as stored keep 64 keys).
+TEST_F(AttentionPtxTest, Fp8AtHeadDim256TakesTwiceTheKeys) {
+  EXPECT_EQ(kernels::planAttention(256, kernels::Dtype::bf16, true, true).blockN, 64);
+  EXPECT_EQ(kernels::planAttention(256, kernels::Dtype::fp8e4m3, true, false).blockN, 64);
+  EXPECT_EQ(kernels::planAttention(256, kernels::Dtype::fp8e4m3, false, true).blockN, 64);
+  kernels::AttentionPlan plan = kernels::planAttention(256, kernels::Dtype::fp8e4m3, true, true);
+  EXPECT_EQ(plan.blockM, 128);
+  EXPECT_EQ(plan.blockN, 128);
+  EXPECT_EQ(plan.numWarps, 8);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "non-causal");
+    Artifacts a = compileForward(256, causal, -1, false, kernels::Dtype::fp8e4m3, plan, true);
+    EXPECT_NE(a.ptx.find("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"),
+              std::string::npos);
+    EXPECT_NE(a.ptx.find("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"),
+              std::string::npos);
+    EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+    EXPECT_EQ(count(a.gir, "byte_fragment_columns = 1"), 1u) << a.gir;
+    EXPECT_LE(a.sharedBytes, 227 * 1024) << a.gir;
+    expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
+  }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
 // product and the previous step's P V product, then waits for the scores alone
 // (wgmma.wait_group 1), so that its softmax runs under P V; the accumulator's rescale comes
