@@ -35,7 +35,9 @@ using namespace tritium::dsl;
 // stride of its rows), so that P V reads each [D, BN] tile under a trans: K-major, as fp8
 // products need it, in place where the other form is transposed through shared memory every
 // step. With KV_DESC its tiles come through a descriptor over all v_rows = batch x kv_heads x
-// D rows.
+// D rows. With VARLEN, V^T is the forward's workspace ([kv_heads, HD, svs], sequence b's keys
+// from column 16 x (ceil(cu_kv[b] / 16) + b), zeros after them: varlenTransposedValuesWidth),
+// so that its rows are 16-byte copies read without a mask along the keys.
 // HD: the head dim, where D is it rounded up to a power of two (blocks' extents are): columns
 // from HD on are masked off the loads of Q (and of K and V through pointers) and the store of
 // O, and lie past the tensors' width for descriptors, which read them as zeros.
@@ -69,7 +71,9 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     auto q_rows = VARLEN ? q + h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
                          : q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
     auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
-    auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
+    auto v_base = !VARLEN ? v + b * svb + kvh * svh
+                  : V_T   ? v + kvh * svh + (cdiv(kv0, 16) + b) * 16
+                          : v + kvh * svh + kv0 * svs;
     std::optional<TensorDescriptor> k_desc, v_desc;
     Value kv_row0, v_row0;
     if (KV_DESC) {
@@ -162,9 +166,19 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
           v_tile = v_desc_tile(start);
         } else {
           k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
-          auto vt_ok = HD < D ? (rn(None, _) < seqKV) & (rd < HD)(_, None) : rn(None, _) < seqKV;
-          v_tile = V_T ? trans(load(v_base + rd(_, None) * svs + rn(None, _), vt_ok, 0))
-                       : load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
+          if (V_T) {
+            // (Varlen: the workspace's rows run on into zeros past the keys, so no mask along
+            // them keeps the copies from 16 bytes.)
+            auto vt = v_base + rd(_, None) * svs + rn(None, _);
+            std::optional<Value> ok;
+            if (!VARLEN)
+              ok = rn(None, _) < seqKV;
+            if (HD < D)
+              ok = ok ? *ok & (rd < HD)(_, None) : broadcast_to((rd < HD)(_, None), {D, BN});
+            v_tile = trans(ok ? load(vt, *ok, 0) : load(vt));
+          } else {
+            v_tile = load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
+          }
         }
         auto [p, alpha, m_new, l_new] = softmax(dot(q_tile, trans(k_tile)), start, rn);
         acc = dot(cast(p, q.dtype()), v_tile, acc * alpha(_, None));
@@ -349,7 +363,10 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
   return spec;
 }
 
-void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given) {
+// The forward; `valuesInWorkspace`: a varlen call's V^T is the workspace's form (from
+// attentionTransposeValues), which callers cannot pass as vTransposed themselves.
+static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given,
+                    bool valuesInWorkspace) {
   Arguments args("attentionForward");
   if (a.dtype != Dtype::fp16 && a.dtype != Dtype::bf16 && a.dtype != Dtype::fp8e4m3)
     args.fail("dtype must be fp16, bf16 or fp8e4m3, got " + dtypeName(a.dtype));
@@ -365,11 +382,13 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
   bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
-  if (a.vTransposed && varlen)
-    args.fail("vTransposed takes fixed-length batches, not varlen ones (cuSeqlensQ given)");
+  if (a.vTransposed && varlen && !valuesInWorkspace)
+    args.fail("vTransposed takes fixed-length batches, not varlen ones (cuSeqlensQ given); "
+              "varlen fp8 transposes V into the workspace (attentionForwardWorkspaceBytes)");
   AttentionStrides qs = attentionStrides(args, a.qStrides, a.heads, a.seqQ, D, varlen, "q"),
                    ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, D, varlen, "k"),
-                   vs = a.vTransposed
+                   vs = valuesInWorkspace ? a.vStrides
+                        : a.vTransposed
                             ? transposedStrides(args, a.vStrides, kvHeads, seqKV, D, "v")
                             : attentionStrides(args, a.vStrides, kvHeads, seqKV, D, varlen, "v"),
                    os = attentionStrides(args, a.oStrides, a.heads, a.seqQ, D, varlen, "o");
@@ -392,9 +411,13 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     AttentionArgs t = a;
     t.v = a.workspace;
     t.vStrides = {};
+    if (varlen) {
+      int64_t width = varlenTransposedValuesWidth(a.batch, seqKV);
+      t.vStrides = {0, D * width, width};
+    }
     t.vTransposed = true;
     t.workspace = nullptr;
-    attentionForward(t, stream, given);
+    forward(t, stream, given, varlen);
     return;
   }
   bool gpu = !tritium::interpreting();
@@ -418,6 +441,10 @@ void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPl
     c.launch(Grid3{c.persistentGrid(blocks * a.batch * a.heads), 1, 1}, stream, launchArgs);
   else
     c.launch(Grid3{blocks, a.batch * a.heads, 1}, stream, launchArgs);
+}
+
+void attentionForward(const AttentionArgs &a, CUstream stream, const AttentionPlan *given) {
+  forward(a, stream, given, false);
 }
 
 } // namespace tritium::kernels

@@ -61,12 +61,12 @@ struct AttentionArgs {
   // h x vStrides.head + d x vStrides.seq + j (all 0: dense [batch, kv_heads, head_dim,
   // seq_kv]). fp8 products read V K-major, which this form gives them in place; V as stored
   // above is transposed through shared memory at every step. Any dtype; not with varlen
-  // batches. The backward takes V as stored above.
+  // batches (whose fp8 V the workspace below transposes). The backward takes V as stored above.
   bool vTransposed = false;
-  // fp8e4m3 with V as stored (not vTransposed) and fixed-length batches: device memory of
+  // fp8e4m3 with V as stored (not vTransposed), fixed-length or varlen: device memory of
   // attentionForwardWorkspaceBytes(args) bytes into which V is first transposed
   // (attentionTransposeValues), so that the products read it in place: 0.4 of bf16's speed
-  // becomes about 1.25 (docs/KERNELS.md, "Attention"). Null: V is transposed through shared
+  // becomes about 1.3 (docs/KERNELS.md, "Attention"). Null: V is transposed through shared
   // memory at every step. Unused otherwise. workspaceBytes: its size, which the call checks.
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
@@ -107,13 +107,16 @@ AttentionPlan planAttention(const AttentionArgs &args, bool warpGroups);
 void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);
 
-// The bytes of AttentionArgs::workspace that the call takes: V's size for fp8e4m3 with V as
-// stored and fixed-length batches, else 0.
+// The bytes of AttentionArgs::workspace that the call takes: for fp8e4m3 with V as stored, V's
+// size (fixed-length batches) or kv_heads x head_dim x (about batch x seqKV + 16 x batch + 272)
+// (varlen: each sequence's keys start on 16 bytes, seqKV the longest); else 0.
 int64_t attentionForwardWorkspaceBytes(const AttentionArgs &args);
 
 // args' V (as stored, through vStrides) written transposed to `vt`: dense [batch, kv_heads,
-// head_dim, seq_kv], the form AttentionArgs::vTransposed takes with vStrides all 0. Any dtype;
-// fixed-length batches. Asynchronous on `stream`.
+// head_dim, seq_kv], the form AttentionArgs::vTransposed takes with vStrides all 0. Varlen
+// batches: the workspace's form, [kv_heads, head_dim, width] with each sequence's keys from a
+// column on 16 bytes and zeros between (AttentionArguments.h, varlenTransposedValuesWidth),
+// which only the forward's workspace takes. Any dtype. Asynchronous on `stream`.
 void attentionTransposeValues(void *vt, const AttentionArgs &args, CUstream stream);
 
 // The forward's kernel and the specialization a call with `args` compiles (for `arch`; ""

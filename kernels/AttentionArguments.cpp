@@ -60,6 +60,12 @@ WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, in
   return {reach(windowLeft), causal ? 0 : reach(windowRight)};
 }
 
+int64_t varlenTransposedValuesWidth(int64_t batch, int64_t seqKV) {
+  // Sequence b's zeros end before 16 x (ceil(total / 16) + batch) + round16(its length) + 256
+  // <= 16 x (ceil(batch x seqKV / 16) + batch + 1) + 256.
+  return 16 * ((batch * seqKV + 15) / 16 + batch + 1) + 256;
+}
+
 void checkHeadDim(const Arguments &args, int64_t headDim) {
   if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
     args.fail("head_dim must be a multiple of 16 from 16 to 256, got " + std::to_string(headDim));

@@ -44,6 +44,14 @@ struct WindowReach {
 };
 WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, int64_t unbounded);
 
+// Varlen fp8's V transposed into the forward's workspace: [kv_heads, head_dim, width], the
+// keys of sequence b from column 16 x (ceil(cu_kv[b] / 16) + b), so that each head_dim row of
+// a sequence starts on 16 bytes (its tiles are then 16-byte cp.async copies). The columns
+// after a sequence's keys up to the next one's first, and 256 after the last's, are zeros:
+// a step's tile may then read past a sequence's keys, whose scores are masked, without a mask
+// of its own (0 x a finite value). `width` covers batch x seqKV keys, seqKV the longest.
+int64_t varlenTransposedValuesWidth(int64_t batch, int64_t seqKV);
+
 // Head dims the kernels take: multiples of 16 from 16 to 256. A block's extent is a power of
 // two, so a head dim that is not one is padded up to the next (96 -> 128: the products then
 // do a third more work than they need), its extra columns masked off the loads and stores.

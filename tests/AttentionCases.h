@@ -221,6 +221,9 @@ struct VarlenCase {
   int64_t heads = 2, kvHeads = 1, headDim = 64;
   bool causal = false;
   int64_t windowLeft = -1;
+  float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
+  // fp8e4m3: V transposed into AttentionArgs::workspace first (poisoned beforehand).
+  bool workspace = false;
 };
 
 template <typename Buffer>
@@ -250,7 +253,9 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
   Buffer dq = uploadBytes<Buffer>(q.raw), dk = uploadBytes<Buffer>(k.raw),
          dv = uploadBytes<Buffer>(v.raw), dcq = uploadBytes<Buffer>(bytesOf(cuQ)),
          dckv = uploadBytes<Buffer>(bytesOf(cuKV));
-  int bytes = ir::bitWidth(kind) / 8;
+  bool fp8 = c.dtype == kernels::Dtype::fp8e4m3;
+  ir::ScalarKind outKind = fp8 ? ir::ScalarKind::BF16 : kind; // fp8 operands write bf16
+  int bytes = ir::bitWidth(outKind) / 8;
   Buffer dout = poisonedBytes<Buffer>(size_t(totalQ * c.heads * D * bytes));
   Buffer dlse = poisonedBytes<Buffer>(size_t(c.heads * totalQ) * 4);
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
@@ -261,15 +266,23 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
       .windowLeft = c.windowLeft,
       .cuSeqlensQ = static_cast<const int32_t *>(address(dcq)),
       .cuSeqlensKV = static_cast<const int32_t *>(address(dckv)), .totalQ = totalQ,
-      .dtype = c.dtype};
+      .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
+  std::optional<Buffer> workspace;
+  if (c.workspace) {
+    int64_t need = kernels::attentionForwardWorkspaceBytes(args);
+    EXPECT_GE(need, c.kvHeads * D * totalKV);
+    workspace.emplace(poisonedBytes<Buffer>(size_t(need)));
+    args.workspace = address(*workspace);
+    args.workspaceBytes = need;
+  }
   kernels::attentionForward(args, stream);
   sync();
   std::vector<unsigned char> raw(size_t(totalQ * c.heads * D * bytes));
   dout.download(raw.data(), raw.size());
-  std::vector<double> got = decode(kind, raw);
+  std::vector<double> got = decode(outKind, raw);
   std::vector<float> lse(size_t(c.heads * totalQ));
   dlse.download(lse.data(), lse.size() * 4);
-  double scale = 1.0 / std::sqrt(double(D));
+  double scale = 1.0 / std::sqrt(double(D)) * c.descaleQ * c.descaleK;
   double tol = c.dtype == kernels::Dtype::bf16 ? 2e-2 : 4e-3;
   size_t bad = 0;
   std::ostringstream first;
@@ -301,13 +314,18 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
           first << "  lse[" << h << ", " << row << "] got " << gotLse << ", want " << wantLse
                 << "\n";
         for (int64_t d = 0; d < D; ++d) {
-          double want = 0;
-          for (int64_t j = 0; sum > 0 && j < skv; ++j)
-            want += std::exp(s[size_t(j)] - mx) / sum *
-                    v.values[size_t(((cuKV[size_t(b)] + j) * c.kvHeads + kh) * D + d)];
+          double want = 0, spread = 0;
+          for (int64_t j = 0; sum > 0 && j < skv; ++j) {
+            double p = std::exp(s[size_t(j)] - mx),
+                   vj = v.values[size_t(((cuKV[size_t(b)] + j) * c.kvHeads + kh) * D + d)];
+            want += p / sum * vj;
+            spread += (p / 16 + 0x1p-10) / sum * std::fabs(vj); // fp8's P: as checkAttention
+          }
+          want *= c.descaleV;
+          double bound = fp8 ? spread * c.descaleV + 2e-2 * (1 + std::fabs(want))
+                             : tol * (1 + std::fabs(want));
           double g = got[size_t((row * c.heads + h) * D + d)];
-          if (!(std::isfinite(g) && std::fabs(g - want) <= tol * (1 + std::fabs(want))) &&
-              bad++ < 5)
+          if (!(std::isfinite(g) && std::fabs(g - want) <= bound) && bad++ < 5)
             first << "  o[" << row << ", " << h << ", " << d << "] got " << g << ", want " << want
                   << "\n";
         }

@@ -8,6 +8,11 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
               transposed) against tritium's bf16 forward on the same values, the issue's fp8
               target being 1.6 times it;
+  fp8_varlen  tritium_attention_forward_varlen_fp8 (V as stored, transposed into the workspace
+              first) on Z packed sequences of S +- (S / 4 - 3) keys in turns (mean S, none a
+              multiple of 16) against tritium_attention_forward_varlen in bf16 on the same
+              values (the fp8 target again), and without the workspace (V transposed through
+              shared memory at every step: tritium_fp8_staged);
   decode      tritium_attention_decode (one query token per sequence, 32 query heads on 8 KV
               heads, head_dim 128 and 256; a contiguous cache and one of pages of 16 in
               shuffled order) against a device-to-device copy of the cache's bytes: shapes
@@ -27,7 +32,7 @@ or better (GB/s = the cache's bytes / time; the copy's counts bytes read and wri
 Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,system,ms,TFLOPs,
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
-usage: python3 tools/bench_attention.py [forward] [backward] [fp8] [decode]
+usage: python3 tools/bench_attention.py [forward] [backward] [fp8] [fp8_varlen] [decode]
            [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
@@ -45,7 +50,7 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "backward", "fp8", "decode")
+KERNELS = ("forward", "backward", "fp8", "fp8_varlen", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
@@ -53,20 +58,29 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                        (4, 32, 4096, 96)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
+          "fp8_varlen": ((4, 32, 4096, 128),),
           # (sequences, cached positions, page size (0: contiguous), head_dim)
           "decode": ((1, 4096, 0, 128), (1, 4096, 16, 128), (1, 131072, 0, 128),
                      (1, 131072, 16, 128), (8, 32768, 0, 128), (8, 32768, 16, 128),
                      (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
                      (8, 32768, 16, 256))}
-TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08, "decode": 0.02}
+TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
 TARGET = {"forward": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
-          "decode": ("copy", 0.85)}
+          "fp8_varlen": ("tritium_bf16", 1.6), "decode": ("copy", 0.85)}
 DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
 
 
+def varlen_lengths(Z, S):
+    """fp8_varlen's sequence lengths: S - (S / 4 - 3) and S + (S / 4 - 3) in turns (S alone
+    last when Z is odd)."""
+    d = S // 4 - 3
+    return [S if i == Z - 1 and Z % 2 else S - d if i % 2 == 0 else S + d for i in range(Z)]
+
+
 def flops(kernel, Z, H, S, D, causal):
-    f = 4 * Z * H * S * S * D / (2 if causal else 1)
+    lengths = varlen_lengths(Z, S) if kernel == "fp8_varlen" else [S] * Z
+    f = sum(4 * H * n * n * D for n in lengths) / (2 if causal else 1)
     return 2.5 * f if kernel == "backward" else f
 
 
@@ -87,9 +101,19 @@ class TritiumAttention(bk.Tritium):
     # kv_heads, seq_q, max_seq_kv, head_dim, 4 stride arrays, causal, scale, workspace,
     # workspace_bytes, stream
     SIGNATURES["tritium_attention_decode"] = "i" + "p" * 7 + "l" * 8 + "p" * 4 + "if" + "pl" + "p"
+    # dtype, o, lse, q, k, v, cu_q, cu_kv, batch, heads, kv_heads, total_q, max_seq_q,
+    # max_seq_kv, head_dim, causal, window_left, window_right, scale, stream
+    SIGNATURES["tritium_attention_forward_varlen"] = "i" + "p" * 7 + "l" * 7 + "ill" + "f" + "p"
+    # o, lse, q, k, v, cu_q, cu_kv, the same seven sizes, causal, window_left, window_right,
+    # scale, descale_q, descale_k, descale_v, workspace, workspace_bytes, stream
+    SIGNATURES["tritium_attention_forward_varlen_fp8"] = ("p" * 7 + "l" * 7 + "ill" + "f" * 4 +
+                                                          "pl" + "p")
 
     def workspace(self, Z, H, S):
         return self.sized("tritium_attention_backward_workspace", Z, H, S, 0)
+
+    def varlen_fp8_workspace(self, Z, H, S, D):
+        return self.sized("tritium_attention_forward_varlen_fp8_workspace", Z, H, S, D)
 
     def decode_workspace(self, Z, S, D):
         return self.sized("tritium_attention_decode_workspace", Z, DECODE_HEADS, DECODE_KV_HEADS, 1,
@@ -210,9 +234,41 @@ class Bench:
         del src, dst, k, v
         torch.cuda.empty_cache()
 
+    def varlen_fp8(self, shape, causal):
+        Z, H, S, D = shape
+        torch.manual_seed(Z * 1000003 + H * 1009 + S + D + 7)
+        lengths = varlen_lengths(Z, S)
+        total, longest = sum(lengths), max(lengths)
+        cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        q8, k8, v8 = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16)
+                      .to(torch.float8_e4m3fn) for _ in range(3))
+        qb, kb, vb = (t.to(torch.bfloat16) for t in (q8, k8, v8))  # the same values in bf16
+        ref = torch.empty(total, H, D, device="cuda", dtype=torch.float32)
+        for a, n in zip(cu.tolist(), lengths):  # each sequence alone, [1, H, n, D] in fp32
+            part = (t[a:a + n].float().transpose(0, 1)[None] for t in (qb, kb, vb))
+            ref[a:a + n] = torch.nn.functional.scaled_dot_product_attention(
+                *part, is_causal=causal)[0].transpose(0, 1)
+        ref = (ref,)
+        o = torch.empty(total, H, D, device="cuda", dtype=torch.bfloat16)
+        n = self.tritium.varlen_fp8_workspace(Z, H, longest, D)
+        work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
+        fp8 = lambda w, wn: self.tritium.bind(  # noqa: E731
+            "tritium_attention_forward_varlen_fp8", o, None, q8, k8, v8, cu, cu, Z, H, H, total,
+            longest, longest, D, int(causal), -1, -1, 0.0, 1.0, 1.0, 1.0, w, wn)
+        self.measure("fp8_varlen", shape, causal, "tritium", fp8(work, n), (o,), ref)
+        self.measure("fp8_varlen", shape, causal, "tritium_fp8_staged", fp8(None, 0), (o,), ref)
+        ob = torch.empty_like(o)
+        self.measure("fp8_varlen", shape, causal, "tritium_bf16", self.tritium.bind(
+            "tritium_attention_forward_varlen", BF16, ob, None, qb, kb, vb, cu, cu, Z, H, H, total,
+            longest, longest, D, int(causal), -1, -1, 0.0), (ob,), ref)
+        del q8, k8, v8, qb, kb, vb, work
+        torch.cuda.empty_cache()
+
     def case(self, kernel, shape, causal):
         if kernel == "decode":
             return self.decode(shape) if not causal else None
+        if kernel == "fp8_varlen":
+            return self.varlen_fp8(shape, causal)
         Z, H, S, D = shape
         torch.manual_seed(Z * 1000003 + H * 1009 + S + D)
         sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -266,7 +322,8 @@ class Bench:
               "per repetition", file=self.out)
         self.writer.writerow(CSV_COLUMNS)
         for kernel in kernels:
-            # --shapes (Z x H x S x D) names the forward, backward and fp8 shapes.
+            # --shapes (Z x H x S x D) names the forward, backward and fp8 shapes (fp8_varlen:
+            # Z sequences of mean length S).
             for shape in (shapes if shapes and kernel != "decode" else SHAPES[kernel]):
                 for causal in (False, True):
                     self.case(kernel, shape, causal)
@@ -320,7 +377,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("kernels", nargs="*", help=f"of {', '.join(KERNELS)} (default: all)")
     p.add_argument("--shapes", default="",
-                   help="ZxHxSxD,... for forward, backward and fp8 (default: each kernel's)")
+                   help="ZxHxSxD,... for forward, backward, fp8 and fp8_varlen (default: each "
+                   "kernel's)")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--lib", default="device-bundle")

@@ -3,6 +3,7 @@
 #include "kernels/capi/tritium_kernels.h"
 
 #include "kernels/Attention.h"
+#include "kernels/AttentionArguments.h"
 #include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
 #include "kernels/Autotuner.h"
@@ -277,6 +278,50 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
                       .windowLeft = window_left, .windowRight = window_right,
                       .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
                       .totalQ = total_q, .scale = scale, .dtype = toDtype(dtype)},
+                     toStream(stream));
+  });
+}
+
+int64_t tritium_attention_forward_varlen_fp8_workspace(int64_t batch, int64_t kv_heads,
+                                                       int64_t max_seq_kv, int64_t head_dim) {
+  int64_t bytes = -1;
+  guarded([&] {
+    Arguments args("attentionForwardWorkspaceBytes");
+    args.atLeast("batch", batch, 1);
+    args.atLeast("kv_heads", kv_heads, 1);
+    args.atLeast("max_seq_kv", max_seq_kv, 0);
+    checkHeadDim(args, head_dim);
+    static const int32_t varlen = 0; // (the size reads only whether cu_seqlens are given)
+    bytes = attentionForwardWorkspaceBytes({.batch = batch, .heads = kv_heads,
+                                            .kvHeads = kv_heads, .seqQ = max_seq_kv,
+                                            .seqKV = max_seq_kv, .headDim = head_dim,
+                                            .cuSeqlensQ = &varlen, .cuSeqlensKV = &varlen,
+                                            .dtype = Dtype::fp8e4m3});
+  });
+  return bytes;
+}
+
+int tritium_attention_forward_varlen_fp8(void *o, float *lse, const void *q, const void *k,
+                                         const void *v, const int32_t *cu_seqlens_q,
+                                         const int32_t *cu_seqlens_kv, int64_t batch,
+                                         int64_t heads, int64_t kv_heads, int64_t total_q,
+                                         int64_t max_seq_q, int64_t max_seq_kv, int64_t head_dim,
+                                         int causal, int64_t window_left, int64_t window_right,
+                                         float scale, float descale_q, float descale_k,
+                                         float descale_v, void *workspace,
+                                         int64_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
+      if (!p)
+        throw std::invalid_argument(std::string("attentionForward: ") + name + " is null");
+    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
+                      .heads = heads, .kvHeads = kv_heads, .seqQ = max_seq_q,
+                      .seqKV = max_seq_kv, .headDim = head_dim, .causal = causal != 0,
+                      .windowLeft = window_left, .windowRight = window_right,
+                      .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
+                      .totalQ = total_q, .scale = scale, .dtype = Dtype::fp8e4m3,
+                      .descaleQ = descale_q, .descaleK = descale_k, .descaleV = descale_v,
+                      .workspace = workspace, .workspaceBytes = workspace_bytes},
                      toStream(stream));
   });
 }

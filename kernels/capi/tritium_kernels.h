@@ -198,6 +198,24 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
                                      int64_t window_left, int64_t window_right, float scale,
                                      void *stream);
 
+/* The fp8 e4m3 forward over varlen batches: as tritium_attention_forward_varlen with q, k and
+ * v in e4m3, o in bf16 and per-tensor descales (as tritium_attention_forward_fp8). With a
+ * workspace of tritium_attention_forward_varlen_fp8_workspace() bytes of device memory, V is
+ * first transposed into it so that the products read it in place (about 2.5 times faster,
+ * docs/KERNELS.md); NULL transposes V through shared memory at every step. The workspace
+ * function returns -1 for arguments the forward would refuse. */
+int64_t tritium_attention_forward_varlen_fp8_workspace(int64_t batch, int64_t kv_heads,
+                                                       int64_t max_seq_kv, int64_t head_dim);
+int tritium_attention_forward_varlen_fp8(void *o, float *lse, const void *q, const void *k,
+                                         const void *v, const int32_t *cu_seqlens_q,
+                                         const int32_t *cu_seqlens_kv, int64_t batch,
+                                         int64_t heads, int64_t kv_heads, int64_t total_q,
+                                         int64_t max_seq_q, int64_t max_seq_kv, int64_t head_dim,
+                                         int causal, int64_t window_left, int64_t window_right,
+                                         float scale, float descale_q, float descale_k,
+                                         float descale_v, void *workspace,
+                                         int64_t workspace_bytes, void *stream);
+
 /* Attention backward (kernels/AttentionBackward.h): dq, dk, dv from the forward's o and lse
  * (fp32 [batch, heads, seq_q], dense) and dout. q, dq, o and dout are [batch, heads, seq_q,
  * head_dim] and k, dk, v, dv [batch, kv_heads, seq_kv, head_dim], through strides (elements,

@@ -1,7 +1,7 @@
 /* A C program against the kernel library's C interface (tritium::kernels_c, installed as
    libtritium_kernels_c.so): a null output or input is refused with a message, before anything
    runs, for the elementwise, matmul (the fused, quantized and options-struct ones too) and
-   attention (forward, varlen, backward, decode) and cumsum entries. */
+   attention (forward, varlen, fp8 varlen, backward, decode) and cumsum entries. */
 #include <tritium/kernels/capi/tritium_kernels.h>
 
 #include <stdio.h>
@@ -54,6 +54,18 @@ int main(void) {
   int varlenOk = rc != 0 && strstr(error, "attentionForward: cu_seqlens_q is null") != NULL;
   printf("%s: tritium_attention_forward_varlen without cu_seqlens returns %d: %s\n",
          varlenOk ? "ok" : "FAILED", rc, error);
+  /* fp8: a workspace smaller than the transposed V needs is refused, naming the size. */
+  int64_t need = tritium_attention_forward_varlen_fp8_workspace(2, 8, 6, 64);
+  int badHeadDim = tritium_attention_forward_varlen_fp8_workspace(2, 8, 6, 100) == -1;
+  int32_t cu = 0;
+  rc = tritium_attention_forward_varlen_fp8(&b, NULL, &b, &b, &b, &cu, &cu, 2, 8, 8, 10, 6, 6, 64,
+                                            0, -1, -1, 0.f, 1.f, 1.f, 1.f, &b, 4, NULL);
+  error = tritium_last_error();
+  varlenOk = varlenOk && badHeadDim && need > 8 * 64 * 12 && rc != 0 &&
+             strstr(error, "workspace holds 4 bytes") != NULL;
+  printf("%s: tritium_attention_forward_varlen_fp8 with a workspace of 4 bytes (%lld needed) "
+         "returns %d: %s\n",
+         varlenOk ? "ok" : "FAILED", (long long)need, rc, error);
   rc = tritium_attention_decode(2, &b, NULL, &b, &b, &b, NULL, NULL, 0, 0, 1, 8, 2, 1, 64, 72,
                                 NULL, NULL, NULL, NULL, 1, 0.f, NULL, 0, NULL);
   error = tritium_last_error();

@@ -37,7 +37,8 @@ TEST_F(AttentionGpuTest, SlidingWindows) {
   }
 }
 
-// Varlen batches on both head dims, causal or not, GQA 4:1, an empty sequence.
+// Varlen batches on both head dims, causal or not, GQA 4:1, an empty sequence; fp8 with V
+// transposed into the workspace (every head dim) or through shared memory.
 TEST_F(AttentionGpuTest, Varlen) {
   SKIP_WITHOUT_GPU();
   for (int64_t d : {64, 128})
@@ -46,6 +47,17 @@ TEST_F(AttentionGpuTest, Varlen) {
                                          {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
                                           .heads = 8, .kvHeads = 2, .headDim = d,
                                           .causal = causal});
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true})
+      checkVarlenAttention<DeviceBuffer>(
+          stream().get(), sync,
+          {.dtype = kernels::Dtype::fp8e4m3, .seqQ = {300, 0, 1, 777},
+           .seqKV = {301, 0, 45, 900}, .heads = 8, .kvHeads = 2, .headDim = d, .causal = causal,
+           .descaleQ = 0.5f, .descaleK = 1.5f, .descaleV = 2.0f, .workspace = true});
+  checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
+                                     {.dtype = kernels::Dtype::fp8e4m3, .seqQ = {300, 0, 1, 777},
+                                      .seqKV = {301, 0, 45, 900}, .heads = 8, .kvHeads = 2,
+                                      .headDim = 128, .causal = true});
 }
 
 // The backward after the forward, against double-precision gradients: every head dim (256:

@@ -30,6 +30,12 @@ class FlopsTest(unittest.TestCase):
         self.assertEqual(ba.flops("forward", 4, 32, 4096, 128, True), 2 * 4 * 32 * 4096 ** 2 * 128)
         self.assertEqual(ba.flops("backward", 1, 1, 2, 4, False), 2.5 * 4 * 4 * 4)
 
+    def test_varlen_counts_each_sequence(self):
+        self.assertEqual(ba.varlen_lengths(4, 4096), [3075, 5117, 3075, 5117])
+        self.assertEqual(ba.varlen_lengths(3, 64), [51, 77, 64])
+        self.assertEqual(ba.flops("fp8_varlen", 2, 1, 4096, 1, True),
+                         2 * (3075 ** 2 + 5117 ** 2))
+
 
 class TableTest(unittest.TestCase):
     def test_forward_is_judged_against_sdpa(self):
@@ -47,6 +53,13 @@ class TableTest(unittest.TestCase):
                       "fp8,4x32x4096x128,0,tritium_bf16,1,512,ok\n"
                       "fp8,4x32x4096x128,0,sdpa,1,590,ok\n")
         self.assertIn("| tritium bf16 | 512 | 1.62 | met (1.6 x) |", lines[2])
+
+    def test_fp8_varlen_is_judged_against_our_bf16_varlen(self):
+        lines = table("fp8_varlen,4x32x4096x128,0,tritium,1,700,ok\n"
+                      "fp8_varlen,4x32x4096x128,0,tritium_fp8_staged,1,200,ok\n"
+                      "fp8_varlen,4x32x4096x128,0,tritium_bf16,1,500,ok\n")
+        self.assertIn("| fp8_varlen | 4 x 32 x 4096 x 128 | no | 700 | tritium bf16 | 500 | 1.40 |",
+                      lines[2])
 
     def test_a_wrong_result_meets_nothing(self):
         lines = table("backward,4x32x4096x64,0,tritium,wrong,,wrong\n"

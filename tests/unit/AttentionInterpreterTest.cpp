@@ -191,6 +191,19 @@ TEST_F(AttentionInterpreterTest, Varlen) {
                                     .windowLeft = 20});
 }
 
+// fp8 varlen batches: V as stored, transposed into the workspace (each sequence's keys from a
+// column on 16 bytes, zeros between) or through shared memory at every step; an empty
+// sequence, lengths that are no multiple of 16, GQA 2:1, descales.
+TEST_F(AttentionInterpreterTest, Fp8Varlen) {
+  for (bool workspace : {true, false})
+    checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                     {.dtype = kernels::Dtype::fp8e4m3, .seqQ = {17, 0, 40},
+                                      .seqKV = {50, 3, 33}, .heads = 4, .kvHeads = 2,
+                                      .headDim = 64, .causal = workspace, .descaleQ = 0.5f,
+                                      .descaleK = 1.5f, .descaleV = 2.0f,
+                                      .workspace = workspace});
+}
+
 // A split plan (head_dim 256) launches the dK/dV kernel once for dV and once for dK: its two
 // specializations, as the cache records them, carry PART 1 and 2. (A dangling
 // initializer_list once handed the launches what the stack held, 0 among it: both gradients in

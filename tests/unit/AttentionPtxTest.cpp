@@ -406,6 +406,26 @@ TEST_F(AttentionPtxTest, Fp8AtHeadDim256TakesTwiceTheKeys) {
   }
 }
 
+// Varlen fp8 with V transposed into the workspace: V^T's rows start on 16 bytes and need no
+// mask along the keys, so its tiles are 16-byte cp.async copies read in place by wgmma (no
+// byte stores of a transpose through shared memory at each step), as K's are.
+TEST_F(AttentionPtxTest, Fp8VarlenReadsTransposedValuesIn16ByteCopies) {
+  for (int64_t D : {64, 128}) {
+    SCOPED_TRACE("head_dim " + std::to_string(D));
+    Artifacts a = compileForward(D, true, -1, true, kernels::Dtype::fp8e4m3,
+                                 kernels::planAttention(D, kernels::Dtype::fp8e4m3, true, true),
+                                 true);
+    EXPECT_NE(a.tir.find("VARLEN = 1"), std::string::npos);
+    EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
+    EXPECT_EQ(count(a.ptx, "st.shared.b8"), 0u);
+    EXPECT_EQ(count(a.ptx, "st.shared.u8"), 0u);
+    EXPECT_EQ(count(a.ptx, "ld.global.u8"), 0u);
+    EXPECT_NE(a.ptx.find("cp.async.cg.shared.global"), std::string::npos);
+    EXPECT_EQ(count(a.ptx, "cp.async.ca.shared.global"), 0u); // (only 16-byte copies)
+    expectAssembles(a, "sm_90a");
+  }
+}
+
 // FlashAttention-3's order (AttentionPlan::overlapSoftmax): each step issues its scores'
 // product and the previous step's P V product, then waits for the scores alone
 // (wgmma.wait_group 1), so that its softmax runs under P V; the accumulator's rescale comes
