@@ -21,10 +21,14 @@ namespace tritium::kernels {
 using namespace tritium::dsl;
 
 // One program: BM query rows of one (batch, head). GROUPS query heads share a K/V head.
-// KV_DESC: K and V are dense [batch, kv_heads, seq_kv, D]: their tiles are read through
-// tensor descriptors over all kv_rows = batch x kv_heads x seq_kv rows (TMA copies on Hopper);
-// rows past a head's end belong to the next head (or lie past the tensor, read as zeros), and
-// the mask of the scores keeps them out.
+// KV_DESC: K and V are dense and their tiles are read through tensor descriptors (TMA copies on
+// Hopper). 1: [batch, kv_heads, seq_kv, D], one matrix of kv_rows = batch x kv_heads x seq_kv
+// rows; 2: [batch, seq_kv, kv_heads, D] (FlashAttention's layout), one matrix of kv_rows =
+// batch x seq_kv rows of kv_cols = kv_heads x HD columns, a head's tile at column kvh x HD.
+// Rows past a head's (or sequence's) end belong to the next (or lie past the tensor, read as
+// zeros), and the mask of the scores keeps them out; with 2, the columns of a padded head dim
+// past HD are the next head's (or zeros), which Q's zero columns cancel in the scores and
+// which no store of O reads.
 // VARLEN: sequences packed one after another; cu_q / cu_kv ([batch + 1] i32) give where each
 // starts, seq_q is the total of the query rows (the LSE's stride) and seq_kv unused.
 // SCALE_IN_EXP: qk_scale is positive, so each score's scale and shift is one fused multiply-add
@@ -45,7 +49,8 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                                  Float qk_scale, Float o_scale, Int seq_q,
                                  Int seq_kv, Int heads, Int groups, Int sqb, Int sqh, Int sqs,
                                  Int skb, Int skh, Int sks, Int svb, Int svh, Int svs, Int sob,
-                                 Int soh, Int sos, Int kv_rows, Int v_rows, Int win_left,
+                                 Int soh, Int sos, Int kv_rows, Int kv_cols, Int v_rows,
+                                 Int win_left,
                                  Int win_right, Int batch, int BM,
                                  int BN, int D, int STAGES, int CAUSAL, int HAS_LSE, int KV_DESC,
                                  int WINDOW, int VARLEN, int WARP_SPECIALIZE,
@@ -76,16 +81,23 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
                           : v + kvh * svh + kv0 * svs;
     std::optional<TensorDescriptor> k_desc, v_desc;
     Value kv_row0, v_row0;
-    if (KV_DESC) {
+    if (KV_DESC == 2) {
+      k_desc = make_tensor_descriptor(k, {kv_rows, kv_cols}, {sks, 1}, {BN, D});
+      v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
+      kv_row0 = b * seq_kv;
+    } else if (KV_DESC) {
       k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
       v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
                    : make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
       kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
       v_row0 = (b * (heads / groups) + kvh) * HD; // (V^T's rows past HD: the next head's, unused)
     }
-    // The [BN, D] tile of V from key `start`: as stored, or V^T's [D, BN] tile transposed.
+    // The [BN, D] tiles of K and V from key `start` (V^T's [D, BN] tile transposed).
+    auto kv_desc_tile = [&](TensorDescriptor &d, Value start) {
+      return KV_DESC == 2 ? d.load({kv_row0 + start, kvh * HD}) : d.load({kv_row0 + start, 0});
+    };
     auto v_desc_tile = [&](Value start) {
-      return V_T ? trans(v_desc->load({v_row0, start})) : v_desc->load({kv_row0 + start, 0});
+      return V_T ? trans(v_desc->load({v_row0, start})) : kv_desc_tile(*v_desc, start);
     };
     auto m_i = full({BM}, -INFINITY, float32);
     auto l_i = zeros({BM}, float32);
@@ -140,7 +152,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       for (auto start :
            range(lo, hi + BN, BN, STAGES).warp_specialize(WARP_SPECIALIZE).ping_pong(PING_PONG)) {
         auto q_tile = load(q_rows, cols(rm(_, None) < seqQ), 0);
-        auto k_tile = k_desc->load({kv_row0 + start, 0});
+        auto k_tile = kv_desc_tile(*k_desc, start);
         auto v_tile = v_desc_tile(maximum(start - BN, lo));
         auto rescaled = acc * alpha_prev(_, None); // (before the scores' product is in flight)
         auto s = dot(q_tile, trans(k_tile));
@@ -162,7 +174,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
         auto rn = start + rn0;
         Value k_tile, v_tile;
         if (KV_DESC) {
-          k_tile = k_desc->load({kv_row0 + start, 0});
+          k_tile = kv_desc_tile(*k_desc, start);
           v_tile = v_desc_tile(start);
         } else {
           k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
@@ -230,7 +242,8 @@ Kernel &attentionForwardKernel() {
                           "seq_q",
                           "seq_kv", "heads",
                           "groups", "sqb", "sqh", "sqs", "skb", "skh", "sks", "svb", "svh", "svs",
-                          "sob", "soh", "sos", "kv_rows", "v_rows", "win_left", "win_right",
+                          "sob", "soh", "sos", "kv_rows", "kv_cols", "v_rows", "win_left",
+                          "win_right",
                           "batch", "BM", "BN",
                           "D", "STAGES", "CAUSAL", "HAS_LSE", "KV_DESC", "WINDOW", "VARLEN",
                           "WARP_SPECIALIZE", "PING_PONG", "SCALE_IN_EXP", "EVEN_KV", "OVERLAP",
@@ -291,14 +304,26 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   return {.blockM = 128, .blockN = 64, .numWarps = 8, .numStages = 3};
 }
 
-// Whether K and V are dense: K [batch, kv_heads, seq_kv, head_dim] and V so, or transposed
-// [batch, kv_heads, head_dim, seq_kv] (no strides given, or the dense ones).
-static bool denseKV(const AttentionArgs &a) {
+// How dense K and V are laid out, the forward's KV_DESC: 1 for K [batch, kv_heads, seq_kv,
+// head_dim] and V so, or transposed [batch, kv_heads, head_dim, seq_kv] (no strides given, or
+// the dense ones); 2 for both [batch, seq_kv, kv_heads, head_dim] (FlashAttention's layout);
+// 0 otherwise (varlen batches too). Their tiles then come through tensor descriptors: TMA
+// copies on Hopper.
+static int denseKVLayout(const AttentionArgs &a) {
+  if (a.cuSeqlensQ)
+    return 0;
   int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
   bool denseV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
                               : denseStrides(a.vStrides, h, s, d);
-  return denseStrides(a.kStrides, h, s, d) && denseV;
+  if (denseStrides(a.kStrides, h, s, d) && denseV)
+    return 1;
+  AttentionStrides seqMajor{s * h * d, d, h * d};
+  auto same = [&](const AttentionStrides &x) {
+    return x.batch == seqMajor.batch && x.head == seqMajor.head && x.seq == seqMajor.seq;
+  };
+  return !a.vTransposed && same(a.kStrides) && same(a.vStrides) ? 2 : 0;
 }
+static bool denseKV(const AttentionArgs &a) { return denseKVLayout(a) != 0; }
 
 // A sliding window limits the keys on either side (causal attention with a left limit is one).
 static bool windowed(const AttentionArgs &a) { return a.windowLeft >= 0 || a.windowRight >= 0; }
@@ -336,18 +361,20 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   std::string t = "*" + dtypeName(a.dtype);
   bool varlen = a.cuSeqlensQ != nullptr;
-  bool tma = denseKV(a) && !varlen; // K and V through descriptors: TMA copies on Hopper
+  int kvLayout = denseKVLayout(a); // K and V through descriptors: TMA copies on Hopper
+  bool tma = kvLayout != 0;
   // fp8 e4m3 operands write a bf16 output.
   std::string out = a.dtype == Dtype::fp8e4m3 ? "*bf16" : t;
   Specialization spec{.signature = {out, "*fp32", t, t, t, "*i32", "*i32", "fp32", "fp32", "i64",
                                     "i64",
                                     "i64", "i64",
                                     "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64"},
+                                    "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
+                                    "i64"},
                       .constexprs = {plan.blockM, plan.blockN, paddedHeadDim(a.headDim),
                                      plan.numStages,
                                      a.causal && !windowed(a) ? 1 : 0, a.lse ? 1 : 0,
-                                     tma ? 1 : 0, windowed(a) ? 1 : 0, varlen ? 1 : 0,
+                                     kvLayout, windowed(a) ? 1 : 0, varlen ? 1 : 0,
                                      plan.warpSpecialize && tma ? 1 : 0,
                                      plan.pingPong && tma ? 1 : 0,
                                      scaleInExp ? 1 : 0,
@@ -433,7 +460,8 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      a.batch * kvHeads * seqKV, a.batch * kvHeads * D, window.left, window.right, a.batch};
+      denseKVLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV, kvHeads * D,
+      a.batch * kvHeads * D, window.left, window.right, a.batch};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   CompiledKernel &c = attentionForwardKernel().compile(
       attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs));

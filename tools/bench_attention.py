@@ -3,6 +3,10 @@
 Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as many heads as Q):
   forward     tritium_attention_forward against torch.nn.functional.scaled_dot_product_attention
               (its default backends: FlashAttention-2 or cuDNN on Hopper);
+  forward_bshd  the same with Q, K, V and O laid out [Z, S, H, D] (FlashAttention's layout:
+              strides given to tritium, transposed views to SDPA), and tritium on the same
+              layout with a spare position after each sequence (tritium_pointers: strides
+              that are not dense, so K and V are read through pointers, not TMA);
   backward    tritium_attention_backward from tritium's own forward's O and log-sum-exp, against
               torch.autograd.grad of SDPA (dQ, dK and dV);
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
@@ -32,7 +36,8 @@ or better (GB/s = the cache's bytes / time; the copy's counts bytes read and wri
 Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,system,ms,TFLOPs,
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
-usage: python3 tools/bench_attention.py [forward] [backward] [fp8] [fp8_varlen] [decode]
+usage: python3 tools/bench_attention.py [forward] [forward_bshd] [backward] [fp8] [fp8_varlen]
+           [decode]
            [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
@@ -50,11 +55,12 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "backward", "fp8", "fp8_varlen", "decode")
+KERNELS = ("forward", "forward_bshd", "backward", "fp8", "fp8_varlen", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
                       (4, 32, 4096, 96)),  # 96: padded to 128
+          "forward_bshd": ((4, 32, 4096, 64), (4, 32, 4096, 128), (16, 16, 1024, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                        (4, 32, 4096, 96)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
@@ -64,8 +70,8 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                      (1, 131072, 16, 128), (8, 32768, 0, 128), (8, 32768, 16, 128),
                      (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
                      (8, 32768, 16, 256))}
-TOLERANCE = {"forward": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
-TARGET = {"forward": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
+TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
+TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
           "fp8_varlen": ("tritium_bf16", 1.6), "decode": ("copy", 0.85)}
 DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
@@ -189,10 +195,12 @@ class Bench:
             say(f"FAILED {system} {kernel} {shape}: {type(e).__name__}: {e}")
             self.row(kernel, shape, causal, system, status="failed")
 
-    def forward_call(self, q, k, v, o, lse, causal):
+    def forward_call(self, q, k, v, o, lse, causal, strides=None):
+        """strides: a CPU int64 tensor of {batch, head, seq} for all four tensors (None: dense
+        [Z, H, S, D])."""
         Z, H, S, D = q.shape
         return self.tritium.bind("tritium_attention_forward", BF16, o, lse, q, k, v, Z, H, H, S, S,
-                                 D, None, None, None, None, int(causal), 0.0)
+                                 D, strides, strides, strides, strides, int(causal), 0.0)
 
     def decode(self, shape):
         Z, S, page, D = shape
@@ -275,10 +283,23 @@ class Bench:
         q, k, v = (torch.randn(Z, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         o = torch.empty_like(q)
         lse = torch.empty(Z, H, S, device="cuda", dtype=torch.float32)
-        if kernel == "forward":
+        strides = None
+        if kernel == "forward_bshd":  # [Z, S, H, D] in memory, seen as [Z, H, S, D]
+            q, k, v, o = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v, o))
+            strides = torch.tensor([S * H * D, D, H * D], dtype=torch.int64)
+        if kernel in ("forward", "forward_bshd"):
             ref = (sdpa(q.float(), k.float(), v.float(), is_causal=causal),)
-            self.measure(kernel, shape, causal, "tritium", self.forward_call(q, k, v, o, lse, causal),
-                         (o,), ref)
+            self.measure(kernel, shape, causal, "tritium",
+                         self.forward_call(q, k, v, o, lse, causal, strides), (o,), ref)
+            if kernel == "forward_bshd":  # [Z, S + 1, H, D], the first S positions used
+                qp, kp, vp, op = (torch.empty(Z, S + 1, H, D, device="cuda", dtype=torch.bfloat16)
+                                  [:, :S].transpose(1, 2) for _ in range(4))
+                for dst, src in ((qp, q), (kp, k), (vp, v)):
+                    dst.copy_(src)
+                padded = torch.tensor([(S + 1) * H * D, D, H * D], dtype=torch.int64)
+                self.measure(kernel, shape, causal, "tritium_pointers",
+                             self.forward_call(qp, kp, vp, op, lse, causal, padded), (op,), ref)
+                del qp, kp, vp, op
             self.measure(kernel, shape, causal, "sdpa",
                          lambda: (sdpa(q, k, v, is_causal=causal),), (), ref)
         elif kernel == "backward":

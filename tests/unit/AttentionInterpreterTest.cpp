@@ -3,6 +3,7 @@
 // enough for the CPU.
 #include "AttentionCases.h"
 #include "AttentionDecodeCases.h"
+#include "kernels/AttentionArguments.h"
 
 #include "interpreter/Interpreter.h"
 
@@ -437,13 +438,20 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  // The transposition takes V as stored, of fixed-length batches.
+  // The transposition takes V as stored.
   std::vector<unsigned char> vt(64);
   auto transpose = [&] { kernels::attentionTransposeValues(vt.data(), a, nullptr); };
   refused("attentionTransposeValues: V is transposed already", transpose);
   a.vTransposed = false;
-  refused("varlen batches (cuSeqlensQ given) take V as stored", transpose);
   EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a), 0); // bf16 takes none
+  // Varlen fp8: each sequence's V^T rows start on 16 bytes, zeros between and after.
+  a.dtype = kernels::Dtype::fp8e4m3;
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a),
+            (a.kvHeads ? a.kvHeads : a.heads) * a.headDim *
+                kernels::varlenTransposedValuesWidth(a.batch, seqKV));
+  EXPECT_GE(kernels::varlenTransposedValuesWidth(a.batch, seqKV),
+            a.batch * seqKV + 16 * a.batch + 256);
   // fp8 with V as stored: a workspace of V's size, checked against its stated size.
   a.cuSeqlensQ = a.cuSeqlensKV = nullptr;
   a.totalQ = 0;

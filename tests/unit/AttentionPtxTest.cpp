@@ -38,10 +38,11 @@ Artifacts compileDecode(bool paged, int64_t splits, const kernels::AttentionDeco
 }
 
 // The forward for 4 x 32 x 4096 dense bf16 tensors, specialized as a launch would be.
+// seqMajor: every tensor [batch, seq, heads, head_dim] (else [batch, heads, seq, head_dim]).
 Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool varlen = false,
                          kernels::Dtype dtype = kernels::Dtype::bf16,
                          std::optional<kernels::AttentionPlan> plan = std::nullopt,
-                         bool vTransposed = false) {
+                         bool vTransposed = false, bool seqMajor = false) {
   const int64_t B = 4, H = 32, S = 4096;
   static int32_t cu = 0;
   kernels::AttentionArgs a{.batch = B, .heads = H, .seqQ = S, .headDim = D, .causal = causal};
@@ -50,18 +51,22 @@ Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool v
   a.windowLeft = windowLeft;
   if (varlen)
     a.cuSeqlensQ = a.cuSeqlensKV = &cu;
+  // [B, H, S, D] or [B, S, H, D]; a transposed V [B, H, D, S].
+  kernels::AttentionStrides st = seqMajor ? kernels::AttentionStrides{S * H * D, D, H * D}
+                                          : kernels::AttentionStrides{H * S * D, S * D, D};
+  kernels::AttentionStrides vs = vTransposed ? kernels::AttentionStrides{H * S * D, S * D, S} : st;
+  if (seqMajor)
+    a.qStrides = a.kStrides = a.vStrides = a.oStrides = st;
   Specialization spec =
       kernels::attentionForwardSpecialization(a, plan ? *plan : kernels::planAttention(D, dtype),
                                               "sm_90a");
   KernelArg p = KernelArg::pointer(0x10000);
   int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
-  // V's strides: [B, H, S, D], or transposed [B, H, D, S].
-  int64_t svs = vTransposed ? S : D;
-  spec = spec.specializedFor({p,         p,     p,     p,         p,     p,     p,     1.0f,
-                              1.0f,      S,     S,
-                              H,         int64_t(1), H * S * D, S * D, D,     H * S * D,
-                              S * D,     D,     H * S * D, S * D, svs,   H * S * D, S * D,
-                              D,         B * H * S, B * H * D, left, right, B});
+  spec = spec.specializedFor({p,        p,        p,        p,        p,        p,        p,
+                              1.0f,     1.0f,     S,        S,        H,        int64_t(1),
+                              st.batch, st.head,  st.seq,   st.batch, st.head,  st.seq,
+                              vs.batch, vs.head,  vs.seq,   st.batch, st.head,  st.seq,
+                              seqMajor ? B * S : B * H * S, H * D, B * H * D, left, right, B});
   return kernels::attentionForwardKernel().compileTo(spec, Stage::PTX);
 }
 
@@ -404,6 +409,23 @@ TEST_F(AttentionPtxTest, Fp8AtHeadDim256TakesTwiceTheKeys) {
     EXPECT_LE(a.sharedBytes, 227 * 1024) << a.gir;
     expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
   }
+}
+
+// K and V laid out [batch, seq, heads, head_dim] (FlashAttention's layout) come through tensor
+// descriptors too, a head's [BN, D] tile at its columns of the [batch x seq, heads x head_dim]
+// matrix: TMA copies, issued by the producer warp group where the plan has one.
+TEST_F(AttentionPtxTest, SeqMajorKeysAndValuesComeThroughTma) {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("head_dim " + std::to_string(D) + (causal ? " causal" : ""));
+      Artifacts a =
+          compileForward(D, causal, -1, false, kernels::Dtype::bf16, std::nullopt, false, true);
+      EXPECT_NE(a.tir.find("KV_DESC = 2"), std::string::npos);
+      EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+      EXPECT_EQ(a.producerWarps, D == 128 ? 4 : 0);
+      EXPECT_EQ(count(a.gir, "a_regs = 1"), 1u) << a.gir;
+      expectAssembles(a, "sm_90a");
+    }
 }
 
 // Varlen fp8 with V transposed into the workspace: V^T's rows start on 16 bytes and need no
