@@ -24,7 +24,8 @@ using namespace tritium::dsl;
 // KV_DESC: K and V are dense and their tiles are read through tensor descriptors (TMA copies on
 // Hopper). 1: [batch, kv_heads, seq_kv, D], one matrix of kv_rows = batch x kv_heads x seq_kv
 // rows; 2: [batch, seq_kv, kv_heads, D] (FlashAttention's layout), one matrix of kv_rows =
-// batch x seq_kv rows of kv_cols = kv_heads x HD columns, a head's tile at column kvh x HD.
+// batch x seq_kv rows (varlen: the packed total_kv) of kv_cols = kv_heads x HD columns, a
+// head's tile at column kvh x HD.
 // Rows past a head's (or sequence's) end belong to the next (or lie past the tensor, read as
 // zeros), and the mask of the scores keeps them out; with 2, the columns of a padded head dim
 // past HD are the next head's (or zeros), which Q's zero columns cancel in the scores and
@@ -84,7 +85,7 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     if (KV_DESC == 2) {
       k_desc = make_tensor_descriptor(k, {kv_rows, kv_cols}, {sks, 1}, {BN, D});
       v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
-      kv_row0 = b * seq_kv;
+      kv_row0 = VARLEN ? kv0 : b * seq_kv;
     } else if (KV_DESC) {
       k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
       v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
@@ -306,13 +307,18 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
 
 // How dense K and V are laid out, the forward's KV_DESC: 1 for K [batch, kv_heads, seq_kv,
 // head_dim] and V so, or transposed [batch, kv_heads, head_dim, seq_kv] (no strides given, or
-// the dense ones); 2 for both [batch, seq_kv, kv_heads, head_dim] (FlashAttention's layout);
-// 0 otherwise (varlen batches too). Their tiles then come through tensor descriptors: TMA
-// copies on Hopper.
+// the dense ones); 2 for both [batch, seq_kv, kv_heads, head_dim] (FlashAttention's layout),
+// or packed [total_kv, kv_heads, head_dim] for varlen batches that give totalKV (a descriptor
+// needs the rows it may read); 0 otherwise. Their tiles then come through tensor descriptors:
+// TMA copies on Hopper.
 static int denseKVLayout(const AttentionArgs &a) {
-  if (a.cuSeqlensQ)
-    return 0;
   int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
+  if (a.cuSeqlensQ) {
+    auto packed = [&](const AttentionStrides &x) {
+      return (!x.batch && !x.head && !x.seq) || (x.head == d && x.seq == h * d);
+    };
+    return a.totalKV > 0 && !a.vTransposed && packed(a.kStrides) && packed(a.vStrides) ? 2 : 0;
+  }
   bool denseV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
                               : denseStrides(a.vStrides, h, s, d);
   if (denseStrides(a.kStrides, h, s, d) && denseV)
@@ -409,6 +415,10 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
   args.atLeast("seq_kv", seqKV, 0);
   int64_t D = a.headDim;
   bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
+  args.atLeast("totalKV", a.totalKV, 0);
+  if (varlen && a.totalKV > 0 && a.totalKV < seqKV)
+    args.fail("totalKV (" + std::to_string(a.totalKV) + ", the packed key rows) must be at least "
+              "seq_kv (" + std::to_string(seqKV) + ", the longest sequence)");
   if (a.vTransposed && varlen && !valuesInWorkspace)
     args.fail("vTransposed takes fixed-length batches, not varlen ones (cuSeqlensQ given); "
               "varlen fp8 transposes V into the workspace (attentionForwardWorkspaceBytes)");
@@ -460,7 +470,8 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      denseKVLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV, kvHeads * D,
+      varlen ? a.totalKV : denseKVLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV,
+      kvHeads * D,
       a.batch * kvHeads * D, window.left, window.right, a.batch};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   CompiledKernel &c = attentionForwardKernel().compile(

@@ -47,9 +47,11 @@ struct AttentionArgs {
   // ([batch + 1] int32, device memory) say where each sequence starts, the last entry the
   // total; seqQ and seqKV are the longest sequences; lse is then [heads, totalQ]. Causal
   // masks and windows align each sequence's queries with its own keys; an empty sequence
-  // writes nothing. K and V are read with cp.async here, not TMA.
+  // writes nothing. totalKV, the packed key rows (K and V's first extent), may be 0; given, K
+  // and V (dense packed) are read through tensor descriptors, TMA copies on Hopper, which may
+  // read no row past it; else through pointers (cp.async), about 0.8 times as fast.
   const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
-  int64_t totalQ = 0;
+  int64_t totalQ = 0, totalKV = 0;
   float scale = 0; // 0: 1 / sqrt(head_dim)
   Dtype dtype = Dtype::bf16; // of q, k, v and o; fp8e4m3: q, k, v in fp8, o in bf16
   // fp8e4m3 only: per-tensor descales (the scores are scaled by descaleQ x descaleK, the output

@@ -224,6 +224,8 @@ struct VarlenCase {
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
   // fp8e4m3: V transposed into AttentionArgs::workspace first (poisoned beforehand).
   bool workspace = false;
+  // AttentionArgs::totalKV given: K and V through tensor descriptors.
+  bool totalKV = false;
 };
 
 template <typename Buffer>
@@ -266,7 +268,7 @@ void checkVarlenAttention(CUstream stream, const std::function<void()> &sync,
       .windowLeft = c.windowLeft,
       .cuSeqlensQ = static_cast<const int32_t *>(address(dcq)),
       .cuSeqlensKV = static_cast<const int32_t *>(address(dckv)), .totalQ = totalQ,
-      .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
+      .totalKV = c.totalKV ? totalKV : 0, .dtype = c.dtype, .descaleQ = c.descaleQ, .descaleK = c.descaleK, .descaleV = c.descaleV};
   std::optional<Buffer> workspace;
   if (c.workspace) {
     int64_t need = kernels::attentionForwardWorkspaceBytes(args);

@@ -7,6 +7,10 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
               strides given to tritium, transposed views to SDPA), and tritium on the same
               layout with a spare position after each sequence (tritium_pointers: strides
               that are not dense, so K and V are read through pointers, not TMA);
+  forward_varlen  tritium_attention_forward_varlen_total_kv (K and V through TMA) on Z packed
+              sequences of S +- (S / 4 - 3) keys in turns, against SDPA called on each
+              sequence in turn; tritium_attention_forward_varlen (no total_kv: K and V through
+              pointers) beside it as tritium_pointers;
   backward    tritium_attention_backward from tritium's own forward's O and log-sum-exp, against
               torch.autograd.grad of SDPA (dQ, dK and dV);
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
@@ -36,8 +40,8 @@ or better (GB/s = the cache's bytes / time; the copy's counts bytes read and wri
 Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,system,ms,TFLOPs,
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
-usage: python3 tools/bench_attention.py [forward] [forward_bshd] [backward] [fp8] [fp8_varlen]
-           [decode]
+usage: python3 tools/bench_attention.py [forward] [forward_bshd] [forward_varlen] [backward]
+           [fp8] [fp8_varlen] [decode]
            [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
@@ -55,12 +59,13 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "forward_bshd", "backward", "fp8", "fp8_varlen", "decode")
+KERNELS = ("forward", "forward_bshd", "forward_varlen", "backward", "fp8", "fp8_varlen", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
                       (4, 32, 4096, 96)),  # 96: padded to 128
           "forward_bshd": ((4, 32, 4096, 64), (4, 32, 4096, 128), (16, 16, 1024, 128)),
+          "forward_varlen": ((4, 32, 4096, 128), (16, 16, 1024, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                        (4, 32, 4096, 96)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
@@ -70,8 +75,8 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                      (1, 131072, 16, 128), (8, 32768, 0, 128), (8, 32768, 16, 128),
                      (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
                      (8, 32768, 16, 256))}
-TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
-TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
+TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "forward_varlen": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
+TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "forward_varlen": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
           "fp8_varlen": ("tritium_bf16", 1.6), "decode": ("copy", 0.85)}
 DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
@@ -85,7 +90,7 @@ def varlen_lengths(Z, S):
 
 
 def flops(kernel, Z, H, S, D, causal):
-    lengths = varlen_lengths(Z, S) if kernel == "fp8_varlen" else [S] * Z
+    lengths = varlen_lengths(Z, S) if kernel.endswith("_varlen") else [S] * Z
     f = sum(4 * H * n * n * D for n in lengths) / (2 if causal else 1)
     return 2.5 * f if kernel == "backward" else f
 
@@ -110,6 +115,9 @@ class TritiumAttention(bk.Tritium):
     # dtype, o, lse, q, k, v, cu_q, cu_kv, batch, heads, kv_heads, total_q, max_seq_q,
     # max_seq_kv, head_dim, causal, window_left, window_right, scale, stream
     SIGNATURES["tritium_attention_forward_varlen"] = "i" + "p" * 7 + "l" * 7 + "ill" + "f" + "p"
+    # the same with total_kv after total_q
+    SIGNATURES["tritium_attention_forward_varlen_total_kv"] = ("i" + "p" * 7 + "l" * 8 + "ill" +
+                                                               "f" + "p")
     # o, lse, q, k, v, cu_q, cu_kv, the same seven sizes, causal, window_left, window_right,
     # scale, descale_q, descale_k, descale_v, workspace, workspace_bytes, stream
     SIGNATURES["tritium_attention_forward_varlen_fp8"] = ("p" * 7 + "l" * 7 + "ill" + "f" * 4 +
@@ -272,11 +280,41 @@ class Bench:
         del q8, k8, v8, qb, kb, vb, work
         torch.cuda.empty_cache()
 
+    def varlen_bf16(self, shape, causal):
+        Z, H, S, D = shape
+        torch.manual_seed(Z * 1000003 + H * 1009 + S + D + 11)
+        lengths = varlen_lengths(Z, S)
+        total, longest = sum(lengths), max(lengths)
+        cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        q, k, v = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        # Each sequence as SDPA's [1, H, n, D] (views of the packed tensors).
+        parts = [tuple(t[a:a + n].transpose(0, 1)[None] for t in (q, k, v))
+                 for a, n in zip(cu.tolist(), lengths)]
+        each = tuple(sdpa(*(t.float() for t in p), is_causal=causal)[0].transpose(0, 1)
+                     for p in parts)  # [n, H, D] each
+        ref = (torch.cat(each),)
+        o = torch.empty(total, H, D, device="cuda", dtype=torch.bfloat16)
+        tma = self.tritium.bind("tritium_attention_forward_varlen_total_kv", BF16, o, None, q, k, v,
+                                cu, cu, Z, H, H, total, total, longest, longest, D, int(causal),
+                                -1, -1, 0.0)
+        self.measure("forward_varlen", shape, causal, "tritium", tma, (o,), ref)
+        pointers = self.tritium.bind("tritium_attention_forward_varlen", BF16, o, None, q, k, v,
+                                     cu, cu, Z, H, H, total, longest, longest, D, int(causal), -1,
+                                     -1, 0.0)
+        self.measure("forward_varlen", shape, causal, "tritium_pointers", pointers, (o,), ref)
+        self.measure("forward_varlen", shape, causal, "sdpa", lambda: tuple(
+            sdpa(*p, is_causal=causal)[0].transpose(0, 1) for p in parts), (), each)
+        del q, k, v, parts, each
+        torch.cuda.empty_cache()
+
     def case(self, kernel, shape, causal):
         if kernel == "decode":
             return self.decode(shape) if not causal else None
         if kernel == "fp8_varlen":
             return self.varlen_fp8(shape, causal)
+        if kernel == "forward_varlen":
+            return self.varlen_bf16(shape, causal)
         Z, H, S, D = shape
         torch.manual_seed(Z * 1000003 + H * 1009 + S + D)
         sdpa = torch.nn.functional.scaled_dot_product_attention

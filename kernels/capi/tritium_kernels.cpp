@@ -268,6 +268,20 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
                                      int64_t max_seq_kv, int64_t head_dim, int causal,
                                      int64_t window_left, int64_t window_right, float scale,
                                      void *stream) {
+  return tritium_attention_forward_varlen_total_kv(
+      dtype, o, lse, q, k, v, cu_seqlens_q, cu_seqlens_kv, batch, heads, kv_heads, total_q, 0,
+      max_seq_q, max_seq_kv, head_dim, causal, window_left, window_right, scale, stream);
+}
+
+int tritium_attention_forward_varlen_total_kv(int dtype, void *o, float *lse, const void *q,
+                                              const void *k, const void *v,
+                                              const int32_t *cu_seqlens_q,
+                                              const int32_t *cu_seqlens_kv, int64_t batch,
+                                              int64_t heads, int64_t kv_heads, int64_t total_q,
+                                              int64_t total_kv, int64_t max_seq_q,
+                                              int64_t max_seq_kv, int64_t head_dim, int causal,
+                                              int64_t window_left, int64_t window_right,
+                                              float scale, void *stream) {
   return guarded([&] {
     for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
       if (!p)
@@ -277,7 +291,8 @@ int tritium_attention_forward_varlen(int dtype, void *o, float *lse, const void 
                       .seqKV = max_seq_kv, .headDim = head_dim, .causal = causal != 0,
                       .windowLeft = window_left, .windowRight = window_right,
                       .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
-                      .totalQ = total_q, .scale = scale, .dtype = toDtype(dtype)},
+                      .totalQ = total_q, .totalKV = total_kv, .scale = scale,
+                      .dtype = toDtype(dtype)},
                      toStream(stream));
   });
 }

@@ -54,6 +54,14 @@ int main(void) {
   int varlenOk = rc != 0 && strstr(error, "attentionForward: cu_seqlens_q is null") != NULL;
   printf("%s: tritium_attention_forward_varlen without cu_seqlens returns %d: %s\n",
          varlenOk ? "ok" : "FAILED", rc, error);
+  /* total_kv (K and V through tensor descriptors) below the longest sequence is refused. */
+  int32_t cuKV = 0;
+  rc = tritium_attention_forward_varlen_total_kv(2, &b, NULL, &b, &b, &b, &cuKV, &cuKV, 2, 8, 8,
+                                                 10, 5, 6, 6, 64, 0, -1, -1, 0.f, NULL);
+  error = tritium_last_error();
+  varlenOk = varlenOk && rc != 0 && strstr(error, "totalKV (5, the packed key rows)") != NULL;
+  printf("%s: tritium_attention_forward_varlen_total_kv with 5 key rows for 6 returns %d: %s\n",
+         varlenOk ? "ok" : "FAILED", rc, error);
   /* fp8: a workspace smaller than the transposed V needs is refused, naming the size. */
   int64_t need = tritium_attention_forward_varlen_fp8_workspace(2, 8, 6, 64);
   int badHeadDim = tritium_attention_forward_varlen_fp8_workspace(2, 8, 6, 100) == -1;

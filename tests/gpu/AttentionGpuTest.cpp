@@ -37,16 +37,22 @@ TEST_F(AttentionGpuTest, SlidingWindows) {
   }
 }
 
-// Varlen batches on both head dims, causal or not, GQA 4:1, an empty sequence; fp8 with V
-// transposed into the workspace (every head dim) or through shared memory.
+// Varlen batches on both head dims, causal or not, GQA 4:1, an empty sequence, K and V
+// through pointers or (totalKV given) TMA; fp8 with V transposed into the workspace (every
+// head dim) or through shared memory.
 TEST_F(AttentionGpuTest, Varlen) {
   SKIP_WITHOUT_GPU();
   for (int64_t d : {64, 128})
     for (bool causal : {false, true})
-      checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
-                                         {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
-                                          .heads = 8, .kvHeads = 2, .headDim = d,
-                                          .causal = causal});
+      for (bool totalKV : {false, true}) // (given: K and V through TMA)
+        checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
+                                           {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
+                                            .heads = 8, .kvHeads = 2, .headDim = d,
+                                            .causal = causal, .totalKV = totalKV});
+  checkVarlenAttention<DeviceBuffer>(stream().get(), sync,
+                                     {.seqQ = {300, 0, 1, 777}, .seqKV = {300, 0, 45, 900},
+                                      .heads = 8, .kvHeads = 2, .headDim = 256, .causal = true,
+                                      .totalKV = true});
   for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
       checkVarlenAttention<DeviceBuffer>(

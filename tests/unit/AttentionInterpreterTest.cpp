@@ -190,6 +190,11 @@ TEST_F(AttentionInterpreterTest, Varlen) {
   checkVarlenAttention<HostBuffer>(nullptr, sync,
                                    {.seqQ = {150, 9}, .seqKV = {150, 30}, .causal = true,
                                     .windowLeft = 20});
+  // totalKV given: K and V through tensor descriptors over the packed rows, a step's tile
+  // reading the next sequence's keys (masked) or zeros past the last.
+  checkVarlenAttention<HostBuffer>(nullptr, sync,
+                                   {.seqQ = {37, 0, 1, 140}, .seqKV = {50, 0, 3, 140},
+                                    .heads = 4, .kvHeads = 2, .causal = true, .totalKV = true});
 }
 
 // fp8 varlen batches: V as stored, transposed into the workspace (each sequence's keys from a
