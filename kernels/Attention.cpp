@@ -464,14 +464,18 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
   args.planBlock(plan.blockM);
   args.planBlock(plan.blockN);
   WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
+  // The rows of K and V's descriptors (KV_DESC): per head, or per position with every head's
+  // columns, or the packed rows of a varlen batch.
+  int64_t kvRows = varlen                     ? a.totalKV
+                   : denseKVLayout(a) == 2 ? a.batch * seqKV
+                                           : a.batch * kvHeads * seqKV;
   std::initializer_list<KernelArg> launchArgs = {
       o,       lse,      q,        k,        v,        cuQ,      cuKV,
       log2ScoreScale(a), a.descaleV,
       varlen ? a.totalQ : a.seqQ,
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
-      varlen ? a.totalKV : denseKVLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV,
-      kvHeads * D,
+      kvRows, kvHeads * D,
       a.batch * kvHeads * D, window.left, window.right, a.batch};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   CompiledKernel &c = attentionForwardKernel().compile(
