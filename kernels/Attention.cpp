@@ -323,11 +323,10 @@ static int denseKVLayout(const AttentionArgs &a) {
                               : denseStrides(a.vStrides, h, s, d);
   if (denseStrides(a.kStrides, h, s, d) && denseV)
     return 1;
-  AttentionStrides seqMajor{s * h * d, d, h * d};
-  auto same = [&](const AttentionStrides &x) {
-    return x.batch == seqMajor.batch && x.head == seqMajor.head && x.seq == seqMajor.seq;
-  };
-  return !a.vTransposed && same(a.kStrides) && same(a.vStrides) ? 2 : 0;
+  return !a.vTransposed && seqMajorStrides(a.kStrides, h, s, d) &&
+                 seqMajorStrides(a.vStrides, h, s, d)
+             ? 2
+             : 0;
 }
 static bool denseKV(const AttentionArgs &a) { return denseKVLayout(a) != 0; }
 

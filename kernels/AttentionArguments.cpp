@@ -38,6 +38,10 @@ bool denseStrides(const AttentionStrides &x, int64_t heads, int64_t seq, int64_t
          (x.batch == heads * seq * headDim && x.head == seq * headDim && x.seq == headDim);
 }
 
+bool seqMajorStrides(const AttentionStrides &x, int64_t heads, int64_t seq, int64_t headDim) {
+  return x.batch == seq * heads * headDim && x.head == headDim && x.seq == heads * headDim;
+}
+
 bool denseTransposedStrides(const AttentionStrides &x, int64_t heads, int64_t seq,
                             int64_t headDim) {
   return (!x.batch && !x.head && !x.seq) ||

@@ -26,6 +26,11 @@ AttentionStrides transposedStrides(const Arguments &args, const AttentionStrides
 // means dense), which a tensor descriptor reads as one [batch x heads x seq, head_dim] matrix.
 bool denseStrides(const AttentionStrides &given, int64_t heads, int64_t seq, int64_t headDim);
 
+// Whether `given` strides are those of a dense [batch, seq, heads, head_dim] tensor
+// (FlashAttention's layout), which a tensor descriptor reads as one [batch x seq, heads x
+// head_dim] matrix, a head's tiles at its head_dim columns.
+bool seqMajorStrides(const AttentionStrides &given, int64_t heads, int64_t seq, int64_t headDim);
+
 // Whether `given` strides are those of a dense transposed [batch, heads, head_dim, seq] tensor
 // (all 0 means dense), which a tensor descriptor reads as one [batch x heads x head_dim, seq]
 // matrix.

@@ -95,9 +95,10 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
                         Ptr cu_q, Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv,
                         Int heads, Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh,
                         Int sks, Int svb, Int svh, Int svs, Int sob, Int soh, Int sos,
-                        Int q_rows, Int kv_rows, Int win_left, Int win_right, int BM, int BN,
-                        int D, int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC,
-                        int WS, int PART, int BLOCK_STORE, int HD) {
+                        Int q_rows, Int kv_rows, Int q_cols, Int kv_cols, Int win_left,
+                        Int win_right, int BM, int BN, int D, int STAGES, int CAUSAL,
+                        int WINDOW, int VARLEN, int DESC, int WS, int PART, int BLOCK_STORE,
+                        int HD) {
   const bool wantDV = PART != 2, wantDK = PART != 1;
   auto pid_n = program_id(0), bkh = program_id(1);
   auto kv_heads = heads / groups;
@@ -123,12 +124,17 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   }
   if (VARLEN) // programs past a shorter sequence's keys walk no queries
     hi = where(pid_n * BN < seqKV, hi, 0);
-  // DESC: Q and dO are dense [batch, heads, seq_q, D]: their tiles are read through tensor
-  // descriptors over all q_rows rows (TMA copies on Hopper, no per-thread addresses); rows
-  // past a head's end belong to the next head (or lie past the tensor, read as zeros), and the
-  // mask keeps them out of P^T and so of both products.
+  // DESC: Q and dO are dense, their tiles read through tensor descriptors over all q_rows rows
+  // (TMA copies on Hopper, no per-thread addresses): 1, [batch, heads, seq_q, D]; 2, [batch,
+  // seq_q, heads, D], rows of q_cols = heads x HD columns, a head's tile at column h x HD (as
+  // the forward's KV_DESC). Rows past a head's (or sequence's) end belong to the next (or lie
+  // past the tensor, read as zeros), and the mask keeps them out of P^T and so of both
+  // products. BLOCK_STORE takes K's layout the same way (dK and dV are laid out as K and V).
   std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc;
-  if (DESC) {
+  if (DESC == 2) {
+    q_desc = make_tensor_descriptor(q, {q_rows, q_cols}, {sqs, 1}, {BM, D});
+    do_desc = make_tensor_descriptor(dout, {q_rows, q_cols}, {sos, 1}, {BM, D});
+  } else if (DESC) {
     q_desc = make_tensor_descriptor(q, {q_rows, HD}, {HD, 1}, {BM, D});
     do_desc = make_tensor_descriptor(dout, {q_rows, HD}, {HD, 1}, {BM, D});
   }
@@ -143,7 +149,10 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
     auto q_at = rowsAt(b, h, rm, q0, sqb, sqh, sqs, rd, VARLEN);
     auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
     Value q_tile, do_tile;
-    if (DESC) {
+    if (DESC == 2) {
+      q_tile = q_desc->load({b * seq_q + start, h * HD});
+      do_tile = do_desc->load({b * seq_q + start, h * HD});
+    } else if (DESC) {
       q_tile = q_desc->load({bh * seq_q + start, 0});
       do_tile = do_desc->load({bh * seq_q + start, 0});
     } else {
@@ -185,10 +194,11 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   if (WS) {
     // WS (with DESC): the group's query heads and their query blocks walked by one loop at the
     // kernel's top level, whose Q and dO tiles a producer warp group copies. The LSE and
-    // delta are [1, BM] rows of descriptors over [1, q_rows]; their row stride is computed
-    // here, so they load element by element, not as TMA copies (notes/attention.md).
+    // delta are [1, BM] rows of descriptors over [1, batch x heads x seq_q]; their row stride
+    // is computed here, so they load element by element, not as TMA copies
+    // (notes/attention.md).
     Value steps = maximum(cdiv(hi - lo, BM), 0);
-    Int rows = q_rows;
+    Value rows = DESC == 2 ? q_rows * cast(heads, int64) : Value(q_rows); // (2: [batch x seq_q])
     Value padded = (rows + 3) / 4 * 4; // a row stride on 16 bytes; the one row never uses it
     lse_desc = make_tensor_descriptor(lse, {1, rows}, {padded, 1}, {1, BM});
     delta_desc = make_tensor_descriptor(delta, {1, rows}, {padded, 1}, {1, BM});
@@ -203,6 +213,16 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
       for (auto start : range(lo, hi, BM, STAGES))
         step(h, bh, start);
     }
+  }
+  if (BLOCK_STORE == 2) { // [batch x seq_kv, kv_heads x HD]
+    Value row0 = b * seq_kv + pid_n * BN;
+    if (wantDK)
+      make_tensor_descriptor(dk, {kv_rows, kv_cols}, {sks, 1}, {BN, D})
+          .store({row0, kvh * HD}, cast(dk_acc * scale, dk.dtype()));
+    if (wantDV)
+      make_tensor_descriptor(dv, {kv_rows, kv_cols}, {svs, 1}, {BN, D})
+          .store({row0, kvh * HD}, cast(dv_acc, dv.dtype()));
+    return;
   }
   if (BLOCK_STORE) {
     Value row0 = (b * kv_heads + kvh) * seq_kv + pid_n * BN;
@@ -226,8 +246,8 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
                       Ptr cu_kv, Float qk_scale, Float scale, Int seq_q, Int seq_kv, Int heads,
                       Int groups, Int sqb, Int sqh, Int sqs, Int skb, Int skh, Int sks, Int svb,
                       Int svh, Int svs, Int sob, Int soh, Int sos, Int q_rows, Int kv_rows,
-                      Int win_left, Int win_right, int BM, int BN, int D, int STAGES, int CAUSAL,
-                      int WINDOW, int VARLEN, int DESC, int WS, int HD) {
+                      Int q_cols, Int kv_cols, Int win_left, Int win_right, int BM, int BN, int D,
+                      int STAGES, int CAUSAL, int WINDOW, int VARLEN, int DESC, int WS, int HD) {
   auto pid_m = program_id(0), bh = program_id(1);
   auto b = bh / heads, h = bh % heads;
   auto kvh = h / groups;
@@ -245,11 +265,15 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   // The keys this block's queries see, as the forward walks them.
   auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
                            WINDOW, VARLEN);
-  // DESC: K and V dense [batch, kv_heads, seq_kv, D], read through tensor descriptors over
-  // all kv_rows rows, as attention_bwd_dkdv's Q and dO.
+  // DESC: K and V dense, read through tensor descriptors over all kv_rows rows, as
+  // attention_bwd_dkdv's Q and dO (2: rows of kv_cols = kv_heads x HD columns).
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0;
-  if (DESC) {
+  if (DESC == 2) {
+    k_desc = make_tensor_descriptor(k, {kv_rows, kv_cols}, {sks, 1}, {BN, D});
+    v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
+    kv_row0 = cast(b, int64) * seq_kv;
+  } else if (DESC) {
     k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
     v_desc = make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
     kv_row0 = cast(b * (heads / groups) + kvh, int64) * seq_kv;
@@ -265,7 +289,10 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
     auto k_at = rowsAt(b, kvh, rn, kv0, skb, skh, sks, rd, VARLEN);
     auto v_at = rowsAt(b, kvh, rn, kv0, svb, svh, svs, rd, VARLEN);
     Value k_tile, v_tile;
-    if (DESC) {
+    if (DESC == 2) { // (a head's columns)
+      k_tile = k_desc->load({kv_row0 + start, kvh * HD});
+      v_tile = v_desc->load({kv_row0 + start, kvh * HD});
+    } else if (DESC) {
       k_tile = k_desc->load({kv_row0 + start, 0});
       v_tile = v_desc->load({kv_row0 + start, 0});
     } else {
@@ -300,7 +327,8 @@ Kernel &attentionBackwardDkDvKernel() {
                          {"dk", "dv", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
-                          "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
+                          "q_rows", "kv_rows", "q_cols", "kv_cols", "win_left", "win_right", "BM",
+                          "BN", "D", "STAGES",
                           "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "PART", "BLOCK_STORE", "HD"});
   return k;
 }
@@ -309,7 +337,8 @@ Kernel &attentionBackwardDqKernel() {
                          {"dq", "q", "k", "v", "dout", "lse", "delta", "cu_q", "cu_kv",
                           "qk_scale", "scale", "seq_q", "seq_kv", "heads", "groups", "sqb", "sqh",
                           "sqs", "skb", "skh", "sks", "svb", "svh", "svs", "sob", "soh", "sos",
-                          "q_rows", "kv_rows", "win_left", "win_right", "BM", "BN", "D", "STAGES",
+                          "q_rows", "kv_rows", "q_cols", "kv_cols", "win_left", "win_right", "BM",
+                          "BN", "D", "STAGES",
                           "CAUSAL", "WINDOW", "VARLEN", "DESC", "WS", "HD"});
   return k;
 }
@@ -353,27 +382,39 @@ AttentionBackwardPlan planAttentionBackward(int64_t headDim) {
   return AttentionBackwardPlan{.ownRows = 64, .stepRows = 64, .numWarps = 4, .numStages = 2};
 }
 
-// Whether the tiles that a kernel walks (Q and dO for dK/dV, K and V for dQ) are dense
-// [batch, heads, seq, head_dim] tensors (dO as O), which tensor descriptors read as one
-// [rows, head_dim] matrix.
-static bool backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
-  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ,
-          d = a.headDim;
-  if (a.cuSeqlensQ || a.seqQ == 0 || seqKV == 0)
-    return false;
-  return dkdv ? denseStrides(a.qStrides, a.heads, a.seqQ, d) &&
-                    denseStrides(a.oStrides, a.heads, a.seqQ, d)
-              : denseStrides(a.kStrides, kvHeads, seqKV, d) &&
-                    denseStrides(a.vStrides, kvHeads, seqKV, d);
+// How two tensors of `heads` heads and `seq` positions (Q and O, or K and V) are laid out, as
+// the kernels' DESC: 1, both dense [batch, heads, seq, head_dim], which tensor descriptors read
+// as one [rows, head_dim] matrix; 2, both dense [batch, seq, heads, head_dim], one [batch x
+// seq, heads x head_dim] matrix whose head_dim columns of a head make its tiles; else 0.
+static int denseLayout(const AttentionStrides &x, const AttentionStrides &y, int64_t heads,
+                       int64_t seq, int64_t d) {
+  if (denseStrides(x, heads, seq, d) && denseStrides(y, heads, seq, d))
+    return 1;
+  return seqMajorStrides(x, heads, seq, d) && seqMajorStrides(y, heads, seq, d) ? 2 : 0;
+}
+static int qoLayout(const AttentionBackwardArgs &a) {
+  return denseLayout(a.qStrides, a.oStrides, a.heads, a.seqQ, a.headDim);
+}
+static int kvLayout(const AttentionBackwardArgs &a) {
+  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  return denseLayout(a.kStrides, a.vStrides, kvHeads, seqKV, a.headDim);
 }
 
-// Whether each dK/dV program's rows of K and V (so of dK and dV) are one [ownRows, head_dim]
-// tile of the dense [kv_rows, head_dim] matrix, none of them the next head's (BLOCK_STORE).
-static bool wholeKeyBlocks(const AttentionBackwardArgs &a, int ownRows) {
-  int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ;
-  return !a.cuSeqlensQ && seqKV > 0 && seqKV % ownRows == 0 &&
-         denseStrides(a.kStrides, kvHeads, seqKV, a.headDim) &&
-         denseStrides(a.vStrides, kvHeads, seqKV, a.headDim);
+// The layout in which a kernel reads the tiles it walks through descriptors (Q and dO for
+// dK/dV, K and V for dQ; dO as O), or 0: pointers.
+static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  if (a.cuSeqlensQ || a.seqQ == 0 || seqKV == 0)
+    return 0;
+  return dkdv ? qoLayout(a) : kvLayout(a);
+}
+
+// The layout (as backwardDescriptors') in which each dK/dV program's rows of K and V (so of dK
+// and dV) are one [ownRows, head_dim] tile of their dense matrix, none of them the next
+// head's or sequence's (BLOCK_STORE), or 0.
+static int wholeKeyBlocks(const AttentionBackwardArgs &a, int ownRows) {
+  int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  return !a.cuSeqlensQ && seqKV > 0 && seqKV % ownRows == 0 ? kvLayout(a) : 0;
 }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,
@@ -386,24 +427,24 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   // Strides in 64 bits; the window's reach in 32, as the lengths.
   bool window = a.windowLeft >= 0 || a.windowRight >= 0;
   bool varlen = a.cuSeqlensQ != nullptr;
-  bool descriptors = backwardDescriptors(a, dkdv);
+  int descriptors = backwardDescriptors(a, dkdv);
   // The producer form also reads dK/dV's LSE and delta through descriptors.
   bool producer = plan.warpSpecialize && descriptors &&
                   (!dkdv || on16ByteBoundaries({a.lse, a.workspace}));
   Specialization s{.signature = {t, t, t, t, t, "*fp32", "*fp32", "*i32", "*i32", "fp32", "fp32",
                                  "i32", "i32", "i32", "i32", "i64", "i64", "i64", "i64", "i64",
                                  "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64", "i64",
-                                 "i32", "i32"},
+                                 "i64", "i64", "i32", "i32"},
                    .constexprs = {dkdv ? plan.stepRows : plan.ownRows,
                                   dkdv ? plan.ownRows : plan.stepRows, paddedHeadDim(a.headDim),
                                   plan.numStages, a.causal && !window ? 1 : 0, window ? 1 : 0,
-                                  varlen ? 1 : 0, descriptors ? 1 : 0, producer ? 1 : 0},
+                                  varlen ? 1 : 0, descriptors, producer ? 1 : 0},
                    .numWarps = plan.numWarps,
                    .awaitPreviousKernel = true};
   if (dkdv) {
     s.signature.insert(s.signature.begin(), t); // dk and dv
     s.constexprs.push_back(int(part));
-    s.constexprs.push_back(plan.blockStore && wholeKeyBlocks(a, plan.ownRows) ? 1 : 0);
+    s.constexprs.push_back(plan.blockStore ? wholeKeyBlocks(a, plan.ownRows) : 0);
   }
   s.constexprs.push_back(a.headDim);
   if (!arch.empty())
@@ -485,15 +526,18 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   // Below 2^31 with the lengths (checked above): 32-bit arguments.
   WindowReach window = windowReach(a.windowLeft, a.windowRight, a.causal, a.seqQ + seqKV);
   int32_t left = int32_t(window.left), right = int32_t(window.right);
-  // The rows of Q (and O) and of K (and V) as tensor descriptors see them.
-  int64_t qRows = a.batch * a.heads * a.seqQ, kvRows = a.batch * kvHeads * seqKV;
+  // The rows of Q (and O) and of K (and V) as tensor descriptors see them, and the columns of
+  // the [batch, seq, heads, head_dim] layout's rows.
+  int64_t qRows = qoLayout(a) == 2 ? a.batch * a.seqQ : a.batch * a.heads * a.seqQ,
+          kvRows = kvLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV,
+          qCols = a.heads * D, kvCols = kvHeads * D;
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {
         dk,       dv,      q,      k,        v,       dout,   lse,      delta,   cuQ,
         cuKV,     qkScale, scale,  lseStride, int32_t(seqKV), int32_t(a.heads),
         int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
-        os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
+        os.batch, os.head, os.seq, qRows,    kvRows,  qCols,    kvCols, left, right};
     Grid3 grid{(seqKV + plan.ownRows - 1) / plan.ownRows, a.batch * kvHeads, 1};
     // (A vector: the array behind an initializer_list chosen by ?: ends with the full
     // expression, before the loop reads it.)
@@ -511,7 +555,7 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
         qkScale,  scale,   lseStride, int32_t(seqKV),   int32_t(a.heads),
         int32_t(a.heads / kvHeads),
         qs.batch, qs.head, qs.seq, ks.batch, ks.head, ks.seq, vs.batch, vs.head, vs.seq,
-        os.batch, os.head, os.seq, qRows,    kvRows,  left,     right};
+        os.batch, os.head, os.seq, qRows,    kvRows,  qCols,    kvCols, left, right};
     attentionBackwardDqKernel()
         .compile(
             attentionBackwardSpecialization(a, false, plan, arch).specializedFor(launchArgs))

@@ -11,6 +11,7 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
               sequences of S +- (S / 4 - 3) keys in turns, against SDPA called on each
               sequence in turn; tritium_attention_forward_varlen (no total_kv: K and V through
               pointers) beside it as tritium_pointers;
+  backward_bshd  the same on [Z, S, H, D] tensors, and through pointers as forward_bshd's;
   backward    tritium_attention_backward from tritium's own forward's O and log-sum-exp, against
               torch.autograd.grad of SDPA (dQ, dK and dV);
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
@@ -41,7 +42,7 @@ Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,syst
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
 usage: python3 tools/bench_attention.py [forward] [forward_bshd] [forward_varlen] [backward]
-           [fp8] [fp8_varlen] [decode]
+           [backward_bshd] [fp8] [fp8_varlen] [decode]
            [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
@@ -59,7 +60,8 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "forward_bshd", "forward_varlen", "backward", "fp8", "fp8_varlen", "decode")
+KERNELS = ("forward", "forward_bshd", "forward_varlen", "backward", "backward_bshd", "fp8",
+           "fp8_varlen", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
@@ -68,6 +70,7 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
           "forward_varlen": ((4, 32, 4096, 128), (16, 16, 1024, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                        (4, 32, 4096, 96)),
+          "backward_bshd": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
           "fp8": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
           "fp8_varlen": ((4, 32, 4096, 128),),
           # (sequences, cached positions, page size (0: contiguous), head_dim)
@@ -75,8 +78,10 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                      (1, 131072, 16, 128), (8, 32768, 0, 128), (8, 32768, 16, 128),
                      (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
                      (8, 32768, 16, 256))}
-TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "forward_varlen": 0.02, "backward": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
-TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "forward_varlen": ("sdpa", 1.1), "backward": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
+TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "forward_varlen": 0.02, "backward": 0.02,
+             "backward_bshd": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
+TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "forward_varlen": ("sdpa", 1.1),
+          "backward": ("sdpa", 1.1), "backward_bshd": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
           "fp8_varlen": ("tritium_bf16", 1.6), "decode": ("copy", 0.85)}
 DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
@@ -92,7 +97,7 @@ def varlen_lengths(Z, S):
 def flops(kernel, Z, H, S, D, causal):
     lengths = varlen_lengths(Z, S) if kernel.endswith("_varlen") else [S] * Z
     f = sum(4 * H * n * n * D for n in lengths) / (2 if causal else 1)
-    return 2.5 * f if kernel == "backward" else f
+    return 2.5 * f if kernel.startswith("backward") else f
 
 
 class TritiumAttention(bk.Tritium):
@@ -322,7 +327,7 @@ class Bench:
         o = torch.empty_like(q)
         lse = torch.empty(Z, H, S, device="cuda", dtype=torch.float32)
         strides = None
-        if kernel == "forward_bshd":  # [Z, S, H, D] in memory, seen as [Z, H, S, D]
+        if kernel.endswith("_bshd"):  # [Z, S, H, D] in memory, seen as [Z, H, S, D]
             q, k, v, o = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v, o))
             strides = torch.tensor([S * H * D, D, H * D], dtype=torch.int64)
         if kernel in ("forward", "forward_bshd"):
@@ -340,19 +345,34 @@ class Bench:
                 del qp, kp, vp, op
             self.measure(kernel, shape, causal, "sdpa",
                          lambda: (sdpa(q, k, v, is_causal=causal),), (), ref)
-        elif kernel == "backward":
+        elif kernel in ("backward", "backward_bshd"):
             qr, kr, vr = (t.float().requires_grad_() for t in (q, k, v))
-            dout = torch.randn_like(q)
+            dout = torch.randn_like(q)  # (laid out as q: torch keeps the strides)
             ref = torch.autograd.grad(sdpa(qr, kr, vr, is_causal=causal), (qr, kr, vr), dout.float())
             del qr, kr, vr
-            self.forward_call(q, k, v, o, lse, causal)()
-            dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
             n = self.tritium.workspace(Z, H, S)
             work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
-            ours = self.tritium.bind("tritium_attention_backward", BF16, dq, dk, dv, q, k, v, o,
-                                     dout, lse, None, None, Z, H, H, S, S, 0, D, None, None, None,
-                                     None, int(causal), -1, -1, 0.0, work, n)
-            self.measure(kernel, shape, causal, "tritium", ours, (dq, dk, dv), ref)
+
+            def backward(q, k, v, o, dout, strides):
+                self.forward_call(q, k, v, o, lse, causal, strides)()
+                # (dq as q, dk as k, dv as v: the same strides, padded ones too)
+                dq, dk, dv = (torch.empty_strided(t.size(), t.stride(), dtype=t.dtype,
+                                                  device=t.device) for t in (q, k, v))
+                return (dq, dk, dv), self.tritium.bind(
+                    "tritium_attention_backward", BF16, dq, dk, dv, q, k, v, o, dout, lse, None,
+                    None, Z, H, H, S, S, 0, D, strides, strides, strides, strides, int(causal),
+                    -1, -1, 0.0, work, n)
+            grads, ours = backward(q, k, v, o, dout, strides)
+            self.measure(kernel, shape, causal, "tritium", ours, grads, ref)
+            if kernel == "backward_bshd":  # [Z, S + 1, H, D], the first S positions used
+                padded = [torch.empty(Z, S + 1, H, D, device="cuda", dtype=torch.bfloat16)
+                          [:, :S].transpose(1, 2) for _ in range(5)]
+                for dst, src in zip(padded, (q, k, v, o, dout)):
+                    dst.copy_(src)
+                grads, ours = backward(*padded, torch.tensor([(S + 1) * H * D, D, H * D],
+                                                             dtype=torch.int64))
+                self.measure(kernel, shape, causal, "tritium_pointers", ours, grads, ref)
+                del padded, grads
             qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
             os_ = sdpa(qs, ks, vs, is_causal=causal)
             self.measure(kernel, shape, causal, "sdpa", lambda: torch.autograd.grad(

@@ -158,10 +158,16 @@ TEST_F(AttentionGpuTest, BackwardStoresWholeKeyBlocks) {
                                         .backwardPlan = plan});
 }
 
-// Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim.
+// Sliding windows and the [batch, seq, heads, head_dim] layout, at every head dim; with O laid
+// out as Q too, every tile the kernels walk comes through descriptors of that layout (and at
+// head_dim 256, 384 keys, dK and dV are stored as whole tiles).
 TEST_F(AttentionGpuTest, BackwardWindowsAndStrides) {
   SKIP_WITHOUT_GPU();
   for (int64_t d : {64, 128, 256}) {
+    checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
+                                         {.batch = 2, .heads = 4, .kvHeads = 2, .seqQ = 300,
+                                          .seqKV = 384, .headDim = d, .causal = true,
+                                          .seqMajor = true, .oLikeQ = true});
     checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                          {.dtype = kernels::Dtype::fp16, .batch = 2, .heads = 4,
                                           .kvHeads = 2, .seqQ = 300, .seqKV = 333, .headDim = d,

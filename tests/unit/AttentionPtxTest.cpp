@@ -411,6 +411,49 @@ TEST_F(AttentionPtxTest, Fp8AtHeadDim256TakesTwiceTheKeys) {
   }
 }
 
+// The backward on [batch, seq, heads, head_dim] tensors (FlashAttention's layout): dK/dV's Q
+// and dO and dQ's K and V come through tensor descriptors (DESC = 2, a head's columns of one
+// [batch x seq, heads x head_dim] matrix), and at head_dim 256 dK and dV are stored as whole
+// tiles so too (BLOCK_STORE = 2).
+TEST_F(AttentionPtxTest, SeqMajorBackwardReadsItsTilesThroughTma) {
+  const int64_t B = 4, H = 32, KH = 8, S = 4096;
+  KernelArg p = KernelArg::pointer(0x10000);
+  for (int64_t D : {128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(D));
+    kernels::AttentionStrides qs{S * H * D, D, H * D}, ks{S * KH * D, D, KH * D};
+    kernels::AttentionBackwardArgs a{.batch = B, .heads = H, .kvHeads = KH, .seqQ = S,
+                                     .headDim = D, .causal = true, .qStrides = qs,
+                                     .kStrides = ks, .vStrides = ks, .oStrides = qs};
+    kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(D);
+    kernels::BackwardPart part = plan.splitDkDv ? kernels::kDkOnly : kernels::kDkDv;
+    int32_t left = int32_t(2 * S), right = 0;
+    Artifacts dkdv = kernels::attentionBackwardDkDvKernel().compileTo(
+        kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part)
+            .specializedFor({p, p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
+                             int32_t(H), int32_t(H / KH), qs.batch, qs.head, qs.seq, ks.batch,
+                             ks.head, ks.seq, ks.batch, ks.head, ks.seq, qs.batch, qs.head,
+                             qs.seq, B * S, B * S, H * D, KH * D, left, right}),
+        Stage::PTX);
+    Artifacts dq = kernels::attentionBackwardDqKernel().compileTo(
+        kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a")
+            .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S), int32_t(S),
+                             int32_t(H), int32_t(H / KH), qs.batch, qs.head, qs.seq, ks.batch,
+                             ks.head, ks.seq, ks.batch, ks.head, ks.seq, qs.batch, qs.head,
+                             qs.seq, B * S, B * S, H * D, KH * D, left, right}),
+        Stage::PTX);
+    for (const Artifacts *x : {&dkdv, &dq}) {
+      EXPECT_NE(x->tir.find("DESC = 2"), std::string::npos);
+      EXPECT_NE(x->ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+      if (tritium::testing::ptxasPath().empty())
+        continue;
+      auto r = tritium::testing::runPtxas(x->ptx, "sm_90a"); // (spills as the other layout)
+      EXPECT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output; // none serialized
+    }
+    EXPECT_NE(dkdv.tir.find(D == 256 ? "BLOCK_STORE = 2" : "BLOCK_STORE = 0"), std::string::npos);
+  }
+}
+
 // K and V laid out [batch, seq, heads, head_dim] (FlashAttention's layout) come through tensor
 // descriptors too, a head's [BN, D] tile at its columns of the [batch x seq, heads x head_dim]
 // matrix: TMA copies, issued by the producer warp group where the plan has one.
@@ -518,8 +561,8 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
                  kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part)
                      .specializedFor({p, p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S),
                                       int32_t(S), int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd,
-                                      D, kb, sd, D, qb, sd, D, B * H * S, B * KH * S, left,
-                                      right}),
+                                      D, kb, sd, D, qb, sd, D, B * H * S, B * KH * S, H * D,
+                                      KH * D, left, right}),
                  Stage::PTX),
              part == kernels::kDkDv ? 2u : 1u});
       kernels.push_back(
@@ -528,7 +571,8 @@ TEST_F(AttentionPtxTest, BackwardRunsOnWarpGroups) {
                kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a")
                    .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(S),
                                     int32_t(S), int32_t(H), int32_t(H / KH), qb, sd, D, kb, sd, D,
-                                    kb, sd, D, qb, sd, D, B * H * S, B * KH * S, left, right}),
+                                    kb, sd, D, qb, sd, D, B * H * S, B * KH * S, H * D, KH * D,
+                                    left, right}),
                Stage::PTX),
            1u});
       for (const Compiled &c : kernels) {
