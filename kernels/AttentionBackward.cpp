@@ -411,10 +411,13 @@ static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
 
 // The layout (as backwardDescriptors') in which each dK/dV program's rows of K and V (so of dK
 // and dV) are one [ownRows, head_dim] tile of their dense matrix, none of them the next
-// head's or sequence's (BLOCK_STORE), or 0.
+// head's or sequence's (BLOCK_STORE), or 0. [batch, seq, heads, head_dim] tiles of a padded
+// head dim (96 as 128) would reach into the next head's columns, so those store through
+// pointers.
 static int wholeKeyBlocks(const AttentionBackwardArgs &a, int ownRows) {
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
-  return !a.cuSeqlensQ && seqKV > 0 && seqKV % ownRows == 0 ? kvLayout(a) : 0;
+  int layout = !a.cuSeqlensQ && seqKV > 0 && seqKV % ownRows == 0 ? kvLayout(a) : 0;
+  return layout == 2 && paddedHeadDim(a.headDim) != a.headDim ? 0 : layout;
 }
 
 Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, bool dkdv,

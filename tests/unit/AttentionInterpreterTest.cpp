@@ -299,6 +299,14 @@ TEST_F(AttentionInterpreterTest, BackwardStoresWholeKeyBlocks) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 2, .kvHeads = 2, .seqQ = 64, .seqKV = 128,
                                       .oLikeQ = true, .backwardPlan = plan});
+  // [batch, seq, heads, head_dim] in every tensor (each kernel's tiles through descriptors of
+  // that layout), also at a padded head dim (its dK and dV stored through pointers:
+  // AttentionPtxTest.SeqMajorBackwardReadsItsTilesThroughTma).
+  for (int64_t d : {64, 48})
+    checkAttentionBackward<HostBuffer>(nullptr, sync,
+                                       {.heads = 4, .kvHeads = 2, .seqQ = 64, .seqKV = 128,
+                                        .headDim = d, .causal = true, .seqMajor = true,
+                                        .oLikeQ = true, .backwardPlan = plan});
 }
 
 TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {

@@ -452,6 +452,23 @@ TEST_F(AttentionPtxTest, SeqMajorBackwardReadsItsTilesThroughTma) {
     }
     EXPECT_NE(dkdv.tir.find(D == 256 ? "BLOCK_STORE = 2" : "BLOCK_STORE = 0"), std::string::npos);
   }
+  // A padded head dim (192 as 256) stores dK and dV through pointers: a whole [BN, 256] tile
+  // at a head's columns would write the next head's first 64 (programs of the two heads run
+  // in any order on a GPU, so the interpreter's in-order programs cannot show it).
+  kernels::AttentionStrides ks{S * KH * 192, 192, KH * 192};
+  kernels::AttentionBackwardArgs a{.batch = B, .heads = KH, .kvHeads = KH, .seqQ = S,
+                                   .headDim = 192, .qStrides = ks, .kStrides = ks,
+                                   .vStrides = ks, .oStrides = ks};
+  kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(192);
+  ASSERT_TRUE(plan.blockStore);
+  Specialization spec =
+      kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", kernels::kDkOnly);
+  ASSERT_GE(spec.constexprs.size(), 2u);
+  EXPECT_EQ(spec.constexprs[spec.constexprs.size() - 2], 0); // BLOCK_STORE (then HD)
+  a.headDim = 256;
+  a.qStrides = a.kStrides = a.vStrides = a.oStrides = {S * KH * 256, 256, KH * 256};
+  spec = kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", kernels::kDkOnly);
+  EXPECT_EQ(spec.constexprs[spec.constexprs.size() - 2], 2);
 }
 
 // K and V laid out [batch, seq, heads, head_dim] (FlashAttention's layout) come through tensor
