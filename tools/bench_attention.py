@@ -257,10 +257,7 @@ class Bench:
 
     def varlen_fp8(self, shape, causal):
         Z, H, S, D = shape
-        torch.manual_seed(Z * 1000003 + H * 1009 + S + D + 7)
-        lengths = varlen_lengths(Z, S)
-        total, longest = sum(lengths), max(lengths)
-        cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        lengths, total, longest, cu = packed_batch(shape, 7)
         q8, k8, v8 = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16)
                       .to(torch.float8_e4m3fn) for _ in range(3))
         qb, kb, vb = (t.to(torch.bfloat16) for t in (q8, k8, v8))  # the same values in bf16
@@ -287,10 +284,7 @@ class Bench:
 
     def varlen_bf16(self, shape, causal):
         Z, H, S, D = shape
-        torch.manual_seed(Z * 1000003 + H * 1009 + S + D + 11)
-        lengths = varlen_lengths(Z, S)
-        total, longest = sum(lengths), max(lengths)
-        cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        lengths, total, longest, cu = packed_batch(shape, 11)
         q, k, v = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         sdpa = torch.nn.functional.scaled_dot_product_attention
         # Each sequence as SDPA's [1, H, n, D] (views of the packed tensors).
@@ -335,11 +329,7 @@ class Bench:
             self.measure(kernel, shape, causal, "tritium",
                          self.forward_call(q, k, v, o, lse, causal, strides), (o,), ref)
             if kernel == "forward_bshd":  # [Z, S + 1, H, D], the first S positions used
-                qp, kp, vp, op = (torch.empty(Z, S + 1, H, D, device="cuda", dtype=torch.bfloat16)
-                                  [:, :S].transpose(1, 2) for _ in range(4))
-                for dst, src in ((qp, q), (kp, k), (vp, v)):
-                    dst.copy_(src)
-                padded = torch.tensor([(S + 1) * H * D, D, H * D], dtype=torch.int64)
+                (qp, kp, vp, op), padded = padded_copies(q, k, v, o)
                 self.measure(kernel, shape, causal, "tritium_pointers",
                              self.forward_call(qp, kp, vp, op, lse, causal, padded), (op,), ref)
                 del qp, kp, vp, op
@@ -365,12 +355,8 @@ class Bench:
             grads, ours = backward(q, k, v, o, dout, strides)
             self.measure(kernel, shape, causal, "tritium", ours, grads, ref)
             if kernel == "backward_bshd":  # [Z, S + 1, H, D], the first S positions used
-                padded = [torch.empty(Z, S + 1, H, D, device="cuda", dtype=torch.bfloat16)
-                          [:, :S].transpose(1, 2) for _ in range(5)]
-                for dst, src in zip(padded, (q, k, v, o, dout)):
-                    dst.copy_(src)
-                grads, ours = backward(*padded, torch.tensor([(S + 1) * H * D, D, H * D],
-                                                             dtype=torch.int64))
+                padded, padded_strides = padded_copies(q, k, v, o, dout)
+                grads, ours = backward(*padded, padded_strides)
                 self.measure(kernel, shape, causal, "tritium_pointers", ours, grads, ref)
                 del padded, grads
             qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
@@ -406,6 +392,27 @@ class Bench:
             for shape in (shapes if shapes and kernel != "decode" else SHAPES[kernel]):
                 for causal in (False, True):
                     self.case(kernel, shape, causal)
+
+
+def packed_batch(shape, seed):
+    """A varlen batch of `shape`'s Z sequences (varlen_lengths), seeded: the lengths, their
+    total and longest, and cu_seqlens on the GPU."""
+    Z, H, S, D = shape
+    torch.manual_seed(Z * 1000003 + H * 1009 + S + D + seed)
+    lengths = varlen_lengths(Z, S)
+    cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    return lengths, sum(lengths), max(lengths), cu
+
+
+def padded_copies(*tensors):
+    """Copies of [Z, H, S, D] views in a [Z, S + 1, H, D] buffer (the first S positions used,
+    so no descriptor covers them) and their {batch, head, seq} strides."""
+    Z, H, S, D = tensors[0].shape
+    copies = [torch.empty(Z, S + 1, H, D, device="cuda", dtype=torch.bfloat16)[:, :S]
+              .transpose(1, 2) for _ in tensors]
+    for dst, src in zip(copies, tensors):
+        dst.copy_(src)
+    return copies, torch.tensor([(S + 1) * H * D, D, H * D], dtype=torch.int64)
 
 
 def decode_bytes(Z, S, page, D):

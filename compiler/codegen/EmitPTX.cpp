@@ -83,7 +83,7 @@ std::string emitPTX(llvm::Module &mod, const TargetOptions &target, std::string 
     bool isEnabled() const override { return true; }
   } gate;
   llvm::LLVMContext &context = mod.getContext();
-  auto restore = llvm::make_scope_exit(
+  llvm::scope_exit restore(
       [&context, &previous = context.getOptPassGate()] { context.setOptPassGate(previous); });
   if (!target.strengthReduction)
     context.setOptPassGate(gate);

@@ -216,6 +216,25 @@ static AttentionArgs forwardArgs(void *o, float *lse, const void *q, const void 
           .scale = scale};
 }
 
+// The arguments the packed (cu_seqlens) forward calls share; null offsets are named here
+// because AttentionArgs reads a null cuSeqlensQ as "not packed".
+static AttentionArgs varlenForwardArgs(void *o, float *lse, const void *q, const void *k,
+                                       const void *v, const int32_t *cu_seqlens_q,
+                                       const int32_t *cu_seqlens_kv, int64_t batch,
+                                       int64_t heads, int64_t kv_heads, int64_t total_q,
+                                       int64_t max_seq_q, int64_t max_seq_kv, int64_t head_dim,
+                                       int causal, int64_t window_left, int64_t window_right,
+                                       float scale) {
+  for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
+    if (!p)
+      throw std::invalid_argument(std::string("attentionForward: ") + name + " is null");
+  return {.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch, .heads = heads,
+          .kvHeads = kv_heads, .seqQ = max_seq_q, .seqKV = max_seq_kv, .headDim = head_dim,
+          .causal = causal != 0, .windowLeft = window_left, .windowRight = window_right,
+          .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv, .totalQ = total_q,
+          .scale = scale};
+}
+
 int tritium_attention_forward(int dtype, void *o, float *lse, const void *q, const void *k,
                               const void *v, int64_t batch, int64_t heads, int64_t kv_heads,
                               int64_t seq_q, int64_t seq_kv, int64_t head_dim,
@@ -283,17 +302,12 @@ int tritium_attention_forward_varlen_total_kv(int dtype, void *o, float *lse, co
                                               int64_t window_left, int64_t window_right,
                                               float scale, void *stream) {
   return guarded([&] {
-    for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
-      if (!p)
-        throw std::invalid_argument(std::string("attentionForward: ") + name + " is null");
-    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
-                      .heads = heads, .kvHeads = kv_heads, .seqQ = max_seq_q,
-                      .seqKV = max_seq_kv, .headDim = head_dim, .causal = causal != 0,
-                      .windowLeft = window_left, .windowRight = window_right,
-                      .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
-                      .totalQ = total_q, .totalKV = total_kv, .scale = scale,
-                      .dtype = toDtype(dtype)},
-                     toStream(stream));
+    AttentionArgs a = varlenForwardArgs(o, lse, q, k, v, cu_seqlens_q, cu_seqlens_kv, batch,
+                                        heads, kv_heads, total_q, max_seq_q, max_seq_kv,
+                                        head_dim, causal, window_left, window_right, scale);
+    a.totalKV = total_kv;
+    a.dtype = toDtype(dtype);
+    attentionForward(a, toStream(stream));
   });
 }
 
@@ -326,18 +340,13 @@ int tritium_attention_forward_varlen_fp8(void *o, float *lse, const void *q, con
                                          float descale_v, void *workspace,
                                          int64_t workspace_bytes, void *stream) {
   return guarded([&] {
-    for (auto [name, p] : {std::pair{"cu_seqlens_q", cu_seqlens_q}, {"cu_seqlens_kv", cu_seqlens_kv}})
-      if (!p)
-        throw std::invalid_argument(std::string("attentionForward: ") + name + " is null");
-    attentionForward({.o = o, .lse = lse, .q = q, .k = k, .v = v, .batch = batch,
-                      .heads = heads, .kvHeads = kv_heads, .seqQ = max_seq_q,
-                      .seqKV = max_seq_kv, .headDim = head_dim, .causal = causal != 0,
-                      .windowLeft = window_left, .windowRight = window_right,
-                      .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
-                      .totalQ = total_q, .scale = scale, .dtype = Dtype::fp8e4m3,
-                      .descaleQ = descale_q, .descaleK = descale_k, .descaleV = descale_v,
-                      .workspace = workspace, .workspaceBytes = workspace_bytes},
-                     toStream(stream));
+    AttentionArgs a = varlenForwardArgs(o, lse, q, k, v, cu_seqlens_q, cu_seqlens_kv, batch,
+                                        heads, kv_heads, total_q, max_seq_q, max_seq_kv,
+                                        head_dim, causal, window_left, window_right, scale);
+    a.dtype = Dtype::fp8e4m3;
+    a.descaleQ = descale_q, a.descaleK = descale_k, a.descaleV = descale_v;
+    a.workspace = workspace, a.workspaceBytes = workspace_bytes;
+    attentionForward(a, toStream(stream));
   });
 }
 
