@@ -238,6 +238,19 @@ void AxisAnalysis::visit(const ir::Op &op) {
     });
     break;
   }
+  case OpKind::Select: {
+    // Either value is a multiple of what both are (a varlen run's end, one of two multiples
+    // of 16, minus its start: a mask that holds along 16 columns and lets stores be 16 bytes).
+    AxisInfo c = in(0), a = in(1), b = in(2);
+    if (a.rank() != rank || b.rank() != rank)
+      break;
+    perDim([&](size_t d) {
+      r.divisibility[d] = std::gcd(a.divisibility[d], b.divisibility[d]);
+      int64_t cond = c.rank() == rank ? c.constancy[d] : extent(res, int(d)); // (a scalar's)
+      r.constancy[d] = std::gcd(cond, std::gcd(a.constancy[d], b.constancy[d]));
+    });
+    break;
+  }
   case OpKind::Neg: // -x: multiples of d stay multiples of d (p - n is p + (-n)); runs go down
     r = in(0);
     r.contiguity.assign(size_t(rank), 1);

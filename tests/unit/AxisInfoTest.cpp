@@ -65,3 +65,20 @@ TEST(AxisInfoTest, ALoopsResultsOfDifferentRanksHaveTheirOwnFacts) {
   EXPECT_EQ(second.constancy, (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(second.contiguity, (std::vector<int64_t>{1, 1}));
 }
+
+// A select of two multiples of 16 is one (a varlen run's end, either the next sequence's first
+// column or this one's past its keys, both multiples of 16: the run's length minus its start
+// then lets `c < length` hold along 16 columns, and the transposition's stores be 16 bytes).
+TEST(AxisInfoTest, ASelectOfMultiplesIsAMultipleOfWhatBothAre) {
+  const std::string text = "kernel @k(%a: i64 {divisibility = 16}, %b: i64 {divisibility = 32}, "
+                           "%c: i64, %n: i64) {\n"
+                           "  %0 = cmp %c, %n {pred = \"lt\"} : i1\n"
+                           "  %1 = select %0, %a, %b : i64\n"
+                           "  %2 = select %0, %a, %c : i64\n"
+                           "}\n";
+  std::unique_ptr<ir::Function> fn = ir::parseTIR(text, "axis.tir");
+  AxisAnalysis axis(*fn);
+  auto result = [&](int i) { return (*std::next(fn->body().ops().begin(), i))->result(); };
+  EXPECT_EQ(axis.get(result(1)).divisibility[0], 16);
+  EXPECT_EQ(axis.get(result(2)).divisibility[0], 1);
+}
