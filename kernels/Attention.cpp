@@ -40,9 +40,11 @@ using namespace tritium::dsl;
 // stride of its rows), so that P V reads each [D, BN] tile under a trans: K-major, as fp8
 // products need it, in place where the other form is transposed through shared memory every
 // step. With KV_DESC its tiles come through a descriptor over all v_rows = batch x kv_heads x
-// D rows. With VARLEN, V^T is the forward's workspace ([kv_heads, HD, svs], sequence b's keys
-// from column 16 x (ceil(cu_kv[b] / 16) + b), zeros after them: varlenTransposedValuesWidth),
-// so that its rows are 16-byte copies read without a mask along the keys.
+// HD rows. With VARLEN, V^T and K are the forward's workspace (KV_DESC = 2: V^T [kv_heads,
+// HD, svs] of v_rows = kv_heads x HD rows, K [kv_rows, kv_heads, HD]), sequence b's keys from
+// column (row) 16 x (ceil(cu_kv[b] / 16) + b) and zeros after them
+// (varlenTransposedValuesWidth): the 8-bit scores' product reads K's rows permuted within
+// each 16 (ByteFragmentColumns.cpp), a TMA box that starts on a multiple of 16 rows.
 // HD: the head dim, where D is it rounded up to a power of two (blocks' extents are): columns
 // from HD on are masked off the loads of Q (and of K and V through pointers) and the store of
 // O, and lie past the tensors' width for descriptors, which read them as zeros.
@@ -77,20 +79,29 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
     auto q_rows = VARLEN ? q + h * sqh + (q0 + rm(_, None)) * sqs + rd(None, _)
                          : q + b * sqb + h * sqh + rm(_, None) * sqs + rd(None, _);
     auto k_base = VARLEN ? k + kvh * skh + kv0 * sks : k + b * skb + kvh * skh;
-    auto v_base = !VARLEN ? v + b * svb + kvh * svh
-                  : V_T   ? v + kvh * svh + (cdiv(kv0, 16) + b) * 16
-                          : v + kvh * svh + kv0 * svs;
+    auto v_base = VARLEN ? v + kvh * svh + kv0 * svs : v + b * svb + kvh * svh;
     std::optional<TensorDescriptor> k_desc, v_desc;
-    Value kv_row0, v_row0;
+    Value kv_row0, v_row0, v_col0;
     if (KV_DESC == 2) {
+      // (Varlen V^T: the workspace's, whose K rows and V^T columns of sequence b start at
+      // 16 x (ceil(kv0 / 16) + b): varlenTransposedValuesWidth.)
+      if (VARLEN && V_T)
+        kv_row0 = v_col0 = (cdiv(kv0, 16) + b) * 16;
+      else
+        kv_row0 = VARLEN ? kv0 : b * seq_kv;
       k_desc = make_tensor_descriptor(k, {kv_rows, kv_cols}, {sks, 1}, {BN, D});
-      v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
-      kv_row0 = VARLEN ? kv0 : b * seq_kv;
+      if (!V_T)
+        v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
+      else if (VARLEN) // [kv_heads x HD, width]
+        v_desc = make_tensor_descriptor(v, {v_rows, svs}, {svs, 1}, {D, BN}), v_row0 = kvh * HD;
     } else if (KV_DESC) {
       k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
-      v_desc = V_T ? make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN})
-                   : make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
+      if (!V_T)
+        v_desc = make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
       kv_row0 = (b * (heads / groups) + kvh) * seq_kv;
+    }
+    if (KV_DESC && V_T && !VARLEN) { // [batch x kv_heads x HD, seq_kv]
+      v_desc = make_tensor_descriptor(v, {v_rows, seq_kv}, {seq_kv, 1}, {D, BN});
       v_row0 = (b * (heads / groups) + kvh) * HD; // (V^T's rows past HD: the next head's, unused)
     }
     // The [BN, D] tiles of K and V from key `start` (V^T's [D, BN] tile transposed).
@@ -98,7 +109,9 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
       return KV_DESC == 2 ? d.load({kv_row0 + start, kvh * HD}) : d.load({kv_row0 + start, 0});
     };
     auto v_desc_tile = [&](Value start) {
-      return V_T ? trans(v_desc->load({v_row0, start})) : kv_desc_tile(*v_desc, start);
+      if (!V_T)
+        return kv_desc_tile(*v_desc, start);
+      return trans(v_desc->load({v_row0, VARLEN ? v_col0 + start : start}));
     };
     auto m_i = full({BM}, -INFINITY, float32);
     auto l_i = zeros({BM}, float32);
@@ -179,16 +192,11 @@ static void attention_fwd_kernel(Ptr o, Ptr lse, Ptr q, Ptr k, Ptr v, Ptr cu_q, 
           v_tile = v_desc_tile(start);
         } else {
           k_tile = load(k_base + rn(_, None) * sks + rd(None, _), cols(rn(_, None) < seqKV), 0);
-          if (V_T) {
-            // (Varlen: the workspace's rows run on into zeros past the keys, so no mask along
-            // them keeps the copies from 16 bytes.)
-            auto vt = v_base + rd(_, None) * svs + rn(None, _);
-            std::optional<Value> ok;
-            if (!VARLEN)
-              ok = rn(None, _) < seqKV;
+          if (V_T) { // (fixed-length: varlen V^T, the workspace's, comes with KV_DESC = 2)
+            auto ok = rn(None, _) < seqKV;
             if (HD < D)
-              ok = ok ? *ok & (rd < HD)(_, None) : broadcast_to((rd < HD)(_, None), {D, BN});
-            v_tile = trans(ok ? load(vt, *ok, 0) : load(vt));
+              ok = ok & (rd < HD)(_, None);
+            v_tile = trans(load(v_base + rd(_, None) * svs + rn(None, _), ok, 0));
           } else {
             v_tile = load(v_base + rn(_, None) * svs + rd(None, _), cols(rn(_, None) < seqKV), 0);
           }
@@ -294,9 +302,12 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   // spilled 748 bytes).
   // With V transposed on warp groups, 64 queries on one warp group (as 16-bit head_dim 64):
   // two programs share a SM; 627.6 against 564.2 at head_dim 128, 412.9 against 377.7 at 64
-  // (docs/perf/attention-one-group-h200-2026-11-30.txt).
+  // (docs/perf/attention-one-group-h200-2026-11-30.txt). At head_dim 128, three programs a
+  // SM held to their registers (168, no spills): 799.4-814.3 against 721.0-726.6 without a
+  // mask, causal within 0.3% (docs/notes/attention.md, "fp8").
   if (vTransposed && warpGroups)
-    return {.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2};
+    return {.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2,
+            .minProgramsPerSM = headDim > 64 ? 3 : 0};
   if (headDim > 64)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   if (vTransposed)
@@ -313,20 +324,19 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
 // TMA copies on Hopper.
 static int denseKVLayout(const AttentionArgs &a) {
   int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
-  if (a.cuSeqlensQ) {
+  if (a.cuSeqlensQ) { // (a varlen V^T is the workspace's, with K there: always 2)
     auto packed = [&](const AttentionStrides &x) {
       return (!x.batch && !x.head && !x.seq) || (x.head == d && x.seq == h * d);
     };
-    return a.totalKV > 0 && !a.vTransposed && packed(a.kStrides) && packed(a.vStrides) ? 2 : 0;
+    return a.totalKV > 0 && packed(a.kStrides) && (a.vTransposed || packed(a.vStrides)) ? 2 : 0;
   }
   bool denseV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
                               : denseStrides(a.vStrides, h, s, d);
   if (denseStrides(a.kStrides, h, s, d) && denseV)
     return 1;
-  return !a.vTransposed && seqMajorStrides(a.kStrides, h, s, d) &&
-                 seqMajorStrides(a.vStrides, h, s, d)
-             ? 2
-             : 0;
+  bool seqMajorV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
+                                 : seqMajorStrides(a.vStrides, h, s, d);
+  return seqMajorStrides(a.kStrides, h, s, d) && seqMajorV ? 2 : 0;
 }
 static bool denseKV(const AttentionArgs &a) { return denseKVLayout(a) != 0; }
 
@@ -390,6 +400,8 @@ Specialization attentionForwardSpecialization(const AttentionArgs &a, const Atte
                       .numWarps = plan.numWarps};
   if (!arch.empty())
     spec.arch = arch;
+  if (plan.minProgramsPerSM > 0)
+    spec.minBlocksPerSM = plan.minProgramsPerSM;
   if (a.dtype == Dtype::fp8e4m3)
     spec.ptxVersion = 84; // fp8 on mma.sync (Ada), where wgmma does not take the tiles
   return spec;
@@ -447,9 +459,13 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
     AttentionArgs t = a;
     t.v = a.workspace;
     t.vStrides = {};
-    if (varlen) {
+    if (varlen) { // V^T, then K (AttentionArguments.h)
       int64_t width = varlenTransposedValuesWidth(a.batch, seqKV);
       t.vStrides = {0, D * width, width};
+      t.k = static_cast<char *>(a.workspace) + kvHeads * D * width;
+      varlenAlignKeys(const_cast<void *>(t.k), a, stream);
+      t.kStrides = {0, D, kvHeads * D};
+      t.totalKV = width;
     }
     t.vTransposed = true;
     t.workspace = nullptr;
@@ -475,7 +491,7 @@ static void forward(const AttentionArgs &a, CUstream stream, const AttentionPlan
       seqKV,    a.heads,  a.heads / kvHeads, qs.batch, qs.head, qs.seq, ks.batch,
       ks.head, ks.seq,   vs.batch, vs.head,  vs.seq,   os.batch, os.head, os.seq,
       kvRows, kvHeads * D,
-      a.batch * kvHeads * D, window.left, window.right, a.batch};
+      varlen ? kvHeads * D : a.batch * kvHeads * D, window.left, window.right, a.batch};
   int64_t blocks = (a.seqQ + plan.blockM - 1) / plan.blockM;
   CompiledKernel &c = attentionForwardKernel().compile(
       attentionForwardSpecialization(a, plan, arch).specializedFor(launchArgs));

@@ -68,7 +68,8 @@ struct AttentionArgs {
   // fp8e4m3 with V as stored (not vTransposed), fixed-length or varlen: device memory of
   // attentionForwardWorkspaceBytes(args) bytes into which V is first transposed
   // (attentionTransposeValues), so that the products read it in place: 0.4 of bf16's speed
-  // becomes about 1.3 (docs/KERNELS.md, "Attention"). Null: V is transposed through shared
+  // becomes about 1.3 (docs/KERNELS.md, "Attention"). Varlen batches' K is copied there too,
+  // each sequence's from a row that is a multiple of 16, and read through a tensor descriptor. Null: V is transposed through shared
   // memory at every step. Unused otherwise. workspaceBytes: its size, which the call checks.
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
@@ -94,6 +95,9 @@ struct AttentionPlan {
   // programs unequal work), head_dim 64 -14%, head_dim 256 ten times slower
   // (docs/notes/attention.md, "Persistent forward").
   bool persistent = false;
+  // At least this many programs a SM (0: no bound): ptxas then holds each program's registers
+  // to what that many take (`Specialization::minBlocksPerSM`, PTX's .minnctapersm).
+  int minProgramsPerSM = 0;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and
 // get smaller tiles at head_dim 256. `vTransposed`: AttentionArgs::vTransposed.
@@ -110,8 +114,9 @@ void attentionForward(const AttentionArgs &args, CUstream stream,
                       const AttentionPlan *plan = nullptr);
 
 // The bytes of AttentionArgs::workspace that the call takes: for fp8e4m3 with V as stored, V's
-// size (fixed-length batches) or kv_heads x head_dim x (about batch x seqKV + 16 x batch + 272)
-// (varlen: each sequence's keys start on 16 bytes, seqKV the longest); else 0.
+// size (fixed-length batches) or 2 x kv_heads x head_dim x (about batch x seqKV + 16 x batch +
+// 272) (varlen: V^T and K, each sequence's keys from a multiple of 16, seqKV the longest);
+// else 0.
 int64_t attentionForwardWorkspaceBytes(const AttentionArgs &args);
 
 // args' V (as stored, through vStrides) written transposed to `vt`: dense [batch, kv_heads,

@@ -57,6 +57,12 @@ WindowReach windowReach(int64_t windowLeft, int64_t windowRight, bool causal, in
 // of its own (0 x a finite value). `width` covers batch x seqKV keys, seqKV the longest.
 int64_t varlenTransposedValuesWidth(int64_t batch, int64_t seqKV);
 
+// Varlen fp8's K written to `kw` (the forward's workspace after V^T): [width, kv_heads,
+// head_dim], sequence b's keys from row 16 x (ceil(cu_kv[b] / 16) + b) as V^T's columns,
+// zeros between, so that its tiles come through a descriptor whose boxes start on 16 rows.
+// Asynchronous on `stream`; `a` as the forward was given it.
+void varlenAlignKeys(void *kw, const AttentionArgs &a, CUstream stream);
+
 // Head dims the kernels take: multiples of 16 from 16 to 256. A block's extent is a power of
 // two, so a head dim that is not one is padded up to the next (96 -> 128: the products then
 // do a third more work than they need), its extra columns masked off the loads and stores.

@@ -1,5 +1,5 @@
 // V written transposed ([batch, kv_heads, head_dim, seq_kv], the keys contiguous) for the fp8
-// forward: 8-bit wgmma reads its B operand K-major only, so P V takes a transposed V's tiles in
+// forward (and, for varlen batches, K realigned beside it): 8-bit wgmma reads its B operand K-major only, so P V takes a transposed V's tiles in
 // place, where V as stored is transposed through shared memory at every step of every program
 // (a CTA barrier pair and byte stores a step). One pass over V is a few percent of the forward.
 #include "kernels/Attention.h"
@@ -48,8 +48,32 @@ void attention_transpose_v_varlen(Ptr vt, Ptr v, Ptr cu_kv, Int batch, Int kv_he
   auto d = arange(0, D);
   auto x = load(v + h * svh + (kv0 + c(_, None)) * svs + d(None, _),
                 paddedColumns(c(_, None) < len, d, D, HD), 0);
+  // (col0 and end are multiples of 16, so the mask holds along 16 columns and the stores are
+  // 16 bytes wide; while the axis analysis did not see through the select of end, they were
+  // byte stores: 485 us a call at 4 x 32 x 4096 x 128 on an H200, a quarter of the fp8
+  // varlen forward's time.)
   auto out = (col0 + c < end)(None, _) & (d < HD)(_, None);
   store(vt + h * HD * width + d(_, None) * width + col0 + c(None, _), trans(x), out);
+}
+
+// Varlen fp8's K copied into the workspace after V^T: [width, kv_heads, HD] rows, sequence b's
+// keys from row col0 (V^T's column), zeros up to the next sequence's, so that each sequence's
+// first row is a multiple of 16 (varlenTransposedValuesWidth). Program (i, bh) writes rows
+// i BS .. i BS + BS - 1 of sequence b's run, KV head h's columns.
+void attention_align_k_varlen(Ptr kw, Ptr k, Ptr cu_kv, Int batch, Int kv_heads, Int skh,
+                              Int sks, int BS, int D, int HD) {
+  auto bh = cast(program_id(1), int64);
+  auto b = bh / kv_heads, h = bh % kv_heads;
+  auto kv0 = cast(load(cu_kv + b), int64), kv1 = cast(load(cu_kv + b + 1), int64);
+  auto len = kv1 - kv0;
+  auto row0 = (cdiv(kv0, 16) + b) * 16;
+  auto end = where(b + 1 < batch, (cdiv(kv1, 16) + b + 1) * 16, row0 + cdiv(len, 16) * 16 + 256);
+  auto r = cast(program_id(0), int64) * BS + arange(0, BS); // rows of the run
+  auto d = arange(0, D);
+  auto x = load(k + h * skh + (kv0 + r(_, None)) * sks + d(None, _),
+                paddedColumns(r(_, None) < len, d, D, HD), 0);
+  store(kw + (row0 + r(_, None)) * (kv_heads * HD) + h * HD + d(None, _), x,
+        paddedColumns((row0 + r < end)(_, None), d, D, HD));
 }
 
 Kernel &transposeKernel() {
@@ -64,15 +88,39 @@ Kernel &transposeVarlenKernel() {
              {"vt", "v", "cu_kv", "batch", "kv_heads", "width", "svh", "svs", "BS", "D", "HD"});
   return k;
 }
+Kernel &alignKeysKernel() {
+  static auto k =
+      kernel("attention_align_k_varlen", attention_align_k_varlen,
+             {"kw", "k", "cu_kv", "batch", "kv_heads", "skh", "sks", "BS", "D", "HD"});
+  return k;
+}
 } // namespace
 
 int64_t attentionForwardWorkspaceBytes(const AttentionArgs &a) {
   if (a.dtype != Dtype::fp8e4m3 || a.vTransposed)
     return 0;
   int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads, seqKV = a.seqKV ? a.seqKV : a.seqQ;
-  if (a.cuSeqlensQ) // one byte an element
-    return kvHeads * a.headDim * varlenTransposedValuesWidth(a.batch, seqKV);
+  if (a.cuSeqlensQ) // one byte an element: V^T, then K (varlenAlignKeys)
+    return 2 * kvHeads * a.headDim * varlenTransposedValuesWidth(a.batch, seqKV);
   return a.batch * kvHeads * a.headDim * seqKV;
+}
+
+void varlenAlignKeys(void *kw, const AttentionArgs &a, CUstream stream) {
+  Arguments args("attentionForward");
+  int64_t kvHeads = args.kvHeads(a.heads, a.kvHeads), seqKV = a.seqKV ? a.seqKV : a.seqQ;
+  AttentionStrides ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, a.headDim, true, "k");
+  KernelArg out = args.pointer("workspace", kw), k = args.pointer("k", a.k),
+            cuKV = args.pointer("cuSeqlensKV", a.cuSeqlensKV);
+  std::string t = "*" + dtypeName(a.dtype);
+  std::initializer_list<KernelArg> launchArgs = {out, k, cuKV, a.batch, kvHeads, ks.head, ks.seq};
+  Specialization spec{.signature = {t, t, "*i32", "i64", "i64", "i64", "i64"},
+                      .constexprs = {64, paddedHeadDim(a.headDim), a.headDim}, .numWarps = 4};
+  if (a.dtype == Dtype::fp8e4m3)
+    spec.ptxVersion = 84;
+  // A run holds its keys and at most 31 zero rows after them (the last: 271), as V^T's.
+  alignKeysKernel()
+      .compile(spec.specializedFor(launchArgs))
+      .launch(Grid3{(seqKV + 271 + 63) / 64, a.batch * kvHeads, 1}, stream, launchArgs);
 }
 
 void attentionTransposeValues(void *vt, const AttentionArgs &a, CUstream stream) {

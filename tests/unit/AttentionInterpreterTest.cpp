@@ -457,11 +457,12 @@ TEST_F(AttentionInterpreterTest, RefusesBadArguments) {
   refused("attentionTransposeValues: V is transposed already", transpose);
   a.vTransposed = false;
   EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a), 0); // bf16 takes none
-  // Varlen fp8: each sequence's V^T rows start on 16 bytes, zeros between and after.
+  // Varlen fp8: each sequence's V^T rows and K rows start on 16 bytes (16 rows), zeros
+  // between and after.
   a.dtype = kernels::Dtype::fp8e4m3;
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   EXPECT_EQ(kernels::attentionForwardWorkspaceBytes(a),
-            (a.kvHeads ? a.kvHeads : a.heads) * a.headDim *
+            2 * (a.kvHeads ? a.kvHeads : a.heads) * a.headDim *
                 kernels::varlenTransposedValuesWidth(a.batch, seqKV));
   EXPECT_GE(kernels::varlenTransposedValuesWidth(a.batch, seqKV),
             a.batch * seqKV + 16 * a.batch + 256);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include "kernels/AttentionArguments.h"
 #include "kernels/AttentionBackward.h"
 #include "kernels/AttentionDecode.h"
 
@@ -55,8 +56,17 @@ Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool v
   kernels::AttentionStrides st = seqMajor ? kernels::AttentionStrides{S * H * D, D, H * D}
                                           : kernels::AttentionStrides{H * S * D, S * D, D};
   kernels::AttentionStrides vs = vTransposed ? kernels::AttentionStrides{H * S * D, S * D, S} : st;
+  kernels::AttentionStrides ks = st;
   if (seqMajor)
     a.qStrides = a.kStrides = a.vStrides = a.oStrides = st;
+  int64_t kvRows = seqMajor ? B * S : B * H * S, vRows = B * H * D;
+  if (varlen && vTransposed) { // the workspace's V^T and K, as the forward passes them
+    int64_t width = kernels::varlenTransposedValuesWidth(B, S);
+    a.kStrides = ks = {0, D, H * D};
+    a.vStrides = vs = {0, D * width, width};
+    a.totalKV = kvRows = width;
+    vRows = H * D;
+  }
   Specialization spec =
       kernels::attentionForwardSpecialization(a, plan ? *plan : kernels::planAttention(D, dtype),
                                               "sm_90a");
@@ -64,9 +74,9 @@ Artifacts compileForward(int64_t D, bool causal, int64_t windowLeft = -1, bool v
   int64_t left = windowLeft < 0 ? 2 * S : windowLeft, right = causal ? 0 : 2 * S;
   spec = spec.specializedFor({p,        p,        p,        p,        p,        p,        p,
                               1.0f,     1.0f,     S,        S,        H,        int64_t(1),
-                              st.batch, st.head,  st.seq,   st.batch, st.head,  st.seq,
+                              st.batch, st.head,  st.seq,   ks.batch, ks.head,  ks.seq,
                               vs.batch, vs.head,  vs.seq,   st.batch, st.head,  st.seq,
-                              seqMajor ? B * S : B * H * S, H * D, B * H * D, left, right, B});
+                              kvRows,   H * D,    vRows,    left,     right,    B});
   return kernels::attentionForwardKernel().compileTo(spec, Stage::PTX);
 }
 
@@ -355,8 +365,9 @@ TEST_F(AttentionPtxTest, ForwardAtOtherHeadDimsRunsOnWarpGroups) {
 
 // fp8 with V transposed takes the same form at both head dims: 64 queries on one warp group,
 // 128 keys a step, both products on wgmma with V's tiles read in place and P from registers,
-// no spills, and little enough shared memory for three programs a SM (72 KiB at head_dim 128:
-// Q and two stages of K and V; P's staging took 8 KiB more before it came from registers).
+// no spills, and little enough shared memory and registers for three programs a SM (72 KiB at
+// head_dim 128: Q and two stages of K and V; P's staging took 8 KiB more before it came from
+// registers).
 // The scores' product computes its columns in P's 8-bit fragment order: K's rows arrive
 // permuted through a 5-D TMA box, the softmax and the masks keep the scores' layout (no
 // conversion through shared memory in the loop) and P needs no shuffle.
@@ -383,6 +394,10 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
       EXPECT_EQ(count(a.gir, "convert_layout") - count(a.gir, "in_place = 1"), 2u)
           << a.gir; // the epilogue's, after the loop
       EXPECT_EQ(count(a.ptx, "shfl.sync.idx"), 0u);
+      // At head_dim 128 ptxas is told of the three programs a SM, and holds the registers to
+      // them (at 64 they fit as they are).
+      EXPECT_EQ(plan.minProgramsPerSM, D == 128 ? 3 : 0);
+      EXPECT_EQ(count(a.ptx, ".minnctapersm 3"), D == 128 ? 1u : 0u);
       expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
     }
 }
@@ -488,22 +503,25 @@ TEST_F(AttentionPtxTest, SeqMajorKeysAndValuesComeThroughTma) {
     }
 }
 
-// Varlen fp8 with V transposed into the workspace: V^T's rows start on 16 bytes and need no
-// mask along the keys, so its tiles are 16-byte cp.async copies read in place by wgmma (no
-// byte stores of a transpose through shared memory at each step), as K's are.
-TEST_F(AttentionPtxTest, Fp8VarlenReadsTransposedValuesIn16ByteCopies) {
+// Varlen fp8 through the workspace: V^T, and K copied so that each sequence's first key row
+// is a multiple of 16, come through tensor descriptors, so both tiles are TMA copies (K's as
+// the 5-D box that permutes its rows for P's byte fragment) read in place by wgmma, with no
+// byte stores of a transpose through shared memory (Q's tile, copied once, stays cp.async).
+TEST_F(AttentionPtxTest, Fp8VarlenReadsItsWorkspaceThroughTma) {
   for (int64_t D : {64, 128}) {
     SCOPED_TRACE("head_dim " + std::to_string(D));
     Artifacts a = compileForward(D, true, -1, true, kernels::Dtype::fp8e4m3,
                                  kernels::planAttention(D, kernels::Dtype::fp8e4m3, true, true),
                                  true);
     EXPECT_NE(a.tir.find("VARLEN = 1"), std::string::npos);
+    EXPECT_NE(a.tir.find("KV_DESC = 2"), std::string::npos);
     EXPECT_EQ(count(a.gir, "wgmma = 1"), 2u) << a.gir;
+    EXPECT_EQ(count(a.gir, "permute_rows = 2"), 1u) << a.gir;
     EXPECT_EQ(count(a.ptx, "st.shared.b8"), 0u);
     EXPECT_EQ(count(a.ptx, "st.shared.u8"), 0u);
     EXPECT_EQ(count(a.ptx, "ld.global.u8"), 0u);
-    EXPECT_NE(a.ptx.find("cp.async.cg.shared.global"), std::string::npos);
-    EXPECT_EQ(count(a.ptx, "cp.async.ca.shared.global"), 0u); // (only 16-byte copies)
+    EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.5d"), std::string::npos); // K
+    EXPECT_NE(a.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos); // V^T
     expectAssembles(a, "sm_90a");
   }
 }
