@@ -324,12 +324,11 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
 // TMA copies on Hopper.
 static int denseKVLayout(const AttentionArgs &a) {
   int64_t h = a.kvHeads ? a.kvHeads : a.heads, s = a.seqKV ? a.seqKV : a.seqQ, d = a.headDim;
-  if (a.cuSeqlensQ) { // (a varlen V^T is the workspace's, with K there: always 2)
-    auto packed = [&](const AttentionStrides &x) {
-      return (!x.batch && !x.head && !x.seq) || (x.head == d && x.seq == h * d);
-    };
-    return a.totalKV > 0 && packed(a.kStrides) && (a.vTransposed || packed(a.vStrides)) ? 2 : 0;
-  }
+  if (a.cuSeqlensQ) // (a varlen V^T is the workspace's, with K there: always 2)
+    return a.totalKV > 0 && packedStrides(a.kStrides, h, d) &&
+                   (a.vTransposed || packedStrides(a.vStrides, h, d))
+               ? 2
+               : 0;
   bool denseV = a.vTransposed ? denseTransposedStrides(a.vStrides, h, s, d)
                               : denseStrides(a.vStrides, h, s, d);
   if (denseStrides(a.kStrides, h, s, d) && denseV)

@@ -48,6 +48,10 @@ bool denseTransposedStrides(const AttentionStrides &x, int64_t heads, int64_t se
          (x.batch == heads * headDim * seq && x.head == headDim * seq && x.seq == seq);
 }
 
+bool packedStrides(const AttentionStrides &x, int64_t heads, int64_t headDim) {
+  return (!x.batch && !x.head && !x.seq) || (x.head == headDim && x.seq == heads * headDim);
+}
+
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,
                  int64_t totalQ, int64_t seqQ) {
   bool varlen = cuSeqlensQ != nullptr;

@@ -37,6 +37,11 @@ bool seqMajorStrides(const AttentionStrides &given, int64_t heads, int64_t seq, 
 bool denseTransposedStrides(const AttentionStrides &given, int64_t heads, int64_t seq,
                             int64_t headDim);
 
+// Whether `given` strides are those of a varlen batch's dense packed [total, heads, head_dim]
+// tensor (the batch stride unused; all 0 means dense), which a tensor descriptor reads as one
+// [total, heads x head_dim] matrix, as seqMajorStrides' layout.
+bool packedStrides(const AttentionStrides &given, int64_t heads, int64_t headDim);
+
 // Whether the call is varlen (cu_seqlens given, both or neither), with `totalQ`, the packed
 // query rows, at least `seqQ`, the longest sequence.
 bool checkVarlen(const Arguments &args, const void *cuSeqlensQ, const void *cuSeqlensKV,

@@ -19,9 +19,10 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
               target being 1.6 times it;
   fp8_varlen  tritium_attention_forward_varlen_fp8 (V as stored, transposed into the workspace
               first) on Z packed sequences of S +- (S / 4 - 3) keys in turns (mean S, none a
-              multiple of 16) against tritium_attention_forward_varlen in bf16 on the same
-              values (the fp8 target again), and without the workspace (V transposed through
-              shared memory at every step: tritium_fp8_staged);
+              multiple of 16) against tritium_attention_forward_varlen_total_kv in bf16 on
+              the same values (K and V through descriptors; the fp8 target again), and
+              without the workspace (V transposed through shared memory at every step:
+              tritium_fp8_staged);
   decode      tritium_attention_decode (one query token per sequence, 32 query heads on 8 KV
               heads, head_dim 128 and 256; a contiguous cache and one of pages of 16 in
               shuffled order) against a device-to-device copy of the cache's bytes: shapes
@@ -276,9 +277,10 @@ class Bench:
         self.measure("fp8_varlen", shape, causal, "tritium", fp8(work, n), (o,), ref)
         self.measure("fp8_varlen", shape, causal, "tritium_fp8_staged", fp8(None, 0), (o,), ref)
         ob = torch.empty_like(o)
+        # (bf16 at its fastest: K and V through descriptors, the call giving total_kv)
         self.measure("fp8_varlen", shape, causal, "tritium_bf16", self.tritium.bind(
-            "tritium_attention_forward_varlen", BF16, ob, None, qb, kb, vb, cu, cu, Z, H, H, total,
-            longest, longest, D, int(causal), -1, -1, 0.0), (ob,), ref)
+            "tritium_attention_forward_varlen_total_kv", BF16, ob, None, qb, kb, vb, cu, cu, Z, H,
+            H, total, total, longest, longest, D, int(causal), -1, -1, 0.0), (ob,), ref)
         del q8, k8, v8, qb, kb, vb, work
         torch.cuda.empty_cache()
 
