@@ -95,8 +95,9 @@ struct AttentionPlan {
   // programs unequal work), head_dim 64 -14%, head_dim 256 ten times slower
   // (docs/notes/attention.md, "Persistent forward").
   bool persistent = false;
-  // At least this many programs a SM (0: no bound): ptxas then holds each program's registers
-  // to what that many take (`Specialization::minBlocksPerSM`, PTX's .minnctapersm).
+  // At least this many programs a SM (0: no bound), told to ptxas, which then keeps each
+  // program's registers to what that many allow and schedules the code for that occupancy
+  // (`Specialization::minBlocksPerSM`, PTX's .minnctapersm).
   int minProgramsPerSM = 0;
 };
 // `warpGroups`: the kernel compiles for sm_90a (wgmma); other targets stage every operand and

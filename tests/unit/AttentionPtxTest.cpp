@@ -394,8 +394,8 @@ TEST_F(AttentionPtxTest, Fp8WithTransposedValuesRunsProgramsSideBySide) {
       EXPECT_EQ(count(a.gir, "convert_layout") - count(a.gir, "in_place = 1"), 2u)
           << a.gir; // the epilogue's, after the loop
       EXPECT_EQ(count(a.ptx, "shfl.sync.idx"), 0u);
-      // At head_dim 128 ptxas is told of the three programs a SM, and holds the registers to
-      // them (at 64 they fit as they are).
+      // At head_dim 128 ptxas is told of the three programs a SM (it schedules the code for
+      // them; at 64 the bound is not given).
       EXPECT_EQ(plan.minProgramsPerSM, D == 128 ? 3 : 0);
       EXPECT_EQ(count(a.ptx, ".minnctapersm 3"), D == 128 ? 1u : 0u);
       expectAssembles(a, "sm_90a"); // without spills or serialized wgmma
