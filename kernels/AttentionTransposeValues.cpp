@@ -32,28 +32,40 @@ void attention_transpose_v(Ptr vt, Ptr v, Int seq, Int kv_heads, Int svb, Int sv
   store(vt + bh * HD * seq + d(_, None) * seq + s(None, _), trans(x), out);
 }
 
+// A varlen workspace program's run: program (i, bh) takes positions i BS .. i BS + BS - 1
+// (`at`) of sequence b's keys from kv0 (len of them), KV head h, written from `first` =
+// 16 x (ceil(cu_kv[b] / 16) + b) up to the next sequence's first (the last's: 256 past its keys
+// rounded up to 16): its keys, then zeros (varlenTransposedValuesWidth).
+struct VarlenRun {
+  Value h, kv0, len, first, end, at;
+};
+VarlenRun varlenRun(Ptr cu_kv, Int batch, Int kv_heads, int BS) {
+  auto bh = cast(program_id(1), int64);
+  auto b = bh / kv_heads, h = bh % kv_heads;
+  auto kv0 = cast(load(cu_kv + b), int64), kv1 = cast(load(cu_kv + b + 1), int64);
+  auto len = kv1 - kv0;
+  auto first = (cdiv(kv0, 16) + b) * 16;
+  // (first and end are multiples of 16, so a mask `first + at < end` holds along 16 positions
+  // and the stores are 16 bytes wide; while the axis analysis did not see through this select,
+  // V^T's were byte stores: 485 us a call at 4 x 32 x 4096 x 128 on an H200, a quarter of the
+  // fp8 varlen forward's time.)
+  auto end = where(b + 1 < batch, (cdiv(kv1, 16) + b + 1) * 16, first + cdiv(len, 16) * 16 + 256);
+  return {h, kv0, len, first, end, cast(program_id(0), int64) * BS + arange(0, BS)};
+}
+
 // Varlen batches (V packed [total_kv, kv_heads, head_dim]): program (i, bh) writes columns
 // i BS .. i BS + BS - 1 of sequence b's run in V^T, [kv_heads, HD, width] with the run from
 // column col0 = 16 x (ceil(cu_kv[b] / 16) + b) up to the next sequence's col0 (the last's: 256
 // past its keys rounded up to 16): its keys, then zeros (varlenTransposedValuesWidth).
 void attention_transpose_v_varlen(Ptr vt, Ptr v, Ptr cu_kv, Int batch, Int kv_heads, Int width,
                                   Int svh, Int svs, int BS, int D, int HD) {
-  auto bh = cast(program_id(1), int64);
-  auto b = bh / kv_heads, h = bh % kv_heads;
-  auto kv0 = cast(load(cu_kv + b), int64), kv1 = cast(load(cu_kv + b + 1), int64);
-  auto len = kv1 - kv0;
-  auto col0 = (cdiv(kv0, 16) + b) * 16;
-  auto end = where(b + 1 < batch, (cdiv(kv1, 16) + b + 1) * 16, col0 + cdiv(len, 16) * 16 + 256);
-  auto c = cast(program_id(0), int64) * BS + arange(0, BS); // columns of the run
+  VarlenRun run = varlenRun(cu_kv, batch, kv_heads, BS);
+  auto c = run.at; // columns of the run
   auto d = arange(0, D);
-  auto x = load(v + h * svh + (kv0 + c(_, None)) * svs + d(None, _),
-                paddedColumns(c(_, None) < len, d, D, HD), 0);
-  // (col0 and end are multiples of 16, so the mask holds along 16 columns and the stores are
-  // 16 bytes wide; while the axis analysis did not see through the select of end, they were
-  // byte stores: 485 us a call at 4 x 32 x 4096 x 128 on an H200, a quarter of the fp8
-  // varlen forward's time.)
-  auto out = (col0 + c < end)(None, _) & (d < HD)(_, None);
-  store(vt + h * HD * width + d(_, None) * width + col0 + c(None, _), trans(x), out);
+  auto x = load(v + run.h * svh + (run.kv0 + c(_, None)) * svs + d(None, _),
+                paddedColumns(c(_, None) < run.len, d, D, HD), 0);
+  auto out = (run.first + c < run.end)(None, _) & (d < HD)(_, None);
+  store(vt + run.h * HD * width + d(_, None) * width + run.first + c(None, _), trans(x), out);
 }
 
 // Varlen fp8's K copied into the workspace after V^T: [width, kv_heads, HD] rows, sequence b's
@@ -62,18 +74,13 @@ void attention_transpose_v_varlen(Ptr vt, Ptr v, Ptr cu_kv, Int batch, Int kv_he
 // i BS .. i BS + BS - 1 of sequence b's run, KV head h's columns.
 void attention_align_k_varlen(Ptr kw, Ptr k, Ptr cu_kv, Int batch, Int kv_heads, Int skh,
                               Int sks, int BS, int D, int HD) {
-  auto bh = cast(program_id(1), int64);
-  auto b = bh / kv_heads, h = bh % kv_heads;
-  auto kv0 = cast(load(cu_kv + b), int64), kv1 = cast(load(cu_kv + b + 1), int64);
-  auto len = kv1 - kv0;
-  auto row0 = (cdiv(kv0, 16) + b) * 16;
-  auto end = where(b + 1 < batch, (cdiv(kv1, 16) + b + 1) * 16, row0 + cdiv(len, 16) * 16 + 256);
-  auto r = cast(program_id(0), int64) * BS + arange(0, BS); // rows of the run
+  VarlenRun run = varlenRun(cu_kv, batch, kv_heads, BS);
+  auto r = run.at; // rows of the run
   auto d = arange(0, D);
-  auto x = load(k + h * skh + (kv0 + r(_, None)) * sks + d(None, _),
-                paddedColumns(r(_, None) < len, d, D, HD), 0);
-  store(kw + (row0 + r(_, None)) * (kv_heads * HD) + h * HD + d(None, _), x,
-        paddedColumns((row0 + r < end)(_, None), d, D, HD));
+  auto x = load(k + run.h * skh + (run.kv0 + r(_, None)) * sks + d(None, _),
+                paddedColumns(r(_, None) < run.len, d, D, HD), 0);
+  store(kw + (run.first + r(_, None)) * (kv_heads * HD) + run.h * HD + d(None, _), x,
+        paddedColumns((run.first + r < run.end)(_, None), d, D, HD));
 }
 
 Kernel &transposeKernel() {
@@ -93,6 +100,11 @@ Kernel &alignKeysKernel() {
       kernel("attention_align_k_varlen", attention_align_k_varlen,
              {"kw", "k", "cu_kv", "batch", "kv_heads", "skh", "sks", "BS", "D", "HD"});
   return k;
+}
+// The grid of varlenRun's programs: 64 positions a program along the longest run (its keys
+// and at most 31 zeros after them; the last's 271), one row of programs per (sequence, KV head).
+Grid3 varlenRunGrid(int64_t batch, int64_t kvHeads, int64_t seqKV) {
+  return Grid3{(seqKV + 271 + 63) / 64, batch * kvHeads, 1};
 }
 } // namespace
 
@@ -117,10 +129,9 @@ void varlenAlignKeys(void *kw, const AttentionArgs &a, CUstream stream) {
                       .constexprs = {64, paddedHeadDim(a.headDim), a.headDim}, .numWarps = 4};
   if (a.dtype == Dtype::fp8e4m3)
     spec.ptxVersion = 84;
-  // A run holds its keys and at most 31 zero rows after them (the last: 271), as V^T's.
   alignKeysKernel()
       .compile(spec.specializedFor(launchArgs))
-      .launch(Grid3{(seqKV + 271 + 63) / 64, a.batch * kvHeads, 1}, stream, launchArgs);
+      .launch(varlenRunGrid(a.batch, kvHeads, seqKV), stream, launchArgs);
 }
 
 void attentionTransposeValues(void *vt, const AttentionArgs &a, CUstream stream) {
@@ -148,10 +159,9 @@ void attentionTransposeValues(void *vt, const AttentionArgs &a, CUstream stream)
                         .numWarps = 4};
     if (a.dtype == Dtype::fp8e4m3)
       spec.ptxVersion = 84;
-    // A run holds its keys and at most 31 zeros after them (the last: 271).
     transposeVarlenKernel()
         .compile(spec.specializedFor(launchArgs))
-        .launch(Grid3{(seqKV + 271 + 63) / 64, a.batch * kvHeads, 1}, stream, launchArgs);
+        .launch(varlenRunGrid(a.batch, kvHeads, seqKV), stream, launchArgs);
     return;
   }
   if (seqKV == 0)
