@@ -127,7 +127,8 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
   // DESC: Q and dO are dense, their tiles read through tensor descriptors over all q_rows rows
   // (TMA copies on Hopper, no per-thread addresses): 1, [batch, heads, seq_q, D]; 2, [batch,
   // seq_q, heads, D], rows of q_cols = heads x HD columns, a head's tile at column h x HD (as
-  // the forward's KV_DESC). Rows past a head's (or sequence's) end belong to the next (or lie
+  // the forward's KV_DESC); VARLEN batches' packed [total_q, heads, D] so too, a sequence's
+  // rows from q0. Rows past a head's (or sequence's) end belong to the next (or lie
   // past the tensor, read as zeros), and the mask keeps them out of P^T and so of both
   // products. BLOCK_STORE takes K's layout the same way (dK and dV are laid out as K and V).
   std::optional<TensorDescriptor> q_desc, do_desc, lse_desc, delta_desc;
@@ -150,8 +151,9 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
     auto do_at = rowsAt(b, h, rm, q0, sob, soh, sos, rd, VARLEN);
     Value q_tile, do_tile;
     if (DESC == 2) {
-      q_tile = q_desc->load({b * seq_q + start, h * HD});
-      do_tile = do_desc->load({b * seq_q + start, h * HD});
+      Value first = VARLEN ? Value(q0 + start) : Value(b * seq_q + start);
+      q_tile = q_desc->load({first, h * HD});
+      do_tile = do_desc->load({first, h * HD});
     } else if (DESC) {
       q_tile = q_desc->load({bh * seq_q + start, 0});
       do_tile = do_desc->load({bh * seq_q + start, 0});
@@ -163,9 +165,10 @@ void attention_bwd_dkdv(Ptr dk, Ptr dv, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, 
     // The LSE and delta of the step's queries: [BM], or with WS rows [1, BM] already.
     Value l, dl;
     if (WS) {
-      l = lse_desc->load({0, bh * seq_q + start});
+      Value first = VARLEN ? Value(h * seq_q + q0 + start) : Value(bh * seq_q + start);
+      l = lse_desc->load({0, first});
       if (wantDK)
-        dl = delta_desc->load({0, bh * seq_q + start});
+        dl = delta_desc->load({0, first});
     } else {
       l = load(lse + row, rm < seqQ, 0);
       if (wantDK)
@@ -404,8 +407,16 @@ static int kvLayout(const AttentionBackwardArgs &a) {
 // dK/dV, K and V for dQ; dO as O), or 0: pointers.
 static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
-  if (a.cuSeqlensQ || a.seqQ == 0 || seqKV == 0)
+  if (a.seqQ == 0 || seqKV == 0)
     return 0;
+  // Varlen batches: dK/dV's Q and dO packed [total_q, heads, head_dim], one [total_q, heads x
+  // head_dim] matrix of totalQ rows (dQ's K and V would need the keys' total, which the call
+  // does not give).
+  if (a.cuSeqlensQ)
+    return dkdv && packedStrides(a.qStrides, a.heads, a.headDim) &&
+                   packedStrides(a.oStrides, a.heads, a.headDim)
+               ? 2
+               : 0;
   return dkdv ? qoLayout(a) : kvLayout(a);
 }
 
@@ -531,7 +542,9 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   int32_t left = int32_t(window.left), right = int32_t(window.right);
   // The rows of Q (and O) and of K (and V) as tensor descriptors see them, and the columns of
   // the [batch, seq, heads, head_dim] layout's rows.
-  int64_t qRows = qoLayout(a) == 2 ? a.batch * a.seqQ : a.batch * a.heads * a.seqQ,
+  int64_t qRows = varlen                ? a.totalQ
+                  : qoLayout(a) == 2 ? a.batch * a.seqQ
+                                     : a.batch * a.heads * a.seqQ,
           kvRows = kvLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV,
           qCols = a.heads * D, kvCols = kvHeads * D;
   if (seqKV > 0) {

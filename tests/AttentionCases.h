@@ -23,7 +23,7 @@ struct AttentionCase {
   int64_t windowLeft = -1, windowRight = -1; // a sliding window; -1: unbounded
   bool seqMajor = false; // [batch, seq, heads, head_dim] instead of [batch, heads, seq, head_dim]
   // The backward: O and dO laid out as Q (dense Q and O: the dK/dV kernel reads both through
-  // tensor descriptors) instead of in the other layout.
+  // tensor descriptors) instead of in the other layout (varlen: heads first).
   bool oLikeQ = false;
   float scale = 0;
   float descaleQ = 1, descaleK = 1, descaleV = 1; // fp8e4m3 only
@@ -430,15 +430,18 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
   auto address = [](const Buffer &buf) { return reinterpret_cast<void *>(uintptr_t(buf.ptr())); };
   // The case's layout; the gradients are laid out as their inputs. O and dO take the other
   // layout, so that mixing up their strides with Q's shows. Varlen sequences are packed
-  // [total, heads, head_dim].
-  auto strides = [&](int64_t heads, int64_t seq, bool seqMajor) {
+  // [total, heads, head_dim] (as seqMajor), or for O and dO in the other layout, heads first
+  // [heads, total, head_dim] (then the dK/dV kernel reads them through pointers).
+  auto strides = [&](int64_t heads, int64_t seq, int64_t rows, bool seqMajor) {
     if (varlen)
-      return kernels::AttentionStrides{0, D, heads * D};
+      return seqMajor ? kernels::AttentionStrides{0, D, heads * D}
+                      : kernels::AttentionStrides{0, rows * D, D};
     return seqMajor ? kernels::AttentionStrides{seq * heads * D, D, heads * D}
                     : kernels::AttentionStrides{heads * seq * D, seq * D, D};
   };
-  r.qs = strides(H, SQ, c.seqMajor), r.ks = strides(KH, SK, c.seqMajor),
-  r.os = strides(H, SQ, c.oLikeQ ? c.seqMajor : !c.seqMajor);
+  bool seqMajor = c.seqMajor || varlen;
+  r.qs = strides(H, SQ, rowsQ, seqMajor), r.ks = strides(KH, SK, rowsK, seqMajor),
+  r.os = strides(H, SQ, rowsQ, c.oLikeQ ? seqMajor : !seqMajor);
   const int32_t *cuQArg = varlen ? static_cast<const int32_t *>(address(dcq)) : nullptr;
   const int32_t *cuKVArg = varlen ? static_cast<const int32_t *>(address(dckv)) : nullptr;
   kernels::attentionForward({.o = address(dout), .lse = static_cast<float *>(address(dlse)),

@@ -14,6 +14,9 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
   backward_bshd  the same on [Z, S, H, D] tensors, and through pointers as forward_bshd's;
   backward    tritium_attention_backward from tritium's own forward's O and log-sum-exp, against
               torch.autograd.grad of SDPA (dQ, dK and dV);
+  backward_varlen  the same on forward_varlen's packed sequences (cu_seqlens, O and the
+              log-sum-exp from tritium_attention_forward_varlen_total_kv), against
+              torch.autograd.grad of SDPA on each sequence in turn;
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
               transposed) against tritium's bf16 forward on the same values, the issue's fp8
               target being 1.6 times it;
@@ -43,7 +46,7 @@ Output: a progress line per measurement on stderr; CSV (kernel,shape,causal,syst
 status) on stdout or into -o FILE; then the table (to stdout with -o, else to stderr).
 
 usage: python3 tools/bench_attention.py [forward] [forward_bshd] [forward_varlen] [backward]
-           [backward_bshd] [fp8] [fp8_varlen] [decode]
+           [backward_bshd] [backward_varlen] [fp8] [fp8_varlen] [decode]
            [--shapes=ZxHxSxD,...] [--reps=MS]
            [--warmup=MS] [--lib=DIR] [-o FILE]
        python3 tools/bench_attention.py --from-csv=FILE   (the table only; needs no GPU)
@@ -61,14 +64,15 @@ import bench_kernels as bk  # noqa: E402  (the ctypes binding; torch and triton 
 say, read_csv = bk.say, bk.read_csv  # progress on stderr; a CSV's rows
 torch, triton = bk.torch, bk.triton
 
-KERNELS = ("forward", "forward_bshd", "forward_varlen", "backward", "backward_bshd", "fp8",
-           "fp8_varlen", "decode")
+KERNELS = ("forward", "forward_bshd", "forward_varlen", "backward", "backward_bshd",
+           "backward_varlen", "fp8", "fp8_varlen", "decode")
 CSV_COLUMNS = ("kernel", "shape", "causal", "system", "ms", "TFLOPs", "status", "GBps")
 SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                       (16, 16, 1024, 64), (16, 16, 1024, 128), (1, 32, 16384, 128),
                       (4, 32, 4096, 96)),  # 96: padded to 128
           "forward_bshd": ((4, 32, 4096, 64), (4, 32, 4096, 128), (16, 16, 1024, 128)),
           "forward_varlen": ((4, 32, 4096, 128), (16, 16, 1024, 128)),
+          "backward_varlen": ((4, 32, 4096, 64), (4, 32, 4096, 128)),
           "backward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                        (4, 32, 4096, 96)),
           "backward_bshd": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256)),
@@ -80,9 +84,10 @@ SHAPES = {"forward": ((4, 32, 4096, 64), (4, 32, 4096, 128), (4, 32, 4096, 256),
                      (64, 4096, 0, 128), (64, 4096, 16, 128), (8, 32768, 0, 256),
                      (8, 32768, 16, 256))}
 TOLERANCE = {"forward": 0.02, "forward_bshd": 0.02, "forward_varlen": 0.02, "backward": 0.02,
-             "backward_bshd": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
+             "backward_bshd": 0.02, "backward_varlen": 0.02, "fp8": 0.08, "fp8_varlen": 0.08, "decode": 0.02}
 TARGET = {"forward": ("sdpa", 1.1), "forward_bshd": ("sdpa", 1.1), "forward_varlen": ("sdpa", 1.1),
-          "backward": ("sdpa", 1.1), "backward_bshd": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
+          "backward": ("sdpa", 1.1), "backward_bshd": ("sdpa", 1.1),
+          "backward_varlen": ("sdpa", 1.1), "fp8": ("tritium_bf16", 1.6),
           "fp8_varlen": ("tritium_bf16", 1.6), "decode": ("copy", 0.85)}
 DECODE_HEADS, DECODE_KV_HEADS = 32, 8
 BF16 = 2  # the C interface's dtype code
@@ -309,7 +314,44 @@ class Bench:
         del q, k, v, parts, each
         torch.cuda.empty_cache()
 
+    def varlen_backward(self, shape, causal):
+        Z, H, S, D = shape
+        lengths, total, longest, cu = packed_batch(shape, 13)
+        q, k, v, dout = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16)
+                         for _ in range(4))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        spans = list(zip(cu.tolist(), lengths))
+        seq = lambda t, a, n: t[a:a + n].transpose(0, 1)[None]  # noqa: E731 - SDPA's [1, H, n, D]
+
+        def per_sequence(dtype):  # each sequence's graph and dO, leaves in `dtype`
+            parts = [[seq(t, a, n).to(dtype).detach().requires_grad_() for t in (q, k, v)]
+                     for a, n in spans]
+            outs = [sdpa(*p, is_causal=causal) for p in parts]
+            return lambda: tuple(g for p, o_, (a, n) in zip(parts, outs, spans)
+                                 for g in torch.autograd.grad(o_, p, seq(dout, a, n).to(dtype),
+                                                              retain_graph=True))
+        each = per_sequence(torch.float32)()  # dQ, dK, dV of each sequence in turn
+        ref = tuple(torch.cat([g[0].transpose(0, 1) for g in each[i::3]]) for i in range(3))
+        o = torch.empty(total, H, D, device="cuda", dtype=torch.bfloat16)
+        lse = torch.empty(H, total, device="cuda", dtype=torch.float32)
+        self.tritium.bind("tritium_attention_forward_varlen_total_kv", BF16, o, lse, q, k, v, cu,
+                          cu, Z, H, H, total, total, longest, longest, D, int(causal), -1, -1,
+                          0.0)()
+        n = self.tritium.sized("tritium_attention_backward_workspace", Z, H, longest, total)
+        work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
+        dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+        self.measure("backward_varlen", shape, causal, "tritium", self.tritium.bind(
+            "tritium_attention_backward", BF16, dq, dk, dv, q, k, v, o, dout, lse, cu, cu, Z, H, H,
+            longest, longest, total, D, None, None, None, None, int(causal), -1, -1, 0.0, work,
+            n), (dq, dk, dv), ref)
+        self.measure("backward_varlen", shape, causal, "sdpa", per_sequence(torch.bfloat16), (),
+                     each)
+        del q, k, v, dout, o, lse, work, dq, dk, dv, each
+        torch.cuda.empty_cache()
+
     def case(self, kernel, shape, causal):
+        if kernel == "backward_varlen":
+            return self.varlen_backward(shape, causal)
         if kernel == "decode":
             return self.decode(shape) if not causal else None
         if kernel == "fp8_varlen":

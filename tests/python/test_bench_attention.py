@@ -35,6 +35,8 @@ class FlopsTest(unittest.TestCase):
         self.assertEqual(ba.varlen_lengths(3, 64), [51, 77, 64])
         self.assertEqual(ba.flops("fp8_varlen", 2, 1, 4096, 1, True),
                          2 * (3075 ** 2 + 5117 ** 2))
+        self.assertEqual(ba.flops("backward_varlen", 2, 1, 4096, 1, False),
+                         2.5 * 4 * (3075 ** 2 + 5117 ** 2))
 
 
 class TableTest(unittest.TestCase):

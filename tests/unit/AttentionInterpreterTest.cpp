@@ -321,16 +321,19 @@ TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {
 
 // Varlen batches: an empty sequence, one of a single token, more keys than queries, GQA 2:1;
 // causal aligned per sequence; a causal window.
+// (oLikeQ: O and dO packed as Q, which dK/dV reads through tensor descriptors; else O and dO
+// heads first, read through pointers.)
 TEST_F(AttentionInterpreterTest, BackwardVarlen) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
-                                      .varlenQ = {37, 0, 1, 100}, .varlenKV = {37, 0, 5, 130}});
+                                      .oLikeQ = true, .varlenQ = {37, 0, 1, 100},
+                                      .varlenKV = {37, 0, 5, 130}});
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 2, .kvHeads = 1, .causal = true,
                                       .varlenQ = {17, 60}, .varlenKV = {50, 60}});
   checkAttentionBackward<HostBuffer>(nullptr, sync,
-                                     {.causal = true, .windowLeft = 20, .varlenQ = {90, 9},
-                                      .varlenKV = {90, 30}});
+                                     {.causal = true, .windowLeft = 20, .oLikeQ = true,
+                                      .varlenQ = {90, 9}, .varlenKV = {90, 30}});
 }
 
 // Small shapes against the forward's finite differences: GQA 2:1, causal with more keys than

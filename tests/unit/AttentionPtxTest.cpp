@@ -486,6 +486,61 @@ TEST_F(AttentionPtxTest, SeqMajorBackwardReadsItsTilesThroughTma) {
   EXPECT_EQ(spec.constexprs[spec.constexprs.size() - 2], 2);
 }
 
+// Varlen batches packed [total_q, heads, head_dim]: dK/dV reads each sequence's Q and dO tiles
+// through descriptors over the [total_q, heads x head_dim] matrix (+15% at head_dim 128 on an
+// H200, docs/notes/attention.md, "Layouts through descriptors"), the producer warp group's
+// form at head_dim 256; dQ's K and V, whose total the call does not give, and O laid out
+// otherwise go through pointers.
+TEST_F(AttentionPtxTest, VarlenBackwardReadsQueriesThroughTma) {
+  const int64_t B = 4, H = 32, KH = 8, S = 4096, total = 16000;
+  KernelArg p = KernelArg::pointer(0x10000);
+  const int32_t *cu = reinterpret_cast<const int32_t *>(uintptr_t(0x20000));
+  for (int64_t D : {128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(D));
+    kernels::AttentionStrides qs{0, D, H * D}, ks{0, D, KH * D}; // (packed)
+    kernels::AttentionBackwardArgs a{.batch = B, .heads = H, .kvHeads = KH, .seqQ = S,
+                                     .headDim = D, .causal = true, .qStrides = qs,
+                                     .kStrides = ks, .vStrides = ks, .oStrides = qs,
+                                     .cuSeqlensQ = cu, .cuSeqlensKV = cu, .totalQ = total};
+    kernels::AttentionBackwardPlan plan = kernels::planAttentionBackward(D);
+    kernels::BackwardPart part = plan.splitDkDv ? kernels::kDkOnly : kernels::kDkDv;
+    int32_t left = int32_t(2 * S), right = 0;
+    Specialization dkdvSpec =
+        kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part);
+    Artifacts dkdv = kernels::attentionBackwardDkDvKernel().compileTo(
+        dkdvSpec.specializedFor({p, p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(total),
+                                 int32_t(S), int32_t(H), int32_t(H / KH), qs.batch, qs.head,
+                                 qs.seq, ks.batch, ks.head, ks.seq, ks.batch, ks.head, ks.seq,
+                                 qs.batch, qs.head, qs.seq, total, total, H * D, KH * D, left,
+                                 right}),
+        Stage::PTX);
+    EXPECT_NE(dkdv.tir.find("DESC = 2"), std::string::npos);
+    EXPECT_NE(dkdv.tir.find(D == 256 ? "WS = 1" : "WS = 0"), std::string::npos);
+    EXPECT_NE(dkdv.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+    if (!tritium::testing::ptxasPath().empty()) {
+      auto r = tritium::testing::runPtxas(dkdv.ptx, "sm_90a");
+      EXPECT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output; // none serialized
+    }
+    Artifacts dq = kernels::attentionBackwardDqKernel().compileTo(
+        kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a")
+            .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(total), int32_t(S),
+                             int32_t(H), int32_t(H / KH), qs.batch, qs.head, qs.seq, ks.batch,
+                             ks.head, ks.seq, ks.batch, ks.head, ks.seq, qs.batch, qs.head,
+                             qs.seq, total, total, H * D, KH * D, left, right}),
+        Stage::PTX);
+    EXPECT_NE(dq.tir.find("DESC = 0"), std::string::npos);
+    // O (so dO) heads first: [heads, total_q, head_dim], not one matrix with Q's rows.
+    a.oStrides = {0, total * D, D};
+    const size_t desc = 7; // (BM, BN, D, STAGES, CAUSAL, WINDOW, VARLEN, DESC, ...)
+    ASSERT_GT(dkdvSpec.constexprs.size(), desc);
+    EXPECT_EQ(dkdvSpec.constexprs[desc], 2);
+    EXPECT_EQ(kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part)
+                  .constexprs[desc],
+              0);
+  }
+}
+
 // K and V laid out [batch, seq, heads, head_dim] (FlashAttention's layout) come through tensor
 // descriptors too, a head's [BN, D] tile at its columns of the [batch x seq, heads x head_dim]
 // matrix: TMA copies, issued by the producer warp group where the plan has one.
