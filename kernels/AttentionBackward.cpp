@@ -269,13 +269,14 @@ void attention_bwd_dq(Ptr dq, Ptr q, Ptr k, Ptr v, Ptr dout, Ptr lse, Ptr delta,
   auto [lo, hi] = keysSeen(pid_m, BM, BN, seqQ, seqKV, shift, win_left, win_right, CAUSAL,
                            WINDOW, VARLEN);
   // DESC: K and V dense, read through tensor descriptors over all kv_rows rows, as
-  // attention_bwd_dkdv's Q and dO (2: rows of kv_cols = kv_heads x HD columns).
+  // attention_bwd_dkdv's Q and dO (2: rows of kv_cols = kv_heads x HD columns; VARLEN: packed,
+  // a sequence's keys from row kv0).
   std::optional<TensorDescriptor> k_desc, v_desc;
   Value kv_row0;
   if (DESC == 2) {
     k_desc = make_tensor_descriptor(k, {kv_rows, kv_cols}, {sks, 1}, {BN, D});
     v_desc = make_tensor_descriptor(v, {kv_rows, kv_cols}, {svs, 1}, {BN, D});
-    kv_row0 = cast(b, int64) * seq_kv;
+    kv_row0 = VARLEN ? cast(kv0, int64) : cast(b, int64) * seq_kv;
   } else if (DESC) {
     k_desc = make_tensor_descriptor(k, {kv_rows, HD}, {HD, 1}, {BN, D});
     v_desc = make_tensor_descriptor(v, {kv_rows, HD}, {HD, 1}, {BN, D});
@@ -410,13 +411,15 @@ static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
   if (a.seqQ == 0 || seqKV == 0)
     return 0;
   // Varlen batches: dK/dV's Q and dO packed [total_q, heads, head_dim], one [total_q, heads x
-  // head_dim] matrix of totalQ rows (dQ's K and V would need the keys' total, which the call
-  // does not give).
-  if (a.cuSeqlensQ)
-    return dkdv && packedStrides(a.qStrides, a.heads, a.headDim) &&
-                   packedStrides(a.oStrides, a.heads, a.headDim)
-               ? 2
-               : 0;
+  // head_dim] matrix of totalQ rows; dQ's K and V so where the call gives their total.
+  if (a.cuSeqlensQ) {
+    int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;
+    bool packed = dkdv ? packedStrides(a.qStrides, a.heads, a.headDim) &&
+                             packedStrides(a.oStrides, a.heads, a.headDim)
+                       : a.totalKV > 0 && packedStrides(a.kStrides, kvHeads, a.headDim) &&
+                             packedStrides(a.vStrides, kvHeads, a.headDim);
+    return packed ? 2 : 0;
+  }
   return dkdv ? qoLayout(a) : kvLayout(a);
 }
 
@@ -489,6 +492,10 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   bool varlen = checkVarlen(args, a.cuSeqlensQ, a.cuSeqlensKV, a.totalQ, a.seqQ);
   if (varlen && a.totalQ > std::numeric_limits<int32_t>::max())
     args.fail("totalQ must be below 2^31, got " + std::to_string(a.totalQ));
+  args.atLeast("totalKV", a.totalKV, 0);
+  if (varlen && a.totalKV > 0 && a.totalKV < seqKV)
+    args.fail("totalKV (" + std::to_string(a.totalKV) + ", the packed key rows) must be at least "
+              "seq_kv (" + std::to_string(seqKV) + ", the longest sequence)");
   // The gradients are laid out as their inputs (dQ as Q, dK as K, dV as V) and dO as O.
   AttentionStrides qs = attentionStrides(args, a.qStrides, a.heads, a.seqQ, D, varlen, "q"),
                    ks = attentionStrides(args, a.kStrides, kvHeads, seqKV, D, varlen, "k"),
@@ -545,7 +552,9 @@ void attentionBackward(const AttentionBackwardArgs &a, CUstream stream,
   int64_t qRows = varlen                ? a.totalQ
                   : qoLayout(a) == 2 ? a.batch * a.seqQ
                                      : a.batch * a.heads * a.seqQ,
-          kvRows = kvLayout(a) == 2 ? a.batch * seqKV : a.batch * kvHeads * seqKV,
+          kvRows = varlen                ? a.totalKV
+                   : kvLayout(a) == 2 ? a.batch * seqKV
+                                      : a.batch * kvHeads * seqKV,
           qCols = a.heads * D, kvCols = kvHeads * D;
   if (seqKV > 0) {
     std::initializer_list<KernelArg> launchArgs = {

@@ -45,9 +45,11 @@ struct AttentionBackwardArgs {
   // after another, q, o, dq and dout [total_q, heads, head_dim] and k, v, dk, dv [total_kv,
   // kv_heads, head_dim] (through strides whose batch entries are unused); seqQ and seqKV the
   // longest sequences, totalQ the packed query rows; the LSE (and the workspace) [heads,
-  // total_q], as the varlen forward writes it.
+  // total_q], as the varlen forward writes it. totalKV, the packed key rows, may be 0; given,
+  // dQ reads K and V (dense packed) through tensor descriptors, which may read no row past it
+  // (dK/dV reads dense packed Q and dO so, bounded by totalQ).
   const int32_t *cuSeqlensQ = nullptr, *cuSeqlensKV = nullptr;
-  int64_t totalQ = 0;
+  int64_t totalQ = 0, totalKV = 0;
 };
 
 // The workspace the backward needs: delta, one fp32 per query row and head.

@@ -34,6 +34,9 @@ struct AttentionCase {
   bool workspace = false;
   // The backward's varlen form: each sequence's query and key lengths, packed (batch unused).
   std::vector<int64_t> varlenQ, varlenKV;
+  // Varlen: AttentionArgs::totalKV and AttentionBackwardArgs::totalKV given, so that the
+  // forward and the backward's dQ read K and V through tensor descriptors.
+  bool totalKV = false;
   // The forward's plan where not planAttention's; the backward's where not
   // planAttentionBackward's.
   std::optional<kernels::AttentionPlan> plan;
@@ -57,6 +60,7 @@ struct AttentionCase {
       s << " kv";
       for (size_t i = 0; i < varlenKV.size(); ++i)
         s << (i ? "," : "") << varlenKV[i];
+      s << (totalKV ? " total-kv" : "");
     }
     if (plan)
       s << " plan " << plan->blockM << "x" << plan->blockN << "x" << plan->numWarps << "x"
@@ -451,7 +455,9 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
                              .vStrides = r.ks, .oStrides = r.os, .causal = c.causal,
                              .windowLeft = c.windowLeft, .windowRight = c.windowRight,
                              .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
-                             .totalQ = varlen ? rowsQ : 0, .scale = c.scale, .dtype = c.dtype},
+                             .totalQ = varlen ? rowsQ : 0,
+                             .totalKV = varlen && c.totalKV ? rowsK : 0, .scale = c.scale,
+                             .dtype = c.dtype},
                             stream);
   kernels::AttentionBackwardArgs bargs{
       .dq = address(gq), .dk = address(gk), .dv = address(gv), .q = address(dq_),
@@ -461,7 +467,7 @@ BackwardRun runAttentionBackward(CUstream stream, const std::function<void()> &s
       .scale = c.scale, .dtype = c.dtype, .windowLeft = c.windowLeft,
       .windowRight = c.windowRight, .qStrides = r.qs, .kStrides = r.ks, .vStrides = r.ks,
       .oStrides = r.os, .cuSeqlensQ = cuQArg, .cuSeqlensKV = cuKVArg,
-      .totalQ = varlen ? rowsQ : 0};
+      .totalQ = varlen ? rowsQ : 0, .totalKV = varlen && c.totalKV ? rowsK : 0};
   Buffer work = poisonedBytes<Buffer>(size_t(kernels::attentionBackwardWorkspaceBytes(bargs)));
   bargs.workspace = static_cast<float *>(address(work));
   kernels::attentionBackward(bargs, stream, c.backwardPlan ? &*c.backwardPlan : nullptr);

@@ -15,8 +15,10 @@ Kernels, each at Z x H x S x D shapes, plain and causal (bf16; K and V with as m
   backward    tritium_attention_backward from tritium's own forward's O and log-sum-exp, against
               torch.autograd.grad of SDPA (dQ, dK and dV);
   backward_varlen  the same on forward_varlen's packed sequences (cu_seqlens, O and the
-              log-sum-exp from tritium_attention_forward_varlen_total_kv), against
-              torch.autograd.grad of SDPA on each sequence in turn;
+              log-sum-exp from tritium_attention_forward_varlen_total_kv):
+              tritium_attention_backward_total_kv against torch.autograd.grad of SDPA on each
+              sequence in turn, and tritium_attention_backward (no total_kv: dQ reads K and V
+              through pointers) as tritium_no_total_kv;
   fp8         tritium_attention_forward_fp8 (e4m3 Q, K and V with descales of 1, V stored
               transposed) against tritium's bf16 forward on the same values, the issue's fp8
               target being 1.6 times it;
@@ -119,6 +121,9 @@ class TritiumAttention(bk.Tritium):
     # workspace, workspace_bytes, stream
     SIGNATURES["tritium_attention_backward"] = ("i" + "p" * 11 + "l" * 7 + "p" * 4 + "i" + "ll" +
                                                 "f" + "pl" + "p")
+    # the same with total_kv after total_q
+    SIGNATURES["tritium_attention_backward_total_kv"] = ("i" + "p" * 11 + "l" * 8 + "p" * 4 + "i" +
+                                                         "ll" + "f" + "pl" + "p")
     # dtype, o, lse, q, k, v, seq_lens, block_table, page_size, max_pages, batch, heads,
     # kv_heads, seq_q, max_seq_kv, head_dim, 4 stride arrays, causal, scale, workspace,
     # workspace_bytes, stream
@@ -340,7 +345,12 @@ class Bench:
         n = self.tritium.sized("tritium_attention_backward_workspace", Z, H, longest, total)
         work = torch.empty(max(n, 1), dtype=torch.uint8, device="cuda")
         dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+        # (given total_kv, dQ reads K and V through descriptors: its fastest form)
         self.measure("backward_varlen", shape, causal, "tritium", self.tritium.bind(
+            "tritium_attention_backward_total_kv", BF16, dq, dk, dv, q, k, v, o, dout, lse, cu, cu,
+            Z, H, H, longest, longest, total, total, D, None, None, None, None, int(causal), -1,
+            -1, 0.0, work, n), (dq, dk, dv), ref)
+        self.measure("backward_varlen", shape, causal, "tritium_no_total_kv", self.tritium.bind(
             "tritium_attention_backward", BF16, dq, dk, dv, q, k, v, o, dout, lse, cu, cu, Z, H, H,
             longest, longest, total, D, None, None, None, None, int(causal), -1, -1, 0.0, work,
             n), (dq, dk, dv), ref)

@@ -382,6 +382,20 @@ int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const vo
                                const int64_t o_strides[3], int causal, int64_t window_left,
                                int64_t window_right, float scale, void *workspace,
                                int64_t workspace_bytes, void *stream) {
+  return tritium_attention_backward_total_kv(
+      dtype, dq, dk, dv, q, k, v, o, dout, lse, cu_seqlens_q, cu_seqlens_kv, batch, heads,
+      kv_heads, seq_q, seq_kv, total_q, 0, head_dim, q_strides, k_strides, v_strides, o_strides,
+      causal, window_left, window_right, scale, workspace, workspace_bytes, stream);
+}
+
+int tritium_attention_backward_total_kv(
+    int dtype, void *dq, void *dk, void *dv, const void *q, const void *k, const void *v,
+    const void *o, const void *dout, const float *lse, const int32_t *cu_seqlens_q,
+    const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+    int64_t seq_kv, int64_t total_q, int64_t total_kv, int64_t head_dim,
+    const int64_t q_strides[3], const int64_t k_strides[3], const int64_t v_strides[3],
+    const int64_t o_strides[3], int causal, int64_t window_left, int64_t window_right,
+    float scale, void *workspace, int64_t workspace_bytes, void *stream) {
   return guarded([&] {
     AttentionBackwardArgs a{.dq = dq, .dk = dk, .dv = dv, .q = q, .k = k, .v = v, .o = o,
                             .dout = dout, .lse = lse,
@@ -393,7 +407,7 @@ int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const vo
                             .qStrides = strides(q_strides), .kStrides = strides(k_strides),
                             .vStrides = strides(v_strides), .oStrides = strides(o_strides),
                             .cuSeqlensQ = cu_seqlens_q, .cuSeqlensKV = cu_seqlens_kv,
-                            .totalQ = total_q};
+                            .totalQ = total_q, .totalKV = total_kv};
     int64_t need = attentionBackwardWorkspaceBytes(a);
     if (workspace_bytes < need)
       throw std::invalid_argument("attentionBackward: workspace_bytes is " +

@@ -251,6 +251,17 @@ int tritium_attention_backward(int dtype, void *dq, void *dk, void *dv, const vo
                                const int64_t o_strides[3], int causal, int64_t window_left,
                                int64_t window_right, float scale, void *workspace,
                                int64_t workspace_bytes, void *stream);
+/* The same with total_kv, the packed key rows of a varlen batch (0: not given): with it, dQ
+ * reads dense packed k and v through tensor descriptors (TMA copies on Hopper), which may read
+ * no row past it. */
+int tritium_attention_backward_total_kv(
+    int dtype, void *dq, void *dk, void *dv, const void *q, const void *k, const void *v,
+    const void *o, const void *dout, const float *lse, const int32_t *cu_seqlens_q,
+    const int32_t *cu_seqlens_kv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+    int64_t seq_kv, int64_t total_q, int64_t total_kv, int64_t head_dim,
+    const int64_t q_strides[3], const int64_t k_strides[3], const int64_t v_strides[3],
+    const int64_t o_strides[3], int causal, int64_t window_left, int64_t window_right,
+    float scale, void *workspace, int64_t workspace_bytes, void *stream);
 
 /* Decode attention (kernels/AttentionDecode.h, flash-decoding): q and o [batch, seq_q, heads,
  * head_dim] through {batch, head, seq} strides; the K and V caches through {page, seq, head}

@@ -107,6 +107,13 @@ int main(void) {
   int backwardOk = rc != 0 && strstr(error, "workspace_bytes is 4, but this call needs 128") != NULL;
   printf("%s: tritium_attention_backward with a 4-byte workspace returns %d: %s\n",
          backwardOk ? "ok" : "FAILED", rc, error);
+  rc = tritium_attention_backward_total_kv(2, &b, &b, &b, &b, &b, &b, &b, &b, &b, &cuKV, &cuKV,
+                                           2, 8, 8, 6, 6, 10, 5, 64, NULL, NULL, NULL, NULL, 0,
+                                           -1, -1, 0.f, &b, 1024, NULL);
+  error = tritium_last_error();
+  backwardOk = backwardOk && rc != 0 && strstr(error, "totalKV (5, the packed key rows)") != NULL;
+  printf("%s: tritium_attention_backward_total_kv with 5 key rows for 6 returns %d: %s\n",
+         backwardOk ? "ok" : "FAILED", rc, error);
   /* Every option through one struct: its defaults, a null one, and fp8's partial sums asked
      of bf16 operands. */
   tritium_matmul_options options;

@@ -185,12 +185,12 @@ TEST_F(AttentionGpuTest, BackwardVarlen) {
   SKIP_WITHOUT_GPU();
   for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
-      for (bool oLikeQ : {false, true}) // (true: dK/dV reads Q and dO through descriptors)
+      for (bool tma : {false, true}) // (Q, dO, K and V through descriptors, or pointers)
         checkAttentionBackward<DeviceBuffer>(stream().get(), sync,
                                              {.dtype = kernels::Dtype::fp16, .heads = 4,
                                               .kvHeads = 1, .headDim = d, .causal = causal,
-                                              .oLikeQ = oLikeQ, .varlenQ = {300, 0, 1, 129},
-                                              .varlenKV = {333, 0, 7, 129}});
+                                              .oLikeQ = tma, .varlenQ = {300, 0, 1, 129},
+                                              .varlenKV = {333, 0, 7, 129}, .totalKV = tma});
 }
 
 // Against the forward's finite differences, at every head dim.

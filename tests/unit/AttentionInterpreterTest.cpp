@@ -321,16 +321,17 @@ TEST_F(AttentionInterpreterTest, BackwardWindowsAndStrides) {
 
 // Varlen batches: an empty sequence, one of a single token, more keys than queries, GQA 2:1;
 // causal aligned per sequence; a causal window.
-// (oLikeQ: O and dO packed as Q, which dK/dV reads through tensor descriptors; else O and dO
-// heads first, read through pointers.)
+// (oLikeQ: O and dO packed as Q, which dK/dV reads through tensor descriptors, else heads
+// first, through pointers; totalKV: dQ reads K and V through descriptors.)
 TEST_F(AttentionInterpreterTest, BackwardVarlen) {
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.dtype = kernels::Dtype::fp16, .heads = 4, .kvHeads = 2,
                                       .oLikeQ = true, .varlenQ = {37, 0, 1, 100},
-                                      .varlenKV = {37, 0, 5, 130}});
+                                      .varlenKV = {37, 0, 5, 130}, .totalKV = true});
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.heads = 2, .kvHeads = 1, .causal = true,
-                                      .varlenQ = {17, 60}, .varlenKV = {50, 60}});
+                                      .varlenQ = {17, 60}, .varlenKV = {50, 60},
+                                      .totalKV = true});
   checkAttentionBackward<HostBuffer>(nullptr, sync,
                                      {.causal = true, .windowLeft = 20, .oLikeQ = true,
                                       .varlenQ = {90, 9}, .varlenKV = {90, 30}});
@@ -388,6 +389,11 @@ TEST_F(AttentionInterpreterTest, BackwardRefusesBadArguments) {
             a.cuSeqlensQ = a.cuSeqlensKV = reinterpret_cast<const int32_t *>(&x);
             a.totalQ = 8;
           });
+  refuses("totalKV (15, the packed key rows) must be at least seq_kv (16", [&](auto &a) {
+    a.cuSeqlensQ = a.cuSeqlensKV = reinterpret_cast<const int32_t *>(&x);
+    a.totalQ = 16;
+    a.totalKV = 15;
+  });
   kernels::AttentionBackwardPlan plan{.ownRows = 48};
   refuses("plan: rows must be powers of two of at least 16, got 48", [](auto &) {}, &plan);
 }

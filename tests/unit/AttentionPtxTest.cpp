@@ -489,8 +489,8 @@ TEST_F(AttentionPtxTest, SeqMajorBackwardReadsItsTilesThroughTma) {
 // Varlen batches packed [total_q, heads, head_dim]: dK/dV reads each sequence's Q and dO tiles
 // through descriptors over the [total_q, heads x head_dim] matrix (+15% at head_dim 128 on an
 // H200, docs/notes/attention.md, "Layouts through descriptors"), the producer warp group's
-// form at head_dim 256; dQ's K and V, whose total the call does not give, and O laid out
-// otherwise go through pointers.
+// form at head_dim 256; dQ its K and V where the call gives their total (totalKV). O laid out
+// otherwise, and K and V without totalKV, go through pointers.
 TEST_F(AttentionPtxTest, VarlenBackwardReadsQueriesThroughTma) {
   const int64_t B = 4, H = 32, KH = 8, S = 4096, total = 16000;
   KernelArg p = KernelArg::pointer(0x10000);
@@ -522,6 +522,10 @@ TEST_F(AttentionPtxTest, VarlenBackwardReadsQueriesThroughTma) {
       EXPECT_EQ(r.exitCode, 0) << r.output;
       EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output; // none serialized
     }
+    const size_t desc = 7; // (BM, BN, D, STAGES, CAUSAL, WINDOW, VARLEN, DESC, ...)
+    EXPECT_EQ(kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a").constexprs[desc],
+              0); // (dQ: no totalKV given)
+    a.totalKV = total;
     Artifacts dq = kernels::attentionBackwardDqKernel().compileTo(
         kernels::attentionBackwardSpecialization(a, false, plan, "sm_90a")
             .specializedFor({p, p, p, p, p, p, p, p, p, 1.0f, 1.0f, int32_t(total), int32_t(S),
@@ -529,10 +533,15 @@ TEST_F(AttentionPtxTest, VarlenBackwardReadsQueriesThroughTma) {
                              ks.head, ks.seq, ks.batch, ks.head, ks.seq, qs.batch, qs.head,
                              qs.seq, total, total, H * D, KH * D, left, right}),
         Stage::PTX);
-    EXPECT_NE(dq.tir.find("DESC = 0"), std::string::npos);
+    EXPECT_NE(dq.tir.find("DESC = 2"), std::string::npos);
+    EXPECT_NE(dq.ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+    if (!tritium::testing::ptxasPath().empty()) {
+      auto r = tritium::testing::runPtxas(dq.ptx, "sm_90a");
+      EXPECT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_EQ(r.output.find("wgmma"), std::string::npos) << r.output;
+    }
     // O (so dO) heads first: [heads, total_q, head_dim], not one matrix with Q's rows.
     a.oStrides = {0, total * D, D};
-    const size_t desc = 7; // (BM, BN, D, STAGES, CAUSAL, WINDOW, VARLEN, DESC, ...)
     ASSERT_GT(dkdvSpec.constexprs.size(), desc);
     EXPECT_EQ(dkdvSpec.constexprs[desc], 2);
     EXPECT_EQ(kernels::attentionBackwardSpecialization(a, true, plan, "sm_90a", part)
