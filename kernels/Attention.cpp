@@ -303,11 +303,12 @@ AttentionPlan planAttention(int64_t headDim, Dtype dtype, bool warpGroups, bool 
   // With V transposed on warp groups, 64 queries on one warp group (as 16-bit head_dim 64):
   // two programs share a SM; 627.6 against 564.2 at head_dim 128, 412.9 against 377.7 at 64
   // (docs/perf/attention-one-group-h200-2026-11-30.txt). At head_dim 128, ptxas told of the
-  // three programs a SM: 799.4-814.3 against 721.0-726.6 without a mask, causal within 0.3%
-  // (docs/notes/attention.md, "fp8").
+  // three programs a SM: 799.4-814.3 against 721.0-726.6 without a mask, causal within 0.3%;
+  // at head_dim 64 of four (the registers' limit already): 597.2-597.4 against 575.3-575.7,
+  // 517.1-521.4 against 502.6-503.6 causal (docs/notes/attention.md, "fp8").
   if (vTransposed && warpGroups)
     return {.blockM = 64, .blockN = 128, .numWarps = 4, .numStages = 2,
-            .minProgramsPerSM = headDim > 64 ? 3 : 0};
+            .minProgramsPerSM = headDim > 64 ? 3 : 4};
   if (headDim > 64)
     return {.blockM = 128, .blockN = 128, .numWarps = 8, .numStages = 2};
   if (vTransposed)
