@@ -405,16 +405,20 @@ static int kvLayout(const AttentionBackwardArgs &a) {
 }
 
 // The layout in which a kernel reads the tiles it walks through descriptors (Q and dO for
-// dK/dV, K and V for dQ; dO as O), or 0: pointers.
-static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv) {
+// dK/dV, K and V for dQ; dO as O), or 0: pointers. `plan`: the kernel's.
+static int backwardDescriptors(const AttentionBackwardArgs &a, bool dkdv,
+                               const AttentionBackwardPlan &plan) {
   int64_t seqKV = a.seqKV ? a.seqKV : a.seqQ;
   if (a.seqQ == 0 || seqKV == 0)
     return 0;
   // Varlen batches: dK/dV's Q and dO packed [total_q, heads, head_dim], one [total_q, heads x
-  // head_dim] matrix of totalQ rows; dQ's K and V so where the call gives their total.
+  // head_dim] matrix of totalQ rows; dQ's K and V so where the call gives their total. Not
+  // dV's and dK's split kernels (head_dim 256), whose form with descriptors (and a producer)
+  // ran 216.7-217.2 TFLOP/s against 246.4-247.9 through pointers at 4 x 32 x (3075, 5117) on
+  // an H200 (docs/notes/attention.md, "Layouts through descriptors").
   if (a.cuSeqlensQ) {
     int64_t kvHeads = a.kvHeads ? a.kvHeads : a.heads;
-    bool packed = dkdv ? packedStrides(a.qStrides, a.heads, a.headDim) &&
+    bool packed = dkdv ? !plan.splitDkDv && packedStrides(a.qStrides, a.heads, a.headDim) &&
                              packedStrides(a.oStrides, a.heads, a.headDim)
                        : a.totalKV > 0 && packedStrides(a.kStrides, kvHeads, a.headDim) &&
                              packedStrides(a.vStrides, kvHeads, a.headDim);
@@ -444,7 +448,7 @@ Specialization attentionBackwardSpecialization(const AttentionBackwardArgs &a, b
   // Strides in 64 bits; the window's reach in 32, as the lengths.
   bool window = a.windowLeft >= 0 || a.windowRight >= 0;
   bool varlen = a.cuSeqlensQ != nullptr;
-  int descriptors = backwardDescriptors(a, dkdv);
+  int descriptors = backwardDescriptors(a, dkdv, plan);
   // The producer form also reads dK/dV's LSE and delta through descriptors.
   bool producer = plan.warpSpecialize && descriptors &&
                   (!dkdv || on16ByteBoundaries({a.lse, a.workspace}));
